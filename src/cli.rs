@@ -1,0 +1,115 @@
+//! Command-line interface (clap derive). Parsing only: the commands live in `commands/`.
+
+use crate::findings::Severity;
+use crate::report::{ColorChoice, OutputFormat};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Explains CUDA environment failures before anything runs.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cudadiag",
+    version,
+    about = "Explains CUDA environment failures before anything runs",
+    long_about = "cudadiag reads CUDA binaries (ELF files, their fatbins, cubins and PTX) without running or \
+                  loading them, and says what GPU code they carry, what they link, and why they would fail.\n\n\
+                  Examples:\n  \
+                  cudadiag inspect ./app                 what GPU code ./app carries, one line\n  \
+                  cudadiag inspect -v ./libkern.so       every fatbin entry, ELF details\n  \
+                  cudadiag inspect --format json ./app   the stable JSON report\n  \
+                  cudadiag codes                         every finding code\n\n\
+                  Exit status: 0 when no finding reaches --fail-on (default: error), 1 when one does, 2 on \
+                  usage or I/O errors."
+)]
+pub struct Cli {
+    /// When to colour human output (`auto` honours NO_COLOR and whether stdout is a terminal).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    pub color: ColorChoice,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read binaries and report their device code, runtime linkage and damage.
+    #[command(
+        long_about = "Reads each file statically: host ELF headers (NEEDED, RPATH, RUNPATH, symbol \
+        versions), every fatbin in .nv_fatbin, __nv_relfatbin or behind .nvFatBinSegment wrappers, each entry's \
+        kind, architecture (sm_90a, compute_100f), PTX ISA, compression and producing toolkit, and how the CUDA \
+        runtime is linked. Accepts executables, shared libraries, objects, static archives (every member), and raw \
+        .fatbin, .cubin and .ptx files. Nothing is executed or loaded.\n\n\
+        Examples:\n  cudadiag inspect ./app\n  cudadiag inspect -v --deep libkern.so   (decompress every entry: kernel \
+        names, PTX entries)\n  cudadiag inspect --format json build/*.so | jq '.binaries[].device_code[].arch'"
+    )]
+    Inspect(InspectArgs),
+    /// List every finding code, slug and default severity.
+    Codes(CodesArgs),
+}
+
+/// Options shared by commands that produce a report.
+#[derive(Debug, Args, Clone)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+    pub format: OutputFormat,
+    /// Exit with status 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+}
+
+/// `--fail-on` levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Fail on errors only.
+    Error,
+    /// Fail on warnings and errors.
+    Warning,
+    /// Fail on any finding.
+    Note,
+    /// Never fail because of findings.
+    Never,
+}
+
+impl FailOn {
+    /// The threshold severity, or `None` for never.
+    pub fn threshold(self) -> Option<Severity> {
+        match self {
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Note => Some(Severity::Note),
+            FailOn::Never => None,
+        }
+    }
+}
+
+/// `cudadiag inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Files to inspect.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Show every device-code entry and the ELF details.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Decompress and parse every payload (kernel names, PTX directives, every toolkit note). Slower on large
+    /// libraries; by default only uncompressed payloads and one cubin per container are read.
+    #[arg(long)]
+    pub deep: bool,
+    /// Largest uncompressed size accepted for one fatbin entry, in MiB (bigger declarations are reported as
+    /// damage, never allocated).
+    #[arg(long, default_value_t = 256, value_name = "MIB")]
+    pub max_entry_mib: u64,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `cudadiag codes`.
+#[derive(Debug, Args)]
+pub struct CodesArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+    pub format: OutputFormat,
+}

@@ -1,0 +1,31 @@
+//! `cudadiag codes`: the finding catalogue.
+
+use super::{Outcome, ToolError};
+use crate::cli::CodesArgs;
+use crate::findings::CATALOGUE;
+use crate::report::{self, OutputFormat};
+use std::io::Write;
+
+pub fn run(args: &CodesArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    match args.format {
+        OutputFormat::Json => {
+            let doc = serde_json::json!({ "schema_version": report::json::SCHEMA_VERSION, "codes": CATALOGUE });
+            let text = serde_json::to_string_pretty(&doc).map_err(|e| ToolError(e.to_string()))?;
+            report::text(out, &format!("{text}\n"))?;
+        }
+        OutputFormat::Human => {
+            let mut text = String::new();
+            for c in CATALOGUE {
+                text.push_str(&format!(
+                    "{:<6} {:<28} {:<8} {}\n",
+                    c.code,
+                    c.slug,
+                    c.severity.as_str(),
+                    c.summary
+                ));
+            }
+            report::text(out, &text)?;
+        }
+    }
+    Ok(Outcome::Clean)
+}

@@ -1,0 +1,37 @@
+//! `cudadiag inspect`.
+
+use super::{Outcome, ToolError};
+use crate::cli::InspectArgs;
+use crate::facts::Facts;
+use crate::inspect::{self, Depth, InspectOptions};
+use crate::report::{self, Paint, RenderOptions, Report};
+use std::io::Write;
+
+pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    let opts = InspectOptions {
+        depth: if args.deep {
+            Depth::Full
+        } else {
+            Depth::Headers
+        },
+        max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
+    };
+    let mut facts = Facts::default();
+    for path in &args.paths {
+        let binaries = inspect::path(path, &opts).map_err(|e| ToolError(e.to_string()))?;
+        facts.binaries.extend(binaries);
+    }
+    let findings = crate::rules::evaluate(&facts);
+    let report = Report { facts, findings };
+    let render = RenderOptions {
+        format: args.output.format,
+        paint,
+        verbose: args.verbose,
+    };
+    report::render(&report, &render, out)?;
+    Ok(if report.fails(args.output.fail_on.threshold()) {
+        Outcome::Failed
+    } else {
+        Outcome::Clean
+    })
+}

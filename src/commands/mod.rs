@@ -1,0 +1,46 @@
+//! The commands: each turns parsed arguments into a report (or a document) and renders it.
+
+mod codes;
+mod inspect;
+
+use crate::cli::{Cli, Command};
+use crate::report::Paint;
+use std::io::{IsTerminal, Write};
+
+/// How a run ended, for the exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing at or above `--fail-on`: exit 0.
+    Clean,
+    /// Findings at or above `--fail-on`: exit 1.
+    Failed,
+}
+
+/// A tool failure: bad arguments, unreadable input, output I/O. Exit 2.
+#[derive(Debug)]
+pub struct ToolError(pub String);
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<std::io::Error> for ToolError {
+    fn from(e: std::io::Error) -> Self {
+        ToolError(format!("cannot write output: {e}"))
+    }
+}
+
+/// Runs the parsed command line, writing the report to `out`.
+pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    let paint = Paint::new(
+        cli.color,
+        std::io::stdout().is_terminal(),
+        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+    );
+    match &cli.command {
+        Command::Inspect(args) => inspect::run(args, paint, out),
+        Command::Codes(args) => codes::run(args, out),
+    }
+}

@@ -1,0 +1,261 @@
+//! Device ELF files (cubins): architecture, producing toolkit and kernel names.
+//!
+//! Two `e_flags` layouts exist (see `shared/research/fatbin.md` §4, after LLVM's `ELF.h`):
+//! * ABI version 7 (CUDA ≤ 12.x, `EI_OSABI` 0x33): SM in bits 0–7, `0x800` = arch-specific (`a`), the virtual
+//!   SM in bits 16–23; `e_version` holds the toolkit as major·10+minor.
+//! * ABI version 8 (CUDA 12.8+ for sm_100+, every CUDA 13 cubin, `EI_OSABI` 0x41): SM in bits 8–15, bit 3 =
+//!   arch-specific as ptxas 12.8 sets it. ptxas 13 leaves that bit clear and records `a` only in `.nv.compat`
+//!   (attribute 9, value 1), which we read too. A family (`f`) target leaves no trace in a cubin at all.
+//!
+//! The toolkit comes from `.note.nv.tkinfo` ("Cuda compilation tools, release 13.0, V13.0.88") when present,
+//! else from `.note.nv.cuinfo` (toolkit as major·10+minor), else from an ABI-7 `e_version`.
+
+use crate::facts::CubinFacts;
+use goblin::elf::Elf;
+use goblin::elf::sym::{STB_GLOBAL, STT_FUNC};
+
+/// `e_machine` of device ELF files.
+pub const EM_CUDA: u16 = 190;
+const NOTE_TKINFO: u32 = 2000;
+const NOTE_CUINFO: u32 = 1000;
+/// `st_other` bit marking a kernel entry (`STO_CUDA_ENTRY`).
+const STO_CUDA_ENTRY: u8 = 0x10;
+
+/// Why a cubin could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CubinError(pub String);
+
+/// Reads a cubin. Damaged parts that are not needed (a note, the symbol table) are skipped silently.
+pub fn parse(bytes: &[u8]) -> Result<CubinFacts, CubinError> {
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
+        return Err(CubinError("payload is not an ELF file".into()));
+    }
+    let opts = goblin::options::ParseOptions::default()
+        .with_parse_mode(goblin::options::ParseMode::Permissive);
+    let elf = Elf::parse_with_opts(bytes, &opts)
+        .map_err(|e| CubinError(format!("cubin ELF is damaged: {e}")))?;
+    if elf.header.e_machine != EM_CUDA {
+        return Err(CubinError(format!(
+            "payload is an ELF file for machine {}, not EM_CUDA (190)",
+            elf.header.e_machine
+        )));
+    }
+    let os_abi = elf.header.e_ident[goblin::elf::header::EI_OSABI];
+    let abi_version = elf.header.e_ident[goblin::elf::header::EI_ABIVERSION];
+    let e_flags = elf.header.e_flags;
+    let mut facts = CubinFacts {
+        elf_type: goblin::elf::header::et_to_str(elf.header.e_type)
+            .trim_start_matches("ET_")
+            .to_ascii_lowercase(),
+        os_abi,
+        abi_version,
+        e_flags,
+        ..CubinFacts::default()
+    };
+    if abi_version >= 8 {
+        facts.sm = (e_flags >> 8) & 0xff;
+        facts.arch_specific = e_flags & 0x8 != 0;
+    } else {
+        facts.sm = e_flags & 0xff;
+        facts.arch_specific = e_flags & 0x800 != 0;
+        let virt = (e_flags >> 16) & 0xff;
+        facts.virtual_sm = (virt != 0).then_some(virt);
+        if os_abi == 0x33 && elf.header.e_version >= 10 {
+            let v = elf.header.e_version;
+            facts.cuinfo_toolkit = Some(format!("{}.{}", v / 10, v % 10));
+        }
+    }
+    for sh in &elf.section_headers {
+        let Some(name) = elf.shdr_strtab.get_at(sh.sh_name) else {
+            continue;
+        };
+        let Some(data) = section_bytes(bytes, sh) else {
+            continue;
+        };
+        match name {
+            ".note.nv.tkinfo" | ".note.nv.cuinfo" => read_notes(data, &mut facts),
+            ".nv.compat" if compat_arch_specific(data) => {
+                facts.arch_specific = true;
+            }
+            _ => {}
+        }
+    }
+    for sym in elf.syms.iter() {
+        if sym.st_type() == STT_FUNC
+            && sym.st_bind() == STB_GLOBAL
+            && sym.st_other & STO_CUDA_ENTRY != 0
+            && let Some(name) = elf.strtab.get_at(sym.st_name)
+        {
+            facts.kernels.push(name.to_string());
+        }
+    }
+    Ok(facts)
+}
+
+/// The toolkit version a cubin names, most exact first: `13.0.88` from tkinfo, else `13.0`.
+pub fn toolkit(facts: &CubinFacts) -> Option<(String, &'static str)> {
+    if let Some(v) = facts
+        .tool_version
+        .as_deref()
+        .and_then(version_from_tool_string)
+    {
+        return Some((v, ".note.nv.tkinfo"));
+    }
+    facts.cuinfo_toolkit.clone().map(|v| {
+        let source = if facts.abi_version >= 8 {
+            ".note.nv.cuinfo"
+        } else {
+            "cubin e_version"
+        };
+        (v, source)
+    })
+}
+
+/// `Cuda compilation tools, release 13.0, V13.0.88` → `13.0.88`.
+pub fn version_from_tool_string(s: &str) -> Option<String> {
+    let v = s.rsplit(", V").next().filter(|v| v.len() < s.len())?;
+    let v = v.trim();
+    let ok = !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.') && v.contains('.');
+    ok.then(|| v.to_string())
+}
+
+fn section_bytes<'a>(bytes: &'a [u8], sh: &goblin::elf::SectionHeader) -> Option<&'a [u8]> {
+    if sh.sh_type == goblin::elf::section_header::SHT_NOBITS {
+        return None;
+    }
+    let start = usize::try_from(sh.sh_offset).ok()?;
+    let end = start.checked_add(usize::try_from(sh.sh_size).ok()?)?;
+    bytes.get(start..end)
+}
+
+fn u32_at(d: &[u8], off: usize) -> Option<u32> {
+    d.get(off..off.checked_add(4)?)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn u16_at(d: &[u8], off: usize) -> Option<u16> {
+    d.get(off..off.checked_add(2)?)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+}
+
+fn align4(n: usize) -> Option<usize> {
+    n.checked_add(3).map(|v| v & !3)
+}
+
+/// Walks SHT_NOTE records: `namesz, descsz, type, name (padded to 4), desc (padded to 4)`.
+fn read_notes(data: &[u8], facts: &mut CubinFacts) {
+    let mut off = 0usize;
+    while let (Some(namesz), Some(descsz), Some(ntype)) = (
+        u32_at(data, off),
+        u32_at(data, off + 4),
+        u32_at(data, off + 8),
+    ) {
+        let Some(desc_start) = align4(off + 12 + namesz as usize) else {
+            return;
+        };
+        let Some(desc_end) = desc_start.checked_add(descsz as usize) else {
+            return;
+        };
+        let Some(desc) = data.get(desc_start..desc_end) else {
+            return;
+        };
+        match ntype {
+            NOTE_TKINFO => read_tkinfo(desc, facts),
+            NOTE_CUINFO => {
+                if let (Some(virt), Some(tk)) = (u16_at(desc, 2), u32_at(desc, 4)) {
+                    if virt != 0 {
+                        facts.virtual_sm = Some(u32::from(virt));
+                    }
+                    if tk != 0 {
+                        facts.cuinfo_toolkit = Some(format!("{}.{}", tk / 10, tk % 10));
+                    }
+                }
+            }
+            _ => {}
+        }
+        let Some(next) = align4(desc_end) else { return };
+        if next <= off {
+            return;
+        }
+        off = next;
+    }
+}
+
+/// tkinfo desc: `u32 version`, five `u32` offsets (object, tool, tool version, branch, options) into the string
+/// table that starts at desc+24.
+fn read_tkinfo(desc: &[u8], facts: &mut CubinFacts) {
+    let strings = desc.get(24..).unwrap_or(&[]);
+    let string_at = |field: usize| -> Option<String> {
+        let off = u32_at(desc, 4 + 4 * field)? as usize;
+        let s = strings.get(off..)?;
+        let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
+        let s = String::from_utf8_lossy(&s[..end]).trim().to_string();
+        (!s.is_empty()).then_some(s)
+    };
+    facts.tool = string_at(1);
+    facts.tool_version = string_at(2);
+    facts.tool_options = string_at(4);
+}
+
+/// `.nv.compat` records: `{u8 format, u8 attribute, …}`, 4-byte aligned; format 2 holds a u8 value. Attribute
+/// 9 with value 1 marks an arch-specific (`a`) cubin from ptxas 13.
+fn compat_arch_specific(data: &[u8]) -> bool {
+    let mut off = 0usize;
+    while off + 2 <= data.len() {
+        let (format, attr) = (data[off], data[off + 1]);
+        match format {
+            0 => off += 1,
+            1 => off += 4,
+            2 => {
+                if attr == 9 && data.get(off + 2) == Some(&1) {
+                    return true;
+                }
+                off += 4;
+            }
+            3 => off += 4,
+            4 => {
+                let Some(len) = u16_at(data, off + 2) else {
+                    return false;
+                };
+                match align4(off + 4 + len as usize) {
+                    Some(next) => off = next,
+                    None => return false,
+                }
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_string_versions() {
+        assert_eq!(
+            version_from_tool_string("Cuda compilation tools, release 13.0, V13.0.88").as_deref(),
+            Some("13.0.88")
+        );
+        assert_eq!(version_from_tool_string("ptxas"), None);
+        assert_eq!(version_from_tool_string("x, V"), None);
+    }
+
+    #[test]
+    fn compat_records() {
+        assert!(compat_arch_specific(&[2, 9, 1, 0]));
+        assert!(!compat_arch_specific(&[2, 9, 0, 0]));
+        assert!(compat_arch_specific(&[
+            3, 1, 5, 0, 4, 7, 2, 0, 0xaa, 0xbb, 0, 0, 2, 9, 1, 0
+        ]));
+        assert!(!compat_arch_specific(&[4, 7, 0xff, 0xff]));
+    }
+
+    #[test]
+    fn rejects_non_cuda() {
+        assert!(
+            parse(b"not an elf at all, not an elf at all, not an elf at all, not an elf!").is_err()
+        );
+    }
+}

@@ -1,0 +1,386 @@
+//! Host ELF files: loader facts, where the fatbins are, and how the CUDA runtime is linked.
+//!
+//! Loader facts (`DT_NEEDED`, `DT_RPATH` and `DT_RUNPATH` kept apart, `DF_1_NODEFLIB`, symbol versions) are
+//! copied out of goblin into [`ElfFacts`] for the loader emulation. Fatbins are found three ways, as
+//! `shared/research/fatbin.md` §1 describes: the `.nv_fatbin` and `__nv_relfatbin` sections, the
+//! `__fatBinC_Wrapper_t` records of `.nvFatBinSegment` (whose pointers may name containers elsewhere), and, only
+//! when neither exists, a bounded scan of the other data sections for the container magic.
+
+use super::fatbin::{self, Region, WRAPPER_MAGIC};
+use crate::facts::{CudartFacts, CudartLinkage, DynSymbol, ElfClass, ElfFacts, VersionNeed};
+use goblin::elf::Elf;
+use goblin::elf::section_header::{SHT_NOBITS, SHT_PROGBITS};
+use goblin::elf::sym::{
+    STB_GLOBAL, STB_WEAK, STT_COMMON, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT, STT_TLS,
+};
+use std::collections::HashMap;
+
+/// `DF_1_NODEFLIB`.
+pub const DF_1_NODEFLIB: u64 = 0x800;
+/// The fallback magic scan reads at most this many bytes of a file.
+pub const SCAN_LIMIT: usize = 1 << 30;
+
+/// Copies the loader-relevant facts out of a parsed ELF.
+pub fn facts(elf: &Elf<'_>) -> ElfFacts {
+    let flags_1 = elf.dynamic.as_ref().map_or(0, |d| d.info.flags_1);
+    let split = |v: &[&str]| -> Vec<String> {
+        v.iter()
+            .flat_map(|s| s.split(':'))
+            .map(str::to_string)
+            .collect()
+    };
+    let mut version_names: HashMap<u16, String> = HashMap::new();
+    let mut version_needs = Vec::new();
+    if let Some(verneed) = &elf.verneed {
+        for need in verneed.iter() {
+            let file = elf.dynstrtab.get_at(need.vn_file).unwrap_or("").to_string();
+            let mut versions = Vec::new();
+            for aux in need.iter() {
+                let name = elf.dynstrtab.get_at(aux.vna_name).unwrap_or("").to_string();
+                version_names.insert(aux.vna_other, name.clone());
+                versions.push(name);
+            }
+            version_needs.push(VersionNeed { file, versions });
+        }
+    }
+    let mut version_defs = Vec::new();
+    if let Some(verdef) = &elf.verdef {
+        for def in verdef.iter() {
+            if let Some(aux) = def.iter().next() {
+                let name = elf.dynstrtab.get_at(aux.vda_name).unwrap_or("").to_string();
+                version_names.insert(def.vd_ndx, name.clone());
+                version_defs.push(name);
+            }
+        }
+    }
+    let mut undefined_symbols = Vec::new();
+    let mut defined_symbols = Vec::new();
+    for (i, sym) in elf.dynsyms.iter().enumerate() {
+        if sym.st_name == 0 {
+            continue;
+        }
+        let bind = sym.st_bind();
+        if bind != STB_GLOBAL && bind != STB_WEAK && bind != goblin::elf::sym::STB_GNU_UNIQUE {
+            continue;
+        }
+        let ty = sym.st_type();
+        if !matches!(
+            ty,
+            STT_FUNC | STT_OBJECT | STT_NOTYPE | STT_GNU_IFUNC | STT_TLS | STT_COMMON
+        ) {
+            continue;
+        }
+        let Some(name) = elf.dynstrtab.get_at(sym.st_name) else {
+            continue;
+        };
+        let versym = elf.versym.as_ref().and_then(|v| v.get_at(i));
+        let (version, hidden) = match versym {
+            Some(v) if v.version() > 1 => (version_names.get(&v.version()).cloned(), v.is_hidden()),
+            _ => (None, false),
+        };
+        let symbol = DynSymbol {
+            name: name.to_string(),
+            version,
+            hidden,
+            weak: bind == STB_WEAK,
+        };
+        if sym.st_shndx == 0 {
+            undefined_symbols.push(symbol);
+        } else {
+            defined_symbols.push(symbol);
+        }
+    }
+    ElfFacts {
+        class: if elf.is_64 {
+            ElfClass::Elf64
+        } else {
+            ElfClass::Elf32
+        },
+        machine: elf.header.e_machine,
+        machine_name: machine_name(elf.header.e_machine),
+        elf_type: goblin::elf::header::et_to_str(elf.header.e_type)
+            .trim_start_matches("ET_")
+            .to_ascii_lowercase(),
+        os_abi: elf.header.e_ident[goblin::elf::header::EI_OSABI],
+        interpreter: elf.interpreter.map(str::to_string),
+        soname: elf.soname.map(str::to_string),
+        needed: elf.libraries.iter().map(|s| s.to_string()).collect(),
+        rpath: split(&elf.rpaths),
+        runpath: split(&elf.runpaths),
+        flags_1,
+        nodeflib: flags_1 & DF_1_NODEFLIB != 0,
+        version_needs,
+        version_defs,
+        undefined_symbols,
+        defined_symbols,
+        has_symtab: !elf.syms.is_empty(),
+    }
+}
+
+/// A short name for `e_machine`, as `readelf` spells the common ones.
+pub fn machine_name(machine: u16) -> String {
+    use goblin::elf::header::*;
+    match machine {
+        EM_X86_64 => "x86_64".into(),
+        EM_386 => "i386".into(),
+        EM_AARCH64 => "aarch64".into(),
+        EM_ARM => "arm".into(),
+        EM_PPC64 => "ppc64".into(),
+        EM_RISCV => "riscv".into(),
+        EM_S390 => "s390".into(),
+        190 => "cuda".into(),
+        other => machine_to_str(other)
+            .trim_start_matches("EM_")
+            .to_ascii_lowercase(),
+    }
+}
+
+fn section_name<'a>(elf: &'a Elf<'_>, sh: &goblin::elf::SectionHeader) -> &'a str {
+    elf.shdr_strtab.get_at(sh.sh_name).unwrap_or("")
+}
+
+fn file_range(sh: &goblin::elf::SectionHeader, len: usize) -> Option<(usize, usize)> {
+    if sh.sh_type == SHT_NOBITS {
+        return None;
+    }
+    let start = usize::try_from(sh.sh_offset).ok()?;
+    let end = start.checked_add(usize::try_from(sh.sh_size).ok()?)?;
+    (end <= len).then_some((start, end))
+}
+
+/// File offset of a virtual address, through the section that holds it.
+fn vaddr_to_offset(elf: &Elf<'_>, data_len: usize, vaddr: u64) -> Option<usize> {
+    elf.section_headers.iter().find_map(|sh| {
+        let (start, end) = file_range(sh, data_len)?;
+        (sh.sh_addr != 0 && vaddr >= sh.sh_addr && vaddr < sh.sh_addr + sh.sh_size)
+            .then(|| start + (vaddr - sh.sh_addr) as usize)
+            .filter(|&o| o < end)
+    })
+}
+
+/// Where the fatbin containers of this ELF are. Problems found on the way (a wrapper pointing nowhere) are
+/// returned as messages with offsets.
+pub fn fatbin_regions(elf: &Elf<'_>, data: &[u8]) -> (Vec<Region>, Vec<(usize, String)>) {
+    let mut regions = Vec::new();
+    let mut problems = Vec::new();
+    for sh in &elf.section_headers {
+        let name = section_name(elf, sh);
+        if name == ".nv_fatbin" || name == "__nv_relfatbin" {
+            match file_range(sh, data.len()) {
+                Some((start, end)) => regions.push(Region {
+                    section: Some(name.to_string()),
+                    start,
+                    end,
+                    relocatable: name == "__nv_relfatbin",
+                    found_by_scan: false,
+                }),
+                None => problems.push((
+                    sh.sh_offset as usize,
+                    format!(
+                        "section {name} lies outside the file (offset 0x{:x}, {} bytes)",
+                        sh.sh_offset, sh.sh_size
+                    ),
+                )),
+            }
+        }
+    }
+    let covered =
+        |off: usize, regions: &[Region]| regions.iter().any(|r| off >= r.start && off < r.end);
+    // Wrappers: each points at a container. A container outside the known sections is read on its own.
+    for sh in &elf.section_headers {
+        if section_name(elf, sh) != ".nvFatBinSegment" {
+            continue;
+        }
+        let Some((start, end)) = file_range(sh, data.len()) else {
+            continue;
+        };
+        let mut off = start;
+        while off + 24 <= end {
+            let rec = &data[off..off + 24];
+            let magic = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]);
+            if magic == WRAPPER_MAGIC {
+                let ptr = u64::from_le_bytes(rec[8..16].try_into().unwrap_or([0; 8]));
+                // In relocatable objects the pointer is 0 and a relocation supplies it: nothing to follow.
+                if ptr != 0 {
+                    match vaddr_to_offset(elf, data.len(), ptr) {
+                        Some(target) if covered(target, &regions) => {}
+                        Some(target) if fatbin::container_at(data, target) => {
+                            let size = u64::from_le_bytes(data[target + 8..target + 16].try_into().unwrap_or([0; 8]));
+                            let end = (target as u64 + 16 + size).min(data.len() as u64) as usize;
+                            regions.push(Region {
+                                section: elf
+                                    .section_headers
+                                    .iter()
+                                    .find(|s| file_range(s, data.len()).is_some_and(|(a, b)| target >= a && target < b))
+                                    .map(|s| section_name(elf, s).to_string()),
+                                start: target,
+                                end,
+                                relocatable: false,
+                                found_by_scan: false,
+                            });
+                        }
+                        _ => problems.push((
+                            off,
+                            format!("fatbin wrapper at 0x{off:x} points at 0x{ptr:x}, where no fatbin container is"),
+                        )),
+                    }
+                }
+            }
+            off += 24;
+        }
+    }
+    if regions.is_empty() {
+        // Unusual layouts: look for the container magic in the other data sections, within a bound.
+        let mut budget = SCAN_LIMIT;
+        for sh in &elf.section_headers {
+            if sh.sh_type != SHT_PROGBITS || budget == 0 {
+                continue;
+            }
+            let name = section_name(elf, sh);
+            if name.starts_with(".text") || name.starts_with(".debug") {
+                continue;
+            }
+            let Some((start, end)) = file_range(sh, data.len()) else {
+                continue;
+            };
+            let end = end.min(start + budget);
+            budget -= end - start;
+            for hit in fatbin::scan(data, start, end) {
+                if covered(hit, &regions) {
+                    continue;
+                }
+                let size = u64::from_le_bytes(data[hit + 8..hit + 16].try_into().unwrap_or([0; 8]));
+                let c_end = (hit as u64)
+                    .saturating_add(16)
+                    .saturating_add(size)
+                    .min(end as u64) as usize;
+                regions.push(Region {
+                    section: Some(name.to_string()),
+                    start: hit,
+                    end: c_end,
+                    relocatable: false,
+                    found_by_scan: true,
+                });
+            }
+        }
+    }
+    regions.sort_by_key(|r| r.start);
+    (regions, problems)
+}
+
+/// How the binary links the CUDA runtime and, where it can be read, which version.
+pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, data: &[u8], has_device_code: bool) -> CudartFacts {
+    if let Some(soname) = facts.needed.iter().find(|n| n.starts_with("libcudart.so")) {
+        return CudartFacts {
+            linkage: CudartLinkage::Dynamic,
+            version: None,
+            soname: Some(soname.clone()),
+            evidence: vec![format!("DT_NEEDED {soname}")],
+        };
+    }
+    // The static runtime defines its API in the binary itself.
+    let defined = |name: &str| -> Option<(u64, u64)> {
+        elf.syms
+            .iter()
+            .chain(elf.dynsyms.iter())
+            .find(|s| {
+                s.st_shndx != 0
+                    && s.st_value != 0
+                    && elf
+                        .strtab
+                        .get_at(s.st_name)
+                        .or_else(|| elf.dynstrtab.get_at(s.st_name))
+                        == Some(name)
+            })
+            .map(|s| (s.st_value, s.st_size))
+    };
+    let mut evidence = Vec::new();
+    let get_version = defined("cudaRuntimeGetVersion");
+    if get_version.is_some() {
+        evidence.push("defines cudaRuntimeGetVersion".to_string());
+    } else if defined("__cudaRegisterFatBinary").is_some() {
+        evidence.push("defines __cudaRegisterFatBinary".to_string());
+    } else if has_device_code && memchr::memmem::find(data, b"libcudart_static_").is_some() {
+        evidence.push("contains libcudart_static_ build strings".to_string());
+    }
+    if evidence.is_empty() {
+        return CudartFacts::default();
+    }
+    let version = get_version.and_then(|(addr, size)| {
+        let off = vaddr_to_offset(elf, data.len(), addr)?;
+        let len = (size as usize).clamp(16, 512);
+        let code = data.get(off..(off + len).min(data.len()))?;
+        let v = runtime_version_constant(code)?;
+        evidence.push(format!(
+            "cudaRuntimeGetVersion stores {v} (file offset 0x{off:x})"
+        ));
+        Some(format!("{}.{}", v / 1000, (v % 1000) / 10))
+    });
+    CudartFacts {
+        linkage: CudartLinkage::Static,
+        version,
+        soname: None,
+        evidence,
+    }
+}
+
+/// The version constant `cudaRuntimeGetVersion` stores (`13000` for 13.0): the first x86-64
+/// `mov dword [mem], imm32` (opcode C7 /0) in the function whose immediate looks like a CUDA version.
+pub fn runtime_version_constant(code: &[u8]) -> Option<u32> {
+    let plausible = |v: u32| (9000..=99_990).contains(&v) && v.is_multiple_of(10);
+    for i in 0..code.len().saturating_sub(6) {
+        if code[i] != 0xC7 {
+            continue;
+        }
+        let modrm = code[i + 1];
+        let (md, reg, rm) = (modrm >> 6, (modrm >> 3) & 7, modrm & 7);
+        if reg != 0 || md == 3 {
+            continue;
+        }
+        let sib = usize::from(rm == 4);
+        let disp = match (md, rm) {
+            (0, 5) => 4,
+            (0, _) => 0,
+            (1, _) => 1,
+            _ => 4,
+        };
+        let at = i + 2 + sib + disp;
+        let Some(b) = code.get(at..at + 4) else {
+            continue;
+        };
+        let v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        if plausible(v) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_constant_forms() {
+        // mov dword [rdi], 13000
+        assert_eq!(
+            runtime_version_constant(&[0x90, 0xC7, 0x07, 0xC8, 0x32, 0, 0, 0xC3]),
+            Some(13000)
+        );
+        // mov dword [rdi+8], 12040
+        assert_eq!(
+            runtime_version_constant(&[0xC7, 0x47, 0x08, 0x08, 0x2F, 0, 0]),
+            Some(12040)
+        );
+        // mov dword [rsp+4], 11080 (SIB)
+        assert_eq!(
+            runtime_version_constant(&[0xC7, 0x44, 0x24, 0x04, 0x48, 0x2B, 0, 0]),
+            Some(11080)
+        );
+        // an implausible constant is ignored
+        assert_eq!(
+            runtime_version_constant(&[0xC7, 0x07, 0x01, 0, 0, 0, 0xC3]),
+            None
+        );
+    }
+}

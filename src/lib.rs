@@ -1,0 +1,14 @@
+//! cudadiag: explains CUDA environment failures before anything runs.
+//!
+//! Stages are verbs and facts are nouns: [`inspect`] reads binaries into [`facts`], [`rules`] turn facts into
+//! [`findings`], and [`report`] renders them. The binary (`main.rs`) is thin glue around [`commands::run`].
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod commands;
+pub mod facts;
+pub mod findings;
+pub mod inspect;
+pub mod report;
+pub mod rules;

@@ -1,0 +1,280 @@
+//! The human report: one summary line per binary, the entry table with `-v`, then the findings with their
+//! evidence ("because") and help, then the counts.
+
+use super::{Paint, RenderOptions, Report};
+use crate::facts::{BinaryFacts, CodeKind, Compression, CudartLinkage, DeviceCode};
+use crate::findings::{Finding, Severity};
+use std::io::{self, Write};
+
+/// Renders the report for people.
+pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    let p = opts.paint;
+    for b in &report.facts.binaries {
+        writeln!(out, "{}  {}", p.bold(&b.path), summary_line(b))?;
+        if opts.verbose {
+            details(b, p, out)?;
+        }
+    }
+    if !report.findings.is_empty() {
+        writeln!(out)?;
+    }
+    for f in &report.findings {
+        finding(f, p, out)?;
+    }
+    let s = report.summary();
+    let n = report.facts.binaries.len();
+    writeln!(
+        out,
+        "{} {}: {}, {}, {}",
+        n,
+        if n == 1 { "binary" } else { "binaries" },
+        count(s.errors, "error", p),
+        count(s.warnings, "warning", p),
+        count(s.notes, "note", p)
+    )
+}
+
+fn count(n: usize, what: &str, p: Paint) -> String {
+    let text = format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    match (n, what) {
+        (0, _) => text,
+        (_, "error") => p.error(&text),
+        (_, "warning") => p.warning(&text),
+        _ => p.note(&text),
+    }
+}
+
+fn push_unique(list: &mut Vec<String>, s: String) {
+    if !list.contains(&s) {
+        list.push(s);
+    }
+}
+
+fn sorted_archs<'a>(entries: impl Iterator<Item = &'a DeviceCode>) -> Vec<&'a DeviceCode> {
+    let mut v: Vec<&DeviceCode> = entries.collect();
+    v.sort_by_key(|e| (e.sm, e.suffix));
+    v.dedup_by(|a, b| a.arch == b.arch && a.ptx_isa == b.ptx_isa);
+    v
+}
+
+fn arch_list(entries: &[&DeviceCode], with_isa: bool) -> String {
+    entries
+        .iter()
+        .map(|e| match (&e.ptx_isa, with_isa) {
+            (Some(isa), true) => format!("{} (ISA {isa})", e.arch),
+            _ => e.arch.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `SASS sm_75 sm_80 sm_90 · PTX compute_90 (ISA 9.0) · CUDA 13.0.88 · cudart static 13.0`
+pub fn summary_line(b: &BinaryFacts) -> String {
+    let mut parts = Vec::new();
+    let code = |kind: CodeKind, rel: bool| {
+        sorted_archs(
+            b.device_code
+                .iter()
+                .filter(move |e| e.kind == kind && e.relocatable == rel),
+        )
+    };
+    let sass = code(CodeKind::Sass, false);
+    let ptx = code(CodeKind::Ptx, false);
+    if !sass.is_empty() {
+        parts.push(format!("SASS {}", arch_list(&sass, false)));
+    }
+    if !ptx.is_empty() {
+        parts.push(format!("PTX {}", arch_list(&ptx, true)));
+    }
+    let (rsass, rptx) = (code(CodeKind::Sass, true), code(CodeKind::Ptx, true));
+    if !rsass.is_empty() || !rptx.is_empty() {
+        let mut s = vec!["relocatable".to_string()];
+        if !rsass.is_empty() {
+            s.push(format!("SASS {}", arch_list(&rsass, false)));
+        }
+        if !rptx.is_empty() {
+            s.push(format!("PTX {}", arch_list(&rptx, true)));
+        }
+        parts.push(s.join(" "));
+    }
+    let nvvm = sorted_archs(b.device_code.iter().filter(|e| e.kind == CodeKind::Nvvm));
+    if !nvvm.is_empty() {
+        parts.push(format!("LTO-IR {}", arch_list(&nvvm, false)));
+    }
+    if b.device_code.is_empty() && b.format == Some(crate::facts::Format::Elf) {
+        parts.push("no device code".to_string());
+    }
+    let mut toolkits = Vec::new();
+    for e in &b.device_code {
+        if let Some(t) = &e.toolkit {
+            push_unique(&mut toolkits, t.clone());
+        }
+    }
+    if !toolkits.is_empty() {
+        parts.push(format!("CUDA {}", toolkits.join(", ")));
+    }
+    for (c, name) in [(Compression::Zstd, "zstd"), (Compression::Lz4, "lz4")] {
+        let n = b.device_code.iter().filter(|e| e.compression == c).count();
+        if n > 0 {
+            parts.push(format!("{n} {name}-compressed"));
+        }
+    }
+    if b.device_code.iter().any(|e| e.debug) {
+        parts.push("debug (-G)".to_string());
+    }
+    match b.cudart.linkage {
+        CudartLinkage::Static => parts.push(format!(
+            "cudart static{}",
+            b.cudart
+                .version
+                .as_deref()
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default()
+        )),
+        CudartLinkage::Dynamic => parts.push(format!(
+            "cudart shared ({})",
+            b.cudart.soname.as_deref().unwrap_or("libcudart.so")
+        )),
+        CudartLinkage::None => {}
+    }
+    if parts.is_empty() {
+        parts.push(crate::report::json::format_name(b.format).to_string());
+    }
+    parts.join(" · ")
+}
+
+fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(e) = &b.elf {
+        let class = match e.class {
+            crate::facts::ElfClass::Elf32 => "ELF32",
+            crate::facts::ElfClass::Elf64 => "ELF64",
+        };
+        writeln!(
+            out,
+            "    {class} {} {}{}",
+            e.machine_name,
+            e.elf_type,
+            if e.has_symtab { "" } else { ", stripped" }
+        )?;
+        let rows: [(&str, Vec<String>); 5] = [
+            ("interpreter", e.interpreter.iter().cloned().collect()),
+            ("soname", e.soname.iter().cloned().collect()),
+            ("needed", e.needed.clone()),
+            ("rpath", e.rpath.clone()),
+            ("runpath", e.runpath.clone()),
+        ];
+        for (name, values) in rows {
+            if !values.is_empty() {
+                writeln!(out, "    {:<12}{}", p.dim(name), values.join(" "))?;
+            }
+        }
+        if e.nodeflib {
+            writeln!(out, "    {:<12}DF_1_NODEFLIB", p.dim("flags"))?;
+        }
+    }
+    for ev in &b.cudart.evidence {
+        writeln!(out, "    {:<12}{ev}", p.dim("cudart"))?;
+    }
+    for (i, c) in b.fatbins.iter().enumerate() {
+        writeln!(
+            out,
+            "    {:<12}#{i} at 0x{:x}{}, {} bytes, {} entries{}",
+            p.dim("fatbin"),
+            c.offset,
+            c.section
+                .as_deref()
+                .map(|s| format!(" in {s}"))
+                .unwrap_or_default(),
+            c.size,
+            c.entries,
+            if c.found_by_scan {
+                " (found by magic scan)"
+            } else {
+                ""
+            }
+        )?;
+    }
+    if !b.device_code.is_empty() {
+        writeln!(
+            out,
+            "    {}",
+            p.dim(&format!(
+                "{:>3} {:>3}  {:<4}  {:<12} {:>5}  {:<5} {:>9} {:>9}  {:<10} {:<10} {}",
+                "#",
+                "fb",
+                "kind",
+                "arch",
+                "ver",
+                "comp",
+                "size",
+                "stored",
+                "flags",
+                "toolkit",
+                "notes"
+            ))
+        )?;
+        for (i, e) in b.device_code.iter().enumerate() {
+            let kind = match e.kind {
+                CodeKind::Sass => "sass",
+                CodeKind::Ptx => "ptx",
+                CodeKind::Nvvm => "nvvm",
+            };
+            let mut notes = Vec::new();
+            if e.relocatable {
+                notes.push("relocatable".to_string());
+            }
+            if e.debug {
+                notes.push("debug".to_string());
+            }
+            if let Some(id) = &e.identifier {
+                notes.push(format!("id={id}"));
+            }
+            if let Some(c) = &e.cubin {
+                if let Some(tool) = &c.tool {
+                    notes.push(format!("by {tool}"));
+                }
+                if !c.kernels.is_empty() {
+                    notes.push(format!("kernels: {}", c.kernels.join(", ")));
+                }
+            }
+            if let Some(x) = &e.ptx
+                && !x.entries.is_empty()
+            {
+                notes.push(format!("entries: {}", x.entries.join(", ")));
+            }
+            writeln!(
+                out,
+                "    {:>3} {:>3}  {:<4}  {:<12} {:>5}  {:<5} {:>9} {:>9}  {:<10} {:<10} {}",
+                i,
+                e.container,
+                kind,
+                e.arch,
+                format!("{}.{}", e.code_version[0], e.code_version[1]),
+                crate::report::json::compression_name(e.compression),
+                e.size,
+                e.stored_size,
+                format!("0x{:x}", e.flags),
+                e.toolkit.as_deref().unwrap_or("-"),
+                notes.join("; ")
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn finding(f: &Finding, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+    let head = format!("{}[{}]", f.severity, f.code);
+    let head = match f.severity {
+        Severity::Error => p.error(&head),
+        Severity::Warning => p.warning(&head),
+        Severity::Note => p.note(&head),
+    };
+    writeln!(out, "{head} {}: {}", p.bold(&f.slug), f.message)?;
+    for e in &f.evidence {
+        writeln!(out, "  {} {e}", p.dim("because"))?;
+    }
+    if !f.help.is_empty() {
+        writeln!(out, "  {} {}", p.good("help"), f.help)?;
+    }
+    writeln!(out)
+}

@@ -1,0 +1,240 @@
+//! The JSON report: the wire types of the stable contract (`shared/DESIGN.md`, "JSON").
+//!
+//! `schema_version` 1. Consumers may rely on every field documented in the design; additive fields keep the
+//! version, anything else bumps it. The wire types live here, apart from the facts model, so that a refactor of
+//! the facts cannot silently change the contract. `tests/` checks every fixture's report with
+//! `shared/contract/check_report.py`.
+
+use super::{Report, Summary};
+use crate::facts::{BinaryFacts, CodeKind, Compression, CudartLinkage, DeviceCode, Format};
+use crate::findings::Finding;
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// The contract version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    schema_version: u32,
+    tool: Tool,
+    binaries: Vec<Binary<'a>>,
+    libraries: Vec<serde_json::Value>,
+    host: Host,
+    findings: &'a [Finding],
+    summary: Summary,
+}
+
+#[derive(Serialize)]
+struct Tool {
+    name: &'static str,
+    version: &'static str,
+}
+
+#[derive(Serialize)]
+struct Host {
+    /// False until host facts were collected for this report.
+    collected: bool,
+    driver: Driver,
+    gpus: Vec<serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct Driver {
+    version: Option<String>,
+    cuda: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Binary<'a> {
+    path: &'a str,
+    format: &'static str,
+    size: u64,
+    needed: &'a [String],
+    rpath: &'a [String],
+    runpath: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    elf: Option<Elf<'a>>,
+    cudart: Cudart<'a>,
+    device_code: Vec<Entry<'a>>,
+    /// NVVM IR entries (`-dlto`): not loadable by the driver, so not part of `device_code`.
+    nvvm: Vec<Entry<'a>>,
+    fatbins: &'a [crate::facts::FatbinContainer],
+    problems: &'a [crate::facts::Problem],
+}
+
+#[derive(Serialize)]
+struct Elf<'a> {
+    class: crate::facts::ElfClass,
+    machine: &'a str,
+    #[serde(rename = "type")]
+    elf_type: &'a str,
+    interpreter: Option<&'a str>,
+    soname: Option<&'a str>,
+    flags_1: u64,
+    nodeflib: bool,
+    version_needs: &'a [crate::facts::VersionNeed],
+    version_defs: &'a [String],
+    defined_symbols: usize,
+    undefined_symbols: usize,
+    stripped: bool,
+}
+
+#[derive(Serialize)]
+struct Cudart<'a> {
+    linkage: &'static str,
+    version: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    soname: Option<&'a str>,
+    evidence: &'a [String],
+}
+
+#[derive(Serialize)]
+struct Entry<'a> {
+    kind: &'static str,
+    arch: &'a str,
+    ptx_isa: Option<&'a str>,
+    compression: &'static str,
+    size: u64,
+    stored_size: u64,
+    toolkit: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    toolkit_source: Option<&'a str>,
+    relocatable: bool,
+    code_version: String,
+    flags: String,
+    debug: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    identifier: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    options: Option<&'a str>,
+    container: usize,
+    offset: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cubin: Option<&'a crate::facts::CubinFacts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ptx: Option<&'a crate::facts::PtxFacts>,
+}
+
+/// The contract's name for a format.
+pub fn format_name(f: Option<Format>) -> &'static str {
+    match f {
+        Some(Format::Elf) => "elf",
+        Some(Format::Fatbin) => "fatbin",
+        Some(Format::Cubin) => "cubin",
+        Some(Format::Ptx) => "ptx",
+        Some(Format::Unknown) | None => "unknown",
+    }
+}
+
+/// The contract's name for a compression.
+pub fn compression_name(c: Compression) -> &'static str {
+    match c {
+        Compression::None => "none",
+        Compression::Lz4 => "lz4",
+        Compression::Zstd => "zstd",
+    }
+}
+
+fn entry(e: &DeviceCode) -> Entry<'_> {
+    Entry {
+        kind: match e.kind {
+            CodeKind::Sass => "sass",
+            CodeKind::Ptx => "ptx",
+            CodeKind::Nvvm => "nvvm",
+        },
+        arch: &e.arch,
+        ptx_isa: e.ptx_isa.as_deref(),
+        compression: compression_name(e.compression),
+        size: e.size,
+        stored_size: e.stored_size,
+        toolkit: e.toolkit.as_deref(),
+        toolkit_source: e.toolkit_source.as_deref(),
+        relocatable: e.relocatable,
+        code_version: format!("{}.{}", e.code_version[0], e.code_version[1]),
+        flags: format!("0x{:x}", e.flags),
+        debug: e.debug,
+        identifier: e.identifier.as_deref(),
+        options: e.options.as_deref(),
+        container: e.container,
+        offset: e.offset,
+        cubin: e.cubin.as_ref(),
+        ptx: e.ptx.as_ref(),
+    }
+}
+
+fn binary(b: &BinaryFacts) -> Binary<'_> {
+    let empty: &[String] = &[];
+    let elf = b.elf.as_ref();
+    Binary {
+        path: &b.path,
+        format: format_name(b.format),
+        size: b.size,
+        needed: elf.map_or(empty, |e| &e.needed),
+        rpath: elf.map_or(empty, |e| &e.rpath),
+        runpath: elf.map_or(empty, |e| &e.runpath),
+        elf: elf.map(|e| Elf {
+            class: e.class,
+            machine: &e.machine_name,
+            elf_type: &e.elf_type,
+            interpreter: e.interpreter.as_deref(),
+            soname: e.soname.as_deref(),
+            flags_1: e.flags_1,
+            nodeflib: e.nodeflib,
+            version_needs: &e.version_needs,
+            version_defs: &e.version_defs,
+            defined_symbols: e.defined_symbols.len(),
+            undefined_symbols: e.undefined_symbols.len(),
+            stripped: !e.has_symtab,
+        }),
+        cudart: Cudart {
+            linkage: match b.cudart.linkage {
+                CudartLinkage::Static => "static",
+                CudartLinkage::Dynamic => "dynamic",
+                CudartLinkage::None => "none",
+            },
+            version: b.cudart.version.as_deref(),
+            soname: b.cudart.soname.as_deref(),
+            evidence: &b.cudart.evidence,
+        },
+        device_code: b
+            .device_code
+            .iter()
+            .filter(|e| e.kind != CodeKind::Nvvm)
+            .map(entry)
+            .collect(),
+        nvvm: b
+            .device_code
+            .iter()
+            .filter(|e| e.kind == CodeKind::Nvvm)
+            .map(entry)
+            .collect(),
+        fatbins: &b.fatbins,
+        problems: &b.problems,
+    }
+}
+
+/// Writes the report as one JSON document followed by a newline.
+pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let wire = Wire {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool {
+            name: "cudadiag",
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        binaries: report.facts.binaries.iter().map(binary).collect(),
+        libraries: Vec::new(),
+        host: Host {
+            collected: false,
+            driver: Driver {
+                version: None,
+                cuda: None,
+            },
+            gpus: Vec::new(),
+        },
+        findings: &report.findings,
+        summary: report.summary(),
+    };
+    serde_json::to_writer_pretty(&mut *out, &wire).map_err(io::Error::other)?;
+    writeln!(out)
+}

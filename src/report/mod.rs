@@ -1,0 +1,93 @@
+//! The report and its renderers.
+//!
+//! Every command builds one [`Report`] (facts + findings) and hands it to a renderer; renderers compute nothing
+//! and never decide exit codes. All of cudadiag's standard output goes through this module (clippy bans
+//! `println!` elsewhere).
+
+mod human;
+pub mod json;
+mod paint;
+
+use crate::facts::Facts;
+use crate::findings::{Finding, Severity};
+use std::io::{self, Write};
+
+pub use paint::{ColorChoice, Paint};
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Text for people (colour when the terminal allows it).
+    Human,
+    /// The stable JSON contract (`schema_version` 1).
+    Json,
+}
+
+/// What a command found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// The facts the findings rest on.
+    pub facts: Facts,
+    /// Findings, most severe first.
+    pub findings: Vec<Finding>,
+}
+
+/// Counts per severity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Summary {
+    /// Findings of severity error.
+    pub errors: usize,
+    /// Findings of severity warning.
+    pub warnings: usize,
+    /// Findings of severity note.
+    pub notes: usize,
+}
+
+impl Report {
+    /// Counts the findings per severity.
+    pub fn summary(&self) -> Summary {
+        let mut s = Summary::default();
+        for f in &self.findings {
+            match f.severity {
+                Severity::Error => s.errors += 1,
+                Severity::Warning => s.warnings += 1,
+                Severity::Note => s.notes += 1,
+            }
+        }
+        s
+    }
+
+    /// Whether any finding is at or above `threshold` (`None`: never fail).
+    pub fn fails(&self, threshold: Option<Severity>) -> bool {
+        threshold.is_some_and(|t| self.findings.iter().any(|f| f.severity >= t))
+    }
+}
+
+/// How to render.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderOptions {
+    /// The format.
+    pub format: OutputFormat,
+    /// Colours (human format only).
+    pub paint: Paint,
+    /// Show every device-code entry and the ELF details.
+    pub verbose: bool,
+}
+
+/// Renders `report` to `out`.
+pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    match opts.format {
+        OutputFormat::Human => human::render(report, opts, out),
+        OutputFormat::Json => json::render(report, out),
+    }
+}
+
+/// Writes a message for people to `out` (used for tool errors on stderr by the binary).
+pub fn error_line(out: &mut dyn Write, paint: Paint, message: &str) -> io::Result<()> {
+    writeln!(out, "{}: {message}", paint.error("error"))
+}
+
+/// Writes raw text (used by commands whose output is a document, like `codes`).
+pub fn text(out: &mut dyn Write, text: &str) -> io::Result<()> {
+    out.write_all(text.as_bytes())
+}

@@ -1,0 +1,21 @@
+//! Rules: pure functions from [`Facts`] to [`Finding`]s.
+//!
+//! No rule does I/O, so the same facts give the same findings anywhere: live, under `--root`, or read back from
+//! a snapshot. Each concern has its own module and each finding its own function.
+
+mod binary;
+
+use crate::facts::Facts;
+use crate::findings::Finding;
+
+/// Runs every rule over the facts, returning findings most severe first (stable within a severity).
+pub fn evaluate(facts: &Facts) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for b in &facts.binaries {
+        findings.extend(binary::malformed(b));
+        findings.extend(binary::unrecognized(b));
+        findings.extend(binary::no_device_code(b));
+    }
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    findings
+}
