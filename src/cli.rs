@@ -84,6 +84,36 @@ impl FailOn {
     }
 }
 
+/// Which machine to diagnose: a root directory and an environment (shared by `inspect`, `doctor`, …).
+#[derive(Debug, Args, Clone, Default)]
+pub struct SystemArgs {
+    /// Read the machine's files under DIR instead of `/` (a mounted disk, an unpacked container image).
+    /// Every path, ld.so.cache and ld.so.conf included, is read inside it; links never escape it.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Set an environment variable for the diagnosis (repeatable); `KEY` alone removes it. Applied after
+    /// --clear-env.
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Start from an empty environment instead of cudadiag's own (replay a customer's exactly).
+    #[arg(long)]
+    pub clear_env: bool,
+}
+
+impl SystemArgs {
+    /// The filesystem root these arguments name.
+    pub fn root(&self) -> crate::system::Root {
+        self.root
+            .as_ref()
+            .map_or_else(crate::system::Root::host, crate::system::Root::at)
+    }
+
+    /// The environment these arguments describe.
+    pub fn env(&self) -> crate::system::Env {
+        crate::system::Env::build(self.clear_env, &self.env)
+    }
+}
+
 /// `cudadiag inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
@@ -101,6 +131,9 @@ pub struct InspectArgs {
     /// damage, never allocated).
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub max_entry_mib: u64,
+    /// The machine to diagnose.
+    #[command(flatten)]
+    pub system: SystemArgs,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,

@@ -305,4 +305,43 @@ pub struct PtxFacts {
 pub struct Facts {
     /// Every inspected binary (archive members separately).
     pub binaries: Vec<BinaryFacts>,
+    /// The machine (or the what-if target), when collected.
+    #[serde(default)]
+    pub host: Option<HostFacts>,
+}
+
+/// Facts about the machine: driver and GPUs. `host::collect` fills it from files; `--gpu`/`--driver` complete or
+/// replace it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// The loaded NVIDIA kernel driver, if any.
+    pub driver: Option<DriverFacts>,
+    /// The NVIDIA GPUs.
+    pub gpus: Vec<GpuFacts>,
+}
+
+/// The NVIDIA kernel driver.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverFacts {
+    /// Kernel module version (`580.159.04`).
+    pub version: String,
+    /// Where it was read (`/proc/driver/nvidia/version`, `--driver`).
+    pub source: String,
+}
+
+/// One GPU.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuFacts {
+    /// Model name (`NVIDIA H200`).
+    pub name: String,
+    /// Compute capability (`9.0`), when known.
+    pub cc: Option<String>,
+    /// PCI device id (`0x2335`), when known.
+    pub pci_device_id: Option<u16>,
+    /// GPU UUID, when known.
+    pub uuid: Option<String>,
+    /// PCI bus id (`0000:19:00.0`), when known.
+    pub bus_id: Option<String>,
+    /// Where it was read (`/proc/driver/nvidia/gpus/…/information`, `--gpu`).
+    pub source: String,
 }

@@ -12,3 +12,4 @@ pub mod findings;
 pub mod inspect;
 pub mod report;
 pub mod rules;
+pub mod system;

@@ -300,21 +300,23 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, data: &[u8], has_device_code: boo
         evidence.push("defines cudaRuntimeGetVersion".to_string());
     } else if defined("__cudaRegisterFatBinary").is_some() {
         evidence.push("defines __cudaRegisterFatBinary".to_string());
-    } else if has_device_code && memchr::memmem::find(data, b"libcudart_static_").is_some() {
-        evidence.push("contains libcudart_static_ build strings".to_string());
+    } else if has_device_code && memchr::memmem::find(data, b"cudaErrorCudartUnloading").is_some() {
+        evidence.push(
+            "contains the CUDA runtime's error-name table (stripped static cudart)".to_string(),
+        );
     }
     if evidence.is_empty() {
         return CudartFacts::default();
     }
-    let version = get_version.and_then(|(addr, size)| {
-        let off = vaddr_to_offset(elf, data.len(), addr)?;
-        let len = (size as usize).clamp(16, 512);
-        let code = data.get(off..(off + len).min(data.len()))?;
-        let v = runtime_version_constant(code)?;
+    let found = match get_version {
+        Some((addr, size)) => version_from_function(elf, data, addr, size),
+        None => version_from_accessor_pattern(elf, data),
+    };
+    let version = found.map(|(v, off)| {
         evidence.push(format!(
-            "cudaRuntimeGetVersion stores {v} (file offset 0x{off:x})"
+            "the runtime stores version {v} for cudaRuntimeGetVersion (file offset 0x{off:x})"
         ));
-        Some(format!("{}.{}", v / 1000, (v % 1000) / 10))
+        format!("{}.{}", v / 1000, (v % 1000) / 10)
     });
     CudartFacts {
         linkage: CudartLinkage::Static,
@@ -324,9 +326,70 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, data: &[u8], has_device_code: boo
     }
 }
 
+/// The version `cudaRuntimeGetVersion` reports, read from its code: the function stores the constant itself
+/// or, as in CUDA 13's static runtime, tail-calls a small accessor that does
+/// (`test rdi,rdi; je …; mov dword [rdi], 13000; xor eax,eax; ret`). Direct calls and jumps are followed one
+/// level. Returns the constant and its file offset.
+pub fn version_from_function(
+    elf: &Elf<'_>,
+    data: &[u8],
+    addr: u64,
+    size: u64,
+) -> Option<(u32, usize)> {
+    let off = vaddr_to_offset(elf, data.len(), addr)?;
+    let len = (size as usize).clamp(16, 512);
+    let code = data.get(off..(off + len).min(data.len()))?;
+    if let Some((v, at)) = runtime_version_constant(code) {
+        return Some((v, off + at));
+    }
+    for i in 0..code.len().saturating_sub(5) {
+        if code[i] != 0xE8 && code[i] != 0xE9 {
+            continue;
+        }
+        let rel = i32::from_le_bytes([code[i + 1], code[i + 2], code[i + 3], code[i + 4]]);
+        let target = (addr as i64 + i as i64 + 5 + i64::from(rel)) as u64;
+        let Some(t) = vaddr_to_offset(elf, data.len(), target) else {
+            continue;
+        };
+        let Some(callee) = data.get(t..(t + 32).min(data.len())) else {
+            continue;
+        };
+        if let Some((v, at)) = runtime_version_constant(callee) {
+            return Some((v, t + at));
+        }
+    }
+    None
+}
+
+/// For stripped binaries: the static runtime's version accessor has a fixed shape
+/// (`48 85 FF 74 xx C7 07 imm32 31 C0 C3`); find it in the executable sections.
+fn version_from_accessor_pattern(elf: &Elf<'_>, data: &[u8]) -> Option<(u32, usize)> {
+    for sh in &elf.section_headers {
+        if sh.sh_flags & u64::from(goblin::elf::section_header::SHF_EXECINSTR) == 0 {
+            continue;
+        }
+        let Some((start, end)) = file_range(sh, data.len()) else {
+            continue;
+        };
+        let text = &data[start..end];
+        for i in memchr::memmem::find_iter(text, &[0x48, 0x85, 0xFF, 0x74]) {
+            let Some(w) = text.get(i + 5..i + 16) else {
+                continue;
+            };
+            if w[0] == 0xC7 && w[1] == 0x07 && w[6..9] == [0x31, 0xC0, 0xC3] {
+                let v = u32::from_le_bytes([w[2], w[3], w[4], w[5]]);
+                if (9000..=99_990).contains(&v) && v.is_multiple_of(10) {
+                    return Some((v, start + i + 7));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// The version constant `cudaRuntimeGetVersion` stores (`13000` for 13.0): the first x86-64
 /// `mov dword [mem], imm32` (opcode C7 /0) in the function whose immediate looks like a CUDA version.
-pub fn runtime_version_constant(code: &[u8]) -> Option<u32> {
+pub fn runtime_version_constant(code: &[u8]) -> Option<(u32, usize)> {
     let plausible = |v: u32| (9000..=99_990).contains(&v) && v.is_multiple_of(10);
     for i in 0..code.len().saturating_sub(6) {
         if code[i] != 0xC7 {
@@ -350,7 +413,7 @@ pub fn runtime_version_constant(code: &[u8]) -> Option<u32> {
         };
         let v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         if plausible(v) {
-            return Some(v);
+            return Some((v, at));
         }
     }
     None
@@ -365,17 +428,17 @@ mod tests {
         // mov dword [rdi], 13000
         assert_eq!(
             runtime_version_constant(&[0x90, 0xC7, 0x07, 0xC8, 0x32, 0, 0, 0xC3]),
-            Some(13000)
+            Some((13000, 3))
         );
         // mov dword [rdi+8], 12040
         assert_eq!(
             runtime_version_constant(&[0xC7, 0x47, 0x08, 0x08, 0x2F, 0, 0]),
-            Some(12040)
+            Some((12040, 3))
         );
         // mov dword [rsp+4], 11080 (SIB)
         assert_eq!(
             runtime_version_constant(&[0xC7, 0x44, 0x24, 0x04, 0x48, 0x2B, 0, 0]),
-            Some(11080)
+            Some((11080, 4))
         );
         // an implausible constant is ignored
         assert_eq!(

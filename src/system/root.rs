@@ -1,0 +1,193 @@
+//! A filesystem root: every absolute path of the diagnosed machine is read under it.
+//!
+//! Symbolic links are resolved *inside* the root: an absolute link target (`/usr/lib/x`) is re-rooted, and
+//! `..` never climbs above the root. This is what `chroot` would do, and what makes `--root /mnt/customer`
+//! safe and faithful.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// Symbolic links followed while resolving one path before giving up (Linux's own limit is 40).
+pub const MAX_LINKS: usize = 40;
+
+/// The root of the diagnosed machine's filesystem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    dir: PathBuf,
+}
+
+impl Default for Root {
+    fn default() -> Self {
+        Root::host()
+    }
+}
+
+impl Root {
+    /// The live machine: `/`.
+    pub fn host() -> Root {
+        Root {
+            dir: PathBuf::from("/"),
+        }
+    }
+
+    /// A mounted or unpacked filesystem at `dir`.
+    pub fn at(dir: impl Into<PathBuf>) -> Root {
+        Root { dir: dir.into() }
+    }
+
+    /// Is this the live machine's own root?
+    pub fn is_host(&self) -> bool {
+        self.dir == Path::new("/")
+    }
+
+    /// The directory acting as `/`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the machine's absolute path `path` lives on this host, without resolving links.
+    /// Relative paths are taken as relative to the root's `/`.
+    pub fn host_path(&self, path: &Path) -> PathBuf {
+        let mut out = self.dir.clone();
+        for c in path.components() {
+            match c {
+                Component::Normal(n) => out.push(n),
+                Component::ParentDir => {
+                    if out != self.dir {
+                        out.pop();
+                    }
+                }
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            }
+        }
+        out
+    }
+
+    /// Reads a whole file of the machine.
+    pub fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        std::fs::read(self.host_path(&self.resolve(path)?))
+    }
+
+    /// Reads a text file of the machine.
+    pub fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        std::fs::read_to_string(self.host_path(&self.resolve(path)?))
+    }
+
+    /// Metadata of the file `path` names, links followed inside the root.
+    pub fn metadata(&self, path: &Path) -> io::Result<std::fs::Metadata> {
+        std::fs::metadata(self.host_path(&self.resolve(path)?))
+    }
+
+    /// Metadata of `path` itself (a link is not followed).
+    pub fn symlink_metadata(&self, path: &Path) -> io::Result<std::fs::Metadata> {
+        std::fs::symlink_metadata(self.host_path(path))
+    }
+
+    /// Entries of a directory of the machine, as machine paths, sorted by name.
+    pub fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        let resolved = self.resolve(path)?;
+        let mut names: Vec<_> = std::fs::read_dir(self.host_path(&resolved))?
+            .filter_map(|e| e.ok())
+            .map(|e| path.join(e.file_name()))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// Does `path` exist (links followed inside the root)?
+    pub fn exists(&self, path: &Path) -> bool {
+        self.metadata(path).is_ok()
+    }
+
+    /// The machine's real path of `path` (absolute, every link resolved inside the root, no `.` or `..`).
+    /// Fails on a missing component or a link loop.
+    pub fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
+        let mut pending: Vec<std::ffi::OsString> = Vec::new();
+        push_components(path, &mut pending);
+        pending.reverse();
+        let mut out = PathBuf::from("/");
+        let mut links = 0usize;
+        while let Some(part) = pending.pop() {
+            if part == ".." {
+                out.pop();
+                continue;
+            }
+            if part == "." || part.is_empty() {
+                continue;
+            }
+            out.push(&part);
+            let host = self.host_path(&out);
+            let meta = std::fs::symlink_metadata(&host)?;
+            if meta.file_type().is_symlink() {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(io::Error::other(format!(
+                        "too many levels of symbolic links at {}",
+                        out.display()
+                    )));
+                }
+                let target = std::fs::read_link(&host)?;
+                out.pop();
+                if target.is_absolute() {
+                    out = PathBuf::from("/");
+                }
+                let mut more = Vec::new();
+                push_components(&target, &mut more);
+                more.reverse();
+                pending.extend(more);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn push_components(path: &Path, out: &mut Vec<std::ffi::OsString>) {
+    for c in path.components() {
+        match c {
+            Component::Normal(n) => out.push(n.to_os_string()),
+            Component::ParentDir => out.push("..".into()),
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_resolve_inside_the_root() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::at(t.path());
+        std::fs::create_dir_all(t.path().join("usr/lib/x86_64-linux-gnu")).unwrap();
+        std::fs::write(
+            t.path().join("usr/lib/x86_64-linux-gnu/libfoo.so.1.2"),
+            b"x",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(
+            "libfoo.so.1.2",
+            t.path().join("usr/lib/x86_64-linux-gnu/libfoo.so.1"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/usr/lib", t.path().join("lib")).unwrap();
+        std::os::unix::fs::symlink("../../../../../../etc", t.path().join("escape")).unwrap();
+        assert_eq!(
+            root.resolve(Path::new("/lib/x86_64-linux-gnu/libfoo.so.1"))
+                .unwrap(),
+            Path::new("/usr/lib/x86_64-linux-gnu/libfoo.so.1.2")
+        );
+        assert_eq!(
+            root.read(Path::new("/lib/x86_64-linux-gnu/libfoo.so.1"))
+                .unwrap(),
+            b"x"
+        );
+        // `..` in a link cannot climb out of the root.
+        assert_eq!(
+            root.resolve(Path::new("/escape")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        std::os::unix::fs::symlink("loop", t.path().join("loop")).unwrap();
+        assert!(root.resolve(Path::new("/loop")).is_err());
+    }
+}
