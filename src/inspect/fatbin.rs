@@ -29,6 +29,9 @@ const FLAG_MAC: u64 = 0x20;
 const FLAG_WINDOWS: u64 = 0x40;
 const FLAG_LZ4: u64 = 0x2000;
 const FLAG_ZSTD: u64 = 0x8000;
+/// Set on `-dlto` NVVM entries whose payload cuobjdump cannot read "without obfuscation key": the payload is
+/// not a plain compressed frame, so only its declared sizes can be checked.
+const FLAG_OBFUSCATED: u64 = 0x1_0000;
 const FLAG_ARCH_SPECIFIC: u64 = 0x10_0000;
 const FLAG_FAMILY: u64 = 0x20_0000;
 
@@ -285,6 +288,7 @@ fn read_entry(
         Compression::None
     };
     let mut stored_size = payload_end - payload_start;
+    let mut payload_ok = !truncated;
     if compression != Compression::None {
         if compressed_size == 0 || compressed_size > payload_size {
             problem(
@@ -294,8 +298,23 @@ fn read_entry(
                     "entry at 0x{q:x} is compressed but declares a compressed size of {compressed_size} for a payload of {payload_size} bytes"
                 ),
             );
+            payload_ok = false;
         } else {
             stored_size = stored_size.min(compressed_size as usize);
+        }
+        // Cheap checks that need no decompression: the declared size, and the zstd frame header.
+        if let Err(message) = check_compressed(
+            if flags & FLAG_OBFUSCATED != 0 {
+                Compression::None
+            } else {
+                compression
+            },
+            &data[payload_start..payload_start + stored_size],
+            uncompressed_size,
+            opts.max_decompressed,
+        ) {
+            problem(out, q, format!("entry at 0x{q:x}: {message}"));
+            payload_ok = false;
         }
     }
     let suffix = if flags & FLAG_ARCH_SPECIFIC != 0 {
@@ -365,12 +384,68 @@ fn read_entry(
         }
         CodeKind::Nvvm => false,
     };
-    if wanted && !truncated {
+    if wanted && payload_ok {
         let stored = &data[payload_start..payload_start + stored_size];
         read_payload(stored, &mut entry, out, opts);
     }
     out.device_code.push(entry);
     next
+}
+
+/// Validates what can be validated without decompressing: the declared size against the limit and, for zstd,
+/// the frame magic and the frame's own content size against the header's.
+fn check_compressed(
+    compression: Compression,
+    stored: &[u8],
+    declared: u64,
+    limit: u64,
+) -> Result<(), String> {
+    if declared == 0 {
+        return Err("compressed payload declares an uncompressed size of 0".into());
+    }
+    if declared > limit {
+        return Err(format!(
+            "declares {declared} bytes uncompressed, over the limit of {limit} bytes (a decompression bomb or damage)"
+        ));
+    }
+    if compression != Compression::Zstd {
+        // LZ4 blocks have no header to check; obfuscated payloads are passed as `None`.
+        return Ok(());
+    }
+    if stored.get(..4) != Some(&[0x28, 0xB5, 0x2F, 0xFD][..]) {
+        return Err("zstd payload does not start with a zstd frame magic".into());
+    }
+    if let Some(content) = zstd_content_size(stored)
+        && content != declared
+    {
+        {
+            return Err(format!(
+                "zstd frame holds {content} bytes but the header declares {declared}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `Frame_Content_Size` of a zstd frame header (RFC 8878 §3.1.1.1), when the frame records it.
+fn zstd_content_size(frame: &[u8]) -> Option<u64> {
+    let fhd = *frame.get(4)?;
+    let single_segment = fhd & 0x20 != 0;
+    let fcs_len = match fhd >> 6 {
+        0 if single_segment => 1,
+        0 => return None,
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let did_len = [0usize, 1, 2, 4][usize::from(fhd & 3)];
+    let at = 5 + usize::from(!single_segment) + did_len;
+    let b = frame.get(at..at + fcs_len)?;
+    let mut v = 0u64;
+    for (i, byte) in b.iter().enumerate() {
+        v |= u64::from(*byte) << (8 * i);
+    }
+    Some(if fcs_len == 2 { v + 256 } else { v })
 }
 
 /// A NUL-padded string inside the entry header.
