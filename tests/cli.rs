@@ -28,7 +28,11 @@ fn fixtures() -> Vec<PathBuf> {
 /// `../shared/contract/check_report.py`, which CI provides beside the checkout.
 fn contract_checker() -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/contract/check_report.py");
-    assert!(p.exists(), "the JSON contract checker is expected at {} (CI has ../shared)", p.display());
+    assert!(
+        p.exists(),
+        "the JSON contract checker is expected at {} (CI has ../shared)",
+        p.display()
+    );
     p
 }
 
@@ -39,15 +43,40 @@ fn every_fixture_report_honours_the_json_contract() {
     assert!(all.len() > 40);
     // One report over every fixture, plus one per kind of input, through the real checker.
     let mut runs: Vec<Vec<PathBuf>> = vec![all.clone()];
-    for name in ["multi", "kern.ptx", "kern.fatbin", "kern.cubin", "libkern.a", "rdc_a.o", "dlto"] {
-        runs.push(vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13").join(name)]);
+    for name in [
+        "multi",
+        "kern.ptx",
+        "kern.fatbin",
+        "kern.cubin",
+        "libkern.a",
+        "rdc_a.o",
+        "dlto",
+    ] {
+        runs.push(vec![
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/cuda13")
+                .join(name),
+        ]);
     }
     for paths in runs {
-        let out = cudadiag().arg("inspect").arg("--format").arg("json").args(&paths).output().unwrap();
-        assert!(out.status.code() == Some(0) || out.status.code() == Some(1), "{out:?}");
+        let out = cudadiag()
+            .arg("inspect")
+            .arg("--format")
+            .arg("json")
+            .args(&paths)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "{out:?}"
+        );
         let report = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(report.path(), &out.stdout).unwrap();
-        let check = std::process::Command::new("python3").arg(&checker).arg(report.path()).output().unwrap();
+        let check = std::process::Command::new("python3")
+            .arg(&checker)
+            .arg(report.path())
+            .output()
+            .unwrap();
         assert_eq!(
             String::from_utf8_lossy(&check.stdout).trim(),
             "ok",
@@ -59,7 +88,10 @@ fn every_fixture_report_honours_the_json_contract() {
 
 #[test]
 fn json_fields_read_back() {
-    let out = cudadiag().args(["inspect", "--format", "json", "fixtures/cuda13/multi"]).output().unwrap();
+    let out = cudadiag()
+        .args(["inspect", "--format", "json", "fixtures/cuda13/multi"])
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["tool"]["name"], "cudadiag");
@@ -69,7 +101,10 @@ fn json_fields_read_back() {
     assert_eq!(b["cudart"]["version"], "13.0");
     let code = b["device_code"].as_array().unwrap();
     let archs: Vec<&str> = code.iter().map(|e| e["arch"].as_str().unwrap()).collect();
-    assert_eq!(archs, ["sm_75", "sm_80", "sm_90", "sm_75", "sm_80", "compute_90", "sm_90"]);
+    assert_eq!(
+        archs,
+        ["sm_75", "sm_80", "sm_90", "sm_75", "sm_80", "compute_90", "sm_90"]
+    );
     let ptx = &code[5];
     assert_eq!(ptx["kind"], "ptx");
     assert_eq!(ptx["ptx_isa"], "9.0");
@@ -83,7 +118,10 @@ fn json_fields_read_back() {
 
 #[test]
 fn relocatable_entries_are_marked() {
-    let out = cudadiag().args(["inspect", "--format", "json", "fixtures/cuda13/rdc"]).output().unwrap();
+    let out = cudadiag()
+        .args(["inspect", "--format", "json", "fixtures/cuda13/rdc"])
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let code = v["binaries"][0]["device_code"].as_array().unwrap();
     assert!(code.iter().any(|e| e["relocatable"] == true));
@@ -93,7 +131,14 @@ fn relocatable_entries_are_marked() {
 #[test]
 fn human_summary_line_snapshot() {
     let out = cudadiag()
-        .args(["inspect", "--color", "never", "fixtures/cuda13/multi", "fixtures/cuda13/cudart_shared", "fixtures/cuda13/sm90a"])
+        .args([
+            "inspect",
+            "--color",
+            "never",
+            "fixtures/cuda13/multi",
+            "fixtures/cuda13/cudart_shared",
+            "fixtures/cuda13/sm90a",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -108,7 +153,10 @@ fn human_summary_line_snapshot() {
 
 #[test]
 fn verbose_lists_every_entry() {
-    let out = cudadiag().args(["inspect", "-v", "--color", "never", "fixtures/cuda13/family"]).output().unwrap();
+    let out = cudadiag()
+        .args(["inspect", "-v", "--color", "never", "fixtures/cuda13/family"])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("sm_100f"), "{text}");
     assert!(text.contains("compute_100f"), "{text}");
@@ -121,11 +169,23 @@ fn exit_codes() {
     let out = cudadiag().args(["inspect", "does/not/exist"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read does/not/exist"));
-    assert_eq!(cudadiag().args(["inspect"]).output().unwrap().status.code(), Some(2));
-    assert_eq!(cudadiag().args(["inspect", "--fail-on", "bogus", "x"]).output().unwrap().status.code(), Some(2));
+    assert_eq!(
+        cudadiag().args(["inspect"]).output().unwrap().status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        cudadiag()
+            .args(["inspect", "--fail-on", "bogus", "x"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
     // 1: a finding at or above --fail-on. A damaged copy of a fixture gives an error finding.
     let dir = tempfile::tempdir().unwrap();
-    let mut raw = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/kern.fatbin")).unwrap();
+    let mut raw =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/kern.fatbin")).unwrap();
     let n = raw.len();
     raw.truncate(n - 100);
     let damaged = dir.path().join("damaged.fatbin");
@@ -134,32 +194,75 @@ fn exit_codes() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("malformed-device-code"));
     // ... and 0 when --fail-on is above it or never.
-    assert_eq!(cudadiag().args(["inspect", "--fail-on", "never"]).arg(&damaged).output().unwrap().status.code(), Some(0));
+    assert_eq!(
+        cudadiag()
+            .args(["inspect", "--fail-on", "never"])
+            .arg(&damaged)
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(0)
+    );
     // A note fails only with --fail-on note.
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "just text").unwrap();
-    assert_eq!(cudadiag().arg("inspect").arg(&text).output().unwrap().status.code(), Some(0));
-    assert_eq!(cudadiag().args(["inspect", "--fail-on", "warning"]).arg(&text).output().unwrap().status.code(), Some(1));
+    assert_eq!(
+        cudadiag()
+            .arg("inspect")
+            .arg(&text)
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        cudadiag()
+            .args(["inspect", "--fail-on", "warning"])
+            .arg(&text)
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(1)
+    );
 }
 
 #[test]
 fn colour_follows_the_flag_and_no_color() {
     let esc = |out: &std::process::Output| out.stdout.contains(&0x1b);
     let damaged = "fixtures/cuda13/BUILD.log"; // an unrecognized input: a warning, coloured when allowed
-    let always = cudadiag().args(["inspect", "--color", "always", damaged]).output().unwrap();
+    let always = cudadiag()
+        .args(["inspect", "--color", "always", damaged])
+        .output()
+        .unwrap();
     assert!(esc(&always));
-    let never = cudadiag().args(["inspect", "--color", "never", damaged]).output().unwrap();
+    let never = cudadiag()
+        .args(["inspect", "--color", "never", damaged])
+        .output()
+        .unwrap();
     assert!(!esc(&never));
     // auto: not a terminal here, so no colour, and NO_COLOR is honoured too.
-    let auto = cudadiag().args(["inspect", damaged]).env("NO_COLOR", "1").output().unwrap();
+    let auto = cudadiag()
+        .args(["inspect", damaged])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
     assert!(!esc(&auto));
 }
 
 #[test]
 fn code_list_snapshot() {
     let out = cudadiag().arg("codes").output().unwrap();
-    let expected = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/codes.txt")).unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "the code list changed: codes are API; update tests/snapshots/codes.txt deliberately");
+    let expected =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/codes.txt"))
+            .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        expected,
+        "the code list changed: codes are API; update tests/snapshots/codes.txt deliberately"
+    );
     let json = cudadiag().args(["codes", "--format", "json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["codes"].as_array().unwrap().len(), expected.lines().count());

@@ -110,10 +110,7 @@ fn listings_match_cuobjdump_entry_by_entry() {
                 .flat_map(|b| shown(b, all))
                 .map(|e| (kind_name(e.kind).to_string(), listing_arch(e)))
                 .collect();
-            assert_eq!(
-                ours, expected,
-                "{name}: cudadiag's listing differs from {suffix}"
-            );
+            assert_eq!(ours, expected, "{name}: cudadiag's listing differs from {suffix}");
             compared += expected.len();
         }
     }
@@ -157,10 +154,7 @@ fn parse_headers(text: &str) -> Vec<Header> {
         if let Some(v) = l.strip_prefix("arch = ") {
             h.arch = v.trim().to_string();
         } else if let Some(v) = l.strip_prefix("code version = ") {
-            h.code_version = v
-                .trim()
-                .trim_matches(|c| c == '[' || c == ']')
-                .replace(',', ".");
+            h.code_version = v.trim().trim_matches(|c| c == '[' || c == ']').replace(',', ".");
         } else if let Some(v) = l.strip_prefix("host = ") {
             h.host = v.trim().to_string();
         } else if l == "compile_size = 64bit" {
@@ -201,9 +195,7 @@ fn entry_headers_match_cuobjdump() {
             .iter()
             .flat_map(|b| {
                 let object = b.elf.as_ref().is_some_and(|e| e.elf_type == "rel");
-                b.device_code
-                    .iter()
-                    .filter(move |e| object || !e.relocatable)
+                b.device_code.iter().filter(move |e| object || !e.relocatable)
             })
             .map(|e| Header {
                 kind: kind_name(e.kind).to_string(),
@@ -259,13 +251,10 @@ fn old_cubins_match_cuobjdump_elf_header() {
             continue;
         }
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let golden =
-            std::fs::read_to_string(path.with_file_name(format!("{name}.elf.txt"))).unwrap();
+        let golden = std::fs::read_to_string(path.with_file_name(format!("{name}.elf.txt"))).unwrap();
         let line = golden
             .lines()
-            .find(|l| {
-                l.to_ascii_lowercase().starts_with("64bit elf:") || l.starts_with("64-bit ELF:")
-            })
+            .find(|l| l.to_ascii_lowercase().starts_with("64bit elf:") || l.starts_with("64-bit ELF:"))
             .unwrap_or_else(|| panic!("{name}: no ELF header line in golden"));
         // Two spellings: `64bit elf: type=2, abi=7, sm=90a, toolkit=124, flags = 0x5a0d5a` (cuobjdump 12.8 on
         // ABI 7) and `64-bit ELF: type=ET_EXEC, ABI=8, sm=100a, toolkit=12.8, flags=0x600640a`.
@@ -284,11 +273,7 @@ fn old_cubins_match_cuobjdump_elf_header() {
         let sm = format!("{}{}", c.sm, if c.arch_specific { "a" } else { "" });
         assert_eq!(sm, field("sm"), "{name}: sm");
         assert_eq!(c.abi_version.to_string(), field("abi"), "{name}: abi");
-        assert_eq!(
-            format!("0x{:x}", c.e_flags),
-            field("flags"),
-            "{name}: flags"
-        );
+        assert_eq!(format!("0x{:x}", c.e_flags), field("flags"), "{name}: flags");
         let tk = field("toolkit").replace('.', "");
         let ours = c.cuinfo_toolkit.as_deref().map(|t| t.replace('.', ""));
         if ours.is_some() {

@@ -12,7 +12,10 @@ use support::*;
 const LIMIT: u64 = 64 << 20;
 
 fn deep() -> InspectOptions {
-    InspectOptions { depth: Depth::Full, max_decompressed: LIMIT }
+    InspectOptions {
+        depth: Depth::Full,
+        max_decompressed: LIMIT,
+    }
 }
 
 fn read(bytes: &[u8], opts: &InspectOptions) -> BinaryFacts {
@@ -26,25 +29,43 @@ fn archs(b: &BinaryFacts) -> Vec<String> {
 }
 
 fn device_problems(b: &BinaryFacts) -> Vec<String> {
-    b.problems.iter().filter(|p| p.kind == ProblemKind::DeviceCode).map(|p| p.message.clone()).collect()
+    b.problems
+        .iter()
+        .filter(|p| p.kind == ProblemKind::DeviceCode)
+        .map(|p| p.message.clone())
+        .collect()
 }
 
 fn good_entries() -> Vec<Entry> {
     vec![
-        Entry::new(ELF, 80, cubin(80, "Cuda compilation tools, release 13.0, V13.0.88")),
+        Entry::new(
+            ELF,
+            80,
+            cubin(80, "Cuda compilation tools, release 13.0, V13.0.88"),
+        ),
         Entry::zstd(PTX, 90, &ptx_text("9.0", "sm_90")),
-        Entry::lz4(ELF, 90, &cubin(90, "Cuda compilation tools, release 13.0, V13.0.88")),
+        Entry::lz4(
+            ELF,
+            90,
+            &cubin(90, "Cuda compilation tools, release 13.0, V13.0.88"),
+        ),
     ]
 }
 
 #[test]
 fn valid_synthetic_fatbin_reads_fully() {
-    for raw in [container(&good_entries(), None), host_with_fatbin(container(&good_entries(), None))] {
+    for raw in [
+        container(&good_entries(), None),
+        host_with_fatbin(container(&good_entries(), None)),
+    ] {
         let b = read(&raw, &deep());
         assert!(b.problems.is_empty(), "{:?}", b.problems);
         assert_eq!(archs(&b), ["sm_80", "compute_90", "sm_90"]);
         assert_eq!(b.device_code[1].compression, Compression::Zstd);
-        assert_eq!(b.device_code[1].ptx.as_ref().unwrap().version.as_deref(), Some("9.0"));
+        assert_eq!(
+            b.device_code[1].ptx.as_ref().unwrap().version.as_deref(),
+            Some("9.0")
+        );
         assert_eq!(b.device_code[2].compression, Compression::Lz4);
         assert_eq!(b.device_code[2].toolkit.as_deref(), Some("13.0.88"));
     }
@@ -67,7 +88,13 @@ fn entry_payload_past_the_container_end() {
     e[2].payload_size = Some(1 << 40);
     let b = read(&container(&e, None), &deep());
     assert_eq!(&archs(&b)[..2], ["sm_80", "compute_90"]);
-    assert!(device_problems(&b).iter().any(|m| m.contains("only") && m.contains("remain")), "{:?}", b.problems);
+    assert!(
+        device_problems(&b)
+            .iter()
+            .any(|m| m.contains("only") && m.contains("remain")),
+        "{:?}",
+        b.problems
+    );
 }
 
 #[test]
@@ -89,7 +116,13 @@ fn corrupt_compressed_payloads() {
     }
     let b = read(&container(&e, None), &deep());
     assert_eq!(archs(&b), ["sm_80", "compute_90", "sm_90"]);
-    assert!(device_problems(&b).iter().any(|m| m.contains("compute_90") && m.contains("zstd")), "{:?}", b.problems);
+    assert!(
+        device_problems(&b)
+            .iter()
+            .any(|m| m.contains("compute_90") && m.contains("zstd")),
+        "{:?}",
+        b.problems
+    );
     // zstd without its magic is caught without decompressing (default depth).
     let mut e = good_entries();
     e[1].payload[0] = 0;
@@ -99,7 +132,11 @@ fn corrupt_compressed_payloads() {
     let mut e = good_entries();
     e[2].payload = vec![0xff; e[2].payload.len()];
     let b = read(&container(&e, None), &deep());
-    assert!(device_problems(&b).iter().any(|m| m.contains("LZ4")), "{:?}", b.problems);
+    assert!(
+        device_problems(&b).iter().any(|m| m.contains("LZ4")),
+        "{:?}",
+        b.problems
+    );
 }
 
 #[test]
@@ -113,7 +150,13 @@ fn decompression_bomb_is_refused_before_allocation() {
     let mut e = good_entries();
     e[2].uncompressed_size = 16;
     let b = read(&container(&e, None), &deep());
-    assert!(device_problems(&b).iter().any(|m| m.contains("sm_90") && m.contains("LZ4")), "{:?}", b.problems);
+    assert!(
+        device_problems(&b)
+            .iter()
+            .any(|m| m.contains("sm_90") && m.contains("LZ4")),
+        "{:?}",
+        b.problems
+    );
 }
 
 #[test]
@@ -184,7 +227,12 @@ fn corrupt_host_elf_is_a_binary_problem() {
 fn fatbin_span(raw: &[u8]) -> (usize, usize) {
     let b = read(raw, &InspectOptions::default());
     let start = b.fatbins.iter().map(|c| c.offset as usize).min().unwrap();
-    let end = b.fatbins.iter().map(|c| (c.offset + c.size) as usize).max().unwrap();
+    let end = b
+        .fatbins
+        .iter()
+        .map(|c| (c.offset + c.size) as usize)
+        .max()
+        .unwrap();
     (start, end)
 }
 
@@ -195,7 +243,14 @@ fn mutated_real_fixtures_never_panic_and_keep_the_undamaged_prefix() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13");
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut runs = 0;
-    for name in ["multi", "compress_size", "compress_speed", "rdc", "kern.fatbin", "debug"] {
+    for name in [
+        "multi",
+        "compress_size",
+        "compress_speed",
+        "rdc",
+        "kern.fatbin",
+        "debug",
+    ] {
         let original = std::fs::read(dir.join(name)).unwrap();
         let base = read(&original, &deep());
         let (start, end) = fatbin_span(&original);
@@ -206,7 +261,11 @@ fn mutated_real_fixtures_never_panic_and_keep_the_undamaged_prefix() {
             let mut first = usize::MAX;
             for _ in 0..flips {
                 // Mostly inside the fatbin; sometimes anywhere (ELF headers, section table).
-                let at = if i % 10 == 0 { rng.below(raw.len()) } else { start + rng.below(end - start) };
+                let at = if i % 10 == 0 {
+                    rng.below(raw.len())
+                } else {
+                    start + rng.below(end - start)
+                };
                 let value = match rng.below(4) {
                     0 => 0,
                     1 => 0xff,
@@ -222,7 +281,11 @@ fn mutated_real_fixtures_never_panic_and_keep_the_undamaged_prefix() {
             if first < start {
                 continue;
             }
-            for e in base.device_code.iter().filter(|e| (e.offset + 64 + e.stored_size) as usize <= first) {
+            for e in base
+                .device_code
+                .iter()
+                .filter(|e| (e.offset + 64 + e.stored_size) as usize <= first)
+            {
                 let c = &base.fatbins[e.container];
                 if c.offset as usize + 16 > first {
                     continue;

@@ -71,7 +71,7 @@ impl Entry {
 
     pub fn bytes(&self) -> Vec<u8> {
         let mut payload = self.payload.clone();
-        while payload.len() % 8 != 0 {
+        while !payload.len().is_multiple_of(8) {
             payload.push(0);
         }
         let mut h = Vec::new();
@@ -109,7 +109,10 @@ pub fn container(entries: &[Entry], fat_size: Option<u64>) -> Vec<u8> {
 
 /// A PTX text of the given ISA and target.
 pub fn ptx_text(isa: &str, target: &str) -> Vec<u8> {
-    format!("//\n.version {isa}\n.target {target}\n.address_size 64\n\n.visible .entry k(\n)\n{{\nret;\n}}\n\0").into_bytes()
+    format!(
+        "//\n.version {isa}\n.target {target}\n.address_size 64\n\n.visible .entry k(\n)\n{{\nret;\n}}\n\0"
+    )
+    .into_bytes()
 }
 
 /// A minimal ELF64 little-endian file with the given (name, type, bytes) sections plus `.shstrtab`.
@@ -134,7 +137,10 @@ impl ElfSpec {
             os_abi: 0,
             abi_version: 0,
             e_flags: 0,
-            sections: sections.into_iter().map(|(n, b)| (n.to_string(), SHT_PROGBITS, b)).collect(),
+            sections: sections
+                .into_iter()
+                .map(|(n, b)| (n.to_string(), SHT_PROGBITS, b))
+                .collect(),
         }
     }
 
@@ -151,7 +157,7 @@ impl ElfSpec {
         let mut data = vec![0u8; 64];
         let mut offsets = Vec::new();
         for (_, _, b) in &self.sections {
-            while data.len() % 8 != 0 {
+            while !data.len().is_multiple_of(8) {
                 data.push(0);
             }
             offsets.push(data.len() as u64);
@@ -159,7 +165,7 @@ impl ElfSpec {
         }
         let shstr_off = data.len() as u64;
         data.extend_from_slice(&shstrtab);
-        while data.len() % 8 != 0 {
+        while !data.len().is_multiple_of(8) {
             data.push(0);
         }
         let shoff = data.len() as u64;
@@ -209,7 +215,13 @@ pub fn cubin(sm: u32, tool_version: &str) -> Vec<u8> {
     let strings = format!("\0ptxas\0{tool_version}\0branch\0-arch sm_{sm}\0");
     let mut desc = Vec::new();
     desc.extend_from_slice(&2u32.to_le_bytes());
-    for off in [0u32, 1, 7, 8 + tool_version.len() as u32, 15 + tool_version.len() as u32] {
+    for off in [
+        0u32,
+        1,
+        7,
+        8 + tool_version.len() as u32,
+        15 + tool_version.len() as u32,
+    ] {
         desc.extend_from_slice(&off.to_le_bytes());
     }
     desc.extend_from_slice(strings.as_bytes());
