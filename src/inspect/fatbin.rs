@@ -99,7 +99,13 @@ fn problem(out: &mut BinaryFacts, offset: usize, message: String) {
 }
 
 /// Walks every container in `region`, appending containers, entries and problems to `out`.
-pub fn walk(data: &Input<'_>, region: &Region, out: &mut BinaryFacts, opts: &InspectOptions) {
+pub fn walk(
+    data: &Input<'_>,
+    region: &Region,
+    out: &mut BinaryFacts,
+    opts: &InspectOptions,
+    pending: &mut Vec<Pending>,
+) {
     let end = region.end.min(data.len());
     let mut p = region.start;
     while p < end {
@@ -137,7 +143,7 @@ pub fn walk(data: &Input<'_>, region: &Region, out: &mut BinaryFacts, opts: &Ins
                 None => break,
             }
         }
-        p = walk_container(data, p, end, region, out, opts);
+        p = walk_container(data, p, end, region, out, opts, pending);
     }
 }
 
@@ -149,6 +155,7 @@ fn walk_container(
     region: &Region,
     out: &mut BinaryFacts,
     opts: &InspectOptions,
+    pending: &mut Vec<Pending>,
 ) -> usize {
     let version = data.u16_at(p + 4).unwrap_or(0);
     let header_size = usize::from(data.u16_at(p + 6).unwrap_or(0));
@@ -190,27 +197,27 @@ fn walk_container(
     let first_entry = out.device_code.len();
     let mut q = p + header_size;
     while q < end {
-        match read_entry(data, q, end, index, region, out, opts) {
+        match read_entry(data, q..end, index, region, out, opts, pending) {
             Some(next) => q = next,
             None => break,
         }
     }
     out.fatbins[index].entries = out.device_code.len() - first_entry;
-    share_container_toolkit(first_entry..out.device_code.len(), out);
     end.max(p + 8)
 }
 
-/// Reads the entry at `q`; returns the offset of the next one, or `None` when the container cannot be walked
-/// further.
+/// Reads the entry at `span.start` in a container ending at `span.end`; returns the offset of the next one, or
+/// `None` when the container cannot be walked further.
 fn read_entry(
     data: &Input<'_>,
-    q: usize,
-    end: usize,
+    span: std::ops::Range<usize>,
     container: usize,
     region: &Region,
     out: &mut BinaryFacts,
     opts: &InspectOptions,
+    pending: &mut Vec<Pending>,
 ) -> Option<usize> {
+    let (q, end) = (span.start, span.end);
     if end - q < ENTRY_HEADER {
         if data.first_nonzero(q, end).is_some() {
             problem(
@@ -356,7 +363,7 @@ fn read_entry(
     } else {
         None
     };
-    let mut entry = DeviceCode {
+    let entry = DeviceCode {
         kind,
         arch: format!("{prefix}_{arch}{}", suffix.map(String::from).unwrap_or_default()),
         sm: arch,
@@ -388,11 +395,12 @@ fn read_entry(
         CodeKind::Sass | CodeKind::Ptx => compression == Compression::None || opts.depth == Depth::Full,
         CodeKind::Nvvm => false,
     };
-    if wanted
-        && payload_ok
-        && let Some(stored) = data.read(payload_start, stored_size)
-    {
-        read_payload(&stored, &mut entry, out, opts);
+    if wanted && payload_ok {
+        pending.push(Pending {
+            index: out.device_code.len(),
+            start: payload_start,
+            len: stored_size,
+        });
     }
     out.device_code.push(entry);
     next
@@ -465,10 +473,24 @@ fn header_string(header: &[u8], off: usize, len: usize) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
-/// Decompresses (bounded) and parses one entry's payload, filling its cubin or PTX facts and toolkit.
-/// Returns false when the payload is damaged (a problem has then been recorded).
-fn read_payload(stored: &[u8], entry: &mut DeviceCode, out: &mut BinaryFacts, opts: &InspectOptions) -> bool {
-    let at = entry.offset as usize;
+/// A payload to read once the walk is done: entry index, file offset and stored length.
+#[derive(Debug, Clone, Copy)]
+pub struct Pending {
+    index: usize,
+    start: usize,
+    len: usize,
+}
+
+/// What reading one payload gave.
+enum Decoded {
+    Cubin(crate::facts::CubinFacts),
+    Ptx(crate::facts::PtxFacts),
+    Nothing,
+    Damaged(String),
+}
+
+/// Decompresses (bounded) and parses one entry's payload. Pure, so payloads can be read in parallel.
+fn decode(stored: &[u8], entry: &DeviceCode, opts: &InspectOptions) -> Decoded {
     let owned;
     let bytes = if entry.compression == Compression::None {
         stored
@@ -478,43 +500,100 @@ fn read_payload(stored: &[u8], entry: &mut DeviceCode, out: &mut BinaryFacts, op
                 owned = v;
                 &owned[..]
             }
-            Err(e) => {
-                problem(out, at, format!("{} entry at 0x{at:x}: {}", entry.arch, e.0));
-                return false;
-            }
+            Err(e) => return Decoded::Damaged(e.0),
         }
     };
     match entry.kind {
         CodeKind::Sass => match cubin::parse(bytes) {
-            Ok(c) => {
-                if c.sm != entry.sm {
-                    problem(
-                        out,
-                        at,
-                        format!(
-                            "entry at 0x{at:x} is labelled {} but its cubin's e_flags say sm_{}",
-                            entry.arch, c.sm
-                        ),
-                    );
-                }
-                if let Some((v, source)) = cubin::toolkit(&c) {
-                    entry.toolkit = Some(v);
-                    entry.toolkit_source = Some(source.to_string());
-                }
-                entry.cubin = Some(c);
-                true
-            }
-            Err(e) => {
-                problem(out, at, format!("{} entry at 0x{at:x}: {}", entry.arch, e.0));
-                false
-            }
+            Ok(c) => Decoded::Cubin(c),
+            Err(e) => Decoded::Damaged(e.0),
         },
-        CodeKind::Ptx => {
-            entry.ptx = Some(ptx::parse(bytes));
-            true
-        }
-        CodeKind::Nvvm => true,
+        CodeKind::Ptx => Decoded::Ptx(ptx::parse(bytes)),
+        CodeKind::Nvvm => Decoded::Nothing,
     }
+}
+
+/// Records what [`decode`] found on the entry (or as a problem).
+fn apply(index: usize, decoded: Decoded, out: &mut BinaryFacts) {
+    let entry = &mut out.device_code[index];
+    let at = entry.offset as usize;
+    let mut trouble = None;
+    match decoded {
+        Decoded::Cubin(c) => {
+            if c.sm != entry.sm {
+                trouble = Some(format!(
+                    "entry at 0x{at:x} is labelled {} but its cubin's e_flags say sm_{}",
+                    entry.arch, c.sm
+                ));
+            }
+            if let Some((v, source)) = cubin::toolkit(&c) {
+                entry.toolkit = Some(v);
+                entry.toolkit_source = Some(source.to_string());
+            }
+            entry.cubin = Some(c);
+        }
+        Decoded::Ptx(p) => entry.ptx = Some(p),
+        Decoded::Nothing => {}
+        Decoded::Damaged(e) => trouble = Some(format!("{} entry at 0x{at:x}: {e}", entry.arch)),
+    }
+    if let Some(message) = trouble {
+        problem(out, at, message);
+    }
+}
+
+/// Reads the payloads the walk queued: on several threads when there are many (a `--deep` read of a
+/// 2,800-entry library), each thread holding at most one decompressed entry at a time.
+pub fn read_payloads(data: &Input<'_>, pending: &[Pending], out: &mut BinaryFacts, opts: &InspectOptions) {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(16);
+    let run = |jobs: &[Pending], code: &[DeviceCode]| -> Vec<(usize, Decoded)> {
+        jobs.iter()
+            .map(|j| {
+                let decoded = match data.read(j.start, j.len) {
+                    Some(stored) => decode(&stored, &code[j.index], opts),
+                    None => Decoded::Damaged("payload could not be read".into()),
+                };
+                (j.index, decoded)
+            })
+            .collect()
+    };
+    let results: Vec<(usize, Decoded)> = if threads <= 1 || pending.len() < 16 {
+        run(pending, &out.device_code)
+    } else {
+        let code = &out.device_code;
+        let per = pending.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = pending
+                .chunks(per)
+                .map(|jobs| scope.spawn(move || run(jobs, code)))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    };
+    for (index, decoded) in results {
+        apply(index, decoded, out);
+    }
+}
+
+/// After the walk: read the queued payloads, share each container's toolkit among its entries, and sample one
+/// cubin when nothing named the toolkit.
+pub fn finish(data: &Input<'_>, pending: &[Pending], out: &mut BinaryFacts, opts: &InspectOptions) {
+    read_payloads(data, pending, out, opts);
+    let mut start = 0;
+    while start < out.device_code.len() {
+        let container = out.device_code[start].container;
+        let end = out.device_code[start..]
+            .iter()
+            .position(|e| e.container != container)
+            .map_or(out.device_code.len(), |n| start + n);
+        share_container_toolkit(start..end, out);
+        start = end;
+    }
+    sample_toolkit(data, out, opts);
 }
 
 /// All entries of a container come from one `fatbinary` run, so a toolkit note read from one entry (for free:
@@ -554,15 +633,16 @@ pub fn sample_toolkit(data: &Input<'_>, out: &mut BinaryFacts, opts: &InspectOpt
     else {
         return;
     };
-    let mut entry = out.device_code[i].clone();
-    let start = entry.offset as usize
-        + data
-            .u32_at(entry.offset as usize + 4)
-            .map_or(ENTRY_HEADER, |v| v as usize);
-    if let Some(stored) = data.read(start, entry.stored_size as usize) {
-        read_payload(&stored, &mut entry, out, opts);
-    }
-    out.device_code[i] = entry;
+    let entry = &out.device_code[i];
+    let header = data
+        .u32_at(entry.offset as usize + 4)
+        .map_or(ENTRY_HEADER, |v| v as usize);
+    let job = Pending {
+        index: i,
+        start: entry.offset as usize + header,
+        len: entry.stored_size as usize,
+    };
+    read_payloads(data, &[job], out, opts);
     share_container_toolkit_of(i, out);
 }
 

@@ -154,8 +154,9 @@ fn single(name: &str, input: &Input<'_>, opts: &InspectOptions) -> BinaryFacts {
             relocatable: false,
             found_by_scan: false,
         };
-        fatbin::walk(input, &region, &mut facts, opts);
-        fatbin::sample_toolkit(input, &mut facts, opts);
+        let mut pending = Vec::new();
+        fatbin::walk(input, &region, &mut facts, opts, &mut pending);
+        fatbin::finish(input, &pending, &mut facts, opts);
     } else if looks_like_ptx(data) {
         raw_ptx(data, &mut facts);
     } else {
@@ -201,10 +202,11 @@ fn host_elf(input: &Input<'_>, facts: &mut BinaryFacts, opts: &InspectOptions) {
             offset: Some(offset as u64),
         });
     }
+    let mut pending = Vec::new();
     for region in &regions {
-        fatbin::walk(input, region, facts, opts);
+        fatbin::walk(input, region, facts, opts, &mut pending);
     }
-    fatbin::sample_toolkit(input, facts, opts);
+    fatbin::finish(input, &pending, facts, opts);
     facts.cudart = elf::cudart(&elf, &elf_facts, input, !regions.is_empty());
     facts.elf = Some(elf_facts);
 }
