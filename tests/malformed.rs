@@ -301,3 +301,47 @@ fn mutated_real_fixtures_never_panic_and_keep_the_undamaged_prefix() {
     }
     assert!(runs >= 3000);
 }
+
+/// Unusual layouts: a container outside the usual sections, reached through a `.nvFatBinSegment` wrapper, and
+/// one reached only by the fallback magic scan.
+#[test]
+fn containers_found_through_wrappers_and_by_scan() {
+    // Wrapper: the container sits in `.rodata`, the wrapper points at its address.
+    let fatbin = container(&good_entries(), None);
+    let mut spec = ElfSpec::host(vec![(".rodata", {
+        let mut v = vec![0u8; 8];
+        v.extend(&fatbin);
+        v
+    })]);
+    spec.addresses = true;
+    let addr = section_offset(&spec, 0) + 8;
+    spec.sections
+        .push((".nvFatBinSegment".into(), SHT_PROGBITS, wrapper(1, addr)));
+    let b = read(&spec.bytes(), &deep());
+    assert_eq!(archs(&b), ["sm_80", "compute_90", "sm_90"]);
+    assert_eq!(b.fatbins[0].section.as_deref(), Some(".rodata"));
+    assert!(!b.fatbins[0].found_by_scan);
+    assert!(b.problems.is_empty(), "{:?}", b.problems);
+
+    // A wrapper pointing at nothing is reported.
+    let mut spec = ElfSpec::host(vec![(".rodata", vec![0u8; 64])]);
+    spec.addresses = true;
+    let addr = section_offset(&spec, 0) + 8;
+    spec.sections
+        .push((".nvFatBinSegment".into(), SHT_PROGBITS, wrapper(1, addr)));
+    let b = read(&spec.bytes(), &deep());
+    assert!(
+        device_problems(&b)
+            .iter()
+            .any(|m| m.contains("no fatbin container")),
+        "{:?}",
+        b.problems
+    );
+
+    // No sections, no wrappers: the bounded scan finds the magic in a data section.
+    let mut data = vec![0x11u8; 40];
+    data.extend(&fatbin);
+    let b = read(&ElfSpec::host(vec![(".data.custom", data)]).bytes(), &deep());
+    assert_eq!(archs(&b), ["sm_80", "compute_90", "sm_90"]);
+    assert!(b.fatbins[0].found_by_scan);
+}

@@ -124,6 +124,8 @@ pub struct ElfSpec {
     pub abi_version: u8,
     pub e_flags: u32,
     pub sections: Vec<(String, u32, Vec<u8>)>,
+    /// Give every section the virtual address equal to its file offset (as in a simple linked image).
+    pub addresses: bool,
 }
 
 pub const SHT_PROGBITS: u32 = 1;
@@ -141,6 +143,7 @@ impl ElfSpec {
                 .into_iter()
                 .map(|(n, b)| (n.to_string(), SHT_PROGBITS, b))
                 .collect(),
+            addresses: false,
         }
     }
 
@@ -170,12 +173,14 @@ impl ElfSpec {
         }
         let shoff = data.len() as u64;
         let shnum = self.sections.len() as u16 + 2;
+        let addresses = self.addresses;
         let mut sh = |name: u32, ty: u32, off: u64, size: u64| {
             let mut s = Vec::new();
             s.extend_from_slice(&name.to_le_bytes());
             s.extend_from_slice(&ty.to_le_bytes());
             s.extend_from_slice(&0u64.to_le_bytes()); // flags
-            s.extend_from_slice(&0u64.to_le_bytes()); // addr
+            let addr = if addresses && ty != 0 { off } else { 0 };
+            s.extend_from_slice(&addr.to_le_bytes());
             s.extend_from_slice(&off.to_le_bytes());
             s.extend_from_slice(&size.to_le_bytes());
             s.extend_from_slice(&0u32.to_le_bytes()); // link
@@ -241,8 +246,32 @@ pub fn cubin(sm: u32, tool_version: &str) -> Vec<u8> {
         abi_version: 8,
         e_flags: 0x0600_0004 | (sm << 8),
         sections: vec![(".note.nv.tkinfo".to_string(), SHT_NOTE, note)],
+        addresses: false,
     }
     .bytes()
+}
+
+/// Where `ElfSpec::bytes` puts section `index` (same alignment rule), for tests that need an offset.
+pub fn section_offset(spec: &ElfSpec, index: usize) -> u64 {
+    let mut len = 64usize;
+    for (i, (_, _, b)) in spec.sections.iter().enumerate() {
+        len = len.next_multiple_of(8);
+        if i == index {
+            return len as u64;
+        }
+        len += b.len();
+    }
+    panic!("no section {index}")
+}
+
+/// A 24-byte `__fatBinC_Wrapper_t` pointing at `addr`.
+pub fn wrapper(version: u32, addr: u64) -> Vec<u8> {
+    let mut w = Vec::new();
+    w.extend_from_slice(&0x4662_43B1u32.to_le_bytes());
+    w.extend_from_slice(&version.to_le_bytes());
+    w.extend_from_slice(&addr.to_le_bytes());
+    w.extend_from_slice(&0u64.to_le_bytes());
+    w
 }
 
 /// A host ELF whose `.nv_fatbin` holds `fatbin`.
