@@ -10,6 +10,8 @@ use crate::cli::{Cli, Command};
 use crate::report::Paint;
 use std::io::{IsTerminal, Write};
 
+pub use explain::doc as explain_doc;
+
 /// How a run ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
