@@ -104,6 +104,8 @@ struct Entry<'a> {
     code_version: String,
     flags: String,
     debug: bool,
+    /// 64 or 32 (fatbin flag 0x1).
+    compile_size: u8,
     #[serde(skip_serializing_if = "Option::is_none")]
     identifier: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -154,6 +156,7 @@ fn entry(e: &DeviceCode) -> Entry<'_> {
         code_version: format!("{}.{}", e.code_version[0], e.code_version[1]),
         flags: format!("0x{:x}", e.flags),
         debug: e.debug,
+        compile_size: if e.bits64 { 64 } else { 32 },
         identifier: e.identifier.as_deref(),
         options: e.options.as_deref(),
         container: e.container,
