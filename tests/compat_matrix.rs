@@ -28,18 +28,9 @@ fn bundled_matrix_answers_known_facts() {
     let m = bundled();
     let v = |s| DriverVersion::parse(s).unwrap();
     let c = |s| CudaVersion::parse(s).unwrap();
-    assert_eq!(
-        m.driver_cuda(&v("535.104.05")).map(|d| d.cuda),
-        Some(c("12.2"))
-    );
-    assert_eq!(
-        m.driver_cuda(&v("580.159.04")).map(|d| d.cuda),
-        Some(c("13.0"))
-    );
-    assert_eq!(
-        m.driver_cuda(&v("565.57.01")).map(|d| d.cuda),
-        Some(c("12.7"))
-    );
+    assert_eq!(m.driver_cuda(&v("535.104.05")).map(|d| d.cuda), Some(c("12.2")));
+    assert_eq!(m.driver_cuda(&v("580.159.04")).map(|d| d.cuda), Some(c("13.0")));
+    assert_eq!(m.driver_cuda(&v("565.57.01")).map(|d| d.cuda), Some(c("12.7")));
     assert_eq!(
         m.toolkit_min(c("12.4")).map(|t| t.linux_min.to_string()),
         Some("550.54.14".into())
@@ -50,14 +41,8 @@ fn bundled_matrix_answers_known_facts() {
     );
     assert_eq!(m.ptx_isa(c("8.7")).map(|p| p.cuda), Some(c("12.8")));
     assert_eq!(m.max_ptx_isa(c("12.7")).map(|p| p.isa), Some(c("8.6")));
-    assert_eq!(
-        m.gpu_by_name("RTX 4090").map(|g| g.row.cc),
-        Cc::parse("8.9")
-    );
-    assert_eq!(
-        m.gpu_by_name("NVIDIA H200").map(|g| g.row.cc),
-        Cc::parse("9.0")
-    );
+    assert_eq!(m.gpu_by_name("RTX 4090").map(|g| g.row.cc), Cc::parse("8.9"));
+    assert_eq!(m.gpu_by_name("NVIDIA H200").map(|g| g.row.cc), Cc::parse("9.0"));
     assert_eq!(m.gpu_by_pci(0x2335).map(|g| g.row.cc), Cc::parse("9.0"));
     assert!(m.gpu_by_name("RTX 9999").is_none());
     assert_eq!(
@@ -72,19 +57,12 @@ fn bundled_matrix_answers_known_facts() {
 
 #[test]
 fn syntax_error_names_the_line() {
-    let broken = BUNDLED.replacen(
-        "[[toolkit]]\ncuda = \"8.0\"",
-        "[[toolkit]\ncuda = \"8.0\"",
-        1,
-    );
+    let broken = BUNDLED.replacen("[[toolkit]]\ncuda = \"8.0\"", "[[toolkit]\ncuda = \"8.0\"", 1);
     assert_ne!(broken, BUNDLED);
     let line = broken.lines().position(|l| l == "[[toolkit]").unwrap() + 1;
     let e = Matrix::parse(&broken, "broken.toml").unwrap_err();
     assert_eq!(e.line, Some(line), "{e}");
-    assert!(
-        e.to_string().starts_with(&format!("broken.toml:{line}: ")),
-        "{e}"
-    );
+    assert!(e.to_string().starts_with(&format!("broken.toml:{line}: ")), "{e}");
 }
 
 #[test]
@@ -131,11 +109,7 @@ fn unknown_source_and_unknown_finding_are_refused() {
     let broken = BUNDLED.replacen("source = \"RN-13.2U2\"", "source = \"RN-99\"", 1);
     let e = Matrix::parse(&broken, "m.toml").unwrap_err();
     assert!(e.message.contains("RN-99"), "{e}");
-    let broken = BUNDLED.replacen(
-        "findings = [\"ptx-too-new\"]",
-        "findings = [\"ptx-too-old\"]",
-        1,
-    );
+    let broken = BUNDLED.replacen("findings = [\"ptx-too-new\"]", "findings = [\"ptx-too-old\"]", 1);
     let e = Matrix::parse(&broken, "m.toml").unwrap_err();
     assert!(e.message.contains("ptx-too-old"), "{e}");
 }

@@ -4,8 +4,8 @@
 //! matrix); each finding has rows where it fires and near misses where it does not.
 
 use cudadiag::facts::{
-    BinaryFacts, CodeKind, Compression, CudartFacts, CudartLinkage, DeviceCode, DriverFacts, Facts,
-    Format, GpuFacts, HostFacts,
+    BinaryFacts, CodeKind, Compression, CudartFacts, CudartLinkage, DeviceCode, DriverFacts, Facts, Format,
+    GpuFacts, HostFacts,
 };
 use cudadiag::matrix::{Cc, Matrix};
 use cudadiag::rules::{self, Outcome};
@@ -39,7 +39,7 @@ fn entry(kind: CodeKind, arch: &str, isa: Option<&str>) -> DeviceCode {
     }
 }
 
-/// `sass sm_86, ptx compute_80 8.7, zsass sm_90 (zstd), rsass sm_90 (relocatable), tk 13.0.88`.
+/// `sass sm_86, ptx compute_80 8.7, zsass sm_90 (zstd), rsass sm_90 / rptx compute_90 9.0 (relocatable), tk 13.0.88`.
 fn binary(code: &str, cudart: &str) -> BinaryFacts {
     let mut b = BinaryFacts {
         path: "app".into(),
@@ -51,7 +51,7 @@ fn binary(code: &str, cudart: &str) -> BinaryFacts {
         let w: Vec<&str> = part.split_whitespace().collect();
         let mut e = match w[0] {
             "sass" | "zsass" | "rsass" => entry(CodeKind::Sass, w[1], None),
-            "ptx" => entry(CodeKind::Ptx, w[1], w.get(2).copied()),
+            "ptx" | "rptx" => entry(CodeKind::Ptx, w[1], w.get(2).copied()),
             "tk" => {
                 toolkit = Some(w[1].to_string());
                 continue;
@@ -63,7 +63,7 @@ fn binary(code: &str, cudart: &str) -> BinaryFacts {
         } else {
             Compression::None
         };
-        e.relocatable = w[0] == "rsass";
+        e.relocatable = w[0] == "rsass" || w[0] == "rptx";
         b.device_code.push(e);
     }
     for e in &mut b.device_code {
@@ -179,31 +179,10 @@ const CASES: &[Case] = &[
         &[JIT],
         Some(RunsAfterJit),
     ),
-    c(
-        "ptx compute_80 9.0",
-        "",
-        "7.5",
-        "580.65.06",
-        &[NKI],
-        Some(Fails),
-    ),
-    c(
-        "ptx compute_90a 9.0",
-        "",
-        "9.0",
-        "",
-        &[JIT],
-        Some(RunsAfterJit),
-    ),
+    c("ptx compute_80 9.0", "", "7.5", "580.65.06", &[NKI], Some(Fails)),
+    c("ptx compute_90a 9.0", "", "9.0", "", &[JIT], Some(RunsAfterJit)),
     c("ptx compute_90a 9.0", "", "10.0", "", &[NKI], Some(Fails)),
-    c(
-        "ptx compute_100f 9.0",
-        "",
-        "10.3",
-        "",
-        &[JIT],
-        Some(RunsAfterJit),
-    ),
+    c("ptx compute_100f 9.0", "", "10.3", "", &[JIT], Some(RunsAfterJit)),
     c(
         "sass sm_75, sass sm_80, sass sm_90, ptx compute_90 9.0",
         "",
@@ -254,6 +233,39 @@ const CASES: &[Case] = &[
     ),
     // relocatable device code is never loaded (only kept for device linking)
     c("rsass sm_90", "", "9.0", "", &[], Some(NoDeviceCode)),
+    c(
+        "rsass sm_75, rptx compute_75 9.0",
+        "",
+        "9.0",
+        "",
+        &[],
+        Some(NoDeviceCode),
+    ),
+    // ... except in a device-linked program, whose runtime JIT-links the relocatable PTX (fixtures/cuda13/rdc)
+    c(
+        "sass sm_75, rsass sm_75, rptx compute_75 9.0",
+        "",
+        "9.0",
+        "580.159.04",
+        &[JIT],
+        Some(RunsAfterJit),
+    ),
+    c(
+        "sass sm_75, rsass sm_75, rptx compute_75 9.0",
+        "",
+        "7.0",
+        "580.159.04",
+        &[NKI],
+        Some(Fails),
+    ),
+    c(
+        "sass sm_75, rptx compute_75 9.0",
+        "",
+        "9.0",
+        "575.57.08",
+        &[JIT, NEW],
+        Some(Fails),
+    ),
     // GPU named or identified by PCI id, CC from the matrix
     c(
         "sass sm_80",
@@ -272,14 +284,7 @@ const CASES: &[Case] = &[
         Some(Runs),
     ),
     c("sass sm_86", "", "pci:2684", "", &[], Some(Runs)),
-    c(
-        "sass sm_86",
-        "",
-        "name:GeForce RTX 4090",
-        "",
-        &[],
-        Some(Runs),
-    ),
+    c("sass sm_86", "", "name:GeForce RTX 4090", "", &[], Some(Runs)),
     // --- PTX ISA against the driver's JIT (PTX-RN Table 71; error 222) ---
     c(
         "ptx compute_80 8.7",
@@ -380,14 +385,7 @@ const CASES: &[Case] = &[
         &[INS, UNS],
         Some(Fails),
     ),
-    c(
-        "sass sm_90",
-        "static 12.4",
-        "9.0",
-        "550.54.14",
-        &[],
-        Some(Runs),
-    ),
+    c("sass sm_90", "static 12.4", "9.0", "550.54.14", &[], Some(Runs)),
     c(
         "sass sm_90",
         "static 13.0",
@@ -396,30 +394,9 @@ const CASES: &[Case] = &[
         &[INS],
         Some(Fails),
     ),
-    c(
-        "sass sm_90",
-        "static 13.0",
-        "9.0",
-        "580.65.06",
-        &[],
-        Some(Runs),
-    ),
-    c(
-        "sass sm_90",
-        "static 13.0",
-        "9.0",
-        "580.159.04",
-        &[],
-        Some(Runs),
-    ),
-    c(
-        "sass sm_90",
-        "static 12.8",
-        "9.0",
-        "570.26",
-        &[],
-        Some(Runs),
-    ),
+    c("sass sm_90", "static 13.0", "9.0", "580.65.06", &[], Some(Runs)),
+    c("sass sm_90", "static 13.0", "9.0", "580.159.04", &[], Some(Runs)),
+    c("sass sm_90", "static 12.8", "9.0", "570.26", &[], Some(Runs)),
     c(
         "sass sm_90",
         "static 12.9",
@@ -460,14 +437,7 @@ const CASES: &[Case] = &[
         &[INS],
         Some(Fails),
     ),
-    c(
-        "sass sm_80",
-        "static 12.0",
-        "8.0",
-        "525.60.13",
-        &[],
-        Some(Runs),
-    ),
+    c("sass sm_80", "static 12.0", "8.0", "525.60.13", &[], Some(Runs)),
     c(
         "sass sm_80",
         "static 12.0",
@@ -476,22 +446,8 @@ const CASES: &[Case] = &[
         &[INS],
         Some(Fails),
     ),
-    c(
-        "sass sm_75",
-        "static 10.2",
-        "7.5",
-        "418.39",
-        &[INS],
-        Some(Fails),
-    ),
-    c(
-        "sass sm_75",
-        "static 10.1",
-        "7.5",
-        "418.39",
-        &[],
-        Some(Runs),
-    ),
+    c("sass sm_75", "static 10.2", "7.5", "418.39", &[INS], Some(Fails)),
+    c("sass sm_75", "static 10.1", "7.5", "418.39", &[], Some(Runs)),
     c(
         "sass sm_90",
         "dynamic libcudart.so.13",
@@ -516,22 +472,8 @@ const CASES: &[Case] = &[
         &[INS],
         Some(Fails),
     ),
-    c(
-        "sass sm_90",
-        "static 12.4",
-        "9.0",
-        "610.43.02",
-        &[],
-        Some(Runs),
-    ),
-    c(
-        "sass sm_90",
-        "static 13.5",
-        "9.0",
-        "625.10.01",
-        &[],
-        Some(Runs),
-    ),
+    c("sass sm_90", "static 12.4", "9.0", "610.43.02", &[], Some(Runs)),
+    c("sass sm_90", "static 13.5", "9.0", "625.10.01", &[], Some(Runs)),
     // toolkit note when no cudart version was read
     c(
         "sass sm_90, tk 13.0.88",
@@ -541,14 +483,7 @@ const CASES: &[Case] = &[
         &[INS],
         Some(Fails),
     ),
-    c(
-        "sass sm_90, tk 13.0.88",
-        "",
-        "9.0",
-        "580.82.07",
-        &[],
-        Some(Runs),
-    ),
+    c("sass sm_90, tk 13.0.88", "", "9.0", "580.82.07", &[], Some(Runs)),
     // minor-version compatibility cannot JIT newer PTX
     c(
         "ptx compute_80 8.7",
@@ -612,11 +547,7 @@ fn verdict_table() {
         }
         for f in &findings {
             if compat.contains(&f.slug.as_str()) {
-                assert!(
-                    !f.evidence.is_empty(),
-                    "case {i}: {} has no evidence",
-                    f.slug
-                );
+                assert!(!f.evidence.is_empty(), "case {i}: {} has no evidence", f.slug);
                 assert!(!f.help.is_empty(), "case {i}: {} has no help", f.slug);
             }
         }
@@ -644,10 +575,7 @@ fn findings_cite_the_matrix_row() {
         }),
     };
     let f = rules::evaluate(&facts, &m);
-    let ins = f
-        .iter()
-        .find(|f| f.slug == INS)
-        .expect("driver-insufficient");
+    let ins = f.iter().find(|f| f.slug == INS).expect("driver-insufficient");
     assert!(
         ins.evidence
             .iter()

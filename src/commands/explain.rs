@@ -22,10 +22,7 @@ pub use docs::doc;
 #[serde(tag = "kind", rename_all = "kebab-case")]
 enum Match<'m> {
     /// A finding code or slug.
-    Code {
-        code: &'static str,
-        slug: &'static str,
-    },
+    Code { code: &'static str, slug: &'static str },
     /// A CUDA error (by number, name or message).
     CudaError {
         value: u32,
@@ -185,8 +182,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
                 "matches": ms,
                 "findings": explained,
             });
-            let text =
-                serde_json::to_string_pretty(&docjson).map_err(|e| ToolError(e.to_string()))?;
+            let text = serde_json::to_string_pretty(&docjson).map_err(|e| ToolError(e.to_string()))?;
             report::text(out, &format!("{text}\n"))?;
         }
         OutputFormat::Human => report::text(out, &human(&ms, &codes))?,
@@ -237,7 +233,9 @@ fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo]) -> String {
         return s;
     }
     if ms.iter().any(|m| !matches!(m, Match::Code { .. })) {
-        s.push_str("Findings that predict it (run `cudadiag inspect` on the program to check which applies):\n");
+        s.push_str(
+            "Findings that predict it (run `cudadiag inspect` on the program to check which applies):\n",
+        );
         for c in codes {
             s.push_str(&format!("  {:<6} {:<28} {}\n", c.code, c.slug, c.summary));
         }

@@ -65,7 +65,10 @@ fn toolkit(q: &str, m: &Matrix) -> Result<Answer, ToolError> {
             cite(&f.row, m)
         ));
     } else {
-        lines.push("  no minor-version compatibility before CUDA 11: this release's own driver is the minimum".into());
+        lines.push(
+            "  no minor-version compatibility before CUDA 11: this release's own driver is the minimum"
+                .into(),
+        );
     }
     let branches: Vec<_> = m.branches.iter().filter(|b| b.cuda == v).collect();
     for b in &branches {
@@ -104,16 +107,11 @@ fn toolkit(q: &str, m: &Matrix) -> Result<Answer, ToolError> {
 }
 
 fn driver(q: &str, m: &Matrix) -> Result<Answer, ToolError> {
-    let d = DriverVersion::parse(q).ok_or_else(|| {
-        ToolError(format!(
-            "--driver {q}: not a driver version (like 535.104.05)"
-        ))
-    })?;
-    let dc = m.driver_cuda(&d).ok_or_else(|| {
-        ToolError(format!(
-            "driver {d} is older than every branch the matrix knows"
-        ))
-    })?;
+    let d = DriverVersion::parse(q)
+        .ok_or_else(|| ToolError(format!("--driver {q}: not a driver version (like 535.104.05)")))?;
+    let dc = m
+        .driver_cuda(&d)
+        .ok_or_else(|| ToolError(format!("driver {d} is older than every branch the matrix knows")))?;
     let mut lines = vec![format!(
         "driver {d} (R{}): supports CUDA {} natively{} [{}]",
         d.branch(),
@@ -127,8 +125,7 @@ fn driver(q: &str, m: &Matrix) -> Result<Answer, ToolError> {
     )];
     if m.driver_beyond_table(&d) {
         lines.push(
-            "  newer than every branch in the matrix: it may support more (pass a newer --matrix)"
-                .into(),
+            "  newer than every branch in the matrix: it may support more (pass a newer --matrix)".into(),
         );
     }
     let ptx = m.max_ptx_isa(dc.cuda);
@@ -228,17 +225,11 @@ fn gpu(q: &str, m: &Matrix) -> Result<Answer, ToolError> {
         .strip_prefix("0x")
         .or_else(|| q.trim().strip_prefix("10de:"))
         .and_then(|h| u16::from_str_radix(h, 16).ok());
-    let (names, cc, row) = if let Some(hit) = pci
-        .and_then(|id| m.gpu_by_pci(id))
-        .or_else(|| m.gpu_by_name(q))
+    let (names, cc, row) = if let Some(hit) = pci.and_then(|id| m.gpu_by_pci(id)).or_else(|| m.gpu_by_name(q))
     {
         (hit.row.names.clone(), hit.row.cc, Some(&hit.row.row))
     } else if let Some(cc) = Cc::parse(q) {
-        let names = m
-            .gpus_with_cc(cc)
-            .iter()
-            .flat_map(|g| g.names.clone())
-            .collect();
+        let names = m.gpus_with_cc(cc).iter().flat_map(|g| g.names.clone()).collect();
         (names, cc, None)
     } else {
         return Err(ToolError(format!(
@@ -252,8 +243,7 @@ fn gpu(q: &str, m: &Matrix) -> Result<Answer, ToolError> {
         } else {
             names.join(", ")
         },
-        row.map(|r| format!(" [{}]", cite(r, m)))
-            .unwrap_or_default()
+        row.map(|r| format!(" [{}]", cite(r, m))).unwrap_or_default()
     )];
     let arch = m.arch(cc);
     if let Some(a) = arch {
@@ -326,8 +316,8 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<Outcome, ToolError>
             if answers.is_empty() {
                 doc.insert("sources".into(), json!(m.sources));
             }
-            let text = serde_json::to_string_pretty(&Value::Object(doc))
-                .map_err(|e| ToolError(e.to_string()))?;
+            let text =
+                serde_json::to_string_pretty(&Value::Object(doc)).map_err(|e| ToolError(e.to_string()))?;
             report::text(out, &format!("{text}\n"))?;
         }
         OutputFormat::Human => {

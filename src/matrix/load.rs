@@ -129,9 +129,7 @@ struct RawLimits {
 }
 
 /// The release order within one CUDA minor version.
-const RELEASES: &[&str] = &[
-    "rc", "ga", "ga2", "update1", "update2", "update3", "update4",
-];
+const RELEASES: &[&str] = &["rc", "ga", "ga2", "update1", "update2", "update3", "update4"];
 
 struct Ctx<'a> {
     text: &'a str,
@@ -192,12 +190,7 @@ impl Ctx<'_> {
 
     fn driver(&self, at: usize, s: &str) -> Result<DriverVersion, MatrixError> {
         DriverVersion::parse(s).map_or_else(
-            || {
-                self.err(
-                    at,
-                    format!("\"{s}\" is not a driver version (like 535.104.05)"),
-                )
-            },
+            || self.err(at, format!("\"{s}\" is not a driver version (like 535.104.05)")),
             Ok,
         )
     }
@@ -205,10 +198,7 @@ impl Ctx<'_> {
     fn cc(&self, at: usize, s: &str) -> Result<Cc, MatrixError> {
         match Cc::parse(s) {
             Some(c) if s.contains('.') => Ok(c),
-            _ => self.err(
-                at,
-                format!("\"{s}\" is not a compute capability (like 9.0)"),
-            ),
+            _ => self.err(at, format!("\"{s}\" is not a compute capability (like 9.0)")),
         }
     }
 
@@ -273,25 +263,15 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
             release: r.release.clone(),
             label: r.label.clone(),
             linux_min: cx.driver(at, &r.linux_min)?,
-            windows_min: r
-                .windows_min
-                .as_deref()
-                .map(|w| cx.driver(at, w))
-                .transpose()?,
+            windows_min: r.windows_min.as_deref().map(|w| cx.driver(at, w)).transpose()?,
             row: cx.row(at, r.prov())?,
         };
         if let Some(prev) = toolkits.last() {
-            let prev_rank = RELEASES
-                .iter()
-                .position(|x| *x == prev.release)
-                .unwrap_or(0);
+            let prev_rank = RELEASES.iter().position(|x| *x == prev.release).unwrap_or(0);
             if (row.cuda, rank) <= (prev.cuda, prev_rank) {
                 return cx.err(
                     at,
-                    format!(
-                        "toolkit {} is out of order (after {})",
-                        row.label, prev.label
-                    ),
+                    format!("toolkit {} is out of order (after {})", row.label, prev.label),
                 );
             }
             if row.linux_min < prev.linux_min {
@@ -319,7 +299,13 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
             && let Some(w) = &row.windows_min
             && w < prev_win
         {
-            return cx.err(at, format!("toolkit {} needs an older Windows driver ({w}) than an earlier release ({prev_win})", row.label));
+            return cx.err(
+                at,
+                format!(
+                    "toolkit {} needs an older Windows driver ({w}) than an earlier release ({prev_win})",
+                    row.label
+                ),
+            );
         }
         toolkits.push(row);
     }
@@ -334,20 +320,13 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
         let row = MinorCompat {
             major: r.major,
             linux_min: cx.driver(at, &r.linux_min)?,
-            windows_min: r
-                .windows_min
-                .as_deref()
-                .map(|w| cx.driver(at, w))
-                .transpose()?,
+            windows_min: r.windows_min.as_deref().map(|w| cx.driver(at, w)).transpose()?,
             row: cx.row(at, r.prov())?,
         };
         if let Some(prev) = minor_compat.last()
             && (row.major <= prev.major || row.linux_min <= prev.linux_min)
         {
-            return cx.err(
-                at,
-                format!("minor_compat for CUDA {} is out of order", row.major),
-            );
+            return cx.err(at, format!("minor_compat for CUDA {} is out of order", row.major));
         }
         minor_compat.push(row);
     }
@@ -446,10 +425,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
             .collect::<Result<Vec<_>, _>>()?;
         for c in &ccs {
             if archs.iter().any(|a| a.ccs.contains(c)) {
-                return cx.err(
-                    at,
-                    format!("compute capability {c} is in two [[arch]] rows"),
-                );
+                return cx.err(at, format!("compute capability {c} is in two [[arch]] rows"));
             }
         }
         archs.push(ArchRow {
@@ -596,10 +572,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
         let r = t.get_ref();
         cx.slugs(at, &r.findings)?;
         if errors.last().is_some_and(|e| r.value <= e.value) {
-            return cx.err(
-                at,
-                format!("cuda_error {} is out of order or repeated", r.value),
-            );
+            return cx.err(at, format!("cuda_error {} is out of order or repeated", r.value));
         }
         errors.push(CudaErrorRow {
             value: r.value,

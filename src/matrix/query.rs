@@ -25,10 +25,7 @@ pub struct GpuMatch<'m> {
 
 /// Lower-case, without an `NVIDIA`/`GeForce`/`Tesla` prefix, single spaces: how GPU names are compared.
 pub fn normalize(name: &str) -> String {
-    let mut words: Vec<String> = name
-        .split_whitespace()
-        .map(str::to_ascii_lowercase)
-        .collect();
+    let mut words: Vec<String> = name.split_whitespace().map(str::to_ascii_lowercase).collect();
     while words
         .first()
         .is_some_and(|w| matches!(w.as_str(), "nvidia" | "geforce" | "tesla"))
@@ -52,9 +49,7 @@ impl Matrix {
 
     /// Whether `driver` is newer than every branch the matrix knows (its CUDA version may be higher).
     pub fn driver_beyond_table(&self, driver: &DriverVersion) -> bool {
-        self.branches
-            .last()
-            .is_some_and(|r| driver.branch() > r.branch)
+        self.branches.last().is_some_and(|r| driver.branch() > r.branch)
     }
 
     /// The minimum driver of a CUDA runtime version: the GA row of that minor release (or its first row).

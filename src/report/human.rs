@@ -61,10 +61,7 @@ fn verdicts(report: &Report, p: Paint, out: &mut dyn Write) -> io::Result<()> {
     }
     let mut fixes: Vec<(&str, &str)> = Vec::new();
     for f in &report.findings {
-        if f.severity > Severity::Note
-            && !f.help.is_empty()
-            && !fixes.iter().any(|(_, h)| *h == f.help)
-        {
+        if f.severity > Severity::Note && !f.help.is_empty() && !fixes.iter().any(|(_, h)| *h == f.help) {
             fixes.push((&f.slug, &f.help));
         }
     }

@@ -40,10 +40,7 @@ pub fn targets(host: Option<&HostFacts>, m: &Matrix) -> Vec<Target> {
         let (cc, how) = if let Some(cc) = from_facts {
             (
                 cc,
-                format!(
-                    "{} has compute capability {cc} (read from {})",
-                    g.name, g.source
-                ),
+                format!("{} has compute capability {cc} (read from {})", g.name, g.source),
             )
         } else if let Some(hit) = g.pci_device_id.and_then(|id| m.gpu_by_pci(id)) {
             let cc = hit.row.cc;
@@ -179,8 +176,7 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
                     binary: b.path.clone(),
                     gpu: t.label.clone(),
                     outcome: Outcome::NoDeviceCode,
-                    reason: "no device code of its own; the libraries it loads carry their own"
-                        .into(),
+                    reason: "no device code of its own; the libraries it loads carry their own".into(),
                     codes: Vec::new(),
                 });
                 continue;
@@ -191,19 +187,15 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
             fs.extend(kernel_image::check(b, t, drv.as_ref(), m));
             fs.sort_by_key(|f| std::cmp::Reverse(f.severity));
             let codes = fs.iter().map(|f| f.slug.clone()).collect();
-            let (outcome, reason) =
-                if let Some(e) = fs.iter().find(|f| f.severity == Severity::Error) {
-                    (Outcome::Fails, e.message.clone())
-                } else if fs
-                    .iter()
-                    .any(|f| f.slug == Code::PtxJitRequired.info().slug)
-                {
-                    let caveats: Vec<&str> = fs.iter().map(|f| f.message.as_str()).collect();
-                    (Outcome::RunsAfterJit, caveats.join("; "))
-                } else {
-                    let caveats: Vec<&str> = fs.iter().map(|f| f.message.as_str()).collect();
-                    (Outcome::Runs, caveats.join("; "))
-                };
+            let (outcome, reason) = if let Some(e) = fs.iter().find(|f| f.severity == Severity::Error) {
+                (Outcome::Fails, e.message.clone())
+            } else if fs.iter().any(|f| f.slug == Code::PtxJitRequired.info().slug) {
+                let caveats: Vec<&str> = fs.iter().map(|f| f.message.as_str()).collect();
+                (Outcome::RunsAfterJit, caveats.join("; "))
+            } else {
+                let caveats: Vec<&str> = fs.iter().map(|f| f.message.as_str()).collect();
+                (Outcome::Runs, caveats.join("; "))
+            };
             out.push(Verdict {
                 binary: b.path.clone(),
                 gpu: t.label.clone(),

@@ -68,12 +68,7 @@ pub fn runtime_of(b: &BinaryFacts) -> Option<Runtime> {
         .device_code
         .iter()
         .filter(|e| !e.relocatable && e.kind != CodeKind::Nvvm)
-        .filter_map(|e| {
-            e.toolkit
-                .as_deref()
-                .and_then(CudaVersion::parse)
-                .map(|v| (v, e))
-        })
+        .filter_map(|e| e.toolkit.as_deref().and_then(CudaVersion::parse).map(|v| (v, e)))
         .max_by_key(|(v, _)| *v)?;
     Some(Runtime {
         version: toolkit.0,

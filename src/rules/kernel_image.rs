@@ -8,7 +8,12 @@
 //! - otherwise the driver JIT-compiles the highest PTX whose `compute_XY` is not above the GPU's CC, with the
 //!   same `a`/`f` limits, if it understands the PTX's ISA version (`[[ptx_isa]]`).
 //!
-//! Relocatable entries (`__nv_relfatbin`) and NVVM IR are never loaded at run time and are ignored.
+//! NVVM IR is never loaded at run time. Relocatable entries (`__nv_relfatbin`) are not loaded either, with one
+//! observed exception: in a program nvcc device-linked (`-rdc=true`), when the device-linked image does not fit
+//! the GPU, the CUDA runtime JIT-compiles and links the relocatable PTX instead. `fixtures/cuda13/rdc` (only
+//! sm_75 SASS device-linked, relocatable compute_75 PTX) ran correctly on an H200 (CC 9.0) with
+//! `CUDA_CACHE_DISABLE=1`. NVIDIA documents no such fallback (the mechanism is inferred, UNCONFIRMED), so it
+//! is used only as the last resort and the finding says so.
 
 use super::compat::{Driver, Target};
 use crate::facts::{BinaryFacts, CodeKind, DeviceCode};
@@ -22,6 +27,8 @@ pub enum Image<'a> {
     Sass(&'a DeviceCode),
     /// PTX the driver must JIT-compile.
     Ptx(&'a DeviceCode),
+    /// Relocatable PTX the runtime must JIT-compile and link (device-linked programs only).
+    LinkedPtx(&'a DeviceCode),
     /// Nothing usable.
     None,
 }
@@ -68,40 +75,44 @@ fn loadable(b: &BinaryFacts, kind: CodeKind) -> impl Iterator<Item = &DeviceCode
 
 /// Picks the image as the driver does: the best SASS, else the highest PTX not above the GPU.
 pub fn select<'a>(b: &'a BinaryFacts, gpu: Cc, m: &Matrix) -> Image<'a> {
-    let rank = |e: &DeviceCode| {
-        (
-            e.sm,
-            matches!(e.suffix, Some('a')),
-            matches!(e.suffix, Some('f')),
-        )
-    };
+    let rank = |e: &DeviceCode| (e.sm, matches!(e.suffix, Some('a')), matches!(e.suffix, Some('f')));
     if let Some(s) = loadable(b, CodeKind::Sass)
         .filter(|e| sass_runs(e, gpu, m))
         .max_by_key(|e| rank(e))
     {
         return Image::Sass(s);
     }
-    match loadable(b, CodeKind::Ptx)
+    if let Some(p) = loadable(b, CodeKind::Ptx)
         .filter(|e| ptx_runs(e, gpu, m))
         .max_by_key(|e| rank(e))
     {
-        Some(p) => Image::Ptx(p),
+        return Image::Ptx(p);
+    }
+    let device_linked = b
+        .device_code
+        .iter()
+        .any(|e| !e.relocatable && e.kind != CodeKind::Nvvm);
+    match b
+        .device_code
+        .iter()
+        .filter(|e| device_linked && e.relocatable && e.kind == CodeKind::Ptx)
+        .filter(|e| ptx_runs(e, gpu, m))
+        .max_by_key(|e| rank(e))
+    {
+        Some(p) => Image::LinkedPtx(p),
         None => Image::None,
     }
 }
 
 /// The PTX ISA version of an entry (`.version`, else the fatbin header's).
 pub fn ptx_isa(e: &DeviceCode) -> Option<CudaVersion> {
-    e.ptx_isa
-        .as_deref()
-        .and_then(CudaVersion::parse)
-        .or_else(|| {
-            let [maj, min] = e.code_version;
-            (maj > 0).then_some(CudaVersion {
-                major: u32::from(maj),
-                minor: u32::from(min),
-            })
+    e.ptx_isa.as_deref().and_then(CudaVersion::parse).or_else(|| {
+        let [maj, min] = e.code_version;
+        (maj > 0).then_some(CudaVersion {
+            major: u32::from(maj),
+            minor: u32::from(min),
         })
+    })
 }
 
 /// Why one entry does not run on the GPU, for the "because" lines.
@@ -109,16 +120,9 @@ fn why_not(e: &DeviceCode, gpu: Cc) -> String {
     let Some(built) = entry_cc(e) else {
         return format!("{} names no SM number", e.arch);
     };
-    let kind = if e.kind == CodeKind::Sass {
-        "SASS"
-    } else {
-        "PTX"
-    };
+    let kind = if e.kind == CodeKind::Sass { "SASS" } else { "PTX" };
     match (e.kind, e.suffix) {
-        (_, Some('a')) => format!(
-            "{kind} {} is arch-specific: it runs only on CC {built}",
-            e.arch
-        ),
+        (_, Some('a')) => format!("{kind} {} is arch-specific: it runs only on CC {built}", e.arch),
         (_, Some('f')) => format!(
             "{kind} {} is family-specific: it runs on CC {built} and later members of its family, not on {gpu}",
             e.arch
@@ -186,8 +190,9 @@ pub fn check(b: &BinaryFacts, t: &Target, drv: Option<&Driver>, m: &Matrix) -> V
                     .at(&b.path),
             ]
         }
-        Image::Ptx(p) => {
-            let mut out = vec![jit_required(b, p, t)];
+        Image::Ptx(p) | Image::LinkedPtx(p) => {
+            let linked = matches!(select(b, t.cc, m), Image::LinkedPtx(_));
+            let mut out = vec![jit_required(b, p, t, linked)];
             if let Some(f) = too_new(b, p, t, drv, m) {
                 out.push(f);
             }
@@ -196,18 +201,26 @@ pub fn check(b: &BinaryFacts, t: &Target, drv: Option<&Driver>, m: &Matrix) -> V
     }
 }
 
-fn jit_required(b: &BinaryFacts, p: &DeviceCode, t: &Target) -> Finding {
-    let mut f = Finding::new(
-        Code::PtxJitRequired,
+fn jit_required(b: &BinaryFacts, p: &DeviceCode, t: &Target, linked: bool) -> Finding {
+    let what = if linked {
+        format!(
+            "{}: no device-linked image for {}; the CUDA runtime must JIT-compile and link the relocatable PTX {} at first launch",
+            b.path, t.label, p.arch
+        )
+    } else {
         format!(
             "{}: no SASS for {}; the driver must JIT-compile PTX {} at first launch",
             b.path, t.label, p.arch
-        ),
+        )
+    };
+    let mut f = Finding::new(
+        Code::PtxJitRequired,
+        what,
         format!(
             "It runs, but the first launch is slower (the JIT cache in ~/.nv/ComputeCache helps later runs), it needs \
-             the driver's JIT (libnvidia-ptxjitcompiler; CUDA_DISABLE_PTX_JIT unset), it fails under minor-version \
-             compatibility, and code JIT-compiled from older PTX does not use newer hardware features. Add SASS: \
-             nvcc -gencode arch=compute_{sm},code=sm_{sm}.",
+             the driver's JIT (libnvidia-ptxjitcompiler; CUDA_DISABLE_PTX_JIT unset), PTX newer than the driver \
+             cannot be JIT-compiled under minor-version compatibility, and code JIT-compiled from older PTX does not \
+             use newer hardware features. Add SASS: nvcc -gencode arch=compute_{sm},code=sm_{sm}.",
             sm = t.cc.sm()
         ),
     );
@@ -227,6 +240,12 @@ fn jit_required(b: &BinaryFacts, p: &DeviceCode, t: &Target) -> Finding {
             t.cc
         )
     });
+    if linked {
+        f = f.because(format!(
+            "{}: the PTX is relocatable (__nv_relfatbin); runtime linking of it is observed (fixtures/cuda13/rdc on CC 9.0), not documented by NVIDIA (UNCONFIRMED)",
+            b.path
+        ));
+    }
     f = f.because(format!(
         "{}: PTX {}{} is the highest PTX not above CC {}",
         b.path,
@@ -253,13 +272,7 @@ fn dedup<'a>(v: &[&'a str]) -> Vec<&'a str> {
     out
 }
 
-fn too_new(
-    b: &BinaryFacts,
-    p: &DeviceCode,
-    t: &Target,
-    drv: Option<&Driver>,
-    m: &Matrix,
-) -> Option<Finding> {
+fn too_new(b: &BinaryFacts, p: &DeviceCode, t: &Target, drv: Option<&Driver>, m: &Matrix) -> Option<Finding> {
     let drv = drv?;
     let isa = ptx_isa(p)?;
     let dc = m.driver_cuda(&drv.version)?;
@@ -301,10 +314,7 @@ fn too_new(
             t.cc
         ),
     );
-    f = f.because(format!(
-        "{}: PTX {} declares .version {isa}",
-        b.path, p.arch
-    ));
+    f = f.because(format!("{}: PTX {} declares .version {isa}", b.path, p.arch));
     f = f.because(format!(
         "driver {} (from {}) supports CUDA {} [matrix {}]",
         drv.version,
@@ -320,8 +330,6 @@ fn too_new(
             mx.row.cite(m)
         ));
     }
-    f = f.because(format!(
-        "PTX ISA {isa} came with CUDA {needs} [matrix {cite}]"
-    ));
+    f = f.because(format!("PTX ISA {isa} came with CUDA {needs} [matrix {cite}]"));
     Some(f.at(&b.path))
 }

@@ -10,10 +10,7 @@ pub const DOCS: &[(&str, &str)] = &[
         "ptx-jit-required",
         include_str!("../../../data/codes/ptx-jit-required.md"),
     ),
-    (
-        "ptx-too-new",
-        include_str!("../../../data/codes/ptx-too-new.md"),
-    ),
+    ("ptx-too-new", include_str!("../../../data/codes/ptx-too-new.md")),
     (
         "no-device-code",
         include_str!("../../../data/codes/no-device-code.md"),
@@ -46,10 +43,7 @@ pub const DOCS: &[(&str, &str)] = &[
         "multiple-cuda-majors",
         include_str!("../../../data/codes/multiple-cuda-majors.md"),
     ),
-    (
-        "no-driver",
-        include_str!("../../../data/codes/no-driver.md"),
-    ),
+    ("no-driver", include_str!("../../../data/codes/no-driver.md")),
     (
         "libcuda-not-found",
         include_str!("../../../data/codes/libcuda-not-found.md"),
