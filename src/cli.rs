@@ -53,7 +53,8 @@ pub enum Command {
         (209, cudaErrorNoKernelImageForDevice), or a pasted error message: the exact texts of cudaGetErrorString, \
         the dynamic loader, NVML and the container runtime map to the findings that predict them.\n\n\
         Examples:\n  cudadiag explain CD100\n  cudadiag explain \"no kernel image is available for execution on the device\"\n  \
-        cudadiag explain --format json \"Failed to initialize NVML: Driver/library version mismatch\""
+        cudadiag explain --format json \"Failed to initialize NVML: Driver/library version mismatch\"\n  \
+        cudadiag explain 209 --check ./app --gpu 9.0 --driver 580.159.04   (is that why ./app fails there?)"
     )]
     Explain(ExplainArgs),
     /// Query the bundled compatibility matrix.
@@ -89,12 +90,16 @@ pub struct ExplainArgs {
     /// pasted error message.
     #[arg(required = true, value_name = "CODE|SLUG|TEXT", num_args = 1..)]
     pub query: Vec<String>,
+    /// Check these binaries for the findings the query points to (with --gpu/--driver as the target), and say
+    /// which are confirmed and which are ruled out.
+    #[arg(long = "check", value_name = "PATH")]
+    pub check: Vec<PathBuf>,
+    /// What-if targets for --check, and the matrix.
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub format: OutputFormat,
-    /// Use this compatibility matrix instead of the bundled one.
-    #[arg(long, value_name = "FILE")]
-    pub matrix: Option<PathBuf>,
 }
 
 /// `cudadiag matrix`.

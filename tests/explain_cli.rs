@@ -223,3 +223,41 @@ fn what_if_targets_on_inspect() {
     assert_eq!(code, 2);
     assert!(err.contains("not a driver version"), "{err}");
 }
+
+#[test]
+fn explain_checks_a_binary_against_the_target() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let sm80 = format!("{root}/fixtures/cuda13/sm80");
+    let multi = format!("{root}/fixtures/cuda13/multi");
+    // sm80 on an H200 fails with 209 (fixtures/cuda13/sm80.run.txt): confirmed, exit 1.
+    let (code, out, _) = run(&[
+        "explain",
+        "209",
+        "--check",
+        &sm80,
+        "--gpu",
+        "NVIDIA H200",
+        "--driver",
+        "580.159.04",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("confirmed    no-kernel-image"), "{out}");
+    // multi carries sm_90 SASS: 209 is ruled out there.
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "209",
+        "--check",
+        &multi,
+        "--gpu",
+        "9.0",
+        "--driver",
+        "580.159.04",
+    ]);
+    assert_eq!(v["checked"][0]["slug"], "no-kernel-image");
+    assert_eq!(v["checked"][0]["status"], "ruled-out");
+    // Without a GPU the kernel-image rule cannot run.
+    let v = json(&["explain", "--format", "json", "209", "--check", &multi]);
+    assert_eq!(v["checked"][0]["status"], "not-checked");
+}

@@ -151,9 +151,74 @@ fn predicted(ms: &[Match<'_>]) -> Vec<&'static CodeInfo> {
     out
 }
 
+/// What `--check` found for one predicted finding.
+#[derive(Debug, Serialize)]
+struct Checked {
+    slug: &'static str,
+    /// `confirmed`, `ruled-out` or `not-checked`.
+    status: &'static str,
+    /// The findings that fired (confirmed), or why it could not be checked.
+    details: Vec<String>,
+}
+
+/// Which facts a finding's rule needs: (needs a GPU, needs a driver). `None`: no rule in this command checks it.
+fn needs(slug: &str) -> Option<(bool, bool)> {
+    match slug {
+        "no-kernel-image" | "ptx-jit-required" => Some((true, false)),
+        "ptx-too-new" | "gpu-unsupported-by-driver" => Some((true, true)),
+        "driver-insufficient" | "minor-version-compat" => Some((false, true)),
+        "malformed-device-code" | "malformed-binary" | "no-device-code" => Some((false, false)),
+        _ => None,
+    }
+}
+
+/// Inspects `--check` binaries against the what-if targets and sorts the predicted findings into confirmed,
+/// ruled out and not checked.
+fn check(args: &ExplainArgs, codes: &[&'static CodeInfo], m: &Matrix) -> Result<Vec<Checked>, ToolError> {
+    let mut facts = crate::facts::Facts::default();
+    for p in &args.check {
+        let bins = crate::inspect::path(p, &crate::inspect::InspectOptions::default())
+            .map_err(|e| ToolError(e.to_string()))?;
+        facts.binaries.extend(bins);
+    }
+    super::targets::apply(&args.target, &mut facts, m)?;
+    let fired = crate::rules::evaluate(&facts, m);
+    let has_gpu = facts.host.as_ref().is_some_and(|h| !h.gpus.is_empty());
+    let has_driver = facts.host.as_ref().is_some_and(|h| h.driver.is_some());
+    let mut out = Vec::new();
+    for c in codes {
+        let hits: Vec<String> = fired
+            .iter()
+            .filter(|f| f.slug == c.slug)
+            .map(|f| f.message.clone())
+            .collect();
+        let (status, details) = if !hits.is_empty() {
+            ("confirmed", hits)
+        } else {
+            match needs(c.slug) {
+                Some((gpu, drv)) if (!gpu || has_gpu) && (!drv || has_driver) => ("ruled-out", Vec::new()),
+                Some((gpu, _)) => {
+                    let missing = if gpu && !has_gpu { "--gpu" } else { "--driver" };
+                    ("not-checked", vec![format!("needs {missing}")])
+                }
+                None => (
+                    "not-checked",
+                    vec!["checked by the loader and host checks, not by explain".into()],
+                ),
+            }
+        };
+        out.push(Checked {
+            slug: c.slug,
+            status,
+            details,
+        });
+    }
+    Ok(out)
+}
+
 /// Runs `cudadiag explain`.
 pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
-    let m = super::targets::load_matrix(args.matrix.as_deref())?;
+    let m = super::targets::load_matrix(args.target.matrix.as_deref())?;
     let query = args.query.join(" ");
     let ms = matches(&query, &m);
     let codes = predicted(&ms);
@@ -163,6 +228,15 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
              number or name, or an error message as printed; `cudadiag codes` lists the codes"
         )));
     }
+    let checked = if args.check.is_empty() {
+        None
+    } else {
+        Some(check(args, &codes, &m)?)
+    };
+    let confirmed_error = checked.iter().flatten().any(|c| {
+        c.status == "confirmed"
+            && findings::lookup(c.slug).is_some_and(|i| i.severity == crate::findings::Severity::Error)
+    });
     match args.format {
         OutputFormat::Json => {
             let explained: Vec<Explained> = codes
@@ -181,13 +255,45 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
                 "query": query,
                 "matches": ms,
                 "findings": explained,
+                "checked": checked,
             });
             let text = serde_json::to_string_pretty(&docjson).map_err(|e| ToolError(e.to_string()))?;
             report::text(out, &format!("{text}\n"))?;
         }
-        OutputFormat::Human => report::text(out, &human(&ms, &codes))?,
+        OutputFormat::Human => {
+            let mut s = String::new();
+            if let Some(cs) = &checked {
+                s.push_str(&format!(
+                    "Checked {}:\n",
+                    args.check
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                for c in cs {
+                    s.push_str(&format!(
+                        "  {:<12} {}{}\n",
+                        c.status,
+                        c.slug,
+                        if c.details.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {}", c.details.join("; "))
+                        }
+                    ));
+                }
+                s.push('\n');
+            }
+            s.push_str(&human(&ms, &codes));
+            report::text(out, &s)?;
+        }
     }
-    Ok(Outcome::Clean)
+    Ok(if confirmed_error {
+        Outcome::Failed
+    } else {
+        Outcome::Clean
+    })
 }
 
 fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo]) -> String {

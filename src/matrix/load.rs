@@ -4,11 +4,10 @@
 //! [`MatrixError`] naming the file and the line of the offending row. Rows are read as `toml::Spanned` so a
 //! semantic error (a version out of order, a missing source) points at its row, like a syntax error does.
 
+use super::raw::*;
 use super::version::{Cc, CudaVersion, DriverVersion};
 use super::*;
-use serde::Deserialize;
 use std::fmt;
-use toml::Spanned;
 
 /// A matrix that does not parse or does not validate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,104 +27,6 @@ impl fmt::Display for MatrixError {
             None => write!(f, "{}: {}", self.origin, self.message),
         }
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Raw {
-    meta: RawMeta,
-    sources: BTreeMap<String, String>,
-    toolkit: Vec<Spanned<RawToolkit>>,
-    minor_compat: Vec<Spanned<RawMinor>>,
-    minor_compat_limits: RawLimits,
-    driver_branch: Vec<Spanned<RawBranch>>,
-    ptx_isa: Vec<Spanned<RawPtx>>,
-    toolkit_targets: Vec<Spanned<RawTargets>>,
-    forward_compat: Spanned<RawFwd>,
-    forward_compat_package: Vec<Spanned<RawFwdPkg>>,
-    family: Vec<Spanned<RawFamily>>,
-    #[serde(default)]
-    sm_rename: Vec<Spanned<RawRename>>,
-    arch: Vec<Spanned<RawArch>>,
-    gpu: Vec<Spanned<RawGpu>>,
-    #[serde(default)]
-    feature: Vec<Spanned<RawFeature>>,
-    cuda_error: Vec<Spanned<RawError>>,
-    #[serde(default)]
-    message: Vec<Spanned<RawMessage>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMeta {
-    schema_version: u32,
-    #[allow(dead_code)]
-    compiled: String,
-    #[serde(default)]
-    no_toolkit_release: Vec<String>,
-}
-
-/// Fields every row has.
-#[derive(Deserialize)]
-struct Prov {
-    status: String,
-    source: String,
-    #[serde(default)]
-    note: Option<String>,
-}
-
-macro_rules! raw_row {
-    ($name:ident { $($field:ident : $ty:ty),* $(,)? }) => {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct $name {
-            $($field: $ty,)*
-            status: String,
-            source: String,
-            #[serde(default)]
-            note: Option<String>,
-        }
-        impl $name {
-            fn prov(&self) -> Prov {
-                Prov { status: self.status.clone(), source: self.source.clone(), note: self.note.clone() }
-            }
-        }
-    };
-}
-
-raw_row!(RawToolkit { cuda: String, release: String, label: String, linux_min: String, windows_min: Option<String> });
-raw_row!(RawMinor { major: u32, linux_min: String, windows_min: Option<String> });
-raw_row!(RawBranch {
-    branch: u32,
-    cuda: String
-});
-raw_row!(RawPtx { isa: String, cuda: String, branch: Option<u32>, new_targets: Option<Vec<String>> });
-raw_row!(RawTargets { cuda: String, min_sm: String, max_sm: String, removed: Vec<String>, added: Vec<String> });
-raw_row!(RawFwd { supported_gpus: Vec<String>, os: String, package_pattern: String, install_dir: String,
-    new_feature_branches_supported: bool, errors: Vec<u32> });
-raw_row!(RawFwdPkg { package: String, cuda: String, compatible_bases: Vec<u32>, own_branch: Option<u32> });
-raw_row!(RawFamily { name: String, members: Vec<String> });
-raw_row!(RawRename {
-    old: String,
-    new: String,
-    since_cuda: String
-});
-raw_row!(RawArch { name: String, ccs: Vec<String>, first_cuda: String, last_cuda: Option<String>, last_branch: Option<u32> });
-raw_row!(RawGpu { names: Vec<String>, cc: String, pci_ids: Vec<String> });
-raw_row!(RawFeature {
-    name: String,
-    what: String,
-    min_cuda: String
-});
-raw_row!(RawError { value: u32, name: String, driver_name: Option<String>, message: Option<String>,
-    meaning: Option<String>, findings: Vec<String> });
-raw_row!(RawMessage { pattern: String, example: String, meaning: String, findings: Vec<String> });
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLimits {
-    limits: Vec<String>,
-    source: String,
 }
 
 /// The release order within one CUDA minor version.

@@ -10,6 +10,7 @@
 
 mod load;
 mod query;
+mod raw;
 mod version;
 
 pub use load::MatrixError;
