@@ -216,6 +216,9 @@ fn what_if_targets_on_inspect() {
         .map(|f| f["slug"].as_str().unwrap())
         .collect();
     assert_eq!(slugs, ["no-kernel-image"]);
+    assert_eq!(v["verdicts"][0]["outcome"], "fails");
+    assert_eq!(v["verdicts"][0]["gpu"], "CC 7.5 GPU");
+    assert_eq!(v["verdicts"][0]["codes"][0], "no-kernel-image");
     let (code, _, err) = run(&["inspect", "--gpu", "RTX 9999", p]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown GPU"), "{err}");
