@@ -11,9 +11,11 @@
 //! NVVM IR is never loaded at run time. Relocatable entries (`__nv_relfatbin`) are not loaded either, with one
 //! observed exception: in a program nvcc device-linked (`-rdc=true`), when the device-linked image does not fit
 //! the GPU, the CUDA runtime JIT-compiles and links the relocatable PTX instead. `fixtures/cuda13/rdc` (only
-//! sm_75 SASS device-linked, relocatable compute_75 PTX) ran correctly on an H200 (CC 9.0) with
-//! `CUDA_CACHE_DISABLE=1`. NVIDIA documents no such fallback (the mechanism is inferred, UNCONFIRMED), so it
-//! is used only as the last resort and the finding says so.
+//! sm_75 SASS device-linked, relocatable compute_75 PTX) ran correctly on an H200 (CC 9.0, driver 580.159.04)
+//! with `CUDA_CACHE_DISABLE=1`, and failed with error 223 ("PTX JIT compilation was disabled") once
+//! `CUDA_DISABLE_PTX_JIT=1` was added, so it is a JIT path; `rdc_multi` (device-linked sm_90) ran either way.
+//! NVIDIA documents no such fallback, so it is used only as the last resort and the finding says it was
+//! observed, not documented.
 
 use super::compat::{Driver, Target};
 use crate::facts::{BinaryFacts, CodeKind, DeviceCode};
@@ -242,7 +244,7 @@ fn jit_required(b: &BinaryFacts, p: &DeviceCode, t: &Target, linked: bool) -> Fi
     });
     if linked {
         f = f.because(format!(
-            "{}: the PTX is relocatable (__nv_relfatbin); runtime linking of it is observed (fixtures/cuda13/rdc on CC 9.0), not documented by NVIDIA (UNCONFIRMED)",
+            "{}: the PTX is relocatable (__nv_relfatbin); the runtime JIT-links it (observed with fixtures/cuda13/rdc on an H200: error 223 once JIT is disabled), not documented by NVIDIA",
             b.path
         ));
     }
