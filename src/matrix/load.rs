@@ -373,6 +373,19 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
         cx.row(at, r.prov())?;
     }
 
+    let tegra = {
+        let at = raw.tegra.span().start;
+        let r = raw.tegra.get_ref();
+        let ccs = r
+            .ccs
+            .iter()
+            .map(|c| cx.cc(at, c))
+            .collect::<Result<Vec<_>, _>>()?;
+        Tegra {
+            ccs,
+            row: cx.row(at, r.prov())?,
+        }
+    };
     let mut gpus: Vec<GpuRow> = Vec::new();
     for t in &raw.gpu {
         let at = t.span().start;
@@ -522,6 +535,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
         ptx,
         targets,
         families,
+        tegra,
         archs,
         gpus,
         forward_compat,

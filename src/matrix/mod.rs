@@ -158,6 +158,15 @@ pub struct Family {
     pub row: Row,
 }
 
+/// Tegra (Jetson) compute capabilities: SASS must match them exactly.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tegra {
+    /// The compute capabilities.
+    pub ccs: Vec<Cc>,
+    /// Provenance.
+    pub row: Row,
+}
+
 /// A GPU architecture and the drivers that support it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ArchRow {
@@ -288,6 +297,8 @@ pub struct Matrix {
     pub targets: Vec<TargetsRow>,
     /// `f`-target families.
     pub families: Vec<Family>,
+    /// Tegra compute capabilities.
+    pub tegra: Tegra,
     /// Architectures.
     pub archs: Vec<ArchRow>,
     /// GPUs.

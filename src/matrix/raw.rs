@@ -20,6 +20,7 @@ pub(super) struct Raw {
     pub(super) forward_compat: Spanned<RawFwd>,
     pub(super) forward_compat_package: Vec<Spanned<RawFwdPkg>>,
     pub(super) family: Vec<Spanned<RawFamily>>,
+    pub(super) tegra: Spanned<RawTegra>,
     #[serde(default)]
     pub(super) sm_rename: Vec<Spanned<RawRename>>,
     pub(super) arch: Vec<Spanned<RawArch>>,
@@ -80,6 +81,7 @@ raw_row!(RawTargets { cuda: String, min_sm: String, max_sm: String, removed: Vec
 raw_row!(RawFwd { supported_gpus: Vec<String>, os: String, package_pattern: String, install_dir: String,
     new_feature_branches_supported: bool, errors: Vec<u32> });
 raw_row!(RawFwdPkg { package: String, cuda: String, compatible_bases: Vec<u32>, own_branch: Option<u32> });
+raw_row!(RawTegra { ccs: Vec<String> });
 raw_row!(RawFamily { name: String, members: Vec<String> });
 raw_row!(RawRename {
     old: String,

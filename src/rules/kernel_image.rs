@@ -3,7 +3,8 @@
 //!
 //! Selection follows the CUDA C++ Programming Guide, "Binary Compatibility" / "PTX Compatibility" /
 //! "Application Compatibility" (source PG), and the PTX ISA `.target` rules for `a` and `f` targets (PTX-TGT):
-//! - SASS for `sm_XY` runs on CC X.Z with Z ≥ Y, same major only;
+//! - SASS for `sm_XY` runs on CC X.Z with Z ≥ Y, same major only; desktop only: on Tegra (`[tegra]`) and
+//!   between desktop and Tegra a cubin runs only on exactly its own compute capability;
 //! - `sm_XYa` runs only on exactly X.Y; `sm_XYf` on X.Y and later members of its family (`[[family]]`);
 //! - otherwise the driver JIT-compiles the highest PTX whose `compute_XY` is not above the GPU's CC, with the
 //!   same `a`/`f` limits, if it understands the PTX's ISA version (`[[ptx_isa]]`).
@@ -49,6 +50,7 @@ pub fn sass_runs(e: &DeviceCode, gpu: Cc, m: &Matrix) -> bool {
         return false;
     };
     match e.suffix {
+        None if built != gpu && (m.tegra.ccs.contains(&gpu) || m.tegra.ccs.contains(&built)) => false,
         None => built.major == gpu.major && built.minor <= gpu.minor,
         Some('a') => built == gpu,
         Some('f') => in_family(m, built, gpu),
@@ -118,7 +120,7 @@ pub fn ptx_isa(e: &DeviceCode) -> Option<CudaVersion> {
 }
 
 /// Why one entry does not run on the GPU, for the "because" lines.
-fn why_not(e: &DeviceCode, gpu: Cc) -> String {
+fn why_not(e: &DeviceCode, gpu: Cc, m: &Matrix) -> String {
     let Some(built) = entry_cc(e) else {
         return format!("{} names no SM number", e.arch);
     };
@@ -129,6 +131,15 @@ fn why_not(e: &DeviceCode, gpu: Cc) -> String {
             "{kind} {} is family-specific: it runs on CC {built} and later members of its family, not on {gpu}",
             e.arch
         ),
+        (CodeKind::Sass, _)
+            if built != gpu && (m.tegra.ccs.contains(&gpu) || m.tegra.ccs.contains(&built)) =>
+        {
+            format!(
+                "SASS {} is not for CC {gpu} exactly, and binary compatibility does not extend to or from Tegra GPUs [matrix {}]",
+                e.arch,
+                m.tegra.row.cite(m)
+            )
+        }
         (CodeKind::Sass, _) if built.major != gpu.major => {
             format!(
                 "SASS {} runs only on CC {}.x (minor ≥ {}); a cubin never crosses a major version",
@@ -173,7 +184,7 @@ pub fn check(b: &BinaryFacts, t: &Target, drv: Option<&Driver>, m: &Matrix) -> V
             );
             let mut seen = Vec::new();
             for e in &entries {
-                let line = why_not(e, t.cc);
+                let line = why_not(e, t.cc, m);
                 if !seen.contains(&line) {
                     seen.push(line);
                 }
