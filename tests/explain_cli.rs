@@ -219,6 +219,23 @@ fn what_if_targets_on_inspect() {
     assert_eq!(v["verdicts"][0]["outcome"], "fails");
     assert_eq!(v["verdicts"][0]["gpu"], "CC 7.5 GPU");
     assert_eq!(v["verdicts"][0]["codes"][0], "no-kernel-image");
+    // Repeatable --gpu: one verdict per GPU.
+    let (code, out, _) = run(&[
+        "inspect",
+        "--gpu",
+        "8.0",
+        "--gpu",
+        "NVIDIA H200",
+        "--driver",
+        "575.57.08",
+        p,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("on CC 8.0 GPU: will run after JIT"), "{out}");
+    assert!(
+        out.contains("on NVIDIA H200 (CC 9.0): will run after JIT"),
+        "{out}"
+    );
     let (code, _, err) = run(&["inspect", "--gpu", "RTX 9999", p]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown GPU"), "{err}");

@@ -198,6 +198,23 @@ pub fn check(b: &BinaryFacts, t: &Target, drv: Option<&Driver>, m: &Matrix) -> V
             for ev in &t.evidence {
                 f = f.because(ev.clone());
             }
+            for e in entries.iter().filter(|e| e.suffix == Some('f')) {
+                if let Some(fam) = entry_cc(e).and_then(|c| m.family(c)) {
+                    let line = format!(
+                        "family {} has members {} [matrix {}]",
+                        fam.name,
+                        fam.members
+                            .iter()
+                            .map(|c| c.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        fam.row.cite(m)
+                    );
+                    if !f.evidence.contains(&line) {
+                        f = f.because(line);
+                    }
+                }
+            }
             vec![
                 f.because(format!("binary compatibility rules: PG ({pg})"))
                     .at(&b.path),
