@@ -82,3 +82,40 @@ fn verdicts_match_the_recorded_runs() {
     assert!(checked >= 15, "only {checked} recorded runs found");
     assert!(report.is_empty(), "{}", report.join("\n"));
 }
+
+/// The human report for a what-if H200 target: findings, verdict lines and fixes. Matrix line numbers are
+/// masked so that editing `data/compat.toml` does not churn the snapshot.
+#[test]
+fn human_verdict_snapshot() {
+    let out = assert_cmd::Command::cargo_bin("cudadiag")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("NO_COLOR")
+        .args([
+            "--color",
+            "never",
+            "inspect",
+            "--gpu",
+            "NVIDIA H200",
+            "--driver",
+            "580.159.04",
+        ])
+        .args([
+            "fixtures/cuda13/multi",
+            "fixtures/cuda13/sm80",
+            "fixtures/cuda13/ptx_only",
+            "fixtures/cuda13/rdc",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let mask = |s: &str| {
+        regex::Regex::new(r"compat\.toml:\d+")
+            .unwrap()
+            .replace_all(s, "compat.toml:N")
+            .into_owned()
+    };
+    let got = mask(&String::from_utf8_lossy(&out.stdout));
+    let want = mask(include_str!("snapshots/verdict_h200.txt"));
+    assert_eq!(got, want);
+}

@@ -141,9 +141,14 @@ fn why_not(e: &DeviceCode, gpu: Cc, m: &Matrix) -> String {
             )
         }
         (CodeKind::Sass, _) if built.major != gpu.major => {
+            let range = if built.minor == 0 {
+                format!("{}.x", built.major)
+            } else {
+                format!("{built} to {}.9", built.major)
+            };
             format!(
-                "SASS {} runs only on CC {}.x (minor ≥ {}); a cubin never crosses a major version",
-                e.arch, built.major, built.minor
+                "SASS {} runs only on CC {range}; a cubin never crosses a major version",
+                e.arch
             )
         }
         (CodeKind::Sass, _) => format!(
