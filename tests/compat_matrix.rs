@@ -45,6 +45,15 @@ fn bundled_matrix_answers_known_facts() {
     assert_eq!(m.gpu_by_name("NVIDIA H200").map(|g| g.row.cc), Cc::parse("9.0"));
     assert_eq!(m.gpu_by_pci(0x2335).map(|g| g.row.cc), Cc::parse("9.0"));
     assert!(m.gpu_by_name("RTX 9999").is_none());
+    // nvidia-smi names carry memory sizes and variants: the longest known name the query starts with.
+    let gh = m.gpu_by_name("NVIDIA GH200 480GB").unwrap();
+    assert_eq!((gh.row.cc.to_string(), gh.exact), ("9.0".to_string(), false));
+    assert_eq!(
+        m.gpu_by_name("NVIDIA GeForce RTX 4080 SUPER").map(|g| g.row.cc),
+        Cc::parse("8.9")
+    );
+    assert!(m.gpu_by_name("NVIDIA").is_none());
+    assert!(m.gpu_by_name("H2000").is_none());
     assert_eq!(
         m.minor_compat(12).map(|f| f.linux_min.to_string()),
         Some("525.60.13".into())

@@ -295,6 +295,7 @@ const CASES: &[Case] = &[
         Some(Runs),
     ),
     c("sass sm_86", "", "pci:2684", "", &[], Some(Runs)),
+    c("sass sm_90a", "", "name:NVIDIA GH200 480GB", "", &[], Some(Runs)),
     c("sass sm_86", "", "name:GeForce RTX 4090", "", &[], Some(Runs)),
     // --- PTX ISA against the driver's JIT (PTX-RN Table 71; error 222) ---
     c(

@@ -21,6 +21,8 @@ pub struct GpuMatch<'m> {
     pub row: &'m GpuRow,
     /// The name that matched (or the first name).
     pub name: &'m str,
+    /// False when only the start of the name matched (`NVIDIA GH200 480GB` → `NVIDIA GH200`).
+    pub exact: bool,
 }
 
 /// Lower-case, without an `NVIDIA`/`GeForce`/`Tesla` prefix, single spaces: how GPU names are compared.
@@ -102,11 +104,38 @@ impl Matrix {
         for row in &self.gpus {
             for n in &row.names {
                 if normalize(n) == key {
-                    return Some(GpuMatch { row, name: n });
+                    return Some(GpuMatch {
+                        row,
+                        name: n,
+                        exact: true,
+                    });
                 }
             }
         }
-        None
+        // "NVIDIA GH200 480GB", "GeForce RTX 4080 SUPER": the longest known name that the query starts with,
+        // word for word.
+        let words: Vec<&str> = key.split(' ').collect();
+        let mut best: Option<(usize, GpuMatch<'_>)> = None;
+        for row in &self.gpus {
+            for n in &row.names {
+                let nk = normalize(n);
+                let nw: Vec<&str> = nk.split(' ').collect();
+                if nw.len() < words.len()
+                    && words[..nw.len()] == nw[..]
+                    && best.as_ref().is_none_or(|(len, _)| nw.len() > *len)
+                {
+                    best = Some((
+                        nw.len(),
+                        GpuMatch {
+                            row,
+                            name: n,
+                            exact: false,
+                        },
+                    ));
+                }
+            }
+        }
+        best.map(|(_, m)| m)
     }
 
     /// A GPU by PCI device id (vendor 0x10de).
@@ -117,6 +146,7 @@ impl Matrix {
             .map(|row| GpuMatch {
                 row,
                 name: row.names.first().map_or("", String::as_str),
+                exact: true,
             })
     }
 

@@ -58,8 +58,13 @@ pub fn targets(host: Option<&HostFacts>, m: &Matrix) -> Vec<Target> {
             (
                 cc,
                 format!(
-                    "{} has compute capability {cc} [matrix {}]",
+                    "{} has compute capability {cc}{} [matrix {}]",
                     g.name,
+                    if hit.exact {
+                        String::new()
+                    } else {
+                        format!(" (by its name's start, {})", hit.name)
+                    },
                     hit.row.row.cite(m)
                 ),
             )
