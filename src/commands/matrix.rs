@@ -169,12 +169,17 @@ fn driver(q: &str, m: &Matrix) -> Result<Answer, ToolError> {
         .collect();
     if !fwd.is_empty() {
         lines.push(format!(
-            "  forward-compatibility packages supported on this branch (data-center GPUs): {} [{}]",
+            "  forward-compatibility packages supported on this branch: {} [{}]",
             fwd.iter()
                 .map(|p| p.package.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
             fwd.first().map(|p| cite(&p.row, m)).unwrap_or_default()
+        ));
+        lines.push(format!(
+            "    only on {}; Linux only [{}]",
+            m.forward_compat.supported_gpus.join(", "),
+            cite(&m.forward_compat.row, m)
         ));
     }
     let json = json!({
@@ -183,6 +188,7 @@ fn driver(q: &str, m: &Matrix) -> Result<Answer, ToolError> {
         "minor_compat_majors": mc.iter().map(|f| f.major).collect::<Vec<_>>(),
         "unsupported_architectures": dropped.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
         "forward_compat_packages": fwd.iter().map(|p| p.package.as_str()).collect::<Vec<_>>(),
+        "forward_compat_supported_gpus": m.forward_compat.supported_gpus,
     });
     Ok(Answer { lines, json })
 }
