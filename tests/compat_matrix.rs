@@ -130,3 +130,37 @@ fn unknown_field_is_refused() {
     assert!(e.message.contains("colour"), "{e}");
     assert!(e.line.is_some());
 }
+
+#[test]
+fn catalogue_errors_and_matrix_errors_agree() {
+    // A code that says it predicts CUDA error N must be among the findings the matrix lists for N, so that
+    // `explain N` leads back to it.
+    let m = bundled();
+    for c in cudadiag::findings::CATALOGUE {
+        if let Some(n) = c.cuda_error {
+            let row = m
+                .error(n)
+                .unwrap_or_else(|| panic!("{} predicts error {n}, which the matrix lacks", c.slug));
+            assert!(
+                row.findings.iter().any(|s| s == c.slug),
+                "error {n} does not list {}",
+                c.slug
+            );
+        }
+    }
+}
+
+#[test]
+fn every_gpu_row_resolves_by_its_names_and_ids() {
+    let m = bundled();
+    for g in &m.gpus {
+        for n in &g.names {
+            let hit = m.gpu_by_name(n).unwrap_or_else(|| panic!("{n} not found"));
+            assert_eq!(hit.row.cc, g.cc, "{n}");
+            assert!(hit.exact, "{n}");
+        }
+        for id in &g.pci_ids {
+            assert_eq!(m.gpu_by_pci(*id).map(|h| h.row.cc), Some(g.cc), "{id:04x}");
+        }
+    }
+}
