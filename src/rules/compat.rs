@@ -128,6 +128,9 @@ pub fn findings(facts: &Facts, m: &Matrix) -> Vec<Finding> {
         for t in &targets {
             out.extend(kernel_image::check(b, t, drv.as_ref(), m));
         }
+        if targets.is_empty() {
+            out.extend(kernel_image::ptx_only_too_new(b, drv.as_ref(), m));
+        }
     }
     out
 }

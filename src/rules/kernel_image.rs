@@ -307,6 +307,25 @@ fn dedup<'a>(v: &[&'a str]) -> Vec<&'a str> {
     out
 }
 
+/// `ptx-too-new` with no GPU known: a binary without SASS must JIT its PTX on every GPU, so if even its oldest
+/// PTX is newer than the driver's JIT, it fails everywhere.
+pub fn ptx_only_too_new(b: &BinaryFacts, drv: Option<&Driver>, m: &Matrix) -> Option<Finding> {
+    if loadable(b, CodeKind::Sass).next().is_some() {
+        return None;
+    }
+    let p = loadable(b, CodeKind::Ptx).min_by_key(|e| ptx_isa(e))?;
+    let cc = entry_cc(p)?;
+    let any = Target {
+        label: "any GPU".to_string(),
+        cc,
+        evidence: vec![format!(
+            "{} carries no SASS: every GPU must JIT-compile its PTX",
+            b.path
+        )],
+    };
+    too_new(b, p, &any, drv, m)
+}
+
 fn too_new(b: &BinaryFacts, p: &DeviceCode, t: &Target, drv: Option<&Driver>, m: &Matrix) -> Option<Finding> {
     let drv = drv?;
     let isa = ptx_isa(p)?;
