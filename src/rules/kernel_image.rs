@@ -215,6 +215,12 @@ pub fn check(b: &BinaryFacts, t: &Target, drv: Option<&Driver>, m: &Matrix) -> V
                             .join(", "),
                         fam.row.cite(m)
                     );
+                    // A GPU of the family's major that is not a listed member (Rubin, 10.7): the sources do
+                    // not say whether family code runs there, and the finding must say so.
+                    let line = match (&fam.row.note, fam.members.first()) {
+                        (Some(note), Some(first)) if first.major == t.cc.major => format!("{line}; {note}"),
+                        _ => line,
+                    };
                     if !f.evidence.contains(&line) {
                         f = f.because(line);
                     }
