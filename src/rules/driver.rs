@@ -42,7 +42,12 @@ pub fn runtime_of(b: &BinaryFacts) -> Option<Runtime> {
             CudartLinkage::None => "its cudart",
         };
         let mut ev = format!("{}: {how} is CUDA {v}", b.path);
-        if let Some(first) = c.evidence.first() {
+        if let Some(first) = c
+            .evidence
+            .iter()
+            .find(|e| e.contains("version"))
+            .or(c.evidence.first())
+        {
             ev.push_str(&format!(" ({first})"));
         }
         return Some(Runtime {
@@ -151,6 +156,9 @@ pub fn runtime(b: &BinaryFacts, drv: Option<&Driver>, m: &Matrix) -> Option<Find
         return Some(f.at(&b.path));
     }
     let need = match (floor, ga) {
+        (Some(fl), Some(t)) if rt.exact && t.linux_min <= fl.linux_min => {
+            format!("≥ {} (CUDA {want})", t.linux_min)
+        }
         (Some(fl), Some(t)) if rt.exact => format!(
             "≥ {} (CUDA {want}), or ≥ {} through minor-version compatibility",
             t.linux_min, fl.linux_min
