@@ -1,11 +1,16 @@
 //! The commands: each turns parsed arguments into a report (or a document) and renders it.
 
 mod codes;
+mod explain;
 mod inspect;
+mod matrix;
+mod targets;
 
 use crate::cli::{Cli, Command};
 use crate::report::Paint;
 use std::io::{IsTerminal, Write};
+
+pub use explain::doc as explain_doc;
 
 /// How a run ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,5 +47,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     match &cli.command {
         Command::Inspect(args) => inspect::run(args, paint, out),
         Command::Codes(args) => codes::run(args, out),
+        Command::Explain(args) => explain::run(args, out),
+        Command::Matrix(args) => matrix::run(args, out),
     }
 }
