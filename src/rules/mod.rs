@@ -4,6 +4,7 @@
 //! a snapshot. Each concern has its own module and each finding its own function.
 
 mod binary;
+pub mod policy;
 
 use crate::facts::Facts;
 use crate::findings::Finding;
