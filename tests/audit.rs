@@ -53,10 +53,114 @@ fn init_writes_a_template_that_audit_accepts_and_refuses_to_overwrite() {
     assert!(dir.path().join("cudadiag.toml").exists());
     cudadiag(dir.path()).arg("init").assert().code(2);
     cudadiag(dir.path()).args(["init", "--force"]).assert().success();
-    // The template's own policy passes on the multi-arch fixture (default ./cudadiag.toml).
-    cudadiag(dir.path())
+    // The template (default ./cudadiag.toml) asks for driver 535.104.05, which a CUDA 13.0 binary cannot use.
+    let out = cudadiag(dir.path())
         .arg("audit")
         .arg(root().join("fixtures/cuda13/multi"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("policy-min-driver") && text.contains("cudadiag.toml:13"),
+        "{text}"
+    );
+}
+
+const RELEASE: &str = "[targets]\nsass = [\"sm_80\", \"sm_90\"]\nptx = \"compute_90\"\nmin-driver = \"580.65.06\"\ncuda-majors = [13]\n";
+
+#[test]
+fn policy_passes_on_multi_arch_and_fails_on_single_arch() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(dir.path(), RELEASE);
+    let out = cudadiag(dir.path())
+        .arg("audit")
+        .arg("--policy")
+        .arg(&p)
+        .arg(root().join("fixtures/cuda13/multi"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = cudadiag(dir.path())
+        .args(["audit", "--format", "json", "--policy"])
+        .arg(&p)
+        .arg(root().join("fixtures/cuda13/sm80"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let slugs: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap())
+        .collect();
+    assert!(slugs.contains(&"policy-missing-arch"), "{slugs:?}");
+    assert!(slugs.contains(&"policy-missing-ptx"), "{slugs:?}");
+    let arch = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["slug"] == "policy-missing-arch")
+        .unwrap();
+    assert!(arch["message"].as_str().unwrap().contains("sm_90"));
+    // sm_80 SASS satisfies an sm_86 target (same major, lower minor), but an sm_90a target needs an sm_90a cubin.
+    let p = policy(dir.path(), "[targets]\nsass = [\"sm_86\"]\n");
+    cudadiag(dir.path())
+        .arg("audit")
+        .arg("--policy")
+        .arg(&p)
+        .arg(root().join("fixtures/cuda13/sm80"))
+        .assert()
+        .success();
+    let p = policy(dir.path(), "[targets]\nsass = [\"sm_90a\"]\n");
+    cudadiag(dir.path())
+        .arg("audit")
+        .arg("--policy")
+        .arg(&p)
+        .arg(root().join("fixtures/cuda13/sm90a"))
+        .assert()
+        .success();
+    cudadiag(dir.path())
+        .arg("audit")
+        .arg("--policy")
+        .arg(&p)
+        .arg(root().join("fixtures/cuda13/multi"))
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn min_driver_is_checked_against_runtime_and_compression() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(dir.path(), "[targets]\nmin-driver = \"575.57.08\"\n");
+    let out = cudadiag(dir.path())
+        .args(["audit", "--format", "json", "--policy"])
+        .arg(&p)
+        .arg(root().join("fixtures/cuda13/no_compress"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["slug"] == "policy-min-driver")
+        .unwrap();
+    assert!(f["message"].as_str().unwrap().contains("575.57.08"), "{f}");
+    // The near miss: the R580 driver runs CUDA 13.0.
+    let p = policy(dir.path(), "[targets]\nmin-driver = \"580.65.06\"\n");
+    cudadiag(dir.path())
+        .arg("audit")
+        .arg("--policy")
+        .arg(&p)
+        .arg(root().join("fixtures/cuda13/no_compress"))
         .assert()
         .success();
 }

@@ -28,20 +28,28 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     let policy = Policy::parse(&text, &path.display().to_string()).map_err(|e| ToolError(e.to_string()))?;
     let (binaries, wheels) = inspect::wheel::collect(&args.paths, &InspectOptions::default())
         .map_err(|e| ToolError(e.to_string()))?;
+    let matrix = super::targets::load_matrix(args.matrix.as_deref())?;
+    // The release's targets, not this machine's: audit runs on CI runners without GPUs.
     let facts = Facts {
         binaries,
         wheels,
-        ..Facts::default()
+        host: crate::rules::policy::target_host(&policy),
     };
     // Host-only libraries are normal in a release: `no-device-code` is not a release question.
-    let mut findings: Vec<_> = crate::rules::evaluate(&facts)
+    let findings: Vec<_> = crate::rules::evaluate(&facts, &matrix)
         .into_iter()
         .filter(|f| f.slug != crate::findings::Code::NoDeviceCode.info().slug)
         .collect();
-    findings.extend(crate::rules::policy::evaluate(&facts, &policy));
+    let mut findings = crate::rules::policy::min_driver(findings, &policy);
+    findings.extend(crate::rules::policy::evaluate(&facts, &policy, &matrix));
     let mut findings = crate::rules::policy::apply(findings, &policy, policy::today());
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    let report = Report { facts, findings };
+    let verdicts = crate::rules::verdicts(&facts, &matrix);
+    let report = Report {
+        facts,
+        findings,
+        verdicts,
+    };
     let render = RenderOptions {
         format: args.output.format,
         paint,

@@ -2,11 +2,16 @@
 
 mod audit;
 mod codes;
+mod explain;
 mod inspect;
+mod matrix;
+mod targets;
 
 use crate::cli::{Cli, Command};
 use crate::report::Paint;
 use std::io::{IsTerminal, Write};
+
+pub use explain::doc as explain_doc;
 
 /// How a run ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,5 +50,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
         Command::Codes(args) => codes::run(args, out),
         Command::Audit(args) => audit::run(args, paint, out),
         Command::Init(args) => audit::init(args, out),
+        Command::Explain(args) => explain::run(args, out),
+        Command::Matrix(args) => matrix::run(args, out),
     }
 }

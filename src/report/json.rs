@@ -22,6 +22,8 @@ struct Wire<'a> {
     libraries: Vec<serde_json::Value>,
     host: Host,
     findings: &'a [Finding],
+    /// One verdict per binary and GPU (additive to the contract; empty when no GPU is known).
+    verdicts: &'a [crate::rules::Verdict],
     summary: Summary,
 }
 
@@ -236,6 +238,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             gpus: Vec::new(),
         },
         findings: &report.findings,
+        verdicts: &report.verdicts,
         summary: report.summary(),
     };
     serde_json::to_writer_pretty(&mut *out, &wire).map_err(io::Error::other)?;

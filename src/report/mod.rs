@@ -48,6 +48,8 @@ pub struct Report {
     pub facts: Facts,
     /// Findings, most severe first.
     pub findings: Vec<Finding>,
+    /// One verdict per binary and GPU (empty when no GPU is known).
+    pub verdicts: Vec<crate::rules::Verdict>,
 }
 
 /// Counts per severity.

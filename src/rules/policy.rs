@@ -3,8 +3,10 @@
 //!
 //! Every finding cites the policy line that asked for it, as cargo-deny does.
 
-use crate::facts::{BinaryFacts, CudartLinkage, Facts};
+use super::{compat, kernel_image};
+use crate::facts::{BinaryFacts, CodeKind, CudartLinkage, DriverFacts, Facts, GpuFacts, HostFacts};
 use crate::findings::{Code, Finding};
+use crate::matrix::{Cc, Matrix};
 use crate::policy::{CudartRule, Lined, Policy};
 
 fn cite<T>(policy: &Policy, item: &Lined<T>, key: &str) -> String {
@@ -254,7 +256,163 @@ pub fn apply(findings: Vec<Finding>, policy: &Policy, today: (i32, u32, u32)) ->
     out
 }
 
+/// The policy's targets as host facts: one GPU per `targets.sass` entry, the `min-driver` as the driver, so
+/// that the compatibility rules answer for the release's targets instead of the machine cudadiag runs on.
+pub fn target_host(policy: &Policy) -> Option<HostFacts> {
+    if policy.sass.is_empty() && policy.min_driver.is_none() {
+        return None;
+    }
+    let gpus = policy
+        .sass
+        .iter()
+        .filter_map(|t| {
+            let cc = Cc::parse(&t.value)?;
+            Some(GpuFacts {
+                name: format!("policy target {}", t.value),
+                cc: Some(cc.to_string()),
+                source: format!("{}:{} (targets.sass)", policy.origin, t.line),
+                ..GpuFacts::default()
+            })
+        })
+        .collect();
+    let driver = policy.min_driver.as_ref().map(|d| DriverFacts {
+        version: d.value.clone(),
+        source: format!("{}:{} (targets.min-driver)", policy.origin, d.line),
+    });
+    Some(HostFacts { driver, gpus })
+}
+
+/// `policy-missing-arch`: a required architecture has no SASS that runs on it. A plain target (`sm_86`) is
+/// met by any cubin the driver would load there (`sm_80` runs on 8.6); an `a` or `f` target (`sm_90a`,
+/// `sm_100f`) needs a cubin built for exactly that target.
+pub fn missing_arch(b: &BinaryFacts, policy: &Policy, m: &Matrix) -> Vec<Finding> {
+    if !compat::has_loadable_code(b) {
+        return Vec::new();
+    }
+    let sass: Vec<_> = b
+        .device_code
+        .iter()
+        .filter(|e| e.kind == CodeKind::Sass && !e.relocatable)
+        .collect();
+    let have: Vec<&str> = {
+        let mut v: Vec<&str> = sass.iter().map(|e| e.arch.as_str()).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let mut out = Vec::new();
+    for t in &policy.sass {
+        let Some(cc) = Cc::parse(&t.value) else { continue };
+        let suffixed = t.value.ends_with('a') || t.value.ends_with('f');
+        let met = if suffixed {
+            sass.iter().any(|e| e.arch == t.value)
+        } else {
+            sass.iter().any(|e| kernel_image::sass_runs(e, cc, m))
+        };
+        if !met {
+            out.push(
+                Finding::new(
+                    Code::PolicyMissingArch,
+                    format!("{}: no SASS for {} (the policy requires it)", b.path, t.value),
+                    format!(
+                        "Build with -gencode arch=compute_{0},code=sm_{0} (or list {1} in CMAKE_CUDA_ARCHITECTURES); \
+                         without it, GPUs of that architecture fail with error 209 or depend on PTX JIT.",
+                        t.value.trim_start_matches("sm_"),
+                        t.value
+                    ),
+                )
+                .because(if have.is_empty() {
+                    "the binary carries no SASS".to_string()
+                } else {
+                    format!("SASS present: {}", have.join(" "))
+                })
+                .because(format!("policy: {}:{} (targets.sass)", policy.origin, t.line))
+                .at(&b.path),
+            );
+        }
+    }
+    out
+}
+
+/// `policy-missing-ptx`: the PTX the policy requires (exactly that virtual architecture) is absent.
+pub fn missing_ptx(b: &BinaryFacts, policy: &Policy) -> Option<Finding> {
+    let want = policy.ptx.as_ref()?;
+    if !compat::has_loadable_code(b) {
+        return None;
+    }
+    let ptx: Vec<&str> = b
+        .device_code
+        .iter()
+        .filter(|e| e.kind == CodeKind::Ptx && !e.relocatable)
+        .map(|e| e.arch.as_str())
+        .collect();
+    if ptx.contains(&want.value.as_str()) {
+        return None;
+    }
+    Some(
+        Finding::new(
+            Code::PolicyMissingPtx,
+            format!(
+                "{}: no PTX for {} (the policy requires it for GPUs newer than every SASS target)",
+                b.path, want.value
+            ),
+            format!(
+                "Add -gencode arch={0},code={0} so future GPUs can JIT-compile the kernels.",
+                want.value
+            ),
+        )
+        .because(if ptx.is_empty() {
+            "the binary carries no PTX".to_string()
+        } else {
+            format!("PTX present: {}", ptx.join(" "))
+        })
+        .because(format!("policy: {}:{} (targets.ptx)", policy.origin, want.line))
+        .at(&b.path),
+    )
+}
+
+/// `policy-min-driver`: the compatibility rules, run against the policy's `min-driver`, say a binary needs a
+/// newer driver (`driver-insufficient`, `ptx-too-new`); the finding is restated against the policy line.
+pub fn min_driver(findings: Vec<Finding>, policy: &Policy) -> Vec<Finding> {
+    let Some(d) = &policy.min_driver else {
+        return findings;
+    };
+    findings
+        .into_iter()
+        .map(|f| {
+            if f.slug != Code::DriverInsufficient.info().slug && f.slug != Code::PtxTooNew.info().slug {
+                return f;
+            }
+            let mut g = Finding::new(
+                Code::PolicyMinDriver,
+                format!(
+                    "needs a newer driver than the policy's oldest supported, {}: {}",
+                    d.value, f.message
+                ),
+                f.help.clone(),
+            );
+            g.evidence = f.evidence.clone();
+            g.evidence.push(format!(
+                "found as {} ({}) against the policy's driver",
+                f.slug, f.code
+            ));
+            g.evidence.push(format!(
+                "policy: {}:{} (targets.min-driver)",
+                policy.origin, d.line
+            ));
+            g.path = f.path.clone();
+            g
+        })
+        .collect()
+}
+
 /// Every policy finding for the audited facts (before [`apply`]).
-pub fn evaluate(facts: &Facts, policy: &Policy) -> Vec<Finding> {
-    facts.binaries.iter().flat_map(|b| forbidden(b, policy)).collect()
+pub fn evaluate(facts: &Facts, policy: &Policy, m: &Matrix) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for b in &facts.binaries {
+        out.extend(forbidden(b, policy));
+        out.extend(missing_arch(b, policy, m));
+        out.extend(missing_ptx(b, policy));
+    }
+    out
 }
