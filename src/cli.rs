@@ -1,7 +1,7 @@
 //! Command-line interface (clap derive). Parsing only: the commands live in `commands/`.
 
 use crate::findings::Severity;
-use crate::report::{ColorChoice, OutputFormat};
+use crate::report::{ColorChoice, DocFormat, OutputFormat};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -47,6 +47,23 @@ pub enum Command {
     Inspect(InspectArgs),
     /// List every finding code, slug and default severity.
     Codes(CodesArgs),
+    /// Check release artifacts against a policy (CI gate; no GPU or driver needed).
+    #[command(
+        long_about = "Reads every binary in the given files, directories and Python wheels and checks \
+        them against a policy file: architectures that must have SASS, a PTX for future GPUs, the oldest \
+        driver to support, allowed CUDA majors, libraries that must not be shipped (libcuda, libnvidia-ml), \
+        absolute or stubs/ RPATHs, cudart linkage. Severities can be overridden and findings waived (with a \
+        reason and an expiry date); unused and expired waivers are reported.\n\n\
+        Examples:\n  cudadiag init                                  write a commented cudadiag.toml\n  \
+        cudadiag audit dist/ --policy cudadiag.toml\n  \
+        cudadiag audit dist/*.whl --format sarif > cudadiag.sarif\n  \
+        cudadiag audit build/ --format github          annotations in GitHub Actions\n\n\
+        Exit status: 0 when no finding reaches --fail-on (default: error), 1 when one does, 2 on usage, \
+        policy or I/O errors."
+    )]
+    Audit(AuditArgs),
+    /// Write a fully commented policy template (cudadiag.toml).
+    Init(InitArgs),
     /// Explain a finding (code or slug) or a pasted CUDA, loader or NVML error message.
     #[command(
         long_about = "Explains a finding code (CD100), a slug (no-kernel-image), a CUDA error number or name \
@@ -98,8 +115,8 @@ pub struct ExplainArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
-    pub format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = DocFormat::Human)]
+    pub format: DocFormat,
 }
 
 /// `cudadiag matrix`.
@@ -118,8 +135,8 @@ pub struct MatrixArgs {
     #[arg(long, value_name = "GPU")]
     pub gpu: Option<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
-    pub format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = DocFormat::Human)]
+    pub format: DocFormat,
     /// Use this compatibility matrix instead of the bundled one.
     #[arg(long, value_name = "FILE")]
     pub matrix: Option<PathBuf>,
@@ -219,10 +236,38 @@ pub struct InspectArgs {
     pub output: OutputArgs,
 }
 
+/// `cudadiag audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Files, directories (walked recursively) and Python wheels (.whl) to audit.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The policy file (default: ./cudadiag.toml).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Use this compatibility matrix instead of the bundled one.
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `cudadiag init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Where to write the template.
+    #[arg(short, long, default_value = "cudadiag.toml", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Overwrite an existing file.
+    #[arg(long)]
+    pub force: bool,
+}
+
 /// `cudadiag codes`.
 #[derive(Debug, Args)]
 pub struct CodesArgs {
     /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
-    pub format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = DocFormat::Human)]
+    pub format: DocFormat,
 }

@@ -57,6 +57,7 @@ fn verdicts_match_the_recorded_runs() {
                     ..GpuFacts::default()
                 }],
             }),
+            ..Facts::default()
         };
         let verdicts = rules::verdicts(&facts, &m);
         assert_eq!(verdicts.len(), 1, "{bin}: {verdicts:?}");

@@ -275,6 +275,7 @@ fn verdict_table() {
                     vec![gpu(case.gpu)]
                 },
             }),
+            ..Facts::default()
         };
         let findings = rules::evaluate(&facts, &m);
         let mut got: Vec<&str> = findings
@@ -321,6 +322,7 @@ fn findings_cite_the_matrix_row() {
             }),
             gpus: vec![gpu("9.0")],
         }),
+        ..Facts::default()
     };
     let f = rules::evaluate(&facts, &m);
     let ins = f.iter().find(|f| f.slug == INS).expect("driver-insufficient");
@@ -345,6 +347,7 @@ fn no_gpu_no_driver_no_compat_findings() {
     let facts = Facts {
         binaries: vec![binary("sass sm_80", "static 13.0")],
         host: None,
+        ..Facts::default()
     };
     assert!(
         rules::evaluate(&facts, &m)

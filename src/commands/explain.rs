@@ -9,7 +9,7 @@ use super::{Outcome, ToolError};
 use crate::cli::ExplainArgs;
 use crate::findings::{self, CATALOGUE, CodeInfo};
 use crate::matrix::Matrix;
-use crate::report::{self, OutputFormat};
+use crate::report::{self, DocFormat};
 use serde::Serialize;
 use std::io::Write;
 
@@ -238,7 +238,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
             && findings::lookup(c.slug).is_some_and(|i| i.severity == crate::findings::Severity::Error)
     });
     match args.format {
-        OutputFormat::Json => {
+        DocFormat::Json => {
             let explained: Vec<Explained> = codes
                 .iter()
                 .map(|c| Explained {
@@ -260,7 +260,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
             let text = serde_json::to_string_pretty(&docjson).map_err(|e| ToolError(e.to_string()))?;
             report::text(out, &format!("{text}\n"))?;
         }
-        OutputFormat::Human => {
+        DocFormat::Human => {
             let mut s = String::new();
             if let Some(cs) = &checked {
                 s.push_str(&format!(

@@ -3,7 +3,7 @@
 use super::{Outcome, ToolError};
 use crate::cli::MatrixArgs;
 use crate::matrix::{Cc, CudaVersion, DriverVersion, Matrix, Row};
-use crate::report::{self, OutputFormat};
+use crate::report::{self, DocFormat};
 use serde_json::{Value, json};
 use std::io::Write;
 
@@ -312,7 +312,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<Outcome, ToolError>
         keys.push("gpu");
     }
     match args.format {
-        OutputFormat::Json => {
+        DocFormat::Json => {
             let mut doc = serde_json::Map::new();
             doc.insert("schema_version".into(), json!(report::json::SCHEMA_VERSION));
             doc.insert("matrix".into(), json!(m.origin));
@@ -326,7 +326,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<Outcome, ToolError>
                 serde_json::to_string_pretty(&Value::Object(doc)).map_err(|e| ToolError(e.to_string()))?;
             report::text(out, &format!("{text}\n"))?;
         }
-        OutputFormat::Human => {
+        DocFormat::Human => {
             let mut s = String::new();
             if answers.is_empty() {
                 s.push_str(&format!(

@@ -1,5 +1,6 @@
 //! The commands: each turns parsed arguments into a report (or a document) and renders it.
 
+mod audit;
 mod codes;
 mod explain;
 mod inspect;
@@ -47,6 +48,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     match &cli.command {
         Command::Inspect(args) => inspect::run(args, paint, out),
         Command::Codes(args) => codes::run(args, out),
+        Command::Audit(args) => audit::run(args, paint, out),
+        Command::Init(args) => audit::init(args, out),
         Command::Explain(args) => explain::run(args, out),
         Command::Matrix(args) => matrix::run(args, out),
     }

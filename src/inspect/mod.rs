@@ -13,6 +13,7 @@ pub mod fatbin;
 pub mod input;
 pub mod ptx;
 mod source;
+pub mod wheel;
 
 use crate::facts::{BinaryFacts, CodeKind, Compression, DeviceCode, Format, Problem, ProblemKind};
 use input::Input;

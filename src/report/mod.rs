@@ -4,9 +4,12 @@
 //! and never decide exit codes. All of cudadiag's standard output goes through this module (clippy bans
 //! `println!` elsewhere).
 
+mod github;
 mod human;
 pub mod json;
+mod junit;
 mod paint;
+mod sarif;
 
 use crate::facts::Facts;
 use crate::findings::{Finding, Severity};
@@ -20,6 +23,21 @@ pub enum OutputFormat {
     /// Text for people (colour when the terminal allows it).
     Human,
     /// The stable JSON contract (`schema_version` 1).
+    Json,
+    /// SARIF 2.1.0, for code-scanning dashboards.
+    Sarif,
+    /// JUnit XML, for CI test reports.
+    Junit,
+    /// GitHub Actions annotations (`::error file=…::…`).
+    Github,
+}
+
+/// Formats of documents that are not finding reports (`codes`, `explain`, `matrix`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DocFormat {
+    /// Text for people.
+    Human,
+    /// JSON.
     Json,
 }
 
@@ -81,6 +99,9 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     match opts.format {
         OutputFormat::Human => human::render(report, opts, out),
         OutputFormat::Json => json::render(report, out),
+        OutputFormat::Sarif => sarif::render(report, out),
+        OutputFormat::Junit => junit::render(report, out),
+        OutputFormat::Github => github::render(report, out),
     }
 }
 

@@ -8,6 +8,7 @@ mod binary;
 pub mod compat;
 pub mod driver;
 pub mod kernel_image;
+pub mod policy;
 
 use crate::facts::Facts;
 use crate::findings::Finding;
