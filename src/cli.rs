@@ -46,6 +46,47 @@ pub enum Command {
     Inspect(InspectArgs),
     /// List every finding code, slug and default severity.
     Codes(CodesArgs),
+    /// Try the real driver, in a child process: load libcuda, list the GPUs, run a tiny kernel.
+    #[command(
+        long_about = "Runs the live probe alone: cudadiag re-executes itself as a child process that loads \
+        libcuda.so.1 as applications do, calls cuInit, reads the driver version and every visible GPU (name, \
+        compute capability, memory, UUID, PCI bus id), then on each GPU retains the primary context, allocates \
+        memory, JIT-compiles, launches and checks a tiny PTX kernel, and finally asks a libcudart what \
+        cudaGetDeviceCount returns. A crash or hang in the driver kills only the child and is reported as \
+        probe-failed. The environment given with --env/--clear-env is the child's.\n\n\
+        Examples:\n  cudadiag probe\n  cudadiag probe --env CUDA_VISIBLE_DEVICES=1 --format json\n  \
+        cudadiag probe --cudart /opt/app/lib/libcudart.so.12 --probe-timeout 60"
+    )]
+    Probe(ProbeArgs),
+    /// The probe's child process (internal: run by `probe` and `inspect --probe`).
+    #[command(name = "__probe", hide = true)]
+    ProbeChild,
+}
+
+/// Options of the live probe, shared by `probe` and `inspect --probe`.
+#[derive(Debug, Args, Clone)]
+pub struct ProbeOptionArgs {
+    /// Kill the probe's child process after this many seconds (a hung driver becomes a probe-failed finding).
+    #[arg(long, default_value_t = 30, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub probe_timeout: u64,
+    /// The libcudart the runtime probe loads (default: the one the inspected binary needs, else the first of
+    /// libcudart.so.13, .12, .11.0 that dlopen finds).
+    #[arg(long, value_name = "PATH")]
+    pub cudart: Option<PathBuf>,
+}
+
+/// `cudadiag probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// Probe options.
+    #[command(flatten)]
+    pub probe: ProbeOptionArgs,
+    /// The environment the probe runs in (--root does not apply: the probe runs on this machine).
+    #[command(flatten)]
+    pub system: SystemArgs,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Options shared by commands that produce a report.
@@ -131,6 +172,13 @@ pub struct InspectArgs {
     /// damage, never allocated).
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub max_entry_mib: u64,
+    /// Also run the live probe: check the static verdict against the real driver, loading each fatbin of the
+    /// inspected files as data on every kind of GPU present (in a child process; see `cudadiag probe`).
+    #[arg(long)]
+    pub probe: bool,
+    /// Live probe options (used with --probe).
+    #[command(flatten)]
+    pub probe_options: ProbeOptionArgs,
     /// The machine to diagnose.
     #[command(flatten)]
     pub system: SystemArgs,

@@ -308,6 +308,9 @@ pub struct Facts {
     /// The machine (or the what-if target), when collected.
     #[serde(default)]
     pub host: Option<HostFacts>,
+    /// What the live probe observed (`probe`, `inspect --probe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<crate::probe::ProbeFacts>,
 }
 
 /// Facts about the machine: driver and GPUs. `host::collect` fills it from files; `--gpu`/`--driver` complete or

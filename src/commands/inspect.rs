@@ -17,6 +17,13 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         let binaries = inspect::path(path, &opts).map_err(|e| ToolError(e.to_string()))?;
         facts.binaries.extend(binaries);
     }
+    if args.probe {
+        facts.probe = Some(super::probe::live(
+            &args.probe_options,
+            &args.system,
+            &facts.binaries,
+        )?);
+    }
     let findings = crate::rules::evaluate(&facts);
     let report = Report { facts, findings };
     let render = RenderOptions {

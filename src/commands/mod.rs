@@ -2,6 +2,7 @@
 
 mod codes;
 mod inspect;
+mod probe;
 
 use crate::cli::{Cli, Command};
 use crate::report::Paint;
@@ -42,5 +43,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     match &cli.command {
         Command::Inspect(args) => inspect::run(args, paint, out),
         Command::Codes(args) => codes::run(args, out),
+        Command::Probe(args) => probe::run(args, paint, out),
+        Command::ProbeChild => probe::child(out),
     }
 }

@@ -21,6 +21,9 @@ struct Wire<'a> {
     binaries: Vec<Binary<'a>>,
     libraries: Vec<serde_json::Value>,
     host: Host,
+    /// The live probe's facts (`probe`, `inspect --probe`); documented in `probe::facts`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe: Option<&'a crate::probe::ProbeFacts>,
     findings: &'a [Finding],
     summary: Summary,
 }
@@ -235,6 +238,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             },
             gpus: Vec::new(),
         },
+        probe: report.facts.probe.as_ref(),
         findings: &report.findings,
         summary: report.summary(),
     };

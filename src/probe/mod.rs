@@ -1,0 +1,103 @@
+//! The live probe (opt-in): confirm the static verdict with the real driver, in a child process.
+//!
+//! Design principle 1 (`shared/DESIGN.md`): cudadiag itself never loads a CUDA library. `cudadiag probe` and
+//! `inspect --probe` re-execute cudadiag as `cudadiag __probe` ([`spawn`]), with the diagnosis environment and
+//! a timeout; the child ([`child`], [`runtime`]) `dlopen`s `libcuda.so.1` (and a libcudart when asked), runs a
+//! short self-test and loads the inspected binaries' device code as data, writing what it saw as JSON lines.
+//! A crash, a signal, a hang or garbage becomes a [`ProbeOutcome`] in the facts, and a `probe-failed`
+//! finding through `rules::probe`.
+//!
+//! This module is the only place in the crate allowed `unsafe` code: calling C functions found with `dlsym`
+//! cannot be done otherwise. Every `unsafe` block says why it is sound in a `SAFETY:` comment, and every
+//! function pointer type is the exact prototype of NVIDIA's headers.
+#![allow(unsafe_code)]
+
+pub mod child;
+pub mod cuda;
+pub mod facts;
+pub mod kernel;
+pub mod maps;
+pub mod runtime;
+pub mod spawn;
+
+pub use facts::{
+    Call, CudaError, CudartRequest, DeviceProbe, DriverProbe, LibraryLoad, ModuleProbe, ModuleRequest,
+    ProbeFacts, ProbeOutcome, ProbeRequest, RuntimeProbe, SelfTest,
+};
+pub use spawn::{ProbeOptions, run};
+
+use crate::facts::{BinaryFacts, CudartLinkage, Format};
+use std::path::Path;
+
+/// The sonames tried, newest first, when no libcudart is named: what `dlopen` finds for an application that
+/// loads the runtime by its usual names.
+pub const DEFAULT_CUDART: &[&str] = &["libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"];
+
+/// Largest number of modules loaded in one probe; the rest are left out (and counted in the facts).
+pub const MAX_MODULES: usize = 256;
+
+/// Which libcudart the runtime probe loads: `--cudart PATH`, else the soname the inspected binaries need,
+/// else the default names. (The loader's resolution, when it exists, is the better answer: pass its path.)
+pub fn cudart_request(explicit: Option<&Path>, binaries: &[BinaryFacts]) -> CudartRequest {
+    if let Some(p) = explicit {
+        return CudartRequest {
+            candidates: vec![p.to_string_lossy().into_owned()],
+            source: "--cudart".to_string(),
+        };
+    }
+    for b in binaries {
+        if b.cudart.linkage == CudartLinkage::Dynamic
+            && let Some(so) = &b.cudart.soname
+        {
+            return CudartRequest {
+                candidates: vec![so.clone()],
+                source: format!("NEEDED of {}", b.path),
+            };
+        }
+    }
+    CudartRequest {
+        candidates: DEFAULT_CUDART.iter().map(|s| s.to_string()).collect(),
+        source: "default search".to_string(),
+    }
+}
+
+/// The modules to load for these binaries: every fatbin container that is loaded at run time (relocatable
+/// `__nv_relfatbin` containers are device-link input and never are), and whole `.cubin` and `.ptx` files.
+/// Archive members are left out (the driver never loads an object file's fatbin as is).
+pub fn module_requests(binaries: &[BinaryFacts]) -> Vec<ModuleRequest> {
+    let mut out = Vec::new();
+    for b in binaries {
+        if !Path::new(&b.path).is_file() {
+            continue;
+        }
+        match b.format {
+            Some(Format::Cubin) | Some(Format::Ptx) => out.push(ModuleRequest {
+                binary: b.path.clone(),
+                file: b.path.clone(),
+                container: None,
+                offset: 0,
+                size: b.size,
+            }),
+            Some(Format::Fatbin) | Some(Format::Elf) => {
+                if b.elf.as_ref().is_some_and(|e| e.elf_type == "rel") {
+                    continue;
+                }
+                for (i, c) in b.fatbins.iter().enumerate() {
+                    if c.section.as_deref() == Some("__nv_relfatbin") {
+                        continue;
+                    }
+                    out.push(ModuleRequest {
+                        binary: b.path.clone(),
+                        file: b.path.clone(),
+                        container: Some(i),
+                        offset: c.offset,
+                        size: c.size,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out.truncate(MAX_MODULES);
+    out
+}
