@@ -151,6 +151,7 @@ pub fn open(
             if let Ok(f) = symbol::<unsafe extern "C" fn()>(lib, probe_symbol) {
                 load.loaded_from = maps::file_at(f as usize);
             }
+            lines.line(&ChildLine::Loaded(load.clone()));
             (load, Some(lib))
         }
         Err(e) => {
@@ -555,6 +556,7 @@ impl Driver<'_, '_> {
             size: req.size,
             device: ordinal,
             cc,
+            has_kernels: req.has_kernels,
             ..ModuleProbe::default()
         };
         let bytes = match read_range(&req.file, req.offset, req.size) {

@@ -284,6 +284,12 @@ pub struct ModuleProbe {
     pub jit_log: Option<String>,
     /// Wall time of the load, in microseconds.
     pub elapsed_us: u64,
+    /// Whether the static inspection found kernels (or PTX entries) in it: `Some(false)` for containers such
+    /// as nvcc 13's device-link stub (one SASS cubin by nvlink, no kernel), which the runtime never loads under
+    /// lazy loading, so their load result is not what the application meets; `None` when unknown (payloads
+    /// not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_kernels: Option<bool>,
 }
 
 /// What the child is asked to do (written by the parent to the child's stdin as JSON).
@@ -319,6 +325,9 @@ pub struct ModuleRequest {
     pub offset: u64,
     /// Number of bytes.
     pub size: u64,
+    /// Whether the module declares kernels (see [`ModuleProbe::has_kernels`]).
+    #[serde(default)]
+    pub has_kernels: Option<bool>,
 }
 
 /// One line of the child's stdout. The child flushes each line, so the parent knows which call was in
@@ -328,6 +337,8 @@ pub struct ModuleRequest {
 pub enum ChildLine {
     /// A call is about to be made.
     Begin(String),
+    /// A library was loaded (or not): known to the parent even if the child dies right after.
+    Loaded(LibraryLoad),
     /// The complete report; the last line.
     Report(Box<ChildReport>),
 }

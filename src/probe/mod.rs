@@ -26,7 +26,7 @@ pub use facts::{
 };
 pub use spawn::{ProbeOptions, run};
 
-use crate::facts::{BinaryFacts, CudartLinkage, Format};
+use crate::facts::{BinaryFacts, CodeKind, CudartLinkage, Format};
 use std::path::Path;
 
 /// The sonames tried, newest first, when no libcudart is named: what `dlopen` finds for an application that
@@ -61,6 +61,26 @@ pub fn cudart_request(explicit: Option<&Path>, binaries: &[BinaryFacts]) -> Cuda
     }
 }
 
+/// Whether container `i` of `b` declares kernels: `Some(true)` if any entry names one (cubin kernels, PTX
+/// `.entry`), `Some(false)` if every loadable entry was read and none does, `None` if some payload was not read.
+pub fn container_has_kernels(b: &BinaryFacts, i: usize) -> Option<bool> {
+    let entries: Vec<_> = b
+        .device_code
+        .iter()
+        .filter(|e| e.container == i && e.kind != CodeKind::Nvvm)
+        .collect();
+    if entries.iter().any(|e| {
+        e.cubin.as_ref().is_some_and(|c| !c.kernels.is_empty())
+            || e.ptx.as_ref().is_some_and(|p| !p.entries.is_empty())
+    }) {
+        return Some(true);
+    }
+    if !entries.is_empty() && entries.iter().all(|e| e.cubin.is_some() || e.ptx.is_some()) {
+        return Some(false);
+    }
+    None
+}
+
 /// The modules to load for these binaries: every fatbin container that is loaded at run time (relocatable
 /// `__nv_relfatbin` containers are device-link input and never are), and whole `.cubin` and `.ptx` files.
 /// Archive members are left out (the driver never loads an object file's fatbin as is).
@@ -77,6 +97,7 @@ pub fn module_requests(binaries: &[BinaryFacts]) -> Vec<ModuleRequest> {
                 container: None,
                 offset: 0,
                 size: b.size,
+                has_kernels: None,
             }),
             Some(Format::Fatbin) | Some(Format::Elf) => {
                 if b.elf.as_ref().is_some_and(|e| e.elf_type == "rel") {
@@ -92,6 +113,7 @@ pub fn module_requests(binaries: &[BinaryFacts]) -> Vec<ModuleRequest> {
                         container: Some(i),
                         offset: c.offset,
                         size: c.size,
+                        has_kernels: container_has_kernels(b, i),
                     });
                 }
             }

@@ -154,11 +154,14 @@ pub fn run(opts: &ProbeOptions) -> ProbeFacts {
     facts.stderr_tail = err_rx.recv_timeout(left).ok().and_then(|s| tail(&s));
 
     let mut report = None;
+    let mut loaded = None;
     let mut garbage = None;
     for l in &lines {
         match serde_json::from_str::<ChildLine>(l) {
             Ok(ChildLine::Begin(what)) => facts.during = Some(what),
             Ok(ChildLine::Report(r)) => report = Some(*r),
+            Ok(ChildLine::Loaded(l)) if l.source == "driver" => loaded = Some(l),
+            Ok(ChildLine::Loaded(_)) => {}
             Err(e) => {
                 if garbage.is_none() && !l.trim().is_empty() {
                     let shown: String = l.chars().take(120).collect();
@@ -172,6 +175,12 @@ pub fn run(opts: &ProbeOptions) -> ProbeFacts {
         facts.driver = Some(r.driver);
         facts.runtime = r.runtime;
         facts.modules = r.modules;
+    } else if let Some(library) = loaded {
+        // No report, but the child said which libcuda it had loaded before it hung or died.
+        facts.driver = Some(super::facts::DriverProbe {
+            library,
+            ..Default::default()
+        });
     }
     facts.exit_status = status.and_then(|s| s.code());
     facts.signal = status.and_then(|s| s.signal());

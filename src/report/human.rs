@@ -391,7 +391,16 @@ fn probe_section(
             (None, Some(e)) => p.error(e),
             (None, None) => "not loaded".to_string(),
         };
-        row(out, "module", &format!("{what} on device {}: {result}", m.device))?;
+        let note = if m.has_kernels == Some(false) {
+            " (no kernels: not loaded by the runtime)"
+        } else {
+            ""
+        };
+        row(
+            out,
+            "module",
+            &format!("{what} on device {}: {result}{note}", m.device),
+        )?;
         if let Some(log) = &m.jit_log {
             row(out, "", &format!("JIT log: {}", log.replace('\n', " | ")))?;
         }

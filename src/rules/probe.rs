@@ -249,6 +249,11 @@ fn observations(p: &ProbeFacts) -> Vec<Observation> {
         let Some(code) = error_code(&m.result) else {
             continue;
         };
+        // A container without kernels (nvcc 13's device-link stub) is never loaded by the runtime under lazy
+        // loading: seen live on an H200, where `default` runs although its sm_75 stub gives 209 as data.
+        if m.has_kernels == Some(false) {
+            continue;
+        }
         let what = match m.container {
             Some(i) => format!("fatbin #{i} of {} (file offset 0x{:x})", m.binary, m.offset),
             None => m.binary.clone(),

@@ -3,7 +3,7 @@
  * Built by tests/probe.rs with `cc -shared -fPIC`, put first on LD_LIBRARY_PATH of the probe's child.
  * Behaviour comes from the environment the child is given:
  *   FAKE_CUDA_INIT     unset or a number: cuInit returns it (0 by default);
- *                      "hang": cuInit never returns; "crash": cuInit raises SIGSEGV;
+ *                      "hang": cuInit never returns; "crash": cuInit writes to address 8 (SIGSEGV);
  *                      "garbage": cuInit prints to stdout and exits 0.
  *   FAKE_CUDA_DEVICES  device count after a successful cuInit (default 0).
  *   FAKE_CUDA_MODULE   what cuModuleLoadDataEx returns for anything but cudadiag's own kernel (default 209);
@@ -13,7 +13,6 @@
  * kernelParams array exactly as the driver would, so the test checks cudadiag's launch ABI.
  * cuGetErrorName/String know code 34 only, so the tests see both the library's strings and cudadiag's table.
  */
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +29,8 @@ CUresult cuInit(unsigned int flags) {
     const char *mode = env("FAKE_CUDA_INIT");
     if (flags != 0) return 1;
     if (strcmp(mode, "hang") == 0) { for (;;) sleep(1); }
-    if (strcmp(mode, "crash") == 0) { raise(SIGSEGV); }
+    /* A real invalid write, as a buggy driver would do: raise() would be absorbed by Rust's own SIGSEGV handler. */
+    if (strcmp(mode, "crash") == 0) { *(volatile int *)(uintptr_t)8 = 1; }
     if (strcmp(mode, "garbage") == 0) { printf("hello from a confused libcuda\n"); fflush(stdout); _exit(0); }
     return atoi(mode);
 }

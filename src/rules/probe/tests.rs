@@ -259,6 +259,23 @@ fn module_209_confirms_no_kernel_image_of_that_binary_only() {
 }
 
 #[test]
+fn a_failed_container_without_kernels_is_not_what_the_application_meets() {
+    let mut p = probe(0, 1);
+    let mut stub = module("./default", 0, 209);
+    stub.has_kernels = Some(false);
+    let mut kernels = module("./default", 1, 0);
+    kernels.has_kernels = Some(true);
+    p.modules = vec![stub.clone(), kernels];
+    let f = run(&facts(p.clone(), true), vec![]);
+    assert!(f.is_empty(), "{f:?}");
+    // Unknown (payloads not read) counts: the failure is reported.
+    stub.has_kernels = None;
+    p.modules[0] = stub;
+    let f = run(&facts(p, false), vec![]);
+    assert_eq!(slugs(&f), ["probe-failed"]);
+}
+
+#[test]
 fn predicted_no_kernel_image_but_every_module_loaded_disagrees() {
     let mut p = probe(0, 1);
     p.modules = vec![module("./app", 0, 0), module("./app", 1, 0)];
