@@ -46,7 +46,9 @@ if rt:
     obs.append(f"cudaGetDeviceCount {rt.get('code')}")
 mods = p.get("modules") or []
 if mods:
-    obs.append("modules " + ",".join(str((m.get("result") or {}).get("code", m.get("error"))) for m in mods))
+    # '*': a container without kernels (nvcc 13's device-link stub), which the runtime never loads.
+    obs.append("modules " + ",".join(str((m.get("result") or {}).get("code", m.get("error")))
+                                     + ("*" if m.get("has_kernels") is False else "") for m in mods))
 slugs = sorted({f["slug"] for f in r.get("findings", [])})
 print(f"| {name} | {expected} | {'; '.join(obs)} | {', '.join(slugs) or '-'} |")
 PY

@@ -361,3 +361,37 @@ fn probe_refuses_root_with_exit_2() {
         .expect("run");
     assert_eq!(out.status.code(), Some(2), "a zero timeout is a usage error");
 }
+
+#[test]
+fn probe_facts_round_trip_through_the_json_report() {
+    // What `snapshot` will carry: the report's `probe` section reads back into the facts type unchanged.
+    let (_, r, _) = probe_with(&["probe"], &["FAKE_CUDA_DEVICES=1"]);
+    let facts: cudadiag::probe::ProbeFacts =
+        serde_json::from_value(r["probe"].clone()).expect("the probe section is ProbeFacts");
+    assert_eq!(facts.outcome, cudadiag::probe::ProbeOutcome::Completed);
+    assert_eq!(facts.driver.as_ref().map(|d| d.devices.len()), Some(1));
+    assert_eq!(serde_json::to_value(&facts).expect("serialise"), r["probe"]);
+}
+
+#[test]
+fn the_report_with_a_probe_section_honours_the_json_contract() {
+    let (_, r, _) = probe_with(
+        &["inspect", "--probe", "fixtures/cuda13/multi"],
+        &["FAKE_CUDA_DEVICES=1"],
+    );
+    let checker = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/contract/check_report.py");
+    assert!(checker.exists(), "CI provides ../shared/contract/check_report.py");
+    let file = fakes().join("report.json");
+    std::fs::write(&file, r.to_string()).expect("write");
+    let out = std::process::Command::new("python3")
+        .arg(&checker)
+        .arg(&file)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -295,7 +295,10 @@ fn probe_section(
         row(out, "during", d)?;
     }
     for (k, v) in &pr.env {
-        row(out, "env", &format!("{k}={v}"))?;
+        // NVIDIA_REQUIRE_CUDA and friends can run to kilobytes; the JSON keeps them whole.
+        let shown: String = v.chars().take(100).collect();
+        let more = if shown.len() < v.len() { "…" } else { "" };
+        row(out, "env", &format!("{k}={shown}{more}"))?;
     }
     if let Some(d) = &pr.driver {
         let lib = match (&d.library.loaded_from, &d.library.error) {
@@ -365,7 +368,7 @@ fn probe_section(
     }
     if let Some(rt) = &pr.runtime {
         let lib = match (&rt.library.loaded_from, &rt.library.error) {
-            (Some(f), _) => f.clone(),
+            (Some(f), _) => format!("{f} ({})", rt.library.source),
             (None, Some(e)) => format!("not loaded ({}): {e}", rt.library.source),
             (None, None) => rt.library.requested.clone(),
         };
