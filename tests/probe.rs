@@ -395,3 +395,54 @@ fn the_report_with_a_probe_section_honours_the_json_contract() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The probe facts recorded on the H200 (`fixtures/probe/live-h200/NAME.json`, driver 580.159.04), with
+/// `has_kernels` filled from today's static inspection of the same binary, through today's rules.
+fn live_findings(name: &str) -> Vec<cudadiag::findings::Finding> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("fixtures/probe/live-h200").join(format!("{name}.json")))
+        .expect("recorded live report");
+    let report: Value = serde_json::from_str(&text).expect("JSON");
+    let mut probe: cudadiag::probe::ProbeFacts =
+        serde_json::from_value(report["probe"].clone()).expect("probe facts");
+    let rel = format!("fixtures/cuda13/{name}");
+    let mut binaries =
+        cudadiag::inspect::path(&root.join(&rel), &Default::default()).expect("inspect the fixture");
+    for b in &mut binaries {
+        b.path = rel.clone();
+    }
+    for m in &mut probe.modules {
+        m.has_kernels = m
+            .container
+            .and_then(|i| cudadiag::probe::container_has_kernels(&binaries[0], i));
+    }
+    let facts = cudadiag::facts::Facts {
+        binaries,
+        probe: Some(probe),
+        ..Default::default()
+    };
+    cudadiag::rules::evaluate(&facts)
+}
+
+#[test]
+fn regression_live_h200_device_link_stub_209_is_not_a_failure() {
+    // On the H200, nvcc 13's kernel-less device-link stub container (sm_75 SASS by nvlink) gave 209 as data
+    // while `default` itself runs: the first live run reported probe-failed for it.
+    let f = live_findings("default");
+    assert!(f.iter().all(|f| f.slug != "probe-failed"), "{f:#?}");
+    // The sm_80-only program still fails, on its kernel container alone.
+    let f = live_findings("sm80");
+    let failed: Vec<_> = f.iter().filter(|f| f.slug == "probe-failed").collect();
+    assert_eq!(failed.len(), 1, "{f:#?}");
+    assert!(
+        failed[0]
+            .evidence
+            .iter()
+            .any(|e| e.contains("fatbin #1 of fixtures/cuda13/sm80"))
+    );
+    assert!(
+        !failed[0].evidence.iter().any(|e| e.contains("fatbin #0")),
+        "{:#?}",
+        failed[0].evidence
+    );
+}

@@ -20,7 +20,7 @@ pub fn live(
         ));
     }
     let request = ProbeRequest {
-        cudart: Some(probe::cudart_request(opts.cudart.as_deref(), binaries)),
+        cudart: probe::cudart_request(opts.cudart.as_deref(), binaries),
         modules: probe::module_requests(binaries),
     };
     Ok(probe::run(&ProbeOptions {

@@ -36,29 +36,31 @@ pub const DEFAULT_CUDART: &[&str] = &["libcudart.so.13", "libcudart.so.12", "lib
 /// Largest number of modules loaded in one probe; the rest are left out (and counted in the facts).
 pub const MAX_MODULES: usize = 256;
 
-/// Which libcudart the runtime probe loads: `--cudart PATH`, else the soname the inspected binaries need,
-/// else the default names. (The loader's resolution, when it exists, is the better answer: pass its path.)
-pub fn cudart_request(explicit: Option<&Path>, binaries: &[BinaryFacts]) -> CudartRequest {
+/// Which libcudart the runtime probe loads: `--cudart PATH`, else the soname the inspected binaries need, else
+/// (with no binaries: `cudadiag probe`) the default names. `None` when the inspected binaries carry their
+/// runtime inside (static cudart) or none: a libcudart found on the machine is not what they would meet.
+/// (The loader's resolution, when it exists, is the better answer: pass its path.)
+pub fn cudart_request(explicit: Option<&Path>, binaries: &[BinaryFacts]) -> Option<CudartRequest> {
     if let Some(p) = explicit {
-        return CudartRequest {
+        return Some(CudartRequest {
             candidates: vec![p.to_string_lossy().into_owned()],
             source: "--cudart".to_string(),
-        };
+        });
     }
     for b in binaries {
         if b.cudart.linkage == CudartLinkage::Dynamic
             && let Some(so) = &b.cudart.soname
         {
-            return CudartRequest {
+            return Some(CudartRequest {
                 candidates: vec![so.clone()],
                 source: format!("NEEDED of {}", b.path),
-            };
+            });
         }
     }
-    CudartRequest {
+    binaries.is_empty().then(|| CudartRequest {
         candidates: DEFAULT_CUDART.iter().map(|s| s.to_string()).collect(),
         source: "default search".to_string(),
-    }
+    })
 }
 
 /// Whether container `i` of `b` declares kernels: `Some(true)` if any entry names one (cubin kernels, PTX
@@ -122,4 +124,63 @@ pub fn module_requests(binaries: &[BinaryFacts]) -> Vec<ModuleRequest> {
     }
     out.truncate(MAX_MODULES);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{CudartFacts, FatbinContainer};
+
+    fn binary(path: &str, linkage: CudartLinkage, soname: Option<&str>) -> BinaryFacts {
+        BinaryFacts {
+            path: path.into(),
+            format: Some(Format::Elf),
+            cudart: CudartFacts {
+                linkage,
+                soname: soname.map(String::from),
+                ..CudartFacts::default()
+            },
+            ..BinaryFacts::default()
+        }
+    }
+
+    #[test]
+    fn the_runtime_probed_is_the_one_the_binary_would_load() {
+        let explicit = cudart_request(Some(Path::new("/opt/x/libcudart.so.12")), &[]);
+        assert_eq!(explicit.map(|c| c.source), Some("--cudart".to_string()));
+        let dynamic = binary("./app", CudartLinkage::Dynamic, Some("libcudart.so.12"));
+        let r = cudart_request(None, &[binary("./lib", CudartLinkage::None, None), dynamic]);
+        assert_eq!(
+            r.as_ref().map(|c| c.candidates.clone()),
+            Some(vec!["libcudart.so.12".to_string()])
+        );
+        assert_eq!(r.map(|c| c.source), Some("NEEDED of ./app".to_string()));
+        // A statically linked runtime is inside the binary: a system libcudart would answer for someone else.
+        assert_eq!(
+            cudart_request(None, &[binary("./app", CudartLinkage::Static, None)]),
+            None
+        );
+        assert_eq!(
+            cudart_request(None, &[]).map(|c| c.candidates.len()),
+            Some(DEFAULT_CUDART.len())
+        );
+    }
+
+    #[test]
+    fn relocatable_containers_and_missing_files_are_not_loaded() {
+        let this = file!();
+        let mut b = binary(this, CudartLinkage::None, None);
+        let container = |section: &str, offset| FatbinContainer {
+            section: Some(section.into()),
+            offset,
+            size: 16,
+            entries: 0,
+            found_by_scan: false,
+        };
+        b.fatbins = vec![container(".nv_fatbin", 0), container("__nv_relfatbin", 16)];
+        let missing = binary("/nonexistent/cudadiag/app", CudartLinkage::None, None);
+        let r = module_requests(&[b, missing]);
+        assert_eq!(r.len(), 1);
+        assert_eq!((r[0].container, r[0].offset), (Some(0), 0));
+    }
 }
