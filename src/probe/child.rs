@@ -15,19 +15,17 @@ use super::facts::{
     Call, ChildLine, ChildReport, CudaError, DeviceProbe, DriverProbe, LibraryLoad, ModuleProbe,
     ModuleRequest, ProbeRequest, SelfTest,
 };
-use super::{cuda, kernel, maps};
+use super::{cuda, maps};
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::Instant;
 
-type CuResult = c_int;
+pub(super) type CuResult = c_int;
 type CuDevice = c_int;
-type CuDevicePtr = u64;
+pub(super) type CuDevicePtr = u64;
 type CuContext = *mut c_void;
-type CuModule = *mut c_void;
-type CuFunction = *mut c_void;
-type CuStream = *mut c_void;
+pub(super) type CuModule = *mut c_void;
 
 type FnInit = unsafe extern "C" fn(c_uint) -> CuResult;
 type FnGetInt = unsafe extern "C" fn(*mut c_int) -> CuResult;
@@ -39,28 +37,9 @@ type FnDeviceGetUuid = unsafe extern "C" fn(*mut [u8; 16], CuDevice) -> CuResult
 type FnPrimaryCtxRetain = unsafe extern "C" fn(*mut CuContext, CuDevice) -> CuResult;
 type FnPrimaryCtxRelease = unsafe extern "C" fn(CuDevice) -> CuResult;
 type FnCtxSetCurrent = unsafe extern "C" fn(CuContext) -> CuResult;
-type FnCtxSynchronize = unsafe extern "C" fn() -> CuResult;
-type FnMemAlloc = unsafe extern "C" fn(*mut CuDevicePtr, usize) -> CuResult;
-type FnMemFree = unsafe extern "C" fn(CuDevicePtr) -> CuResult;
-type FnMemcpyDtoH = unsafe extern "C" fn(*mut c_void, CuDevicePtr, usize) -> CuResult;
 type FnModuleLoadDataEx =
     unsafe extern "C" fn(*mut CuModule, *const c_void, c_uint, *mut c_uint, *mut *mut c_void) -> CuResult;
 type FnModuleUnload = unsafe extern "C" fn(CuModule) -> CuResult;
-type FnModuleGetFunction = unsafe extern "C" fn(*mut CuFunction, CuModule, *const c_char) -> CuResult;
-#[allow(clippy::type_complexity)]
-type FnLaunchKernel = unsafe extern "C" fn(
-    CuFunction,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    CuStream,
-    *mut *mut c_void,
-    *mut *mut c_void,
-) -> CuResult;
 type FnGetErrorText = unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult;
 
 /// `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`.
@@ -192,10 +171,10 @@ pub fn format_uuid(b: &[u8; 16]) -> String {
 }
 
 /// The driver library and the calls made through it.
-struct Driver<'l, 'o> {
-    lib: &'static Library,
-    lines: &'l mut Lines<'o>,
-    calls: Vec<Call>,
+pub(super) struct Driver<'l, 'o> {
+    pub(super) lib: &'static Library,
+    pub(super) lines: &'l mut Lines<'o>,
+    pub(super) calls: Vec<Call>,
 }
 
 impl Driver<'_, '_> {
@@ -222,7 +201,7 @@ impl Driver<'_, '_> {
     }
 
     /// Calls `f` (a closure making one C call) with timing and a `begin` line, and records the call.
-    fn call(&mut self, name: &str, device: Option<i32>, f: impl FnOnce() -> CuResult) -> Call {
+    pub(super) fn call(&mut self, name: &str, device: Option<i32>, f: impl FnOnce() -> CuResult) -> Call {
         let label = match device {
             Some(d) => format!("{name} (device {d})"),
             None => name.to_string(),
@@ -256,7 +235,7 @@ impl Driver<'_, '_> {
     }
 
     /// Resolves `name` as `T`, recording a missing symbol as a failed call.
-    fn sym<T: Copy>(&mut self, name: &str, device: Option<i32>) -> Result<T, Call> {
+    pub(super) fn sym<T: Copy>(&mut self, name: &str, device: Option<i32>) -> Result<T, Call> {
         symbol::<T>(self.lib, name).map_err(|e| self.missing(name, device, e))
     }
 
@@ -348,7 +327,11 @@ impl Driver<'_, '_> {
 
     /// Loads a module from `image` (8-aligned, NUL-terminated for PTX) into the current context, capturing the
     /// JIT error log. Returns the call, the module handle on success, and the log.
-    fn load_module(&mut self, image: &[u64], ordinal: i32) -> (Call, Option<CuModule>, Option<String>) {
+    pub(super) fn load_module(
+        &mut self,
+        image: &[u64],
+        ordinal: i32,
+    ) -> (Call, Option<CuModule>, Option<String>) {
         let f: FnModuleLoadDataEx = match self.sym("cuModuleLoadDataEx", Some(ordinal)) {
             Ok(f) => f,
             Err(c) => return (c, None, None),
@@ -379,7 +362,7 @@ impl Driver<'_, '_> {
         (c.clone(), (c.ok() && !module.is_null()).then_some(module), log)
     }
 
-    fn unload(&mut self, module: CuModule, ordinal: i32) {
+    pub(super) fn unload(&mut self, module: CuModule, ordinal: i32) {
         if let Ok(f) = self.sym::<FnModuleUnload>("cuModuleUnload", Some(ordinal)) {
             // SAFETY: `CUresult cuModuleUnload(CUmodule)` on a module this child loaded and has not unloaded.
             self.call("cuModuleUnload", Some(ordinal), || unsafe { f(module) });
@@ -413,138 +396,6 @@ impl Driver<'_, '_> {
                 f(dev)
             });
         }
-    }
-
-    /// Allocation, the kernel loaded, launched and checked. Runs with the device's context current.
-    fn selftest(&mut self, ordinal: i32) -> SelfTest {
-        let mut t = SelfTest {
-            device: ordinal,
-            ..SelfTest::default()
-        };
-        let bytes = kernel::N as usize * 4;
-        let (alloc, free) = match (
-            self.sym::<FnMemAlloc>("cuMemAlloc_v2", Some(ordinal)),
-            self.sym::<FnMemFree>("cuMemFree_v2", Some(ordinal)),
-        ) {
-            (Ok(a), Ok(f)) => (a, f),
-            (Err(c), _) | (_, Err(c)) => {
-                t.failed_call = Some(c);
-                return t;
-            }
-        };
-        let mut dptr: CuDevicePtr = 0;
-        // SAFETY: `CUresult cuMemAlloc_v2(CUdeviceptr*, size_t)`; `dptr` is writable.
-        let c = self.call("cuMemAlloc_v2", Some(ordinal), || unsafe {
-            alloc(&mut dptr, bytes)
-        });
-        if !c.ok() {
-            t.failed_call = Some(c);
-            return t;
-        }
-        self.run_kernel(ordinal, dptr, &mut t);
-        // SAFETY: `CUresult cuMemFree_v2(CUdeviceptr)` on the allocation made above, freed once.
-        let c = self.call("cuMemFree_v2", Some(ordinal), || unsafe { free(dptr) });
-        if !c.ok() && t.failed_call.is_none() {
-            t.failed_call = Some(c);
-        }
-        t.passed = t.failed_call.is_none() && t.mismatch.is_none() && t.kernel.is_some();
-        t
-    }
-
-    fn run_kernel(&mut self, ordinal: i32, dptr: CuDevicePtr, t: &mut SelfTest) {
-        let mut module = None;
-        let mut last_failure = None;
-        for v in kernel::VARIANTS {
-            let image = aligned(&v.text());
-            let (c, m, log) = self.load_module(&image, ordinal);
-            match m {
-                Some(m) => {
-                    t.kernel = Some(v.label());
-                    module = Some(m);
-                    break;
-                }
-                None => {
-                    let mut why = format!("{}: {}", v.label(), c.describe());
-                    if let Some(log) = log {
-                        why.push_str(&format!("; JIT log: {log}"));
-                    }
-                    t.rejected_kernels.push(why);
-                    last_failure = Some(c);
-                }
-            }
-        }
-        let Some(module) = module else {
-            t.failed_call = last_failure;
-            return;
-        };
-        if let Err(c) = self.launch(module, ordinal, dptr, t) {
-            t.failed_call = Some(c);
-        }
-        self.unload(module, ordinal);
-    }
-
-    fn launch(
-        &mut self,
-        module: CuModule,
-        ordinal: i32,
-        dptr: CuDevicePtr,
-        t: &mut SelfTest,
-    ) -> Result<(), Call> {
-        let get: FnModuleGetFunction = self.sym("cuModuleGetFunction", Some(ordinal))?;
-        let launch: FnLaunchKernel = self.sym("cuLaunchKernel", Some(ordinal))?;
-        let sync: FnCtxSynchronize = self.sym("cuCtxSynchronize", Some(ordinal))?;
-        let copy: FnMemcpyDtoH = self.sym("cuMemcpyDtoH_v2", Some(ordinal))?;
-        let entry = format!("{}\0", kernel::ENTRY);
-        let mut func: CuFunction = std::ptr::null_mut();
-        // SAFETY: `CUresult cuModuleGetFunction(CUfunction*, CUmodule, const char*)`; `entry` is
-        // NUL-terminated and `module` is loaded.
-        let c = self.call("cuModuleGetFunction", Some(ordinal), || unsafe {
-            get(&mut func, module, entry.as_ptr().cast())
-        });
-        if !c.ok() {
-            return Err(c);
-        }
-        let mut arg_out: CuDevicePtr = dptr;
-        let mut arg_n: c_uint = kernel::N;
-        let mut params: [*mut c_void; 2] = [(&raw mut arg_out).cast(), (&raw mut arg_n).cast()];
-        // SAFETY: `cuLaunchKernel(CUfunction, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMem, stream,
-        // void** kernelParams, void** extra)`. The kernel takes (u64 out, u32 n): `params` holds one pointer to
-        // a live value of each type, in order; `out` points to an allocation of N u32; stream 0 is the
-        // context's default stream; `extra` is null.
-        let c = self.call("cuLaunchKernel", Some(ordinal), || unsafe {
-            launch(
-                func,
-                kernel::GRID,
-                1,
-                1,
-                kernel::BLOCK,
-                1,
-                1,
-                0,
-                std::ptr::null_mut(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        });
-        if !c.ok() {
-            return Err(c);
-        }
-        // SAFETY: `CUresult cuCtxSynchronize(void)` with this thread's context current.
-        let c = self.call("cuCtxSynchronize", Some(ordinal), || unsafe { sync() });
-        if !c.ok() {
-            return Err(c);
-        }
-        let mut host = vec![0u32; kernel::N as usize];
-        // SAFETY: `CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t)`; `host` holds exactly the
-        // N * 4 bytes copied, and `dptr` is an allocation of that size.
-        let c = self.call("cuMemcpyDtoH_v2", Some(ordinal), || unsafe {
-            copy(host.as_mut_ptr().cast(), dptr, host.len() * 4)
-        });
-        if !c.ok() {
-            return Err(c);
-        }
-        t.mismatch = kernel::verify(&host);
-        Ok(())
     }
 
     /// Loads one requested module as data and unloads it again.
@@ -581,7 +432,7 @@ impl Driver<'_, '_> {
 }
 
 /// Copies bytes into a zero-padded, 8-aligned buffer with at least one trailing zero byte.
-fn aligned(bytes: &[u8]) -> Vec<u64> {
+pub(super) fn aligned(bytes: &[u8]) -> Vec<u64> {
     let mut v = vec![0u64; bytes.len() / 8 + 1];
     for (word, chunk) in v.iter_mut().zip(bytes.chunks(8)) {
         let mut b = [0u8; 8];

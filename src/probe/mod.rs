@@ -18,6 +18,7 @@ pub mod facts;
 pub mod kernel;
 pub mod maps;
 pub mod runtime;
+mod selftest;
 pub mod spawn;
 
 pub use facts::{

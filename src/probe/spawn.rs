@@ -98,9 +98,13 @@ pub fn run(opts: &ProbeOptions) -> ProbeFacts {
         }
     };
     if let Some(mut stdin) = child.stdin.take() {
-        // A child that died at once closes its stdin; what happened to it is read below.
-        let _ = serde_json::to_writer(&mut stdin, &opts.request);
-        let _ = stdin.flush();
+        // From a thread: a request larger than the pipe buffer must not block the deadline below if the child
+        // hangs before reading it. A child that died at once closes its stdin; what happened is read below.
+        let request = opts.request.clone();
+        std::thread::spawn(move || {
+            let _ = serde_json::to_writer(&mut stdin, &request);
+            let _ = stdin.flush();
+        });
     }
     let (line_tx, line_rx) = mpsc::channel::<String>();
     if let Some(stdout) = child.stdout.take() {

@@ -51,87 +51,31 @@ use Expect::{Code as C, NotLoaded};
 /// `cuda_error`). A slug may have rows for several stages; a finding about a binary (`path` set) is compared
 /// with that binary's module loads.
 pub const EXPECTATIONS: &[Expectation] = &[
-    Expectation {
-        slug: "libcuda-not-found",
-        stage: Stage::Driver,
-        results: &[NotLoaded],
-    },
-    Expectation {
-        slug: "no-driver",
-        stage: Stage::Driver,
-        results: &[NotLoaded, C(100), C(999)],
-    },
-    Expectation {
-        slug: "stub-libcuda",
-        stage: Stage::Driver,
-        results: &[C(34)],
-    },
-    Expectation {
-        slug: "compat-libcuda-unsupported",
-        stage: Stage::Driver,
-        results: &[C(803), C(804)],
-    },
-    Expectation {
-        slug: "driver-library-mismatch",
-        stage: Stage::Driver,
-        results: &[C(803), C(804), C(999)],
-    },
-    Expectation {
-        slug: "no-visible-devices",
-        stage: Stage::Driver,
-        results: &[C(100)],
-    },
-    Expectation {
-        slug: "device-nodes-missing",
-        stage: Stage::Driver,
-        results: &[C(100), C(999)],
-    },
-    Expectation {
-        slug: "device-permission-denied",
-        stage: Stage::Driver,
-        results: &[C(100), C(999)],
-    },
-    Expectation {
-        slug: "nvidia-uvm-missing",
-        stage: Stage::Driver,
-        results: &[C(999)],
-    },
-    Expectation {
-        slug: "no-gpu",
-        stage: Stage::Driver,
-        results: &[C(100)],
-    },
-    Expectation {
-        slug: "gpu-unsupported-by-driver",
-        stage: Stage::Driver,
-        results: &[C(100)],
-    },
-    Expectation {
-        slug: "driver-insufficient",
-        stage: Stage::Runtime,
-        results: &[C(35)],
-    },
-    Expectation {
-        slug: "driver-insufficient",
-        stage: Stage::Module,
-        results: &[C(200), C(209), C(222)],
-    },
-    Expectation {
-        slug: "no-kernel-image",
-        stage: Stage::Module,
-        results: &[C(209)],
-    },
-    Expectation {
-        slug: "ptx-too-new",
-        stage: Stage::Module,
-        results: &[C(222)],
-    },
-    Expectation {
-        slug: "malformed-device-code",
-        stage: Stage::Module,
-        results: &[C(200), C(218)],
-    },
+    row("libcuda-not-found", Stage::Driver, &[NotLoaded]),
+    row("no-driver", Stage::Driver, &[NotLoaded, C(100), C(999)]),
+    row("stub-libcuda", Stage::Driver, &[C(34)]),
+    row("compat-libcuda-unsupported", Stage::Driver, &[C(803), C(804)]),
+    row(
+        "driver-library-mismatch",
+        Stage::Driver,
+        &[C(803), C(804), C(999)],
+    ),
+    row("no-visible-devices", Stage::Driver, &[C(100)]),
+    row("device-nodes-missing", Stage::Driver, &[C(100), C(999)]),
+    row("device-permission-denied", Stage::Driver, &[C(100), C(999)]),
+    row("nvidia-uvm-missing", Stage::Driver, &[C(999)]),
+    row("no-gpu", Stage::Driver, &[C(100)]),
+    row("gpu-unsupported-by-driver", Stage::Driver, &[C(100)]),
+    row("driver-insufficient", Stage::Runtime, &[C(35)]),
+    row("driver-insufficient", Stage::Module, &[C(200), C(209), C(222)]),
+    row("no-kernel-image", Stage::Module, &[C(209)]),
+    row("ptx-too-new", Stage::Module, &[C(222)]),
+    row("malformed-device-code", Stage::Module, &[C(200), C(218)]),
 ];
+
+const fn row(slug: &'static str, stage: Stage, results: &'static [Expect]) -> Expectation {
+    Expectation { slug, stage, results }
+}
 
 /// One result the probe observed.
 #[derive(Debug, Clone, PartialEq, Eq)]
