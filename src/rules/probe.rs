@@ -357,27 +357,39 @@ fn failures(p: &ProbeFacts) -> Vec<Finding> {
     {
         out.push(call_failure("libcuda.so.1 cannot be initialised", init));
     }
-    for t in &d.selftests {
-        if t.passed {
-            continue;
+    // One finding per kind of failure, naming every device it happened on (8 GPUs, one broken driver: one
+    // finding, not eight).
+    let mut groups: Vec<(String, Vec<i32>, &crate::probe::SelfTest)> = Vec::new();
+    for t in d.selftests.iter().filter(|t| !t.passed) {
+        let key = match (&t.failed_call, &t.mismatch) {
+            (Some(c), _) => format!("{} {:?} {:?}", c.call, error_code(&c.result), c.error),
+            (None, Some(_)) => "mismatch".to_string(),
+            (None, None) => "incomplete".to_string(),
+        };
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push(t.device),
+            None => groups.push((key, vec![t.device], t)),
         }
+    }
+    for (_, devices, t) in groups {
+        let on = match devices.as_slice() {
+            [d] => format!("device {d}"),
+            many => format!(
+                "devices {}",
+                many.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        };
         let mut f = match (&t.failed_call, &t.mismatch) {
-            (Some(c), _) => call_failure(&format!("self-test on device {} failed", t.device), c),
+            (Some(c), _) => call_failure(&format!("self-test on {on} failed"), c),
             (None, Some(m)) => Finding::new(
                 Code::ProbeFailed,
-                format!(
-                    "live probe: the self-test kernel on device {} wrote wrong results: {m}",
-                    t.device
-                ),
+                format!("live probe: the self-test kernel on {on} wrote wrong results: {m}"),
                 "The GPU ran the kernel but computed garbage: check `dmesg` for Xid errors and the GPU's health \
                  (`nvidia-smi -q -d ECC,PAGE_RETIREMENT`).",
             ),
             (None, None) => Finding::new(
                 Code::ProbeFailed,
-                format!(
-                    "live probe: the self-test on device {} did not complete",
-                    t.device
-                ),
+                format!("live probe: the self-test on {on} did not complete"),
                 "Rerun with --format json to see every call the probe made.",
             ),
         };

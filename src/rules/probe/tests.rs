@@ -377,3 +377,30 @@ fn a_failed_self_test_is_probe_failed() {
     assert_eq!(slugs(&f), ["probe-failed"]);
     assert!(f[0].message.contains("wrote wrong results"));
 }
+
+#[test]
+fn the_same_self_test_failure_on_every_gpu_is_one_finding() {
+    let mut p = probe(0, 3);
+    if let Some(d) = p.driver.as_mut() {
+        for t in &mut d.selftests {
+            t.passed = false;
+            t.failed_call = Some(Call {
+                device: Some(t.device),
+                ..call("cuMemAlloc_v2", 2)
+            });
+        }
+        d.selftests[2].failed_call = Some(call("cuLaunchKernel", 719));
+    }
+    let f = run(&facts(p, true), vec![]);
+    assert_eq!(slugs(&f), ["probe-failed", "probe-failed"]);
+    assert!(
+        f[0].message.contains("self-test on devices 0, 1 failed"),
+        "{}",
+        f[0].message
+    );
+    assert!(
+        f[1].message.contains("self-test on device 2 failed"),
+        "{}",
+        f[1].message
+    );
+}
