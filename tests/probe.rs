@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// A directory with the fake `libcuda.so.1` and `libcudart.so.12`, built once per test run.
+/// A directory with the fake `libcuda.so.1`, `libcudart.so.12` and `libnvidia-ml.so.1`, built once per test run.
 fn fakes() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -18,6 +18,7 @@ fn fakes() -> &'static Path {
         for (c, so) in [
             ("fake_libcuda.c", "libcuda.so.1"),
             ("fake_libcudart.c", "libcudart.so.12"),
+            ("fake_nvml.c", "libnvidia-ml.so.1"),
         ] {
             let status = std::process::Command::new("cc")
                 .args(["-shared", "-fPIC", "-O1", "-o"])
@@ -445,4 +446,21 @@ fn regression_live_h200_device_link_stub_209_is_not_a_failure() {
         "{:#?}",
         failed[0].evidence
     );
+}
+
+#[test]
+fn mig_mode_comes_from_nvml_by_bus_id() {
+    let (code, r, _) = probe_with(&["probe"], &["FAKE_CUDA_DEVICES=2", "FAKE_MIG=pending"]);
+    assert_eq!(code, 0, "MIG mode is a fact, not a finding");
+    let devices = &r["probe"]["driver"]["devices"];
+    assert_eq!(devices[0]["mig_mode"], "disabled (pending enabled)");
+    // The fake knows only the first GPU's bus id: the second's error is kept, with NVML's words.
+    assert!(devices[1].get("mig_mode").is_none());
+    let err = devices[1]["mig_error"].as_str().unwrap_or_default();
+    assert!(
+        err.contains("0000:1a:00.0") && err.contains("6 (Not Found)"),
+        "{err}"
+    );
+    let (_, r, _) = probe_with(&["probe"], &["FAKE_CUDA_DEVICES=1", "FAKE_MIG=unsupported"]);
+    assert_eq!(r["probe"]["driver"]["devices"][0]["mig_mode"], "unsupported");
 }

@@ -514,6 +514,24 @@ fn driver_probe(req: &ProbeRequest, lines: &mut Lines<'_>) -> (DriverProbe, Vec<
         }
     }
     probe.calls = d.calls;
+    if !probe.devices.is_empty() {
+        match super::nvml::Nvml::open(lines) {
+            Ok(nvml) => {
+                for dev in &mut probe.devices {
+                    match dev.bus_id.clone().map(|bus| nvml.mig_mode(&bus, lines)) {
+                        Some(Ok(m)) => dev.mig_mode = Some(m),
+                        Some(Err(e)) => dev.mig_error = Some(e),
+                        None => dev.mig_error = Some("no PCI bus id to ask NVML about".to_string()),
+                    }
+                }
+            }
+            Err(e) => {
+                for dev in &mut probe.devices {
+                    dev.mig_error = Some(e.clone());
+                }
+            }
+        }
+    }
     (probe, modules)
 }
 

@@ -211,6 +211,12 @@ pub struct DeviceProbe {
     /// Compute mode (attribute 20): `default`, `prohibited`, `exclusive-process`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_mode: Option<String>,
+    /// MIG mode from NVML (`enabled`, `disabled`, `unsupported`), by PCI bus id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_mode: Option<String>,
+    /// Why the MIG mode is unknown (NVML missing or refusing), when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_error: Option<String>,
 }
 
 /// The self-test on one device: primary context, allocation, the embedded PTX kernel, its result checked.

@@ -17,6 +17,7 @@ pub mod cuda;
 pub mod facts;
 pub mod kernel;
 pub mod maps;
+pub mod nvml;
 pub mod runtime;
 mod selftest;
 pub mod spawn;

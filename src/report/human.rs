@@ -333,6 +333,7 @@ fn probe_section(
                     .filter(|m| *m != "default")
                     .map(|m| format!("compute mode {m}")),
             );
+            parts.extend(g.mig_mode.as_ref().map(|m| format!("MIG {m}")));
             row(out, "gpu", &parts.join("  "))?;
         }
         for t in &d.selftests {
