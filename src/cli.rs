@@ -17,6 +17,8 @@ use std::path::PathBuf;
                   cudadiag inspect ./app                 what GPU code ./app carries, one line\n  \
                   cudadiag inspect -v ./libkern.so       every fatbin entry, ELF details\n  \
                   cudadiag inspect --format json ./app   the stable JSON report\n  \
+                  cudadiag inspect --probe ./app         the same, confirmed with the real driver (child process)\n  \
+                  cudadiag probe                         try the driver: GPUs, a tiny kernel, the runtime\n  \
                   cudadiag codes                         every finding code\n\n\
                   Exit status: 0 when no finding reaches --fail-on (default: error), 1 when one does, 2 on \
                   usage or I/O errors."

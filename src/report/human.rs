@@ -26,11 +26,15 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     }
     let s = report.summary();
     let n = report.facts.binaries.len();
+    let what = match (n, &report.facts.probe) {
+        (0, Some(_)) => "live probe".to_string(),
+        (1, _) => "1 binary".to_string(),
+        _ => format!("{n} binaries"),
+    };
     writeln!(
         out,
-        "{} {}: {}, {}, {}",
-        n,
-        if n == 1 { "binary" } else { "binaries" },
+        "{}: {}, {}, {}",
+        what,
         count(s.errors, "error", p),
         count(s.warnings, "warning", p),
         count(s.notes, "note", p)
