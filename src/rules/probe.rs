@@ -67,10 +67,10 @@ pub const EXPECTATIONS: &[Expectation] = &[
     row("no-gpu", Stage::Driver, &[C(100)]),
     row("gpu-unsupported-by-driver", Stage::Driver, &[C(100)]),
     row("driver-insufficient", Stage::Runtime, &[C(35)]),
-    row("driver-insufficient", Stage::Module, &[C(200), C(209), C(222)]),
     row("no-kernel-image", Stage::Module, &[C(209)]),
     row("ptx-too-new", Stage::Module, &[C(222)]),
     row("malformed-device-code", Stage::Module, &[C(200), C(218)]),
+    row("driver-insufficient", Stage::Module, &[C(200), C(209), C(222)]),
 ];
 
 const fn row(slug: &'static str, stage: Stage, results: &'static [Expect]) -> Expectation {
