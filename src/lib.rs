@@ -12,6 +12,7 @@ pub mod findings;
 pub mod inspect;
 pub mod matrix;
 pub mod policy;
+pub mod probe;
 pub mod report;
 pub mod rules;
 pub mod system;

@@ -5,6 +5,7 @@ mod codes;
 mod explain;
 mod inspect;
 mod matrix;
+mod probe;
 mod targets;
 
 use crate::cli::{Cli, Command};
@@ -52,5 +53,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
         Command::Init(args) => audit::init(args, out),
         Command::Explain(args) => explain::run(args, out),
         Command::Matrix(args) => matrix::run(args, out),
+        Command::Probe(args) => probe::run(args, paint, out),
+        Command::ProbeChild => probe::child(out),
     }
 }

@@ -9,6 +9,7 @@ pub mod compat;
 pub mod driver;
 pub mod kernel_image;
 pub mod policy;
+pub mod probe;
 
 use crate::facts::Facts;
 use crate::findings::Finding;
@@ -25,6 +26,7 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
         findings.extend(binary::no_device_code(b));
     }
     findings.extend(compat::findings(facts, matrix));
+    probe::evaluate(facts, &mut findings);
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings
 }
