@@ -308,6 +308,9 @@ pub struct Facts {
     /// The machine (or the what-if target), when collected.
     #[serde(default)]
     pub host: Option<HostFacts>,
+    /// The loader's resolution of each ELF binary's libraries (`loader::resolve`), one per binary.
+    #[serde(default)]
+    pub libraries: Vec<crate::loader::Resolution>,
 }
 
 /// Facts about the machine: driver and GPUs. `host::collect` fills it from files; `--gpu`/`--driver` complete or

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod facts;
 pub mod findings;
 pub mod inspect;
+pub mod loader;
 pub mod report;
 pub mod rules;
 pub mod system;

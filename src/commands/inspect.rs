@@ -17,8 +17,14 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
     };
     let mut facts = Facts::default();
+    let (root, env) = (args.system.root(), args.system.env());
     for path in &args.paths {
         let binaries = inspect::path(path, &opts).map_err(|e| ToolError(e.to_string()))?;
+        for b in &binaries {
+            facts
+                .libraries
+                .extend(crate::loader::resolve(&root, &env, path, b));
+        }
         facts.binaries.extend(binaries);
     }
     let findings = crate::rules::evaluate(&facts);
