@@ -215,7 +215,7 @@ mod tests {
     #[test]
     fn system_dirs_table() {
         let mut img = vec![0u8; 8];
-        for n in [6u64, 10] {
+        for n in [7u64, 11] {
             img.extend_from_slice(&n.to_le_bytes());
         }
         img.extend_from_slice(b"/lib64/\0/usr/lib64/\0\0");
@@ -224,7 +224,7 @@ mod tests {
             Some(vec!["/lib64".to_string(), "/usr/lib64".to_string()])
         );
         // Lengths that do not match the strings are not the table.
-        img[8] = 7;
+        img[8] = 8;
         assert_eq!(system_dirs_in(&img, true), None);
     }
 
