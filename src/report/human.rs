@@ -14,6 +14,9 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
         if opts.verbose {
             details(b, p, out)?;
         }
+        for r in report.facts.libraries.iter().filter(|r| r.binary == b.path) {
+            super::tree::render(r, p, opts.verbose, out)?;
+        }
     }
     if !report.findings.is_empty() {
         writeln!(out)?;

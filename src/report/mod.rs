@@ -7,6 +7,7 @@
 mod human;
 pub mod json;
 mod paint;
+mod tree;
 
 use crate::facts::Facts;
 use crate::findings::{Finding, Severity};

@@ -4,6 +4,7 @@
 //! a snapshot. Each concern has its own module and each finding its own function.
 
 mod binary;
+pub mod loader;
 
 use crate::facts::Facts;
 use crate::findings::Finding;
@@ -16,6 +17,7 @@ pub fn evaluate(facts: &Facts) -> Vec<Finding> {
         findings.extend(binary::unrecognized(b));
         findings.extend(binary::no_device_code(b));
     }
+    findings.extend(loader::evaluate(&facts.libraries));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings
 }
