@@ -2,7 +2,8 @@
 """Compares cudadiag's loader emulation with glibc's own resolution on every ELF file of this machine.
 
 For each dynamically linked ELF file (64-bit objects for the native interpreter), runs the system's
-`ld.so --list FILE` (glibc's trace mode: it maps the libraries, it runs none of the file's code) and
+`LD_TRACE_LOADED_OBJECTS=1 ld.so FILE` (glibc's trace mode, as ldd: it maps the libraries, it runs none of the
+file's code) and
 `cudadiag inspect --format json --clear-env` on the same path, and compares, for every library ld.so lists, the
 path each side resolved (or "not found"). Prints every difference and the agreement figure.
 
@@ -40,7 +41,10 @@ def elf_files(dirs, limit):
                     return
 
 def glibc(ldso, path):
-    r = subprocess.run([ldso, '--list', path], capture_output=True, text=True, env={}, timeout=30)
+    # What ldd runs: trace mode maps the libraries and runs none of the file's code; unlike `--list` it reports
+    # a missing library as `not found` and goes on.
+    r = subprocess.run([ldso, path], capture_output=True, text=True, env={'LD_TRACE_LOADED_OBJECTS': '1'},
+                       timeout=30)
     if r.returncode != 0 and 'not a dynamic executable' in (r.stdout + r.stderr):
         return None
     out = {}

@@ -1,0 +1,432 @@
+//! One scenario per loader rule, each with tiny ELF files built by `cc` in a temporary directory, and each
+//! cross-checked against glibc's own `ld.so --list` where the machine has one.
+
+#[path = "support/loader_build.rs"]
+mod build;
+
+use build::{exe, glibc_list, lib};
+use cudadiag::inspect::{self, InspectOptions};
+use cudadiag::loader::{self, How, Library, Resolution, StepResult};
+use cudadiag::system::{Env, Root};
+use std::path::Path;
+
+fn resolve_with(root: &Root, path: &Path, env: &[(&str, &str)]) -> Resolution {
+    let facts = inspect::path(path, &InspectOptions::default()).expect("inspect");
+    let mut e = Env::empty();
+    for (k, v) in env {
+        e.set(k, v);
+    }
+    loader::resolve(root, &e, path, &facts[0]).expect("an ELF program")
+}
+
+fn resolve(path: &Path, env: &[(&str, &str)]) -> Resolution {
+    resolve_with(&Root::host(), path, env)
+}
+
+/// The first request of `name` (the one that loaded it, or failed).
+fn first<'a>(r: &'a Resolution, name: &str) -> &'a Library {
+    r.libraries
+        .iter()
+        .find(|l| l.soname == name)
+        .unwrap_or_else(|| panic!("{name} was never requested"))
+}
+
+/// Every library glibc lists is resolved to the same path (or equally not found).
+fn agrees_with_glibc(r: &Resolution, path: &Path, env: &[(&str, &str)]) {
+    let Some(list) = glibc_list(path, env) else {
+        return;
+    };
+    assert!(
+        !list.is_empty(),
+        "ld.so printed nothing for {}",
+        path.display()
+    );
+    for (name, want) in list {
+        let got = r
+            .libraries
+            .iter()
+            .find(|l| l.soname == name || l.path.as_deref() == Some(name.as_str()))
+            .map(|l| l.path.clone());
+        assert_eq!(
+            got,
+            Some(want.clone()),
+            "{name}: cudadiag vs glibc (want {want:?})"
+        );
+    }
+}
+
+fn slugs(r: &Resolution) -> Vec<String> {
+    cudadiag::rules::loader::evaluate(std::slice::from_ref(r))
+        .into_iter()
+        .map(|f| f.slug)
+        .collect()
+}
+
+#[test]
+fn rpath_before_ld_library_path_before_runpath() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let a = lib(&d.join("a"), "libdep.so.1", "dep", &[], &[]);
+    lib(&d.join("b"), "libdep.so.1", "dep", &[], &[]);
+    lib(&d.join("c"), "libdep.so.1", "dep", &[], &[]);
+    let b = d.join("b").to_string_lossy().into_owned();
+    let rpath = format!("-Wl,-rpath,{}", d.join("a").display());
+    let runpath = format!("-Wl,-rpath,{}", d.join("c").display());
+    let with_rpath = exe(
+        &d.join("bin/rp"),
+        &[&a],
+        &["-Wl,--disable-new-dtags", &rpath],
+    );
+    let with_runpath = exe(
+        &d.join("bin/run"),
+        &[&a],
+        &["-Wl,--enable-new-dtags", &runpath],
+    );
+    let env = [("LD_LIBRARY_PATH", b.as_str())];
+
+    let r = resolve(&with_rpath, &env);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.how, How::Rpath);
+    assert_eq!(
+        l.path.as_deref(),
+        Some(&*d.join("a/libdep.so.1").to_string_lossy())
+    );
+    agrees_with_glibc(&r, &with_rpath, &env);
+
+    let r = resolve(&with_runpath, &env);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.how, How::LdLibraryPath);
+    assert_eq!(
+        l.path.as_deref(),
+        Some(&*d.join("b/libdep.so.1").to_string_lossy())
+    );
+    assert_eq!(l.intended.as_ref().map(|i| i.how), Some(How::Runpath));
+    assert!(slugs(&r).contains(&"library-shadowed".to_string()));
+    agrees_with_glibc(&r, &with_runpath, &env);
+
+    // Near miss: without LD_LIBRARY_PATH the runpath copy is the one loaded, nothing is shadowed.
+    let r = resolve(&with_runpath, &[]);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.how, How::Runpath);
+    assert_eq!(
+        l.path.as_deref(),
+        Some(&*d.join("c/libdep.so.1").to_string_lossy())
+    );
+    assert!(!slugs(&r).contains(&"library-shadowed".to_string()));
+    agrees_with_glibc(&r, &with_runpath, &[]);
+}
+
+#[test]
+fn runpath_is_not_inherited_and_the_trail_says_so() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("lib");
+    let leaf = lib(&d, "libleaf.so.1", "leaf", &[], &[]);
+    let mid = lib(&d, "libmid.so.1", "mid", &[&leaf], &[]);
+    // Another version of the leaf, where nothing searches: the fix names it.
+    lib(&d, "libleaf.so.2", "leaf", &[], &[]);
+    let flag = format!("-Wl,-rpath,{}", d.display());
+    let main = exe(
+        &t.path().join("main"),
+        &[&mid],
+        &["-Wl,--enable-new-dtags", &flag],
+    );
+    std::fs::remove_file(&leaf).unwrap();
+
+    let r = resolve(&main, &[]);
+    assert_eq!(first(&r, "libmid.so.1").how, How::Runpath);
+    let l = first(&r, "libleaf.so.1");
+    assert_eq!(l.how, How::NotFound);
+    assert!(l.path.is_none());
+    // libmid has no RUNPATH of its own; the main program's is not searched for it.
+    assert!(l.trail.iter().all(|s| s.how != How::Runpath));
+    assert!(l.trail.iter().any(|s| s.how == How::LdSoCache));
+    assert!(
+        l.trail
+            .iter()
+            .any(|s| s.how == How::DefaultPath && s.result == StepResult::NotPresent)
+    );
+    assert!(
+        l.copies
+            .iter()
+            .any(|c| c.path.ends_with("libleaf.so.2") && !c.same_name)
+    );
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    let f = findings
+        .iter()
+        .find(|f| f.slug == "library-not-found")
+        .expect("library-not-found");
+    assert!(f.evidence.iter().any(|e| e.contains("[ld.so.cache]")));
+    assert!(f.help.contains("libleaf.so.2"), "{}", f.help);
+    agrees_with_glibc(&r, &main, &[]);
+}
+
+#[test]
+fn rpath_is_inherited() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("lib");
+    let leaf = lib(&d, "libleaf.so.1", "leaf", &[], &[]);
+    let mid = lib(&d, "libmid.so.1", "mid", &[&leaf], &[]);
+    let flag = format!("-Wl,-rpath,{}", d.display());
+    let main = exe(
+        &t.path().join("main"),
+        &[&mid],
+        &["-Wl,--disable-new-dtags", &flag],
+    );
+    let r = resolve(&main, &[]);
+    let l = first(&r, "libleaf.so.1");
+    assert_eq!(l.how, How::Rpath);
+    assert_eq!(l.via.as_deref(), Some(&*main.to_string_lossy()));
+    assert_eq!(l.needed_by, d.join("libmid.so.1").to_string_lossy());
+    // A near miss for library-not-found.
+    assert!(!slugs(&r).contains(&"library-not-found".to_string()));
+    agrees_with_glibc(&r, &main, &[]);
+}
+
+#[test]
+fn origin_is_the_directory_the_object_was_found_in() {
+    let t = tempfile::tempdir().unwrap();
+    let real = t.path().join("real/lib");
+    let dep = lib(&real.join("dep"), "libdep.so.1", "dep", &[], &[]);
+    let mid = lib(
+        &real,
+        "libmid.so.1",
+        "mid",
+        &[&dep],
+        &["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/dep"],
+    );
+    std::os::unix::fs::symlink(&real, t.path().join("link")).unwrap();
+    let main = exe(&t.path().join("main"), &[&mid], &[]);
+    let llp = t.path().join("link").to_string_lossy().into_owned();
+    let env = [("LD_LIBRARY_PATH", llp.as_str())];
+    let r = resolve(&main, &env);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.how, How::Runpath);
+    // $ORIGIN is the symlinked directory libmid was found in, not its realpath.
+    assert_eq!(
+        l.path.as_deref(),
+        Some(&*t.path().join("link/dep/libdep.so.1").to_string_lossy())
+    );
+    agrees_with_glibc(&r, &main, &env);
+}
+
+#[test]
+fn nodeflib_skips_the_cache_and_default_directories() {
+    if !Path::new("/etc/ld.so.cache").exists() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let main = exe(&t.path().join("main"), &[], &["-lm", "-Wl,-z,nodefaultlib"]);
+    let plain = exe(&t.path().join("plain"), &[], &["-lm"]);
+    let r = resolve(&main, &[]);
+    let l = first(&r, "libm.so.6");
+    assert_eq!(l.how, How::NotFound);
+    assert!(
+        l.trail
+            .iter()
+            .any(|s| s.how == How::DefaultPath && s.result == StepResult::Skipped)
+    );
+    agrees_with_glibc(&r, &main, &[]);
+    // Near miss: the same program without DF_1_NODEFLIB finds it.
+    let r = resolve(&plain, &[]);
+    assert_ne!(first(&r, "libm.so.6").how, How::NotFound);
+    agrees_with_glibc(&r, &plain, &[]);
+}
+
+#[test]
+fn a_candidate_of_the_wrong_class_is_skipped() {
+    let t = tempfile::tempdir().unwrap();
+    let good = lib(&t.path().join("b"), "libdep.so.1", "dep", &[], &[]);
+    let bad_dir = t.path().join("a");
+    std::fs::create_dir_all(&bad_dir).unwrap();
+    let bad = bad_dir.join("libdep.so.1");
+    let src = build::source(t.path(), "f32", "int dep(void) { return 1; }\n");
+    let built = std::process::Command::new("cc")
+        .args(["-m32", "-shared", "-nostdlib", "-fPIC", "-o"])
+        .arg(&bad)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        // No 32-bit toolchain: the same library with its class byte changed is what ld.so's header check sees.
+        let mut bytes = std::fs::read(&good).unwrap();
+        bytes[4] = 1;
+        std::fs::write(&bad, bytes).unwrap();
+    }
+    let main = exe(&t.path().join("main"), &[&good], &[]);
+    let llp = format!("{}:{}", bad_dir.display(), t.path().join("b").display());
+    let env = [("LD_LIBRARY_PATH", llp.as_str())];
+    let r = resolve(&main, &env);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.path.as_deref(), Some(&*good.to_string_lossy()));
+    assert!(l.trail.iter().any(|s| s.result == StepResult::WrongClass));
+    agrees_with_glibc(&r, &main, &env);
+}
+
+#[test]
+fn a_soname_already_loaded_satisfies_later_requests() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let a1 = lib(&d.join("first"), "libshared.so.1", "s", &[], &[]);
+    let a2 = lib(&d.join("own"), "libshared.so.1", "s", &[], &[]);
+    let own = format!("-Wl,-rpath,{}", d.join("own").display());
+    let user = lib(
+        &d.join("u"),
+        "libuser.so.1",
+        "u",
+        &[&a2],
+        &["-Wl,--enable-new-dtags", &own],
+    );
+    let first_dir = format!(
+        "-Wl,-rpath,{}:{}",
+        d.join("first").display(),
+        d.join("u").display()
+    );
+    let main = exe(
+        &d.join("main"),
+        &[&a1, &user],
+        &["-Wl,--enable-new-dtags", &first_dir],
+    );
+    let r = resolve(&main, &[]);
+    let edge = r
+        .libraries
+        .iter()
+        .find(|l| l.soname == "libshared.so.1" && l.needed_by.ends_with("libuser.so.1"))
+        .expect("libuser's request");
+    assert_eq!(edge.how, How::AlreadyLoaded);
+    assert_eq!(edge.path.as_deref(), Some(&*a1.to_string_lossy()));
+    assert!(slugs(&r).contains(&"library-shadowed".to_string()));
+    agrees_with_glibc(&r, &main, &[]);
+}
+
+#[test]
+fn a_versioned_symbol_missing_from_the_provider() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let new_map = build::source(
+        d,
+        "new.map",
+        "V_1 { global: foo; local: *; };\nV_2 { global: bar; } V_1;\n",
+    );
+    let old_map = build::source(
+        d,
+        "old.map",
+        "V_1 { global: foo; local: *; };\nV_2 { global: baz; } V_1;\n",
+    );
+    let new_src = build::source(
+        d,
+        "new",
+        "int foo(void){return 1;}\nint bar(void){return 2;}\n",
+    );
+    let old_src = build::source(
+        d,
+        "old",
+        "int foo(void){return 1;}\nint baz(void){return 2;}\n",
+    );
+    std::fs::create_dir_all(d.join("new")).unwrap();
+    std::fs::create_dir_all(d.join("old")).unwrap();
+    for (dir, src, map) in [("new", &new_src, &new_map), ("old", &old_src, &old_map)] {
+        let out = d.join(dir).join("libv.so.1");
+        build::cc(&[
+            "-shared",
+            "-fPIC",
+            "-o",
+            &out.to_string_lossy(),
+            &src.to_string_lossy(),
+            "-Wl,-soname,libv.so.1",
+            &format!("-Wl,--version-script={}", map.display()),
+        ]);
+    }
+    let consumer_src = build::source(
+        d,
+        "consumer",
+        "int bar(void);\nint use(void){return bar();}\n",
+    );
+    let consumer = d.join("libconsumer.so.1");
+    build::cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &consumer.to_string_lossy(),
+        &consumer_src.to_string_lossy(),
+        "-Wl,-soname,libconsumer.so.1",
+        &d.join("new/libv.so.1").to_string_lossy(),
+    ]);
+    let link = format!("-Wl,-rpath-link,{}", d.join("new").display());
+    let main = exe(&d.join("main"), &[&consumer], &[&link]);
+    let run = |dir: &str| {
+        let llp = format!("{}:{}", d.join(dir).display(), d.display());
+        resolve(&main, &[("LD_LIBRARY_PATH", llp.as_str())])
+    };
+    let r = run("old");
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    let f = findings
+        .iter()
+        .find(|f| f.slug == "symbol-version-missing")
+        .expect("symbol-version-missing");
+    assert!(
+        f.message.contains("undefined symbol: bar, version V_2"),
+        "{}",
+        f.message
+    );
+    // Near miss: the provider it was built against.
+    assert!(!slugs(&run("new")).contains(&"symbol-version-missing".to_string()));
+}
+
+#[test]
+fn a_fake_root_is_read_inside_the_root() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    // Default directories come from glibc's upstream default when the root has no interpreter.
+    let foo = lib(&root.join("usr/lib64"), "libfoo.so.1", "foo", &[], &[]);
+    let bar = lib(&root.join("opt/bar/lib"), "libbar.so.1", "bar", &[], &[]);
+    let main = exe(&root.join("app/main"), &[&foo, &bar], &[]);
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    let cache = build_cache(&[("libbar.so.1", "/opt/bar/lib/libbar.so.1")]);
+    std::fs::write(root.join("etc/ld.so.cache"), cache).unwrap();
+    let r = resolve_with(&Root::at(root), &main, &[]);
+    assert_eq!(r.objects[0].realpath, "/app/main");
+    let foo = first(&r, "libfoo.so.1");
+    assert_eq!(
+        (foo.how, foo.path.as_deref()),
+        (How::DefaultPath, Some("/usr/lib64/libfoo.so.1"))
+    );
+    let bar = first(&r, "libbar.so.1");
+    assert_eq!(
+        (bar.how, bar.path.as_deref()),
+        (How::LdSoCache, Some("/opt/bar/lib/libbar.so.1"))
+    );
+    // The host's libc is not in the root: nothing leaks in from outside it.
+    assert_eq!(first(&r, "libc.so.6").how, How::NotFound);
+}
+
+/// A new-format (`glibc-ld.so.cache1.1`) cache with `entries` for x86-64, sorted as ldconfig sorts them.
+fn build_cache(entries: &[(&str, &str)]) -> Vec<u8> {
+    let mut sorted = entries.to_vec();
+    sorted.sort_by(|a, b| loader::cache::libcmp(b.0, a.0));
+    let header = 48 + 24 * sorted.len();
+    let mut strings = Vec::new();
+    let mut offs = Vec::new();
+    for (k, v) in &sorted {
+        let ko = header + strings.len();
+        strings.extend_from_slice(k.as_bytes());
+        strings.push(0);
+        let vo = header + strings.len();
+        strings.extend_from_slice(v.as_bytes());
+        strings.push(0);
+        offs.push((ko as u32, vo as u32));
+    }
+    let mut d = b"glibc-ld.so.cache1.1".to_vec();
+    d.extend_from_slice(&(sorted.len() as u32).to_le_bytes());
+    d.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+    d.extend_from_slice(&[2, 0, 0, 0]);
+    d.extend_from_slice(&[0; 16]);
+    for (k, v) in offs {
+        d.extend_from_slice(&0x0303u32.to_le_bytes());
+        d.extend_from_slice(&k.to_le_bytes());
+        d.extend_from_slice(&v.to_le_bytes());
+        d.extend_from_slice(&0u32.to_le_bytes());
+        d.extend_from_slice(&0u64.to_le_bytes());
+    }
+    d.extend_from_slice(&strings);
+    d
+}
