@@ -3,16 +3,16 @@
 //!
 //! Looked for, under the root, in the default directories, the directories of `/etc/ld.so.conf` (and its
 //! `include`s), every directory already named by the search (RPATH, LD_LIBRARY_PATH, RUNPATH), and by a
-//! bounded walk of `/usr/local`, `/opt` and the default library trees (where toolkits, conda and pip wheels
-//! keep theirs). Links are not followed by the walk, so `/lib` → `/usr/lib` is not counted twice.
+//! bounded walk of `/usr/local` and `/opt` (toolkits, conda) and of the system Pythons' `site-packages/nvidia`
+//! (pip wheels). Links are not followed by the walk, so `/lib` → `/usr/lib` is not counted twice.
 
 use super::{Copy, How, Resolution};
 use crate::system::Root;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-/// Entries a walk visits at most, so a huge tree cannot stall a diagnosis.
-const WALK_BUDGET: usize = 400_000;
+/// Entries the walks visit at most, so a huge tree cannot stall a diagnosis.
+const WALK_BUDGET: usize = 100_000;
 
 /// The name's stem, `libcudart` for `libcudart.so.12`.
 fn stem(name: &str) -> &str {
@@ -68,18 +68,25 @@ pub fn fill(root: &Root, res: &mut Resolution) {
         scan_dir(d, &mut found);
     }
     let mut budget = WALK_BUDGET;
-    for top in [
-        "/usr/local",
-        "/opt",
-        "/usr/lib",
-        "/usr/lib64",
-        "/usr/lib32",
-        "/home",
-        "/root",
-    ] {
-        let host = root.host_path(Path::new(top));
+    // Toolkits and conda live under /usr/local and /opt; pip wheels' libraries under site-packages/nvidia.
+    let mut tops: Vec<(String, usize)> = vec![("/usr/local".into(), 6), ("/opt".into(), 7)];
+    for base in ["/usr/lib", "/usr/local/lib"] {
+        for d in root.read_dir(Path::new(base)).unwrap_or_default() {
+            let name = d
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.starts_with("python3") {
+                for sp in ["site-packages/nvidia", "dist-packages/nvidia"] {
+                    tops.push((d.join(sp).to_string_lossy().into_owned(), 4));
+                }
+            }
+        }
+    }
+    for (top, depth) in tops {
+        let host = root.host_path(Path::new(&top));
         for entry in walkdir::WalkDir::new(&host)
-            .max_depth(9)
+            .max_depth(depth)
             .into_iter()
             .flatten()
         {

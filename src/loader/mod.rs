@@ -28,7 +28,8 @@ pub mod search;
 use crate::facts::{DynSymbol, VersionNeed};
 use serde::{Deserialize, Serialize};
 
-pub use resolve::resolve;
+pub use object::Files;
+pub use resolve::{resolve, resolve_with};
 
 /// Where a search step looked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,6 +7,7 @@
 //! too short", "only ET_DYN and ET_EXEC can be loaded"). Files are read through [`Root`]; parsed views are
 //! cached per real path, so a library reached a hundred times is read once.
 
+use super::cache::LdCache;
 use super::platform::Platform;
 use crate::inspect::{self, LoaderView};
 use crate::system::Root;
@@ -54,13 +55,52 @@ pub struct Candidate {
     pub view: LoaderView,
 }
 
-/// Reads and remembers candidate files.
+/// Reads and remembers candidate files, and what is read once per machine (the platform, `ld.so.cache`).
+/// One `Files` serves one root.
 #[derive(Debug, Default)]
 pub struct Files {
     seen: HashMap<String, Rc<Candidate>>,
+    platforms: HashMap<(u16, bool, Option<String>), Rc<Platform>>,
+    ld_cache: Option<Rc<(Option<LdCache>, String)>>,
 }
 
 impl Files {
+    /// The loader's view of the machine for objects of `machine`/`is_64` with interpreter `interp`.
+    pub fn platform(
+        &mut self,
+        root: &Root,
+        machine: u16,
+        is_64: bool,
+        interp: Option<&str>,
+    ) -> Rc<Platform> {
+        self.platforms
+            .entry((machine, is_64, interp.map(str::to_string)))
+            .or_insert_with(|| Rc::new(Platform::detect(root, machine, is_64, interp)))
+            .clone()
+    }
+
+    /// `/etc/ld.so.cache`, parsed, with a one-line description (or why it cannot be used).
+    pub fn ld_cache(&mut self, root: &Root) -> Rc<(Option<LdCache>, String)> {
+        self.ld_cache
+            .get_or_insert_with(|| {
+                Rc::new(match root.read(Path::new("/etc/ld.so.cache")) {
+                    Ok(d) => match LdCache::parse(&d) {
+                        Ok(c) => {
+                            let note = format!(
+                                "/etc/ld.so.cache ({} format, {} entries)",
+                                c.format,
+                                c.entries.len()
+                            );
+                            (Some(c), note)
+                        }
+                        Err(err) => (None, format!("/etc/ld.so.cache is unusable: {}", err.0)),
+                    },
+                    Err(err) => (None, format!("/etc/ld.so.cache cannot be read: {err}")),
+                })
+            })
+            .clone()
+    }
+
     /// Verifies `path` (a machine path) for the loader of `p`.
     pub fn verify(&mut self, root: &Root, p: &Platform, path: &str) -> Verdict {
         use std::os::unix::fs::MetadataExt;

@@ -10,9 +10,7 @@
 //! run, each as `_dl_open` from its caller: the caller's RPATH/RUNPATH rules apply, and the new object has no
 //! `l_loader` (`__RTLD_CALLMAP`), so its own dependencies do not inherit the caller's RPATH.
 
-use super::cache::LdCache;
 use super::object::{Candidate, Files, Verdict};
-use super::platform::Platform;
 use super::search::Context;
 use super::{How, Library, LoadedObject, Resolution, Role, Step, StepResult};
 use crate::facts::{BinaryFacts, ElfClass, ElfFacts};
@@ -58,7 +56,7 @@ fn object_from(path: String, realpath: String, e: &ElfFacts, role: Role) -> Load
 
 struct State<'a> {
     ctx: Context<'a>,
-    files: Files,
+    files: &'a mut Files,
     res: Resolution,
     /// Names each object answers to (`l_libname` + `l_name` + soname).
     names: Vec<Vec<String>>,
@@ -84,7 +82,7 @@ impl State<'_> {
         let needed_by = self.res.objects[requester].path.clone();
         let intended = {
             let req = &self.res.objects[requester];
-            self.ctx.intended(&mut self.files, req, name)
+            self.ctx.intended(self.files, req, name)
         };
         let mut lib = Library {
             soname: name.to_string(),
@@ -127,7 +125,7 @@ impl State<'_> {
         }
         let out = self
             .ctx
-            .search(&mut self.files, &self.res.objects, requester, name);
+            .search(self.files, &self.res.objects, requester, name);
         lib.trail = out.trail;
         lib.error = out.error;
         match out.found {
@@ -178,26 +176,25 @@ impl State<'_> {
 /// Resolves every library of the binary `b` (read from `path`) as ld.so would on the machine at `root` with
 /// environment `env`. `None` when `b` is not a dynamically loadable ELF file.
 pub fn resolve(root: &Root, env: &Env, path: &Path, b: &BinaryFacts) -> Option<Resolution> {
+    resolve_with(root, env, path, b, &mut Files::default())
+}
+
+/// [`resolve`], sharing the files already read with earlier resolutions (many binaries of one machine).
+pub fn resolve_with(
+    root: &Root,
+    env: &Env,
+    path: &Path,
+    b: &BinaryFacts,
+    files: &mut Files,
+) -> Option<Resolution> {
     let e = b.elf.as_ref()?;
     if e.elf_type != "exec" && e.elf_type != "dyn" {
         return None;
     }
     let is_64 = e.class == ElfClass::Elf64;
-    let platform = Platform::detect(root, e.machine, is_64, e.interpreter.as_deref());
-    let (cache, cache_note) = match root.read(Path::new("/etc/ld.so.cache")) {
-        Ok(d) => match LdCache::parse(&d) {
-            Ok(c) => {
-                let note = format!(
-                    "/etc/ld.so.cache ({} format, {} entries)",
-                    c.format,
-                    c.entries.len()
-                );
-                (Some(c), note)
-            }
-            Err(err) => (None, format!("/etc/ld.so.cache is unusable: {}", err.0)),
-        },
-        Err(err) => (None, format!("/etc/ld.so.cache cannot be read: {err}")),
-    };
+    let platform = files.platform(root, e.machine, is_64, e.interpreter.as_deref());
+    let cached = files.ld_cache(root);
+    let (cache, cache_note) = (&cached.0, cached.1.clone());
     let cwd = env.get("PWD").unwrap_or("/").to_string();
     let main_path = path.to_string_lossy().into_owned();
     let main_real = main_realpath(root, path);
@@ -216,7 +213,7 @@ pub fn resolve(root: &Root, env: &Env, path: &Path, b: &BinaryFacts) -> Option<R
     let main = object_from(main_path.clone(), main_real, e, Role::Main);
     let mut st = State {
         ctx,
-        files: Files::default(),
+        files,
         res: Resolution {
             binary: main_path.clone(),
             system_dirs: platform.system_dirs.clone(),

@@ -4,7 +4,7 @@
 
 use crate::findings::{Code, Finding, Severity};
 use crate::loader::{How, Library, Resolution, StepResult};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// Every loader finding for every resolution.
 pub fn evaluate(resolutions: &[Resolution]) -> Vec<Finding> {
@@ -220,7 +220,7 @@ pub fn library_shadowed(r: &Resolution) -> Vec<Finding> {
 /// accepts a definition of the right name and version from any object in scope, so every object is searched.
 pub fn symbol_version_missing(r: &Resolution) -> Vec<Finding> {
     let mut out = Vec::new();
-    let defined: BTreeSet<(&str, &str)> = r
+    let defined: HashSet<(&str, &str)> = r
         .objects
         .iter()
         .flat_map(|o| o.provides.iter())
