@@ -430,3 +430,114 @@ fn build_cache(entries: &[(&str, &str)]) -> Vec<u8> {
     d.extend_from_slice(&strings);
     d
 }
+
+#[test]
+fn cuda_libraries_loaded_with_dlopen_are_resolved_from_their_caller() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    // A stand-in driver library reachable only through the runtime's own RUNPATH.
+    lib(&d.join("driver"), "libcuda.so.1", "cuInit", &[], &[]);
+    let runpath = format!("-Wl,-rpath,{}", d.join("driver").display());
+    let cudart = lib(
+        &d.join("rt"),
+        "libcudart.so.12",
+        "cudaMalloc",
+        &[],
+        &["-Wl,--enable-new-dtags", &runpath],
+    );
+    // A library that names NVML in its read-only data, as frameworks do before dlopen-ing it.
+    let src = build::source(
+        d,
+        "nvml-user",
+        "const char *nvml = \"libnvidia-ml.so.1\";\nconst char *f(void) { return nvml; }\n",
+    );
+    let user = d.join("rt/libuser.so.1");
+    build::cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &user.to_string_lossy(),
+        &src.to_string_lossy(),
+        "-Wl,-soname,libuser.so.1",
+    ]);
+    let main = exe(
+        &d.join("main"),
+        &[&cudart, &user],
+        &[&format!("-Wl,-rpath,{}", d.join("rt").display())],
+    );
+    let r = resolve(&main, &[]);
+    let cuda = first(&r, "libcuda.so.1");
+    assert!(cuda.dlopen);
+    assert_eq!(
+        cuda.needed_by,
+        d.join("rt/libcudart.so.12").to_string_lossy()
+    );
+    assert_eq!(
+        (cuda.how, cuda.path.as_deref()),
+        (
+            How::Runpath,
+            Some(&*d.join("driver/libcuda.so.1").to_string_lossy())
+        )
+    );
+    let nvml = first(&r, "libnvidia-ml.so.1");
+    assert!(nvml.dlopen);
+    assert!(
+        nvml.reason
+            .as_deref()
+            .is_some_and(|w| w.contains(".rodata"))
+    );
+    // Near miss: a library that names nothing loads nothing at run time.
+    assert!(
+        r.libraries
+            .iter()
+            .filter(|l| l.dlopen)
+            .all(|l| l.needed_by != main.to_string_lossy())
+    );
+    // The missing NVML is a warning, not an error: the program may run without it.
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    let f = findings
+        .iter()
+        .find(|f| f.message.contains("libnvidia-ml.so.1"))
+        .expect("finding for NVML");
+    assert_eq!(f.severity, cudadiag::findings::Severity::Warning);
+}
+
+#[test]
+fn two_cuda_majors_in_one_process() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("lib");
+    let rt12 = lib(&d, "libcudart.so.12", "a", &[], &[]);
+    let blas13 = lib(&d, "libcublas.so.13", "b", &[], &[]);
+    let blas12 = lib(&d, "libcublas.so.12", "c", &[], &[]);
+    // cuFFT numbers its soname apart from CUDA (cuFFT 11 ships with CUDA 12): not a second major.
+    let fft11 = lib(&d, "libcufft.so.11", "e", &[], &[]);
+    let flag = format!("-Wl,-rpath,{}", d.display());
+    let mixed = exe(&t.path().join("mixed"), &[&rt12, &blas13], &[&flag]);
+    let same = exe(&t.path().join("same"), &[&rt12, &blas12, &fft11], &[&flag]);
+    assert!(slugs(&resolve(&mixed, &[])).contains(&"multiple-cuda-majors".to_string()));
+    assert!(!slugs(&resolve(&same, &[])).contains(&"multiple-cuda-majors".to_string()));
+}
+
+#[test]
+fn ld_library_path_is_ignored_for_setuid_programs() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let dep = lib(&t.path().join("a"), "libdep.so.1", "dep", &[], &[]);
+    let main = exe(&t.path().join("main"), &[&dep], &[]);
+    let llp = t.path().join("a").to_string_lossy().into_owned();
+    let env = [("LD_LIBRARY_PATH", llp.as_str())];
+    assert_eq!(
+        first(&resolve(&main, &env), "libdep.so.1").how,
+        How::LdLibraryPath
+    );
+    std::fs::set_permissions(&main, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let r = resolve(&main, &env);
+    assert!(r.secure);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.how, How::NotFound);
+    assert!(
+        l.trail
+            .iter()
+            .any(|s| s.how == How::LdLibraryPath && s.result == StepResult::Skipped)
+    );
+}

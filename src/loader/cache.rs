@@ -242,14 +242,16 @@ fn parse_new(d: &[u8], base: usize) -> Result<Vec<Entry>, CacheError> {
     Ok(entries)
 }
 
-/// The glibc-hwcaps subdirectory names of the cache extension (`cache_extension_tag_glibc_hwcaps`): an array
-/// of string offsets, relative to the start of the file.
+/// The glibc-hwcaps subdirectory names of the cache extension (`cache_extension_tag_glibc_hwcaps`). The
+/// extension and its sections are at offsets from the start of the file (`cache_extension_load` is given the
+/// file's base); the section is an array of string-table offsets, and the string table is the new table's
+/// (`base`), which differs from the file start in the compat (old+new) format.
 fn extension_hwcaps(d: &[u8], base: usize, ext_off: usize) -> Vec<String> {
     let mut names = Vec::new();
     if ext_off == 0 {
         return names;
     }
-    let at = base + ext_off;
+    let at = ext_off;
     if u32_at(d, at) != Some(EXTENSION_MAGIC) {
         return names;
     }
@@ -265,7 +267,7 @@ fn extension_hwcaps(d: &[u8], base: usize, ext_off: usize) -> Vec<String> {
             continue;
         }
         for k in 0..(size as usize / 4).min(1024) {
-            match u32_at(d, base + off as usize + k * 4).and_then(|o| cstr(d, base + o as usize)) {
+            match u32_at(d, off as usize + k * 4).and_then(|o| cstr(d, base + o as usize)) {
                 Some(n) => names.push(n),
                 None => break,
             }
