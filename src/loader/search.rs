@@ -331,7 +331,8 @@ impl Context<'_> {
                 );
                 attempt!(dirs, How::Rpath, Some(main.path.as_str()), Some(0));
             }
-        } else if objects.iter().any(|o| !o.rpath.is_empty()) || !req.rpath.is_empty() {
+        } else if chain_rpath(objects, requester) {
+            // Only worth saying when an RPATH of the chain would otherwise have been searched.
             Self::skipped(
                 &mut trail,
                 How::Rpath,
@@ -495,6 +496,24 @@ impl Context<'_> {
             path,
         })
     }
+}
+
+/// Does any object of `from`'s loader chain have a DT_RPATH in effect?
+fn chain_rpath(objects: &[LoadedObject], from: usize) -> bool {
+    let mut at = Some(from);
+    let mut guard = 0;
+    while let Some(i) = at {
+        let Some(o) = objects.get(i) else { break };
+        if !o.rpath.is_empty() {
+            return true;
+        }
+        at = o.loader;
+        guard += 1;
+        if guard > objects.len() {
+            break;
+        }
+    }
+    false
 }
 
 fn chain_has(objects: &[LoadedObject], from: usize, target: usize) -> bool {
