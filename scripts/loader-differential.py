@@ -7,7 +7,8 @@ file's code) and
 `cudadiag inspect --format json --clear-env` on the same path, and compares, for every library ld.so lists, the
 path each side resolved (or "not found"). Prints every difference and the agreement figure.
 
-Usage: scripts/loader-differential.py [--cudadiag PATH] [--limit N] [DIR ...]
+Usage: scripts/loader-differential.py [--cudadiag PATH] [--limit N] [--env KEY=VALUE ...] [DIR ...]
+(--env sets the same variable, e.g. LD_LIBRARY_PATH, for both ld.so and cudadiag.)
 Default dirs: /usr/bin /usr/sbin /usr/lib /usr/libexec /usr/local /opt.
 """
 import argparse, json, os, re, stat, subprocess, sys
@@ -40,10 +41,12 @@ def elf_files(dirs, limit):
                 if limit and len(seen) >= limit:
                     return
 
+ENV = {}
+
 def glibc(ldso, path):
     # What ldd runs: trace mode maps the libraries and runs none of the file's code; unlike `--list` it reports
     # a missing library as `not found` and goes on.
-    r = subprocess.run([ldso, path], capture_output=True, text=True, env={'LD_TRACE_LOADED_OBJECTS': '1'},
+    r = subprocess.run([ldso, path], capture_output=True, text=True, env={**ENV, 'LD_TRACE_LOADED_OBJECTS': '1'},
                        timeout=30)
     if r.returncode != 0 and 'not a dynamic executable' in (r.stdout + r.stderr):
         return None
@@ -61,7 +64,8 @@ def glibc(ldso, path):
     return out
 
 def ours(cudadiag, paths):
-    r = subprocess.run([cudadiag, 'inspect', '--format', 'json', '--clear-env', '--fail-on', 'never', *paths],
+    env_args = [a for k, v in ENV.items() for a in ('--env', f'{k}={v}')]
+    r = subprocess.run([cudadiag, 'inspect', '--format', 'json', '--clear-env', *env_args, '--fail-on', 'never', *paths],
                        capture_output=True, text=True, timeout=600)
     doc = json.loads(r.stdout)
     per = {}
@@ -80,8 +84,12 @@ def main():
     ap.add_argument('--cudadiag', default='target/release/cudadiag')
     ap.add_argument('--ldso', default='/lib64/ld-linux-x86-64.so.2')
     ap.add_argument('--limit', type=int, default=0)
+    ap.add_argument('--env', action='append', default=[])
     ap.add_argument('dirs', nargs='*', default=['/usr/bin', '/usr/sbin', '/usr/lib', '/usr/libexec', '/usr/local', '/opt'])
     a = ap.parse_args()
+    for kv in a.env:
+        k, _, v = kv.partition('=')
+        ENV[k] = v
     files = [p for p in elf_files([d for d in a.dirs if os.path.isdir(d)], a.limit)]
     expected = {}
     for p in files:
