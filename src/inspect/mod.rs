@@ -326,21 +326,11 @@ pub struct LoaderView {
 pub fn loader_view(path: &Path, needles: &[&[u8]]) -> std::io::Result<LoaderView> {
     let map = source::map(path)?;
     let data: &[u8] = &map;
-    let elf = match Elf::parse(data) {
-        Ok(elf) => elf,
-        Err(_) => {
-            let permissive = goblin::options::ParseOptions::default()
-                .with_parse_mode(goblin::options::ParseMode::Permissive);
-            match Elf::parse_with_opts(data, &permissive) {
-                Ok(elf) => elf,
-                Err(_) => {
-                    return Ok(LoaderView {
-                        elf: None,
-                        strings: Vec::new(),
-                    });
-                }
-            }
-        }
+    let Some(elf) = dynamic_only(data) else {
+        return Ok(LoaderView {
+            elf: None,
+            strings: Vec::new(),
+        });
     };
     let mut strings = Vec::new();
     if !needles.is_empty() {
@@ -371,4 +361,124 @@ pub fn loader_view(path: &Path, needles: &[&[u8]]) -> std::io::Result<LoaderView
         elf: Some(elf::facts(&elf)),
         strings,
     })
+}
+
+/// Parses only what the loader reads (program and section headers, the dynamic section, `.dynstr`, `.dynsym`
+/// and the symbol-version sections), skipping `.symtab`/`.strtab` and the relocations that `Elf::parse` also
+/// reads: on a large unstripped library those are most of the work.
+fn dynamic_only(data: &[u8]) -> Option<Elf<'_>> {
+    use goblin::container::{Container, Ctx};
+    use goblin::elf::{Dynamic, ProgramHeader, SectionHeader, Symtab, program_header::PT_INTERP};
+    use goblin::strtab::Strtab;
+    let header = Elf::parse_header(data).ok()?;
+    let mut elf = Elf::lazy_parse(header).ok()?;
+    let container = if elf.is_64 {
+        Container::Big
+    } else {
+        Container::Little
+    };
+    let endian = if elf.little_endian {
+        goblin::container::Endian::Little
+    } else {
+        goblin::container::Endian::Big
+    };
+    let ctx = Ctx::new(container, endian);
+    elf.program_headers =
+        ProgramHeader::parse(data, header.e_phoff as usize, header.e_phnum as usize, ctx).ok()?;
+    for ph in &elf.program_headers {
+        if ph.p_type == PT_INTERP && ph.p_filesz != 0 {
+            let (start, len) = (ph.p_offset as usize, ph.p_filesz as usize - 1);
+            elf.interpreter = data
+                .get(start..start.saturating_add(len))
+                .and_then(|b| std::str::from_utf8(b).ok());
+        }
+    }
+    elf.section_headers =
+        SectionHeader::parse(data, header.e_shoff as usize, header.e_shnum as usize, ctx)
+            .unwrap_or_default();
+    let table = |off: u64, size: u64| -> Option<Strtab<'_>> {
+        let (off, size) = (usize::try_from(off).ok()?, usize::try_from(size).ok()?);
+        data.get(off..off.checked_add(size)?)?;
+        Strtab::parse(data, off, size, 0).ok()
+    };
+    if let Some(sh) = elf.section_headers.get(header.e_shstrndx as usize) {
+        elf.shdr_strtab = table(sh.sh_offset, sh.sh_size).unwrap_or_default();
+    }
+    elf.dynamic = Dynamic::parse(data, &elf.program_headers, ctx)
+        .ok()
+        .flatten();
+    if let Some(dynamic) = &elf.dynamic {
+        let info = &dynamic.info;
+        elf.dynstrtab = table(info.strtab as u64, info.strsz as u64).unwrap_or_default();
+        if info.soname != 0 {
+            elf.soname = elf.dynstrtab.get_at(info.soname);
+        }
+        elf.libraries = dynamic.get_libraries(&elf.dynstrtab);
+        for d in &dynamic.dyns {
+            let value = elf.dynstrtab.get_at(d.d_val as usize);
+            match (d.d_tag, value) {
+                (goblin::elf::dynamic::DT_RPATH, Some(v)) => elf.rpaths.push(v),
+                (goblin::elf::dynamic::DT_RUNPATH, Some(v)) => elf.runpaths.push(v),
+                _ => {}
+            }
+        }
+        let count = match (info.gnu_hash, info.hash) {
+            (Some(g), _) => gnu_hash_len(data, g as usize, elf.is_64, elf.little_endian),
+            (None, Some(h)) => data
+                .get(h as usize + 4..h as usize + 8)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize),
+            _ => None,
+        }
+        .unwrap_or(0);
+        let entsize = if elf.is_64 { 24 } else { 16 };
+        let fits = info
+            .symtab
+            .checked_add(count.saturating_mul(entsize))
+            .is_some_and(|end| end <= data.len());
+        if fits {
+            elf.dynsyms = Symtab::parse(data, info.symtab, count, ctx).unwrap_or_default();
+        }
+    }
+    elf.versym = goblin::elf::VersymSection::parse(data, &elf.section_headers, ctx)
+        .ok()
+        .flatten();
+    elf.verdef = goblin::elf::VerdefSection::parse(data, &elf.section_headers, ctx)
+        .ok()
+        .flatten();
+    elf.verneed = goblin::elf::VerneedSection::parse(data, &elf.section_headers, ctx)
+        .ok()
+        .flatten();
+    Some(elf)
+}
+
+/// Number of `.dynsym` entries from `DT_GNU_HASH` (the table does not store it: the last chain ends it).
+fn gnu_hash_len(data: &[u8], off: usize, is_64: bool, little: bool) -> Option<usize> {
+    if !little {
+        return None;
+    }
+    let word = |at: usize| -> Option<usize> {
+        let b = data.get(at..at.checked_add(4)?)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    let (nbuckets, symoffset, bloom) = (word(off)?, word(off + 4)?, word(off + 8)?);
+    let buckets = off
+        .checked_add(16)?
+        .checked_add(bloom.checked_mul(if is_64 { 8 } else { 4 })?)?;
+    let mut last = 0;
+    for b in 0..nbuckets.min(1 << 24) {
+        last = last.max(word(buckets.checked_add(b.checked_mul(4)?)?)?);
+    }
+    if last < symoffset {
+        return Some(symoffset);
+    }
+    let chains = buckets.checked_add(nbuckets.checked_mul(4)?)?;
+    let mut at = chains.checked_add((last - symoffset).checked_mul(4)?)?;
+    loop {
+        let h = word(at)?;
+        last += 1;
+        at += 4;
+        if h & 1 != 0 {
+            return Some(last);
+        }
+    }
 }
