@@ -541,3 +541,158 @@ fn ld_library_path_is_ignored_for_setuid_programs() {
             .any(|s| s.how == How::LdLibraryPath && s.result == StepResult::Skipped)
     );
 }
+
+/// Builds `dir/name` as a shared library from `src` with a version script, and returns its path.
+fn versioned_lib(
+    dir: &Path,
+    soname: &str,
+    src: &str,
+    map: &str,
+    flags: &[&str],
+) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let s = build::source(dir, &format!("{soname}-src"), src);
+    let m = build::source(dir, &format!("{soname}-map"), map);
+    let out = dir.join(soname);
+    let mut args = vec![
+        "-shared".to_string(),
+        "-fPIC".into(),
+        "-o".into(),
+        out.to_string_lossy().into_owned(),
+        s.to_string_lossy().into_owned(),
+        format!("-Wl,-soname,{soname}"),
+        format!("-Wl,--version-script={}", m.display()),
+    ];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    build::cc(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    out
+}
+
+/// The pip-wheel failure of pytorch#111469: cuSPARSE's RUNPATH points at the nvjitlink wheel, but an older
+/// toolkit's libnvJitLink.so.12 on LD_LIBRARY_PATH is searched first and lacks `__nvJitLinkComplete_12_4`.
+#[test]
+fn ld_library_path_shadows_a_wheel_runpath_and_a_symbol_goes_missing() {
+    let t = tempfile::tempdir().unwrap();
+    let sp = t.path().join("site-packages/nvidia");
+    let map_new = "libnvJitLink.so.12 { global: __nvJitLinkCreate_12_0; __nvJitLinkComplete_12_4; local: *; };\n";
+    let src_new = "int __nvJitLinkCreate_12_0(void){return 0;}\nint __nvJitLinkComplete_12_4(void){return 0;}\n";
+    let wheel = versioned_lib(
+        &sp.join("nvjitlink/lib"),
+        "libnvJitLink.so.12",
+        src_new,
+        map_new,
+        &[],
+    );
+    let map_old = "libnvJitLink.so.12 { global: __nvJitLinkCreate_12_0; local: *; };\n";
+    let old = versioned_lib(
+        &t.path().join("cuda-12.1/lib64"),
+        "libnvJitLink.so.12",
+        "int __nvJitLinkCreate_12_0(void){return 0;}\n",
+        map_old,
+        &[],
+    );
+    let cusparse_src = "int __nvJitLinkComplete_12_4(void);\nint cusparseCreate(void){return __nvJitLinkComplete_12_4();}\n";
+    let cusparse = versioned_lib(
+        &sp.join("cusparse/lib"),
+        "libcusparse.so.12",
+        cusparse_src,
+        "libcusparse.so.12 { global: cusparseCreate; local: *; };\n",
+        &[
+            &wheel.to_string_lossy(),
+            "-Wl,--enable-new-dtags",
+            "-Wl,-rpath,$ORIGIN/../../nvjitlink/lib",
+        ],
+    );
+    let main = exe(
+        &t.path().join("app"),
+        &[&cusparse],
+        &[&format!("-Wl,-rpath,{}", sp.join("cusparse/lib").display())],
+    );
+    let llp = old.parent().unwrap().to_string_lossy().into_owned();
+    let env = [("LD_LIBRARY_PATH", llp.as_str())];
+    let r = resolve(&main, &env);
+    let l = first(&r, "libnvJitLink.so.12");
+    assert_eq!(l.how, How::LdLibraryPath);
+    assert_eq!(l.path.as_deref(), Some(&*old.to_string_lossy()));
+    agrees_with_glibc(&r, &main, &env);
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    let shadowed = findings
+        .iter()
+        .find(|f| f.slug == "library-shadowed")
+        .expect("library-shadowed");
+    assert!(
+        shadowed.message.contains("nvjitlink/lib"),
+        "{}",
+        shadowed.message
+    );
+    assert!(
+        shadowed.help.contains("LD_LIBRARY_PATH"),
+        "{}",
+        shadowed.help
+    );
+    let missing = findings
+        .iter()
+        .find(|f| f.slug == "symbol-version-missing")
+        .expect("symbol-version-missing");
+    assert!(
+        missing
+            .message
+            .contains("undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12"),
+        "{}",
+        missing.message
+    );
+    // Without the LD_LIBRARY_PATH entry, the wheel's copy loads and nothing is reported.
+    let r = resolve(&main, &[]);
+    assert_eq!(first(&r, "libnvJitLink.so.12").how, How::Runpath);
+    assert!(cudadiag::rules::loader::evaluate(std::slice::from_ref(&r)).is_empty());
+}
+
+#[test]
+fn a_version_the_provider_does_not_define() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let new = versioned_lib(
+        &d.join("new"),
+        "libw.so.1",
+        "int f(void){return 1;}\nint g(void){return 2;}\n",
+        "W_1 { global: f; local: *; };\nW_2 { global: g; } W_1;\n",
+        &[],
+    );
+    versioned_lib(
+        &d.join("old"),
+        "libw.so.1",
+        "int f(void){return 1;}\n",
+        "W_1 { global: f; local: *; };\n",
+        &[],
+    );
+    let user_src = build::source(d, "user", "int g(void);\nint u(void){return g();}\n");
+    let user = d.join("libuser.so.1");
+    build::cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &user.to_string_lossy(),
+        &user_src.to_string_lossy(),
+        "-Wl,-soname,libuser.so.1",
+        &new.to_string_lossy(),
+    ]);
+    let link = format!("-Wl,-rpath-link,{}", d.join("new").display());
+    let main = exe(
+        &d.join("main"),
+        &[&user],
+        &[&link, &format!("-Wl,-rpath,{}", d.display())],
+    );
+    let old_dir = d.join("old").to_string_lossy().into_owned();
+    let r = resolve(&main, &[("LD_LIBRARY_PATH", old_dir.as_str())]);
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.slug == "symbol-version-missing"
+                && f.message.contains("version `W_2' not found")),
+        "{findings:?}"
+    );
+    let new_dir = d.join("new").to_string_lossy().into_owned();
+    let r = resolve(&main, &[("LD_LIBRARY_PATH", new_dir.as_str())]);
+    assert!(!slugs(&r).contains(&"symbol-version-missing".to_string()));
+}
