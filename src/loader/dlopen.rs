@@ -111,5 +111,9 @@ mod tests {
         assert!(requests(&o, false, &[]).is_empty());
         let r = requests(&o, false, &[("libnvidia-ml.so.1".into(), 0x10)]);
         assert_eq!(r[0].0, "libnvidia-ml.so.1");
+        // A program with the static runtime loads the driver too; a stub name in its strings does not count.
+        let r = requests(&o, true, &[("libcuda.so".into(), 0x20)]);
+        assert_eq!(r.len(), 1);
+        assert!(r[0].1.contains("statically linked"));
     }
 }
