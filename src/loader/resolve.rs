@@ -198,7 +198,7 @@ pub fn resolve_with(
     let cwd = env.get("PWD").unwrap_or("/").to_string();
     let main_path = path.to_string_lossy().into_owned();
     let main_real = main_realpath(root, path);
-    let secure = is_secure(root, path, &main_real);
+    let secure = is_secure(path);
     let llp = env.get("LD_LIBRARY_PATH").map(str::to_string);
     let ctx = Context {
         root,
@@ -225,7 +225,7 @@ pub fn resolve_with(
             libraries: Vec::new(),
         },
         names: vec![vec![main_path]],
-        ids: vec![file_id(root, &st_path(path))],
+        ids: vec![file_id(path)],
         views: vec![
             crate::inspect::loader_view(path, super::object::DLOPEN_NEEDLES)
                 .ok()
@@ -302,11 +302,7 @@ pub fn resolve_with(
     Some(st.res)
 }
 
-fn st_path(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
-}
-
-fn file_id(_root: &Root, path: &str) -> Option<(u64, u64)> {
+fn file_id(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     // The inspected binary is named on the command line: read where the user pointed.
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
@@ -327,7 +323,7 @@ fn main_realpath(root: &Root, path: &Path) -> String {
 
 /// Secure-execution (`AT_SECURE`): the kernel sets it for setuid and setgid programs. (File capabilities set
 /// it too; reading `security.capability` needs an xattr call cudadiag does not make.)
-fn is_secure(_root: &Root, path: &Path, _real: &str) -> bool {
+fn is_secure(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o6000 != 0)
 }
