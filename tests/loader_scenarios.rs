@@ -696,3 +696,75 @@ fn a_version_the_provider_does_not_define() {
     let r = resolve(&main, &[("LD_LIBRARY_PATH", new_dir.as_str())]);
     assert!(!slugs(&r).contains(&"symbol-version-missing".to_string()));
 }
+
+#[test]
+fn an_ancestor_rpath_is_skipped_when_the_requester_has_a_runpath() {
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    let leaf = lib(&a, "libleaf.so.1", "leaf", &[], &[]);
+    let nowhere = format!("-Wl,-rpath,{}", t.path().join("empty").display());
+    let mid = lib(
+        &a,
+        "libmid.so.1",
+        "mid",
+        &[&leaf],
+        &["-Wl,--enable-new-dtags", &nowhere],
+    );
+    let rpath = format!("-Wl,-rpath,{}", a.display());
+    let main = exe(
+        &t.path().join("main"),
+        &[&mid],
+        &["-Wl,--disable-new-dtags", &rpath],
+    );
+    let r = resolve(&main, &[]);
+    assert_eq!(first(&r, "libmid.so.1").how, How::Rpath);
+    let l = first(&r, "libleaf.so.1");
+    assert_eq!(l.how, How::NotFound);
+    let skip = &l.trail[0];
+    assert_eq!((skip.how, skip.result), (How::Rpath, StepResult::Skipped));
+    assert!(
+        skip.note
+            .as_deref()
+            .is_some_and(|n| n.contains("has a runpath"))
+    );
+    agrees_with_glibc(&r, &main, &[]);
+}
+
+/// The machine facts cudadiag reads out of ld.so's image and /proc/cpuinfo are the ones ld.so itself prints.
+#[test]
+fn platform_matches_what_ld_so_says_about_itself() {
+    let Some(ldso) = build::system_ldso() else {
+        return;
+    };
+    let out = std::process::Command::new(&ldso)
+        .arg("--help")
+        .env_clear()
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let dirs: Vec<String> = help
+        .lines()
+        .filter(|l| l.ends_with("(system search path)"))
+        .map(|l| {
+            l.trim()
+                .trim_end_matches("(system search path)")
+                .trim()
+                .to_string()
+        })
+        .collect();
+    if dirs.is_empty() {
+        return; // glibc < 2.33 does not print them
+    }
+    let p =
+        loader::platform::Platform::detect(&Root::host(), 62, true, Some(&ldso.to_string_lossy()));
+    assert_eq!(p.system_dirs, dirs);
+    let supported: Vec<String> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Subdirectories of glibc-hwcaps"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter(|l| l.contains("supported"))
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(p.hwcaps, supported);
+}
