@@ -76,7 +76,7 @@ fn human_tree_explains_the_missing_library() {
     let main = program_with_a_missing_library(t.path());
     let out = Command::cargo_bin("cudadiag")
         .unwrap()
-        .args(["--color", "never", "inspect", "--clear-env"])
+        .args(["--color", "never", "inspect", "-v", "--clear-env"])
         .arg(&main)
         .output()
         .unwrap();
@@ -103,4 +103,20 @@ fn human_tree_explains_the_missing_library() {
     assert!(text.contains("[ld.so.cache] no entry"), "{text}");
     assert!(text.contains("        fix: "), "{text}");
     assert!(text.contains("error[CD200] library-not-found"), "{text}");
+    // Without -v the tree is left out; the finding still carries the trail and the fix.
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["--color", "never", "inspect", "--clear-env"])
+        .arg(&main)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("    libkeep.so.1 [runpath]"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "because search 1. [runpath] {}/libgone.so.1: not present",
+            lib.display()
+        )),
+        "{text}"
+    );
 }

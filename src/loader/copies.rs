@@ -111,7 +111,11 @@ pub fn fill(root: &Root, res: &mut Resolution) {
         let mut copies: Vec<Copy> = Vec::new();
         for p in &found {
             let name = p.rsplit('/').next().unwrap_or(p);
-            if !name.starts_with(&format!("{st}.so")) || Some(p) == chosen.as_ref() {
+            // Only shared objects of that library (`libfoo.so`, `libfoo.so.1.2`), not `libfoo.so.1-gdb.py`.
+            if !name.starts_with(&format!("{st}.so"))
+                || !super::dlopen::is_soname(name)
+                || Some(p) == chosen.as_ref()
+            {
                 continue;
             }
             let real = root

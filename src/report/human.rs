@@ -14,8 +14,10 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
         if opts.verbose {
             details(b, p, out)?;
         }
-        for r in report.facts.libraries.iter().filter(|r| r.binary == b.path) {
-            super::tree::render(r, p, opts.verbose, out)?;
+        if opts.verbose {
+            for r in report.facts.libraries.iter().filter(|r| r.binary == b.path) {
+                super::tree::render(r, p, out)?;
+            }
         }
     }
     if !report.findings.is_empty() {

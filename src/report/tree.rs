@@ -8,10 +8,11 @@ use crate::rules::loader::{fix_for_missing, tag, trail_lines};
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 
-/// Writes the tree of `r` under its binary's summary line.
-pub fn render(r: &Resolution, p: Paint, verbose: bool, out: &mut dyn Write) -> io::Result<()> {
+/// Writes the tree of `r` under its binary's summary line (`inspect -v`; without `-v` the findings carry the
+/// trail of whatever is wrong). Requests answered by an object already loaded are shown only for `dlopen`s.
+pub fn render(r: &Resolution, p: Paint, out: &mut dyn Write) -> io::Result<()> {
     let mut shown_missing = BTreeSet::new();
-    node(r, 0, 1, p, verbose, &mut shown_missing, out)
+    node(r, 0, 1, p, &mut shown_missing, out)
 }
 
 fn node(
@@ -19,7 +20,6 @@ fn node(
     obj: usize,
     depth: usize,
     p: Paint,
-    verbose: bool,
     shown_missing: &mut BTreeSet<String>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -37,7 +37,7 @@ fn node(
         }
         match l.how {
             How::AlreadyLoaded => {
-                if !verbose && !l.dlopen {
+                if !l.dlopen {
                     continue;
                 }
                 tags.push("already loaded".into());
@@ -100,7 +100,7 @@ fn node(
                 o.path == l.path.clone().unwrap_or_default() && (o.loader == Some(obj) || o.dlopen)
             })
         {
-            node(r, i, depth + 1, p, verbose, shown_missing, out)?;
+            node(r, i, depth + 1, p, shown_missing, out)?;
         }
     }
     Ok(())

@@ -6,6 +6,9 @@ use crate::findings::{Code, Finding, Severity};
 use crate::loader::{How, Library, Resolution, StepResult};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+/// The driver library, loaded with `dlopen` by every CUDA runtime.
+pub const LIBCUDA: &str = "libcuda.so.1";
+
 /// Every loader finding for every resolution.
 pub fn evaluate(resolutions: &[Resolution]) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -109,6 +112,11 @@ pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
         if l.how != How::NotFound || !seen.insert(l.soname.clone()) {
             continue;
         }
+        // The driver library is the driver rules' question (`libcuda-not-found`, `no-driver`): they know whether
+        // this machine is meant to have one. Its resolution and trail stay in the facts for them to cite.
+        if l.dlopen && l.soname == LIBCUDA {
+            continue;
+        }
         let error = l
             .error
             .as_deref()
@@ -129,7 +137,8 @@ pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
             fix_for_missing(l),
         )
         .at(&r.binary);
-        if l.dlopen && l.soname != "libcuda.so.1" {
+        if l.dlopen {
+            // A library loaded at run time may be optional (NVML, cuDNN sub-libraries the program never uses).
             f.severity = Severity::Warning;
         }
         if let Some(why) = &l.reason {
