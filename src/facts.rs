@@ -314,6 +314,9 @@ pub struct Facts {
     /// What the live probe observed (`probe`, `inspect --probe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<crate::probe::ProbeFacts>,
+    /// The loader's resolution of each ELF binary's libraries (`loader::resolve`), one per binary.
+    #[serde(default)]
+    pub libraries: Vec<crate::loader::Resolution>,
 }
 
 /// What a Python wheel declares about itself (`*.dist-info/METADATA`).

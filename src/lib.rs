@@ -10,6 +10,7 @@ pub mod commands;
 pub mod facts;
 pub mod findings;
 pub mod inspect;
+pub mod loader;
 pub mod matrix;
 pub mod policy;
 pub mod probe;

@@ -14,8 +14,15 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
     };
     let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
     let mut facts = Facts::default();
+    let (root, env) = (args.system.root(), args.system.env());
+    let mut files = crate::loader::Files::default();
     for path in &args.paths {
         let binaries = inspect::path(path, &opts).map_err(|e| ToolError(e.to_string()))?;
+        for b in &binaries {
+            facts
+                .libraries
+                .extend(crate::loader::resolve_with(&root, &env, path, b, &mut files));
+        }
         facts.binaries.extend(binaries);
     }
     super::targets::apply(&args.target, &mut facts, &matrix)?;

@@ -83,10 +83,29 @@ pub fn parse(bytes: &[u8]) -> goblin::error::Result<(Elf<'_>, Vec<String>)> {
                 list.push(path);
             }
         }
-        // The symbol count comes from the .dynsym section header (goblin would derive it from the hash
-        // tables; a file without section headers simply yields no symbols here).
-        if let Some(sh) = elf.section_headers.iter().find(|s| s.sh_type == SHT_DYNSYM) {
-            let count = sh.sh_size.checked_div(sh.sh_entsize).unwrap_or(0) as usize;
+        // The symbol count comes from the .dynsym section header, or (no section headers, as ld.so sees a
+        // file) from the hash tables, as goblin does.
+        let count = match elf.section_headers.iter().find(|s| s.sh_type == SHT_DYNSYM) {
+            Some(sh) => sh.sh_size.checked_div(sh.sh_entsize).map(|n| n as usize),
+            None => match (info.gnu_hash, info.hash) {
+                (Some(g), _) => gnu_hash_len(bytes, g as usize, elf.is_64, elf.little_endian),
+                (None, Some(h)) => bytes
+                    .get(h as usize + 4..h as usize + 8)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize),
+                _ => None,
+            },
+        }
+        .unwrap_or(0);
+        let entsize = if elf.is_64 { 24 } else { 16 };
+        let fits = info
+            .symtab
+            .checked_add(count.saturating_mul(entsize))
+            .is_some_and(|end| end <= bytes.len());
+        if count > 0 && !fits {
+            damage.push(format!(
+                "dynamic symbol table: {count} symbols do not fit in the file"
+            ));
+        } else if count > 0 {
             match Symtab::parse(bytes, info.symtab, count, ctx) {
                 Ok(s) => elf.dynsyms = s,
                 Err(e) => damage.push(format!("dynamic symbol table: {e}")),
@@ -107,6 +126,38 @@ pub fn parse(bytes: &[u8]) -> goblin::error::Result<(Elf<'_>, Vec<String>)> {
         Err(e) => damage.push(format!("version needs: {e}")),
     }
     Ok((elf, damage))
+}
+
+/// Number of `.dynsym` entries from `DT_GNU_HASH` (the table does not store it: the last chain ends it).
+fn gnu_hash_len(data: &[u8], off: usize, is_64: bool, little: bool) -> Option<usize> {
+    if !little {
+        return None;
+    }
+    let word = |at: usize| -> Option<usize> {
+        let b = data.get(at..at.checked_add(4)?)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    let (nbuckets, symoffset, bloom) = (word(off)?, word(off + 4)?, word(off + 8)?);
+    let buckets = off
+        .checked_add(16)?
+        .checked_add(bloom.checked_mul(if is_64 { 8 } else { 4 })?)?;
+    let mut last = 0;
+    for b in 0..nbuckets.min(1 << 24) {
+        last = last.max(word(buckets.checked_add(b.checked_mul(4)?)?)?);
+    }
+    if last < symoffset {
+        return Some(symoffset);
+    }
+    let chains = buckets.checked_add(nbuckets.checked_mul(4)?)?;
+    let mut at = chains.checked_add((last - symoffset).checked_mul(4)?)?;
+    loop {
+        let h = word(at)?;
+        last += 1;
+        at += 4;
+        if h & 1 != 0 {
+            return Some(last);
+        }
+    }
 }
 
 /// Whether the file has a full symbol table (is not stripped).

@@ -311,3 +311,55 @@ fn raw_ptx(data: &[u8], facts: &mut BinaryFacts) {
         ptx: Some(p),
     });
 }
+
+/// What the loader emulation needs from one ELF file: its loader facts, and the NUL-terminated strings of its
+/// read-only data that contain one of `needles` (library names passed to `dlopen`), with their file offsets.
+#[derive(Debug, Clone)]
+pub struct LoaderView {
+    /// Loader facts, `None` when the file is not a host ELF that goblin can read.
+    pub elf: Option<crate::facts::ElfFacts>,
+    /// Strings of `.rodata` holding a needle, with their file offsets.
+    pub strings: Vec<(String, u64)>,
+}
+
+/// Reads only the parts of an ELF file the loader needs: the dynamic section, symbol versions and, for
+/// `needles`, the matching strings of `.rodata`. Fatbins are not touched, so resolving a large tree stays fast.
+pub fn loader_view(path: &Path, needles: &[&[u8]]) -> std::io::Result<LoaderView> {
+    let (_file, map) = source::map(path)?;
+    let data: &[u8] = &map;
+    let Some((elf, _damage)) = elfparse::parse(data).ok() else {
+        return Ok(LoaderView {
+            elf: None,
+            strings: Vec::new(),
+        });
+    };
+    let mut strings = Vec::new();
+    if !needles.is_empty() {
+        for sh in &elf.section_headers {
+            if elf.shdr_strtab.get_at(sh.sh_name) != Some(".rodata") {
+                continue;
+            }
+            let start = sh.sh_offset as usize;
+            let Some(section) = data.get(start..start.saturating_add(sh.sh_size as usize)) else {
+                continue;
+            };
+            for needle in needles {
+                for hit in memchr::memmem::find_iter(section, needle) {
+                    let from = memchr::memrchr(0, &section[..hit]).map_or(0, |p| p + 1);
+                    let to = memchr::memchr(0, &section[hit..]).map_or(section.len(), |p| hit + p);
+                    if to - from > 256 {
+                        continue;
+                    }
+                    let s = String::from_utf8_lossy(&section[from..to]).into_owned();
+                    if !strings.iter().any(|(x, _)| *x == s) {
+                        strings.push((s, (start + from) as u64));
+                    }
+                }
+            }
+        }
+    }
+    Ok(LoaderView {
+        elf: Some(elf::facts(&elf)),
+        strings,
+    })
+}

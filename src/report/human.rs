@@ -14,6 +14,11 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
         if opts.verbose {
             details(b, p, out)?;
         }
+        if opts.verbose {
+            for r in report.facts.libraries.iter().filter(|r| r.binary == b.path) {
+                super::tree::render(r, p, out)?;
+            }
+        }
     }
     if let Some(probe) = &report.facts.probe {
         probe_section(probe, opts.verbose, p, out)?;

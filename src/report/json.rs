@@ -19,7 +19,7 @@ struct Wire<'a> {
     schema_version: u32,
     tool: Tool,
     binaries: Vec<Binary<'a>>,
-    libraries: Vec<serde_json::Value>,
+    libraries: Vec<Library<'a>>,
     host: Host,
     /// The live probe's facts (`probe`, `inspect --probe`); documented in `probe::facts`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -28,6 +28,61 @@ struct Wire<'a> {
     /// One verdict per binary and GPU (additive to the contract; empty when no GPU is known).
     verdicts: &'a [crate::rules::Verdict],
     summary: Summary,
+}
+
+/// One library request of one binary (`loader::Library`), flattened over the binaries.
+#[derive(Serialize)]
+struct Library<'a> {
+    /// The inspected binary whose process this request belongs to.
+    binary: &'a str,
+    soname: &'a str,
+    needed_by: &'a str,
+    path: Option<&'a str>,
+    how: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    via: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    realpath: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<&'a str>,
+    dlopen: bool,
+    preload: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    trail: &'a [crate::loader::Step],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    intended: Option<&'a crate::loader::Intended>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    copies: &'a [crate::loader::Copy],
+}
+
+fn libraries(report: &Report) -> Vec<Library<'_>> {
+    let mut out = Vec::new();
+    for r in &report.facts.libraries {
+        for l in &r.libraries {
+            let obj = l.object.and_then(|i| r.objects.get(i));
+            out.push(Library {
+                binary: &r.binary,
+                soname: &l.soname,
+                needed_by: &l.needed_by,
+                path: l.path.as_deref(),
+                how: l.how.as_str(),
+                via: l.via.as_deref(),
+                realpath: obj.map(|o| o.realpath.as_str()),
+                version: obj.and_then(|o| o.version.as_deref()),
+                dlopen: l.dlopen,
+                preload: l.preload,
+                reason: l.reason.as_deref(),
+                error: l.error.as_deref(),
+                trail: &l.trail,
+                intended: l.intended.as_ref(),
+                copies: &l.copies,
+            });
+        }
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -231,7 +286,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             version: env!("CARGO_PKG_VERSION"),
         },
         binaries: report.facts.binaries.iter().map(binary).collect(),
-        libraries: Vec::new(),
+        libraries: libraries(report),
         host: Host {
             collected: false,
             driver: Driver {

@@ -10,6 +10,7 @@ pub mod json;
 mod junit;
 mod paint;
 mod sarif;
+mod tree;
 
 use crate::facts::Facts;
 use crate::findings::{Finding, Severity};

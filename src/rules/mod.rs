@@ -8,6 +8,7 @@ mod binary;
 pub mod compat;
 pub mod driver;
 pub mod kernel_image;
+pub mod loader;
 pub mod policy;
 pub mod probe;
 
@@ -26,6 +27,8 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
         findings.extend(binary::no_device_code(b));
     }
     findings.extend(compat::findings(facts, matrix));
+    findings.extend(loader::evaluate(&facts.libraries));
+    // Last: the probe is compared with every static finding above.
     probe::evaluate(facts, &mut findings);
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings

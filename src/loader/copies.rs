@@ -1,0 +1,215 @@
+//! Other copies of a library on disk, for a library that was not found or was shadowed: the answer to "where
+//! is the right one?", which neither ld.so nor libtree gives.
+//!
+//! Looked for, under the root, in the default directories, the directories of `/etc/ld.so.conf` (and its
+//! `include`s), every directory already named by the search (RPATH, LD_LIBRARY_PATH, RUNPATH), and by a
+//! bounded walk of `/usr/local` and `/opt` (toolkits, conda) and of the system Pythons' `site-packages/nvidia`
+//! (pip wheels). Links are not followed by the walk, so `/lib` → `/usr/lib` is not counted twice.
+
+use super::{Copy, How, Resolution};
+use crate::system::Root;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Entries the walks visit at most, so a huge tree cannot stall a diagnosis.
+const WALK_BUDGET: usize = 100_000;
+
+/// The name's stem, `libcudart` for `libcudart.so.12`.
+fn stem(name: &str) -> &str {
+    name.split(".so").next().unwrap_or(name)
+}
+
+/// Fills [`super::Library::copies`] for every library not found, and for every library whose own
+/// RUNPATH/RPATH copy lost.
+pub fn fill(root: &Root, res: &mut Resolution) {
+    let wanted: BTreeSet<String> = res
+        .libraries
+        .iter()
+        .filter(|l| {
+            !l.soname.contains('/')
+                && (l.how == How::NotFound
+                    || l.intended.as_ref().is_some_and(|i| {
+                        l.object
+                            .and_then(|o| res.objects.get(o))
+                            .is_some_and(|o| o.realpath != i.realpath)
+                    }))
+        })
+        .map(|l| l.soname.clone())
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let stems: BTreeSet<&str> = wanted.iter().map(|w| stem(w)).collect();
+    let mut found: BTreeSet<String> = BTreeSet::new();
+    let mut dirs: BTreeSet<String> = res.system_dirs.iter().cloned().collect();
+    dirs.extend(ld_so_conf_dirs(root, "/etc/ld.so.conf", 0));
+    for l in &res.libraries {
+        for s in &l.trail {
+            if let Some(d) = &s.dir {
+                dirs.insert(d.clone());
+            }
+        }
+    }
+    let scan_dir = |dir: &str, found: &mut BTreeSet<String>| {
+        let Ok(entries) = root.read_dir(Path::new(dir)) else {
+            return;
+        };
+        for p in entries {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if stems.iter().any(|s| name.starts_with(&format!("{s}.so"))) {
+                found.insert(p.to_string_lossy().into_owned());
+            }
+        }
+    };
+    for d in &dirs {
+        scan_dir(d, &mut found);
+    }
+    let mut budget = WALK_BUDGET;
+    // Toolkits and conda live under /usr/local and /opt; pip wheels' libraries under site-packages/nvidia.
+    let mut tops: Vec<(String, usize)> = vec![("/usr/local".into(), 6), ("/opt".into(), 7)];
+    for base in ["/usr/lib", "/usr/local/lib"] {
+        for d in root.read_dir(Path::new(base)).unwrap_or_default() {
+            let name = d
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.starts_with("python3") {
+                for sp in ["site-packages/nvidia", "dist-packages/nvidia"] {
+                    tops.push((d.join(sp).to_string_lossy().into_owned(), 4));
+                }
+            }
+        }
+    }
+    for (top, depth) in tops {
+        let host = root.host_path(Path::new(&top));
+        for entry in walkdir::WalkDir::new(&host)
+            .max_depth(depth)
+            .into_iter()
+            .flatten()
+        {
+            if budget == 0 {
+                break;
+            }
+            budget -= 1;
+            let name = entry.file_name().to_string_lossy();
+            if stems.iter().any(|s| name.starts_with(&format!("{s}.so")))
+                && let Ok(rel) = entry.path().strip_prefix(root.dir())
+            {
+                found.insert(Path::new("/").join(rel).to_string_lossy().into_owned());
+            }
+        }
+    }
+    for lib in &mut res.libraries {
+        if !wanted.contains(&lib.soname) {
+            continue;
+        }
+        let st = stem(&lib.soname);
+        let chosen = lib.path.clone();
+        let mut copies: Vec<Copy> = Vec::new();
+        for p in &found {
+            let name = p.rsplit('/').next().unwrap_or(p);
+            // Only shared objects of that library (`libfoo.so`, `libfoo.so.1.2`), not `libfoo.so.1-gdb.py`.
+            if !name.starts_with(&format!("{st}.so"))
+                || !super::dlopen::is_soname(name)
+                || Some(p) == chosen.as_ref()
+            {
+                continue;
+            }
+            let real = root
+                .resolve(Path::new(p))
+                .map(|r| r.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| p.clone());
+            if !root.metadata(Path::new(p)).is_ok_and(|m| m.is_file()) {
+                continue;
+            }
+            copies.push(Copy {
+                path: p.clone(),
+                same_name: name == lib.soname,
+                version: super::version_from_name(&real).or_else(|| super::version_from_name(p)),
+            });
+        }
+        lib.copies = copies;
+    }
+}
+
+/// The directories of an `ld.so.conf` and its `include` globs (`*` and `?` in the last component).
+pub fn ld_so_conf_dirs(root: &Root, file: &str, depth: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    if depth > 8 {
+        return out;
+    }
+    let Ok(text) = root.read_to_string(Path::new(file)) else {
+        return out;
+    };
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(pattern) = line.strip_prefix("include") {
+            let pattern = pattern.trim();
+            let pattern = if pattern.starts_with('/') {
+                pattern.to_string()
+            } else {
+                let base = file.rsplit_once('/').map_or("", |(d, _)| d);
+                format!("{base}/{pattern}")
+            };
+            let (dir, glob) = pattern.rsplit_once('/').unwrap_or(("/", &pattern));
+            let Ok(entries) = root.read_dir(Path::new(if dir.is_empty() { "/" } else { dir })) else {
+                continue;
+            };
+            for e in entries {
+                let name = e
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if glob_match(glob, &name) {
+                    out.extend(ld_so_conf_dirs(root, &e.to_string_lossy(), depth + 1));
+                }
+            }
+        } else if line.starts_with('/') {
+            out.push(line.trim_end_matches('/').to_string());
+        }
+    }
+    out
+}
+
+fn glob_match(p: &str, s: &str) -> bool {
+    let (p, s) = (p.as_bytes(), s.as_bytes());
+    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
+    while j < s.len() {
+        if i < p.len() && (p[i] == b'?' || p[i] == s[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == b'*' {
+            star = Some(i);
+            mark = j;
+            i += 1;
+        } else if let Some(st) = star {
+            i = st + 1;
+            mark += 1;
+            j = mark;
+        } else {
+            return false;
+        }
+    }
+    while i < p.len() && p[i] == b'*' {
+        i += 1;
+    }
+    i == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("*.conf", "libc.conf"));
+        assert!(!glob_match("*.conf", "libc.conf~"));
+        assert!(glob_match("x?.c*", "x1.conf"));
+    }
+}

@@ -1,0 +1,114 @@
+//! CUDA libraries that are loaded with `dlopen`, not DT_NEEDED, so that NEEDED-only tools (ldd's list,
+//! libtree, lddtree, auditwheel) never show them.
+//!
+//! Two kinds of evidence, both read from the object itself:
+//! - the CUDA runtime, linked statically (nvcc's default: the main program defines `cudaRuntimeGetVersion`)
+//!   or dynamically (`libcudart.so.N`), always loads the driver with `dlopen("libcuda.so.1")`
+//!   (`shared/DESIGN.md`, "Knowledge the rules need");
+//! - a library name stored as a string in the object's `.rodata` that names a CUDA library meant for
+//!   `dlopen`: `libnvidia-ml.so.1` (NVML, frameworks), `libnvrtc-builtins.so.X.Y` (NVRTC), `libnvJitLink.so.N`,
+//!   cuDNN's sub-libraries (`libcudnn_ops.so.9`, …), `libcupti.so.N`. Only whole strings that are a plain
+//!   soname count: format strings (`libnvrtc-builtins.so.%d.%d`) and messages are ignored.
+//!
+//! Each request is then resolved by [`super::search`] as a `dlopen` from that object (glibc `_dl_open` with
+//! `__RTLD_CALLMAP`): its RPATH chain or RUNPATH applies.
+
+use super::LoadedObject;
+
+/// Is `s` a plain soname (`lib` + name + `.so` + numeric suffixes)?
+pub fn is_soname(s: &str) -> bool {
+    let Some(rest) = s.strip_prefix("lib") else {
+        return false;
+    };
+    let Some((stem, tail)) = rest.split_once(".so") else {
+        return false;
+    };
+    !stem.is_empty()
+        && stem
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'+')
+        && (tail.is_empty()
+            || tail.strip_prefix('.').is_some_and(|t| {
+                t.split('.')
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            }))
+}
+
+/// The `dlopen`s `obj` makes, with the reason for each. `cudart_static`: `obj` is the main program and links
+/// the static CUDA runtime. `strings` are its `.rodata` strings that hold a CUDA library name.
+pub fn requests(obj: &LoadedObject, cudart_static: bool, strings: &[(String, u64)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut add = |name: &str, why: String| {
+        if obj.needed.iter().any(|n| n == name)
+            || obj.soname.as_deref() == Some(name)
+            || out.iter().any(|(n, _)| n == name)
+        {
+            return;
+        }
+        out.push((name.to_string(), why));
+    };
+    let is_cudart = obj
+        .soname
+        .as_deref()
+        .is_some_and(|s| s.starts_with("libcudart.so"));
+    if cudart_static {
+        add(
+            "libcuda.so.1",
+            "the statically linked CUDA runtime loads the driver with dlopen(\"libcuda.so.1\")".into(),
+        );
+    } else if is_cudart {
+        add(
+            "libcuda.so.1",
+            "the CUDA runtime loads the driver with dlopen(\"libcuda.so.1\")".into(),
+        );
+    }
+    for (s, off) in strings {
+        // An unversioned `libcuda.so` is the toolkit's link-time stub name, not what anything dlopens.
+        if !is_soname(s) || s == "libcuda.so" {
+            continue;
+        }
+        add(
+            s,
+            format!(
+                "{} names \"{s}\" in .rodata (file offset 0x{off:x}), a library it loads with dlopen",
+                obj.path
+            ),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sonames() {
+        assert!(is_soname("libcuda.so.1"));
+        assert!(is_soname("libnvrtc-builtins.so.12.4"));
+        assert!(is_soname("libcudnn_ops.so.9"));
+        assert!(!is_soname("libnvrtc-builtins.so.%d.%d"));
+        assert!(!is_soname("cannot load libcuda.so.1"));
+        assert!(!is_soname("libcuda.so.1x"));
+    }
+
+    #[test]
+    fn cudart_loads_libcuda() {
+        let mut o = LoadedObject {
+            soname: Some("libcudart.so.12".into()),
+            path: "/x/libcudart.so.12".into(),
+            ..LoadedObject::default()
+        };
+        let r = requests(&o, false, &[]);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].0, "libcuda.so.1");
+        o.soname = Some("libz.so.1".into());
+        assert!(requests(&o, false, &[]).is_empty());
+        let r = requests(&o, false, &[("libnvidia-ml.so.1".into(), 0x10)]);
+        assert_eq!(r[0].0, "libnvidia-ml.so.1");
+        // A program with the static runtime loads the driver too; a stub name in its strings does not count.
+        let r = requests(&o, true, &[("libcuda.so".into(), 0x20)]);
+        assert_eq!(r.len(), 1);
+        assert!(r[0].1.contains("statically linked"));
+    }
+}

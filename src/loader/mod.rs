@@ -1,0 +1,275 @@
+//! `loader`: which file glibc's dynamic loader would map for every library of a binary, and why.
+//!
+//! This is an emulation of `ld.so`, never a call to it: nothing is executed or loaded (`ldd` may execute the
+//! binary). It follows glibc's own code, cited per module:
+//! - [`search`]: the search order of `_dl_map_new_object` in `elf/dl-load.c` (DT_RPATH of the loader chain
+//!   unless the object has DT_RUNPATH, `LD_LIBRARY_PATH`, DT_RUNPATH of the object only, `/etc/ld.so.cache`,
+//!   the default directories unless `DF_1_NODEFLIB`), with `open_verify`'s class and machine checks;
+//! - [`cache`]: `elf/dl-cache.c`'s reading of `ld.so.cache`;
+//! - [`platform`]: the default directories, `$LIB` and `$PLATFORM`, and the glibc-hwcaps subdirectories of
+//!   the machine (`elf/dl-hwcaps.c`, `sysdeps/x86/get-isa-level.h`);
+//! - [`resolve`]: the breadth-first walk of `_dl_map_object_deps` (`elf/dl-deps.c`), LD_PRELOAD and
+//!   `/etc/ld.so.preload` (`elf/rtld.c`), the `_dl_lookup_map` reuse of objects already loaded;
+//! - [`dlopen`]: the CUDA libraries loaded with `dlopen` (`libcuda.so.1` by cudart, …), each resolved as
+//!   `_dl_open` does from its caller (`__RTLD_CALLMAP`).
+//!
+//! Not modelled (each would be a difference the differential script reports): the legacy `tls/` and platform
+//! subdirectories glibc < 2.37 also tried, `LD_AUDIT`, DT_AUXILIARY/DT_FILTER, `dlmopen` namespaces, and
+//! secure-execution through file capabilities (setuid/setgid are modelled).
+//!
+//! Every step of every search is kept as a [`Step`] in a trail, so a missing library can be explained the way
+//! libtree does ("rpath skipped: runpath is set"). All reads go through [`crate::system::Root`] and the
+//! captured [`crate::system::Env`], so `--root` and `--env` replay another machine.
+
+pub mod cache;
+pub mod copies;
+pub mod dlopen;
+pub mod object;
+pub mod platform;
+pub mod resolve;
+pub mod search;
+
+use crate::facts::{DynSymbol, VersionNeed};
+use serde::{Deserialize, Serialize};
+
+pub use object::Files;
+pub use resolve::{resolve, resolve_with};
+
+/// Where a search step looked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum How {
+    /// DT_RPATH of the requesting object or of one of the objects that loaded it.
+    Rpath,
+    /// The `LD_LIBRARY_PATH` environment variable.
+    LdLibraryPath,
+    /// DT_RUNPATH of the requesting object.
+    Runpath,
+    /// `/etc/ld.so.cache`.
+    LdSoCache,
+    /// The loader's built-in default directories.
+    DefaultPath,
+    /// The name has a `/`: it is a path, not searched.
+    Path,
+    /// An object already loaded answers to the name (its soname, or a name it was loaded under).
+    AlreadyLoaded,
+    /// Found nowhere.
+    NotFound,
+}
+
+impl How {
+    /// The contract's spelling (`ld_so_cache`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            How::Rpath => "rpath",
+            How::LdLibraryPath => "ld_library_path",
+            How::Runpath => "runpath",
+            How::LdSoCache => "ld_so_cache",
+            How::DefaultPath => "default_path",
+            How::Path => "path",
+            How::AlreadyLoaded => "already_loaded",
+            How::NotFound => "not_found",
+        }
+    }
+}
+
+/// What one step of a search gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepResult {
+    /// The file is there and loadable: the search ends.
+    Found,
+    /// No such file.
+    NotPresent,
+    /// A file of the other ELF class: skipped, the search goes on.
+    WrongClass,
+    /// A file for another machine: skipped, the search goes on.
+    WrongMachine,
+    /// A file that is not a loadable ELF object: ld.so stops with an error.
+    Invalid,
+    /// The step was not taken (the note says why).
+    Skipped,
+    /// The cache has no usable entry for the name.
+    NoEntry,
+}
+
+/// One step of a search.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// The source of the directory.
+    pub how: How,
+    /// For RPATH and RUNPATH: the object whose entry this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of: Option<String>,
+    /// The directory searched (expanded), or the cache file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// The file tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// What happened.
+    pub result: StepResult,
+    /// Why, for skipped steps and rejected files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The copy a consumer's own RUNPATH (or RPATH) would have given, for the shadowing check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intended {
+    /// RUNPATH or RPATH.
+    pub how: How,
+    /// The file there.
+    pub path: String,
+    /// Its real path.
+    pub realpath: String,
+    /// Its version, read from the file name.
+    pub version: Option<String>,
+}
+
+/// Another file with the same or a related name, found on disk for a library that was not found (or shadowed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Copy {
+    /// Where it is.
+    pub path: String,
+    /// The name requested exactly (`libcudart.so.12`), or only the same library of another version.
+    pub same_name: bool,
+    /// Version read from the real file name (`12.4.127`).
+    pub version: Option<String>,
+}
+
+/// One library request: a DT_NEEDED entry, an LD_PRELOAD entry or a known `dlopen`, and how it was answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Library {
+    /// The name requested (`libcudart.so.12`, or a path).
+    pub soname: String,
+    /// The object that requested it (its path as loaded).
+    pub needed_by: String,
+    /// Index of the requester in [`Resolution::objects`].
+    pub needed_by_index: usize,
+    /// The file ld.so would map, `None` when not found.
+    pub path: Option<String>,
+    /// How it was found (for an object already loaded: [`How::AlreadyLoaded`]).
+    pub how: How,
+    /// For `how = rpath`: whose DT_RPATH it was, when not the requester's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// Index of the object in [`Resolution::objects`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<usize>,
+    /// Loaded at run time with `dlopen`, not through DT_NEEDED.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dlopen: bool,
+    /// An LD_PRELOAD (or `/etc/ld.so.preload`) entry.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preload: bool,
+    /// Why the request exists, for `dlopen`s and preloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Every step of the search.
+    pub trail: Vec<Step>,
+    /// The copy the requester's own RUNPATH/RPATH points at, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intended: Option<Intended>,
+    /// Other files of that library on disk (filled for missing and shadowed libraries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copies: Vec<Copy>,
+    /// The error ld.so would stop with ("wrong ELF class: ELFCLASS32", "invalid ELF header").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One object in the process, in load order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadedObject {
+    /// The path it was loaded from (as ld.so names it: directory + name, links not resolved).
+    pub path: String,
+    /// The real path.
+    pub realpath: String,
+    /// DT_SONAME.
+    pub soname: Option<String>,
+    /// Version read from the real file name (`libcudart.so.12.4.127` → `12.4.127`).
+    pub version: Option<String>,
+    /// The object that first requested it (`l_loader`), for the RPATH chain.
+    pub loader: Option<usize>,
+    /// Mapped by a `dlopen`.
+    pub dlopen: bool,
+    /// The main program, the interpreter or a library.
+    pub role: Role,
+    /// DT_NEEDED.
+    pub needed: Vec<String>,
+    /// DT_RPATH (empty when DT_RUNPATH is set: ld.so ignores it then).
+    pub rpath: Vec<String>,
+    /// DT_RUNPATH.
+    pub runpath: Vec<String>,
+    /// DF_1_NODEFLIB.
+    pub nodeflib: bool,
+    /// DT_VERNEED.
+    pub version_needs: Vec<VersionNeed>,
+    /// DT_VERDEF names.
+    pub version_defs: Vec<String>,
+    /// Undefined dynamic symbols that carry a version.
+    pub needs: Vec<DynSymbol>,
+    /// Defined dynamic symbols that carry a version.
+    pub provides: Vec<DynSymbol>,
+}
+
+/// What an object is in the process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The inspected binary.
+    Main,
+    /// The program interpreter (`ld-linux-x86-64.so.2`).
+    Interpreter,
+    /// A shared library.
+    #[default]
+    Library,
+}
+
+/// The loader's view of one binary.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resolution {
+    /// The inspected binary.
+    pub binary: String,
+    /// The default directories used, and where they were read.
+    pub system_dirs: Vec<String>,
+    /// Where [`Resolution::system_dirs`] came from.
+    pub system_dirs_source: String,
+    /// The glibc-hwcaps subdirectories searched, best first.
+    pub hwcaps: Vec<String>,
+    /// `ld.so.cache` as read ("new format, 523 entries", or why it is unusable).
+    pub cache: String,
+    /// The program is secure-execution (setuid/setgid): LD_LIBRARY_PATH is ignored.
+    pub secure: bool,
+    /// Objects in load order (the binary first).
+    pub objects: Vec<LoadedObject>,
+    /// Every request, in the order ld.so makes them.
+    pub libraries: Vec<Library>,
+}
+
+/// Reads the version at the end of a file name: `libcudart.so.12.4.127` → `12.4.127`.
+pub fn version_from_name(path: &str) -> Option<String> {
+    let name = path.rsplit('/').next()?;
+    let (_, tail) = name.split_once(".so.")?;
+    (!tail.is_empty()
+        && tail
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+    .then(|| tail.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_from_names() {
+        assert_eq!(
+            version_from_name("/x/libcudart.so.12.4.127").as_deref(),
+            Some("12.4.127")
+        );
+        assert_eq!(version_from_name("/x/libcuda.so").as_deref(), None);
+        assert_eq!(version_from_name("libfoo.so.1.x").as_deref(), None);
+    }
+}

@@ -1,0 +1,194 @@
+//! Opening a candidate file the way `open_verify` in glibc's `elf/dl-load.c` does, and reading the loader facts
+//! of the ones that are kept.
+//!
+//! `open_verify` reads the ELF header and: skips a file of the other ELF class (remembering it, for the
+//! "wrong ELF class" message), skips a file for another machine (`elf_machine_matches_host`), and stops the
+//! whole load with an error for anything else that is not a loadable ELF object ("invalid ELF header", "file
+//! too short", "only ET_DYN and ET_EXEC can be loaded"). Files are read through [`Root`]; parsed views are
+//! cached per real path, so a library reached a hundred times is read once.
+
+use super::cache::LdCache;
+use super::platform::Platform;
+use crate::inspect::{self, LoaderView};
+use crate::system::Root;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+use std::rc::Rc;
+
+/// Strings searched in `.rodata` for `dlopen` names (see [`super::dlopen`]).
+pub const DLOPEN_NEEDLES: &[&[u8]] = &[
+    b"libcuda.so",
+    b"libnvidia-ml.so",
+    b"libnvrtc-builtins",
+    b"libnvJitLink.so",
+    b"libcudnn",
+    b"libnvrtc.so",
+    b"libcupti.so",
+];
+
+/// The verdict on one candidate file.
+#[derive(Debug, Clone)]
+pub enum Verdict {
+    /// Loadable: its real path, file identity and view.
+    Ok(Rc<Candidate>),
+    /// No such file (or a component is not a directory, or the name is a directory).
+    Absent,
+    /// ELF of the other class: skipped.
+    WrongClass(String),
+    /// ELF for another machine: skipped.
+    WrongMachine(String),
+    /// Unreadable (permissions): skipped, as `open` failing is.
+    Unreadable(String),
+    /// Not a loadable ELF object: ld.so stops with this message.
+    Invalid(String),
+}
+
+/// A file that passed `open_verify`.
+#[derive(Debug)]
+pub struct Candidate {
+    /// The machine's real path.
+    pub realpath: String,
+    /// `(st_dev, st_ino)`, which ld.so compares to reuse an object loaded under another name.
+    pub id: (u64, u64),
+    /// Its loader facts.
+    pub view: LoaderView,
+}
+
+/// Reads and remembers candidate files, and what is read once per machine (the platform, `ld.so.cache`).
+/// One `Files` serves one root.
+#[derive(Debug, Default)]
+pub struct Files {
+    seen: HashMap<String, Rc<Candidate>>,
+    platforms: HashMap<(u16, bool, Option<String>), Rc<Platform>>,
+    ld_cache: Option<Rc<(Option<LdCache>, String)>>,
+}
+
+impl Files {
+    /// The loader's view of the machine for objects of `machine`/`is_64` with interpreter `interp`.
+    pub fn platform(&mut self, root: &Root, machine: u16, is_64: bool, interp: Option<&str>) -> Rc<Platform> {
+        self.platforms
+            .entry((machine, is_64, interp.map(str::to_string)))
+            .or_insert_with(|| Rc::new(Platform::detect(root, machine, is_64, interp)))
+            .clone()
+    }
+
+    /// `/etc/ld.so.cache`, parsed, with a one-line description (or why it cannot be used).
+    pub fn ld_cache(&mut self, root: &Root) -> Rc<(Option<LdCache>, String)> {
+        self.ld_cache
+            .get_or_insert_with(|| {
+                Rc::new(match root.read(Path::new("/etc/ld.so.cache")) {
+                    Ok(d) => match LdCache::parse(&d) {
+                        Ok(c) => {
+                            let note = format!(
+                                "/etc/ld.so.cache ({} format, {} entries)",
+                                c.format,
+                                c.entries.len()
+                            );
+                            (Some(c), note)
+                        }
+                        Err(err) => (None, format!("/etc/ld.so.cache is unusable: {}", err.0)),
+                    },
+                    Err(err) => (None, format!("/etc/ld.so.cache cannot be read: {err}")),
+                })
+            })
+            .clone()
+    }
+
+    /// Verifies `path` (a machine path) for the loader of `p`.
+    pub fn verify(&mut self, root: &Root, p: &Platform, path: &str) -> Verdict {
+        use std::os::unix::fs::MetadataExt;
+        let real = match root.resolve(Path::new(path)) {
+            Ok(r) => r,
+            Err(_) => return Verdict::Absent,
+        };
+        let real_s = real.to_string_lossy().into_owned();
+        if let Some(c) = self.seen.get(&real_s) {
+            return Verdict::Ok(c.clone());
+        }
+        let host = root.host_path(&real);
+        let meta = match std::fs::metadata(&host) {
+            Ok(m) => m,
+            Err(_) => return Verdict::Absent,
+        };
+        if meta.is_dir() {
+            return Verdict::Absent;
+        }
+        let mut head = [0u8; 64];
+        let n = match std::fs::File::open(&host).and_then(|mut f| read_up_to(&mut f, &mut head)) {
+            Ok(n) => n,
+            Err(e) => return Verdict::Unreadable(e.to_string()),
+        };
+        if let Some(v) = check_header(&head[..n], p) {
+            return v;
+        }
+        let view = match inspect::loader_view(&host, DLOPEN_NEEDLES) {
+            Ok(v) => v,
+            Err(e) => return Verdict::Unreadable(e.to_string()),
+        };
+        if view.elf.is_none() {
+            return Verdict::Invalid("invalid ELF header".into());
+        }
+        let c = Rc::new(Candidate {
+            realpath: real_s.clone(),
+            id: (meta.dev(), meta.ino()),
+            view,
+        });
+        self.seen.insert(real_s, c.clone());
+        Verdict::Ok(c)
+    }
+}
+
+fn read_up_to(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// `open_verify`'s header checks. `None`: acceptable.
+pub fn check_header(h: &[u8], p: &Platform) -> Option<Verdict> {
+    if h.len() < 52 {
+        return Some(Verdict::Invalid("file too short".into()));
+    }
+    if &h[..4] != b"\x7fELF" {
+        return Some(Verdict::Invalid("invalid ELF header".into()));
+    }
+    let is_64 = h[4] == 2;
+    if h[4] != 1 && h[4] != 2 {
+        return Some(Verdict::Invalid("invalid ELF header".into()));
+    }
+    if is_64 != p.is_64 {
+        return Some(Verdict::WrongClass(
+            if is_64 { "ELFCLASS64" } else { "ELFCLASS32" }.into(),
+        ));
+    }
+    if h[5] != 1 {
+        return Some(Verdict::Invalid(
+            "ELF file data encoding not little-endian".into(),
+        ));
+    }
+    if h[6] != 1 {
+        return Some(Verdict::Invalid(
+            "ELF file version ident does not match current one".into(),
+        ));
+    }
+    // ELFOSABI_SYSV or ELFOSABI_GNU.
+    if h[7] != 0 && h[7] != 3 {
+        return Some(Verdict::Invalid("ELF file OS ABI invalid".into()));
+    }
+    let machine = u16::from_le_bytes([h[18], h[19]]);
+    if machine != p.machine {
+        return Some(Verdict::WrongMachine(crate::inspect::elf::machine_name(machine)));
+    }
+    let ty = u16::from_le_bytes([h[16], h[17]]);
+    // ET_EXEC (2) and ET_DYN (3).
+    if ty != 2 && ty != 3 {
+        return Some(Verdict::Invalid("only ET_DYN and ET_EXEC can be loaded".into()));
+    }
+    None
+}

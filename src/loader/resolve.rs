@@ -1,0 +1,326 @@
+//! The whole process image: which objects ld.so maps for a binary, in its order.
+//!
+//! Mirrors glibc: `elf/rtld.c` (`dl_main`: the main program, the interpreter already in the list,
+//! `LD_PRELOAD` then `/etc/ld.so.preload` loaded with the main program as loader; `LD_LIBRARY_PATH` and
+//! `LD_PRELOAD` paths with `/` dropped for secure-execution programs) and `elf/dl-deps.c`
+//! (`_dl_map_object_deps`: breadth-first over DT_NEEDED, each new object appended to the list).
+//! `_dl_map_object` first asks `_dl_lookup_map`: an object already loaded under that name, its path or its
+//! DT_SONAME satisfies the request without a search, and `_dl_map_object_from_fd` reuses an object whose
+//! file (device and inode) was already mapped under another name. Then the CUDA `dlopen`s of [`super::dlopen`]
+//! run, each as `_dl_open` from its caller: the caller's RPATH/RUNPATH rules apply, and the new object has no
+//! `l_loader` (`__RTLD_CALLMAP`), so its own dependencies do not inherit the caller's RPATH.
+
+use super::object::{Candidate, Files, Verdict};
+use super::search::Context;
+use super::{How, Library, LoadedObject, Resolution, Role, Step, StepResult};
+use crate::facts::{BinaryFacts, ElfClass, ElfFacts};
+use crate::system::{Env, Root};
+use std::collections::HashMap;
+use std::path::Path;
+use std::rc::Rc;
+
+fn object_from(path: String, realpath: String, e: &ElfFacts, role: Role) -> LoadedObject {
+    LoadedObject {
+        version: super::version_from_name(&realpath),
+        path,
+        realpath,
+        soname: e.soname.clone(),
+        loader: None,
+        dlopen: false,
+        role,
+        needed: e.needed.clone(),
+        // get-dynamic-info.h: with DT_RUNPATH present, DT_RPATH is ignored.
+        rpath: if e.runpath.is_empty() {
+            e.rpath.clone()
+        } else {
+            Vec::new()
+        },
+        runpath: e.runpath.clone(),
+        nodeflib: e.nodeflib,
+        version_needs: e.version_needs.clone(),
+        version_defs: e.version_defs.clone(),
+        needs: e
+            .undefined_symbols
+            .iter()
+            .filter(|s| s.version.is_some())
+            .cloned()
+            .collect(),
+        provides: e
+            .defined_symbols
+            .iter()
+            .filter(|s| s.version.is_some())
+            .cloned()
+            .collect(),
+    }
+}
+
+struct State<'a> {
+    ctx: Context<'a>,
+    files: &'a mut Files,
+    res: Resolution,
+    /// Names each object answers to (`l_libname` + `l_name` + soname).
+    names: Vec<Vec<String>>,
+    ids: Vec<Option<(u64, u64)>>,
+    views: Vec<Option<Rc<Candidate>>>,
+    missing: HashMap<String, usize>,
+}
+
+/// How a request came about.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Needed,
+    Preload,
+    Dlopen,
+}
+
+impl State<'_> {
+    fn lookup(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n.iter().any(|x| x == name))
+    }
+
+    fn request(&mut self, requester: usize, name: &str, kind: Kind, reason: Option<String>) {
+        let needed_by = self.res.objects[requester].path.clone();
+        let intended = {
+            let req = &self.res.objects[requester];
+            self.ctx.intended(self.files, req, name)
+        };
+        let mut lib = Library {
+            soname: name.to_string(),
+            needed_by,
+            needed_by_index: requester,
+            path: None,
+            how: How::NotFound,
+            via: None,
+            object: None,
+            dlopen: kind == Kind::Dlopen,
+            preload: kind == Kind::Preload,
+            reason,
+            trail: Vec::new(),
+            intended,
+            copies: Vec::new(),
+            error: None,
+        };
+        if let Some(i) = self.lookup(name) {
+            let o = &self.res.objects[i];
+            lib.path = Some(o.path.clone());
+            lib.how = How::AlreadyLoaded;
+            lib.object = Some(i);
+            lib.trail.push(Step {
+                how: How::AlreadyLoaded,
+                of: None,
+                dir: None,
+                path: Some(o.path.clone()),
+                result: StepResult::Found,
+                note: Some(format!("already loaded as {}", o.path)),
+            });
+            self.res.libraries.push(lib);
+            return;
+        }
+        if let Some(&first) = self.missing.get(name) {
+            let prev = &self.res.libraries[first];
+            lib.trail = prev.trail.clone();
+            lib.error = prev.error.clone();
+            self.res.libraries.push(lib);
+            return;
+        }
+        let out = self.ctx.search(self.files, &self.res.objects, requester, name);
+        lib.trail = out.trail;
+        lib.error = out.error;
+        match out.found {
+            None => {
+                self.missing.insert(name.to_string(), self.res.libraries.len());
+            }
+            Some((path, how, via, cand)) => {
+                lib.how = how;
+                lib.via = via.map(|v| self.res.objects[v].path.clone());
+                lib.path = Some(path.clone());
+                if let Some(i) = self.ids.iter().position(|id| *id == Some(cand.id)) {
+                    // Same file under another name: `_dl_map_object_from_fd` reuses the loaded object.
+                    self.names[i].push(name.to_string());
+                    lib.object = Some(i);
+                } else if let Some(e) = &cand.view.elf {
+                    let mut o = object_from(path.clone(), cand.realpath.clone(), e, Role::Library);
+                    o.loader = (kind != Kind::Dlopen).then_some(requester);
+                    o.dlopen = kind == Kind::Dlopen;
+                    let mut names = vec![name.to_string(), path];
+                    names.extend(o.soname.clone());
+                    lib.object = Some(self.res.objects.len());
+                    self.res.objects.push(o);
+                    self.names.push(names);
+                    self.ids.push(Some(cand.id));
+                    self.views.push(Some(cand));
+                }
+            }
+        }
+        self.res.libraries.push(lib);
+    }
+
+    /// Breadth-first over DT_NEEDED of every object from `from` on.
+    fn deps_from(&mut self, from: usize) {
+        let mut i = from;
+        while i < self.res.objects.len() {
+            if self.res.objects[i].role != Role::Interpreter {
+                let needed = self.res.objects[i].needed.clone();
+                for n in needed {
+                    self.request(i, &n, Kind::Needed, None);
+                }
+            }
+            i += 1;
+        }
+    }
+}
+
+/// Resolves every library of the binary `b` (read from `path`) as ld.so would on the machine at `root` with
+/// environment `env`. `None` when `b` is not a dynamically loadable ELF file.
+pub fn resolve(root: &Root, env: &Env, path: &Path, b: &BinaryFacts) -> Option<Resolution> {
+    resolve_with(root, env, path, b, &mut Files::default())
+}
+
+/// [`resolve`], sharing the files already read with earlier resolutions (many binaries of one machine).
+pub fn resolve_with(
+    root: &Root,
+    env: &Env,
+    path: &Path,
+    b: &BinaryFacts,
+    files: &mut Files,
+) -> Option<Resolution> {
+    let e = b.elf.as_ref()?;
+    if e.elf_type != "exec" && e.elf_type != "dyn" {
+        return None;
+    }
+    let is_64 = e.class == ElfClass::Elf64;
+    let platform = files.platform(root, e.machine, is_64, e.interpreter.as_deref());
+    let cached = files.ld_cache(root);
+    let (cache, cache_note) = (&cached.0, cached.1.clone());
+    let cwd = env.get("PWD").unwrap_or("/").to_string();
+    let main_path = path.to_string_lossy().into_owned();
+    let main_real = main_realpath(root, path);
+    let secure = is_secure(path);
+    let llp = env.get("LD_LIBRARY_PATH").map(str::to_string);
+    let ctx = Context {
+        root,
+        platform: &platform,
+        cache: cache.as_ref(),
+        ld_library_path: if secure { None } else { llp.as_deref() },
+        ld_library_path_ignored: (secure && llp.is_some())
+            .then_some("the program is setuid/setgid (secure-execution mode)"),
+        cwd: &cwd,
+        secure,
+    };
+    let main = object_from(main_path.clone(), main_real, e, Role::Main);
+    let mut st = State {
+        ctx,
+        files,
+        res: Resolution {
+            binary: main_path.clone(),
+            system_dirs: platform.system_dirs.clone(),
+            system_dirs_source: platform.system_dirs_source.clone(),
+            hwcaps: platform.hwcaps.clone(),
+            cache: cache_note,
+            secure,
+            objects: vec![main],
+            libraries: Vec::new(),
+        },
+        names: vec![vec![main_path]],
+        ids: vec![file_id(path)],
+        views: vec![
+            crate::inspect::loader_view(path, super::object::DLOPEN_NEEDLES)
+                .ok()
+                .map(|view| {
+                    Rc::new(Candidate {
+                        realpath: String::new(),
+                        id: (0, 0),
+                        view,
+                    })
+                }),
+        ],
+        missing: HashMap::new(),
+    };
+    if let Some(s) = &e.soname {
+        st.names[0].push(s.clone());
+    }
+    // The interpreter is in the list from the start.
+    if let Verdict::Ok(c) = st.files.verify(root, &platform, &platform.interpreter)
+        && let Some(ie) = &c.view.elf
+    {
+        let o = object_from(
+            platform.interpreter.clone(),
+            c.realpath.clone(),
+            ie,
+            Role::Interpreter,
+        );
+        let mut names = vec![platform.interpreter.clone()];
+        names.extend(o.soname.clone());
+        st.res.objects.push(o);
+        st.names.push(names);
+        st.ids.push(Some(c.id));
+        st.views.push(Some(c.clone()));
+    }
+    // LD_PRELOAD (space or colon separated), then /etc/ld.so.preload.
+    let mut preloads: Vec<(String, String)> = Vec::new();
+    if let Some(p) = env.get("LD_PRELOAD") {
+        for n in p.split([' ', ':']).filter(|s| !s.is_empty()) {
+            if secure && n.contains('/') {
+                continue;
+            }
+            preloads.push((n.to_string(), "LD_PRELOAD".into()));
+        }
+    }
+    if let Ok(t) = root.read_to_string(Path::new("/etc/ld.so.preload")) {
+        for n in t
+            .split(|c: char| c.is_whitespace() || c == ':')
+            .filter(|s| !s.is_empty())
+        {
+            preloads.push((n.to_string(), "/etc/ld.so.preload".into()));
+        }
+    }
+    for (n, why) in preloads {
+        st.request(0, &n, Kind::Preload, Some(format!("listed in {why}")));
+    }
+    st.deps_from(0);
+    // Run-time loads: every object, including the ones these loads bring in.
+    let mut i = 0;
+    while i < st.res.objects.len() {
+        let before = st.res.objects.len();
+        let strings = st.views[i]
+            .as_ref()
+            .map(|c| c.view.strings.clone())
+            .unwrap_or_default();
+        let cudart_static = i == 0 && b.cudart.linkage == crate::facts::CudartLinkage::Static;
+        for (name, reason) in super::dlopen::requests(&st.res.objects[i], cudart_static, &strings) {
+            st.request(i, &name, Kind::Dlopen, Some(reason));
+        }
+        if st.res.objects.len() > before {
+            st.deps_from(before);
+        }
+        i += 1;
+    }
+    super::copies::fill(root, &mut st.res);
+    Some(st.res)
+}
+
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    // The inspected binary is named on the command line: read where the user pointed.
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The main program's real path as the machine sees it (for `$ORIGIN`, like `/proc/self/exe`). A binary inside
+/// `--root` is given its path inside the root.
+fn main_realpath(root: &Root, path: &Path) -> String {
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if !root.is_host()
+        && let Ok(r) = std::fs::canonicalize(root.dir())
+        && let Ok(inside) = real.strip_prefix(&r)
+    {
+        return Path::new("/").join(inside).to_string_lossy().into_owned();
+    }
+    real.to_string_lossy().into_owned()
+}
+
+/// Secure-execution (`AT_SECURE`): the kernel sets it for setuid and setgid programs. (File capabilities set
+/// it too; reading `security.capability` needs an xattr call cudadiag does not make.)
+fn is_secure(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o6000 != 0)
+}

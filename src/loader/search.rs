@@ -1,0 +1,555 @@
+//! The search for one name, step by step, as `_dl_map_new_object` in glibc's `elf/dl-load.c` does it.
+//!
+//! For a name without `/`:
+//! 1. unless the requester has DT_RUNPATH: DT_RPATH of the requester, then of the object that loaded it, and
+//!    on up the `l_loader` chain to the main program (an object with both RUNPATH and RPATH has its RPATH
+//!    ignored, `get-dynamic-info.h`);
+//! 2. `LD_LIBRARY_PATH` (separators `:` and `;`, an empty entry is the current directory; unset for
+//!    secure-execution programs by `rtld.c`'s `UNSECURE_ENVVARS`);
+//! 3. DT_RUNPATH of the requester only;
+//! 4. `/etc/ld.so.cache` (an entry inside a default directory is refused when the requester has
+//!    `DF_1_NODEFLIB`);
+//! 5. the default directories, unless the requester has `DF_1_NODEFLIB`.
+//!
+//! In every directory the supported glibc-hwcaps subdirectories come first (`open_path`). Dynamic string
+//! tokens are expanded as `_dl_dst_substitute` does: `$ORIGIN` is the directory of the path the object was
+//! loaded from (its realpath only for the main program, as `/proc/self/exe` gives it), `$LIB`, `$PLATFORM`; an
+//! element whose token cannot be expanded is dropped. A name with `/` is opened as given (after expansion).
+
+use super::cache::LdCache;
+use super::object::{Candidate, Files, Verdict};
+use super::platform::Platform;
+use super::{How, Intended, LoadedObject, Step, StepResult};
+use crate::system::Root;
+use std::rc::Rc;
+
+/// Everything a search reads.
+pub struct Context<'a> {
+    /// The machine's filesystem.
+    pub root: &'a Root,
+    /// The loader's view of the machine.
+    pub platform: &'a Platform,
+    /// `ld.so.cache`, when usable.
+    pub cache: Option<&'a LdCache>,
+    /// `LD_LIBRARY_PATH`, or `None` when unset or ignored.
+    pub ld_library_path: Option<&'a str>,
+    /// Why `LD_LIBRARY_PATH` is ignored, when it is set but ignored.
+    pub ld_library_path_ignored: Option<&'a str>,
+    /// The current directory (for relative entries), from the captured `PWD`.
+    pub cwd: &'a str,
+    /// Secure-execution mode.
+    pub secure: bool,
+}
+
+/// The result of one search.
+pub struct Outcome {
+    /// The file chosen, how, through whose RPATH, and the candidate.
+    pub found: Option<(String, How, Option<usize>, Rc<Candidate>)>,
+    /// Every step.
+    pub trail: Vec<Step>,
+    /// The error ld.so stops with when nothing is found or a bad file is met.
+    pub error: Option<String>,
+}
+
+/// The `$ORIGIN` of an object: the directory part of the path it was loaded from.
+pub fn origin_of(obj: &LoadedObject, cwd: &str) -> String {
+    let path = if obj.role == super::Role::Main {
+        &obj.realpath
+    } else {
+        &obj.path
+    };
+    let dir = match path.rfind('/') {
+        Some(0) => "/".to_string(),
+        Some(i) => path[..i].to_string(),
+        None => String::new(),
+    };
+    if dir.starts_with('/') {
+        dir
+    } else if dir.is_empty() {
+        cwd.to_string()
+    } else {
+        format!("{}/{dir}", cwd.trim_end_matches('/'))
+    }
+}
+
+/// Expands `$ORIGIN`, `$LIB`, `$PLATFORM` (and their `${…}` forms). `None` when a token cannot be expanded.
+pub fn expand(s: &str, origin: Option<&str>, p: &Platform) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let (name, len) = if let Some(inner) = after.strip_prefix('{') {
+            match inner.find('}') {
+                Some(e) => (&inner[..e], e + 2),
+                None => ("", 0),
+            }
+        } else {
+            let e = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..e], e)
+        };
+        match name {
+            "ORIGIN" => out.push_str(origin?),
+            "LIB" => out.push_str(&p.lib),
+            "PLATFORM" if !p.platform.is_empty() => out.push_str(&p.platform),
+            _ => {
+                // Unknown token: the `$` stays, as in `_dl_dst_substitute`.
+                out.push('$');
+                rest = after;
+                continue;
+            }
+        }
+        rest = &after[len..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// Splits and expands a search path (`:`-separated; `;` too for LD_LIBRARY_PATH), dropping elements that
+/// cannot be expanded and duplicates, and removing trailing slashes (`fillin_rpath`).
+pub fn expand_list(entries: &[String], origin: Option<&str>, p: &Platform, secure: bool) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in entries {
+        let Some(mut d) = expand(e, origin, p) else {
+            continue;
+        };
+        if secure && e.contains("ORIGIN") && !p.is_system_dir(&d) {
+            continue;
+        }
+        while d.len() > 1 && d.ends_with('/') {
+            d.pop();
+        }
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else if dir == "/" {
+        format!("/{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+impl Context<'_> {
+    fn absolute(&self, path: &str) -> String {
+        if path.starts_with('/') {
+            path.to_string()
+        } else {
+            join(self.cwd.trim_end_matches('/'), path)
+        }
+    }
+
+    /// Tries `name` in each of `dirs` (glibc-hwcaps subdirectories first), recording steps.
+    #[allow(clippy::too_many_arguments)]
+    fn open_path(
+        &self,
+        files: &mut Files,
+        name: &str,
+        dirs: &[String],
+        how: How,
+        of: Option<&str>,
+        trail: &mut Vec<Step>,
+        other_class: &mut Option<String>,
+    ) -> Result<Option<(String, Rc<Candidate>)>, String> {
+        for dir in dirs {
+            let mut tries: Vec<String> = self
+                .platform
+                .hwcaps
+                .iter()
+                .map(|h| join(&join(dir, "glibc-hwcaps"), h))
+                .collect();
+            tries.push(dir.clone());
+            let last = tries.len() - 1;
+            for (k, d) in tries.iter().enumerate() {
+                let path = join(d, name);
+                let verdict = files.verify(self.root, self.platform, &self.absolute(&path));
+                let (result, note) = match &verdict {
+                    Verdict::Ok(_) => (StepResult::Found, None),
+                    Verdict::Absent if k != last => continue,
+                    Verdict::Absent => (StepResult::NotPresent, None),
+                    Verdict::WrongClass(c) => {
+                        *other_class = Some(c.clone());
+                        (StepResult::WrongClass, Some(format!("{c}: skipped")))
+                    }
+                    Verdict::WrongMachine(m) => {
+                        (StepResult::WrongMachine, Some(format!("built for {m}: skipped")))
+                    }
+                    Verdict::Unreadable(e) => (StepResult::NotPresent, Some(format!("cannot open: {e}"))),
+                    Verdict::Invalid(e) => (StepResult::Invalid, Some(e.clone())),
+                };
+                trail.push(Step {
+                    how,
+                    of: of.map(str::to_string),
+                    dir: Some(d.clone()),
+                    path: Some(path.clone()),
+                    result,
+                    note,
+                });
+                match verdict {
+                    Verdict::Ok(c) => return Ok(Some((path, c))),
+                    Verdict::Invalid(e) => return Err(format!("{path}: {e}")),
+                    _ => {}
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn skipped(trail: &mut Vec<Step>, how: How, of: Option<&str>, note: String) {
+        trail.push(Step {
+            how,
+            of: of.map(str::to_string),
+            dir: None,
+            path: None,
+            result: StepResult::Skipped,
+            note: Some(note),
+        });
+    }
+
+    /// Searches `name` for the object `requester` (its index in `objects`), as ld.so would.
+    pub fn search(
+        &self,
+        files: &mut Files,
+        objects: &[LoadedObject],
+        requester: usize,
+        name: &str,
+    ) -> Outcome {
+        let mut trail = Vec::new();
+        let mut other_class = None;
+        let req = &objects[requester];
+        let cwd = self.cwd;
+        if name.contains('/') {
+            let origin = origin_of(req, cwd);
+            let Some(path) = expand(name, Some(&origin), self.platform) else {
+                return Outcome {
+                    found: None,
+                    trail,
+                    error: Some("cannot expand dynamic string token".into()),
+                };
+            };
+            return match self.open_path(
+                files,
+                path.rsplit('/').next().unwrap_or(&path),
+                &[path.rsplit_once('/').map_or(String::new(), |(d, _)| {
+                    if d.is_empty() { "/".into() } else { d.into() }
+                })],
+                How::Path,
+                None,
+                &mut trail,
+                &mut other_class,
+            ) {
+                Ok(Some((p, c))) => Outcome {
+                    found: Some((p, How::Path, None, c)),
+                    trail,
+                    error: None,
+                },
+                Ok(None) => Outcome {
+                    found: None,
+                    trail,
+                    error: Some(other_class.map_or_else(
+                        || "cannot open shared object file: No such file or directory".into(),
+                        |c| format!("wrong ELF class: {c}"),
+                    )),
+                },
+                Err(e) => Outcome {
+                    found: None,
+                    trail,
+                    error: Some(e),
+                },
+            };
+        }
+        macro_rules! attempt {
+            ($dirs:expr, $how:expr, $of:expr, $via:expr) => {
+                match self.open_path(files, name, &$dirs, $how, $of, &mut trail, &mut other_class) {
+                    Ok(Some((p, c))) => {
+                        return Outcome {
+                            found: Some((p, $how, $via, c)),
+                            trail,
+                            error: None,
+                        };
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        return Outcome {
+                            found: None,
+                            trail,
+                            error: Some(e),
+                        };
+                    }
+                }
+            };
+        }
+        // 1. RPATH of the loader chain, unless the requester has RUNPATH.
+        if req.runpath.is_empty() {
+            let mut at = Some(requester);
+            let mut guard = 0;
+            while let Some(i) = at {
+                let o = &objects[i];
+                if !o.rpath.is_empty() {
+                    let dirs = expand_list(&o.rpath, Some(&origin_of(o, cwd)), self.platform, self.secure);
+                    let via = (i != requester).then_some(i);
+                    attempt!(dirs, How::Rpath, Some(o.path.as_str()), via);
+                }
+                at = o.loader;
+                guard += 1;
+                if guard > objects.len() {
+                    break;
+                }
+            }
+            // The main program's RPATH, when the chain did not reach it (objects loaded by dlopen).
+            if let Some(main) = objects.first()
+                && main.role == super::Role::Main
+                && !main.rpath.is_empty()
+                && !chain_has(objects, requester, 0)
+            {
+                let dirs = expand_list(
+                    &main.rpath,
+                    Some(&origin_of(main, cwd)),
+                    self.platform,
+                    self.secure,
+                );
+                attempt!(dirs, How::Rpath, Some(main.path.as_str()), Some(0));
+            }
+        } else if chain_rpath(objects, requester) {
+            // Only worth saying when an RPATH of the chain would otherwise have been searched.
+            Self::skipped(
+                &mut trail,
+                How::Rpath,
+                Some(&req.path),
+                format!("rpath skipped: {} has a runpath", req.path),
+            );
+        }
+        // 2. LD_LIBRARY_PATH.
+        if let Some(llp) = self.ld_library_path {
+            let entries: Vec<String> = llp.split([':', ';']).map(str::to_string).collect();
+            let main_origin = objects.first().map(|m| origin_of(m, cwd));
+            let dirs = expand_list(&entries, main_origin.as_deref(), self.platform, self.secure);
+            attempt!(dirs, How::LdLibraryPath, None, None);
+        } else if let Some(why) = self.ld_library_path_ignored {
+            Self::skipped(
+                &mut trail,
+                How::LdLibraryPath,
+                None,
+                format!("LD_LIBRARY_PATH ignored: {why}"),
+            );
+        }
+        // 3. RUNPATH of the requester only.
+        if !req.runpath.is_empty() {
+            let dirs = expand_list(
+                &req.runpath,
+                Some(&origin_of(req, cwd)),
+                self.platform,
+                self.secure,
+            );
+            attempt!(dirs, How::Runpath, Some(req.path.as_str()), None);
+        }
+        // 4. ld.so.cache.
+        match (self.cache, self.platform.cache_id) {
+            (Some(cache), Some(id)) => {
+                match cache.lookup(name, id, &self.platform.hwcaps, self.platform.isa_level) {
+                    None => trail.push(Step {
+                        how: How::LdSoCache,
+                        of: None,
+                        dir: None,
+                        path: None,
+                        result: StepResult::NoEntry,
+                        note: Some("no entry for this name and architecture".into()),
+                    }),
+                    Some(e) => {
+                        let dir = e.path.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+                        if req.nodeflib && self.platform.is_system_dir(dir) {
+                            Self::skipped(
+                                &mut trail,
+                                How::LdSoCache,
+                                None,
+                                format!(
+                                    "cache entry {} refused: {} has DF_1_NODEFLIB and it is in a default directory",
+                                    e.path, req.path
+                                ),
+                            );
+                        } else {
+                            let path = e.path.clone();
+                            let verdict = files.verify(self.root, self.platform, &path);
+                            let (result, note) = match &verdict {
+                                Verdict::Ok(_) => (StepResult::Found, None),
+                                Verdict::WrongClass(c) => {
+                                    other_class = Some(c.clone());
+                                    (StepResult::WrongClass, Some(c.clone()))
+                                }
+                                Verdict::WrongMachine(m) => (StepResult::WrongMachine, Some(m.clone())),
+                                Verdict::Invalid(m) => (StepResult::Invalid, Some(m.clone())),
+                                Verdict::Absent | Verdict::Unreadable(_) => (
+                                    StepResult::NotPresent,
+                                    Some("stale cache entry: the file is gone (run ldconfig)".into()),
+                                ),
+                            };
+                            trail.push(Step {
+                                how: How::LdSoCache,
+                                of: None,
+                                dir: Some(dir.to_string()),
+                                path: Some(path.clone()),
+                                result,
+                                note,
+                            });
+                            match verdict {
+                                Verdict::Ok(c) => {
+                                    return Outcome {
+                                        found: Some((path, How::LdSoCache, None, c)),
+                                        trail,
+                                        error: None,
+                                    };
+                                }
+                                Verdict::Invalid(m) => {
+                                    return Outcome {
+                                        found: None,
+                                        trail,
+                                        error: Some(format!("{path}: {m}")),
+                                    };
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+            }
+            _ => Self::skipped(
+                &mut trail,
+                How::LdSoCache,
+                None,
+                "no usable /etc/ld.so.cache".into(),
+            ),
+        }
+        // 5. Default directories.
+        if req.nodeflib {
+            Self::skipped(
+                &mut trail,
+                How::DefaultPath,
+                None,
+                format!("default path skipped: {} has DF_1_NODEFLIB", req.path),
+            );
+        } else {
+            let dirs = self.platform.system_dirs.clone();
+            attempt!(dirs, How::DefaultPath, None, None);
+        }
+        Outcome {
+            found: None,
+            trail,
+            error: Some(other_class.map_or_else(
+                || "cannot open shared object file: No such file or directory".into(),
+                |c| format!("wrong ELF class: {c}"),
+            )),
+        }
+    }
+
+    /// The copy the requester's own RUNPATH (or, without one, its own RPATH) points at.
+    pub fn intended(&self, files: &mut Files, req: &LoadedObject, name: &str) -> Option<Intended> {
+        if name.contains('/') {
+            return None;
+        }
+        let (entries, how) = if !req.runpath.is_empty() {
+            (&req.runpath, How::Runpath)
+        } else if !req.rpath.is_empty() {
+            (&req.rpath, How::Rpath)
+        } else {
+            return None;
+        };
+        let dirs = expand_list(
+            entries,
+            Some(&origin_of(req, self.cwd)),
+            self.platform,
+            self.secure,
+        );
+        let mut scratch = Vec::new();
+        let mut oc = None;
+        let (path, c) = self
+            .open_path(files, name, &dirs, how, None, &mut scratch, &mut oc)
+            .ok()??;
+        Some(Intended {
+            how,
+            version: super::version_from_name(&c.realpath),
+            realpath: c.realpath.clone(),
+            path,
+        })
+    }
+}
+
+/// Does any object of `from`'s loader chain have a DT_RPATH in effect?
+fn chain_rpath(objects: &[LoadedObject], from: usize) -> bool {
+    let mut at = Some(from);
+    let mut guard = 0;
+    while let Some(i) = at {
+        let Some(o) = objects.get(i) else { break };
+        if !o.rpath.is_empty() {
+            return true;
+        }
+        at = o.loader;
+        guard += 1;
+        if guard > objects.len() {
+            break;
+        }
+    }
+    false
+}
+
+fn chain_has(objects: &[LoadedObject], from: usize, target: usize) -> bool {
+    let mut at = Some(from);
+    let mut guard = 0;
+    while let Some(i) = at {
+        if i == target {
+            return true;
+        }
+        at = objects.get(i).and_then(|o| o.loader);
+        guard += 1;
+        if guard > objects.len() {
+            break;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plat() -> Platform {
+        Platform {
+            machine: 62,
+            is_64: true,
+            interpreter: String::new(),
+            system_dirs: vec!["/lib64".into()],
+            system_dirs_source: String::new(),
+            lib: "lib64".into(),
+            platform: "x86_64".into(),
+            hwcaps: vec![],
+            isa_level: 1,
+            cache_id: Some(0x303),
+        }
+    }
+
+    #[test]
+    fn tokens_expand() {
+        let p = plat();
+        assert_eq!(
+            expand("$ORIGIN/../$LIB", Some("/opt/a"), &p).as_deref(),
+            Some("/opt/a/../lib64")
+        );
+        assert_eq!(
+            expand("${ORIGIN}/x/${PLATFORM}", Some("/o"), &p).as_deref(),
+            Some("/o/x/x86_64")
+        );
+        assert_eq!(expand("$ORIGIN/x", None, &p), None);
+        assert_eq!(expand("/a/$FOO", None, &p).as_deref(), Some("/a/$FOO"));
+        assert_eq!(
+            expand_list(&["/a/".into(), "".into(), "/a".into()], None, &p, false),
+            vec!["/a".to_string(), String::new()]
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! The human loader tree, libtree-style: each library with a tag saying how ld.so found it (`[rpath]`,
+//! `[rpath of X]`, `[LD_LIBRARY_PATH]`, `[runpath]`, `[ld.so.cache]`, `[default path]`, `[dlopen]`), and for a
+//! library that is not found the numbered search trail, the copies elsewhere on disk and a one-line fix.
+
+use super::Paint;
+use crate::loader::{How, Resolution};
+use crate::rules::loader::{fix_for_missing, tag, trail_lines};
+use std::collections::BTreeSet;
+use std::io::{self, Write};
+
+/// Writes the tree of `r` under its binary's summary line (`inspect -v`; without `-v` the findings carry the
+/// trail of whatever is wrong). Requests answered by an object already loaded are shown only for `dlopen`s.
+pub fn render(r: &Resolution, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+    let mut shown_missing = BTreeSet::new();
+    node(r, 0, 1, p, &mut shown_missing, out)
+}
+
+fn node(
+    r: &Resolution,
+    obj: usize,
+    depth: usize,
+    p: Paint,
+    shown_missing: &mut BTreeSet<String>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    if depth > 64 {
+        return Ok(());
+    }
+    let pad = "    ".repeat(depth);
+    for l in r.libraries.iter().filter(|l| l.needed_by_index == obj) {
+        let mut tags = Vec::new();
+        if l.dlopen {
+            tags.push("dlopen".to_string());
+        }
+        if l.preload {
+            tags.push("preload".to_string());
+        }
+        match l.how {
+            How::AlreadyLoaded => {
+                if !l.dlopen {
+                    continue;
+                }
+                tags.push("already loaded".into());
+            }
+            How::NotFound => {
+                if !shown_missing.insert(l.soname.clone()) {
+                    continue;
+                }
+                let t = if tags.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", tags.join(", "))
+                };
+                writeln!(
+                    out,
+                    "{pad}{}{t} {}",
+                    p.error(&l.soname),
+                    p.error(&format!(
+                        "not found: {}",
+                        l.error.as_deref().unwrap_or("cannot open shared object file")
+                    ))
+                )?;
+                for line in trail_lines(l) {
+                    writeln!(out, "{pad}    {}", p.dim(&line))?;
+                }
+                for c in &l.copies {
+                    writeln!(
+                        out,
+                        "{pad}    {} {}{}",
+                        p.dim("elsewhere:"),
+                        c.path,
+                        c.version
+                            .as_deref()
+                            .map(|v| format!(" (version {v})"))
+                            .unwrap_or_default()
+                    )?;
+                }
+                writeln!(out, "{pad}    {} {}", p.good("fix:"), fix_for_missing(l))?;
+                continue;
+            }
+            how => tags.push(tag(how, l.via.as_deref(), &l.needed_by)),
+        }
+        let o = l.object.and_then(|i| r.objects.get(i));
+        let version = o
+            .and_then(|o| o.version.as_deref())
+            .map(|v| format!(" ({v})"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{pad}{} {} {}{version}",
+            p.bold(&l.soname),
+            p.dim(&format!("[{}]", tags.join(", "))),
+            l.path.as_deref().unwrap_or("")
+        )?;
+        if l.how != How::AlreadyLoaded
+            && let Some(i) = l.object
+            && r.objects.get(i).is_some_and(|o| {
+                o.path == l.path.clone().unwrap_or_default() && (o.loader == Some(obj) || o.dlopen)
+            })
+        {
+            node(r, i, depth + 1, p, shown_missing, out)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,403 @@
+//! Findings about the loader's resolution (`loader::resolve`): libraries that will not be found, copies that
+//! win over the one a binary's RUNPATH/RPATH meant, symbol versions the chosen provider lacks, and several CUDA
+//! majors in one process. Pure functions over [`Resolution`]s: no I/O.
+
+use crate::findings::{Code, Finding, Severity};
+use crate::loader::{How, Library, Resolution, StepResult};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+/// The driver library, loaded with `dlopen` by every CUDA runtime.
+pub const LIBCUDA: &str = "libcuda.so.1";
+
+/// Every loader finding for every resolution.
+pub fn evaluate(resolutions: &[Resolution]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for r in resolutions {
+        out.extend(library_not_found(r));
+        out.extend(library_shadowed(r));
+        out.extend(symbol_version_missing(r));
+        out.extend(multiple_cuda_majors(r));
+    }
+    out
+}
+
+/// libtree-style label of a search step's source.
+pub fn tag(how: How, of: Option<&str>, requester: &str) -> String {
+    match how {
+        How::Rpath => match of {
+            Some(o) if o != requester => format!("rpath of {o}"),
+            _ => "rpath".into(),
+        },
+        How::LdLibraryPath => "LD_LIBRARY_PATH".into(),
+        How::Runpath => "runpath".into(),
+        How::LdSoCache => "ld.so.cache".into(),
+        How::DefaultPath => "default path".into(),
+        How::Path => "path".into(),
+        How::AlreadyLoaded => "already loaded".into(),
+        How::NotFound => "not found".into(),
+    }
+}
+
+/// The numbered search trail of a library, one line per step (skipped steps with their reason).
+pub fn trail_lines(l: &Library) -> Vec<String> {
+    l.trail
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let what = tag(s.how, s.of.as_deref(), &l.needed_by);
+            let result = match s.result {
+                StepResult::Found => "found",
+                StepResult::NotPresent => "not present",
+                StepResult::WrongClass => "wrong ELF class, skipped",
+                StepResult::WrongMachine => "wrong machine, skipped",
+                StepResult::Invalid => "not a loadable ELF object, the load stops",
+                StepResult::Skipped => "skipped",
+                StepResult::NoEntry => "no entry",
+            };
+            let at = s.path.as_deref().or(s.dir.as_deref()).unwrap_or("");
+            let note = s.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+            if at.is_empty() {
+                format!("{}. [{what}] {result}{note}", i + 1)
+            } else {
+                format!("{}. [{what}] {at}: {result}{note}", i + 1)
+            }
+        })
+        .collect()
+}
+
+fn dir_of(p: &str) -> &str {
+    p.rsplit_once('/')
+        .map_or(".", |(d, _)| if d.is_empty() { "/" } else { d })
+}
+
+/// The one-line fix for a library that is not found.
+pub fn fix_for_missing(l: &Library) -> String {
+    if let Some(c) = l.copies.iter().find(|c| c.same_name) {
+        let d = dir_of(&c.path);
+        return format!(
+            "{} is in {d}: run with LD_LIBRARY_PATH={d}, or add it to {}'s RUNPATH (patchelf --add-rpath {d}), \
+             or list it in /etc/ld.so.conf.d/ and run ldconfig.",
+            l.soname, l.needed_by
+        );
+    }
+    if !l.copies.is_empty() {
+        let others: BTreeSet<String> = l
+            .copies
+            .iter()
+            .map(|c| c.path.rsplit('/').next().unwrap_or(&c.path).to_string())
+            .collect();
+        return format!(
+            "Only other versions are on this machine ({}): install the {} that {} was built against, or rebuild \
+             it against the installed one.",
+            others.into_iter().collect::<Vec<_>>().join(", "),
+            l.soname,
+            l.needed_by
+        );
+    }
+    format!(
+        "No copy of {} is on this machine: install the package (or wheel) that provides it.",
+        l.soname
+    )
+}
+
+/// `library-not-found`: a NEEDED (or preloaded, or dlopen'ed CUDA) library no step finds.
+pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for l in &r.libraries {
+        if l.how != How::NotFound || !seen.insert(l.soname.clone()) {
+            continue;
+        }
+        // The driver library is the driver rules' question (`libcuda-not-found`, `no-driver`): they know whether
+        // this machine is meant to have one. Its resolution and trail stay in the facts for them to cite.
+        if l.dlopen && l.soname == LIBCUDA {
+            continue;
+        }
+        let error = l.error.as_deref().unwrap_or("cannot open shared object file");
+        let kind = if l.dlopen {
+            " (loaded at run time with dlopen)"
+        } else if l.preload {
+            " (preloaded)"
+        } else {
+            ""
+        };
+        let mut f = Finding::new(
+            Code::LibraryNotFound,
+            format!(
+                "{}: {} needed by {}{kind} will not load: {error}",
+                r.binary, l.soname, l.needed_by
+            ),
+            fix_for_missing(l),
+        )
+        .at(&r.binary);
+        if l.dlopen {
+            // A library loaded at run time may be optional (NVML, cuDNN sub-libraries the program never uses).
+            f.severity = Severity::Warning;
+        }
+        if let Some(why) = &l.reason {
+            f = f.because(why.clone());
+        }
+        for line in trail_lines(l) {
+            f = f.because(format!("search {line}"));
+        }
+        for c in &l.copies {
+            f = f.because(format!(
+                "on disk: {}{}",
+                c.path,
+                c.version
+                    .as_deref()
+                    .map(|v| format!(" (version {v})"))
+                    .unwrap_or_default()
+            ));
+        }
+        out.push(f);
+    }
+    out
+}
+
+/// `library-shadowed`: the copy ld.so picks is not the one the requester's own RUNPATH/RPATH names (an
+/// LD_LIBRARY_PATH entry, an ancestor's RPATH or an object loaded earlier came first).
+pub fn library_shadowed(r: &Resolution) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for l in &r.libraries {
+        let (Some(intended), Some(obj)) = (&l.intended, l.object.and_then(|i| r.objects.get(i))) else {
+            continue;
+        };
+        if obj.realpath == intended.realpath || matches!(l.how, How::Runpath) {
+            continue;
+        }
+        let winner = match l.how {
+            How::AlreadyLoaded => "an object already loaded under that name".to_string(),
+            How::Rpath => format!("[{}]", tag(How::Rpath, l.via.as_deref(), &l.needed_by)),
+            other => format!("[{}]", tag(other, None, &l.needed_by)),
+        };
+        let v = |x: Option<&str>| x.map(|v| format!(" (version {v})")).unwrap_or_default();
+        let mut f = Finding::new(
+            Code::LibraryShadowed,
+            format!(
+                "{}: {} for {} loads {}{} through {winner}, not {}{} that its {} names",
+                r.binary,
+                l.soname,
+                l.needed_by,
+                obj.path,
+                v(obj.version.as_deref()),
+                intended.path,
+                v(intended.version.as_deref()),
+                tag(intended.how, None, &l.needed_by).to_uppercase(),
+            ),
+            match l.how {
+                How::LdLibraryPath => format!(
+                    "Remove {} from LD_LIBRARY_PATH (it is searched before RUNPATH), or run with env -u \
+                     LD_LIBRARY_PATH.",
+                    dir_of(&obj.path)
+                ),
+                How::AlreadyLoaded => {
+                    "Another library loaded it first; load the intended copy first, or make both \
+                                       agree on one copy."
+                        .to_string()
+                }
+                _ => format!(
+                    "Make {} use DT_RUNPATH only, or remove the earlier copy from the search path.",
+                    l.needed_by
+                ),
+            },
+        )
+        .at(&r.binary);
+        for line in trail_lines(l) {
+            f = f.because(format!("search {line}"));
+        }
+        f = f.because(format!(
+            "{}'s {} finds {}",
+            l.needed_by,
+            tag(intended.how, None, &l.needed_by),
+            intended.path
+        ));
+        out.push(f);
+    }
+    out
+}
+
+/// `symbol-version-missing`: the provider ld.so picks lacks a version (`version 'V' not found`, fatal at load,
+/// `_dl_check_map_versions` in `elf/dl-version.c`) or no object of the process defines a versioned symbol the
+/// consumer needs (`undefined symbol: NAME, version V`). Symbol lookup (`check_match` in `elf/dl-lookup.c`)
+/// accepts a definition of the right name and version from any object in scope, so every object is searched.
+pub fn symbol_version_missing(r: &Resolution) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let defined: HashSet<(&str, &str)> = r
+        .objects
+        .iter()
+        .flat_map(|o| o.provides.iter())
+        .filter_map(|s| Some((s.name.as_str(), s.version.as_deref()?)))
+        .collect();
+    for (ci, consumer) in r.objects.iter().enumerate() {
+        let mut missing_symbols: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for need in &consumer.version_needs {
+            let Some(pi) = r
+                .libraries
+                .iter()
+                .find(|l| l.needed_by_index == ci && l.soname == need.file)
+                .and_then(|l| l.object)
+            else {
+                continue;
+            };
+            let Some(provider) = r.objects.get(pi) else {
+                continue;
+            };
+            // An object without DT_VERDEF accepts any version (glibc only warns in `match_symbol`).
+            if provider.version_defs.is_empty() {
+                continue;
+            }
+            for v in need
+                .versions
+                .iter()
+                .filter(|v| !provider.version_defs.contains(v))
+            {
+                out.push(
+                    Finding::new(
+                        Code::SymbolVersionMissing,
+                        format!(
+                            "{}: {}: version `{v}' not found (required by {})",
+                            r.binary, provider.path, consumer.path
+                        ),
+                        format!(
+                            "{} needs a newer {} than {}; put the matching copy first on the search path.",
+                            consumer.path, need.file, provider.path
+                        ),
+                    )
+                    .because(format!(
+                        "{} needs version {v} from {} (DT_VERNEED)",
+                        consumer.path, need.file
+                    ))
+                    .because(format!(
+                        "{} defines only {} (DT_VERDEF)",
+                        provider.path,
+                        provider.version_defs.join(", ")
+                    ))
+                    .at(&r.binary),
+                );
+            }
+        }
+        for s in &consumer.needs {
+            let Some(v) = s.version.as_deref() else {
+                continue;
+            };
+            // Only versions the consumer needs from another file; weak references may stay unresolved.
+            let from_file = consumer
+                .version_needs
+                .iter()
+                .any(|n| n.versions.iter().any(|x| x == v));
+            if s.weak || !from_file || defined.contains(&(s.name.as_str(), v)) {
+                continue;
+            }
+            // A version no provider defines is already reported as `version not found`.
+            if !r.objects.iter().any(|o| o.version_defs.iter().any(|d| d == v)) {
+                continue;
+            }
+            missing_symbols.entry(v).or_default().push(&s.name);
+        }
+        for (v, names) in missing_symbols {
+            let providers: Vec<String> = r
+                .objects
+                .iter()
+                .filter(|o| o.version_defs.iter().any(|d| d == v))
+                .map(|o| {
+                    format!(
+                        "{}{}",
+                        o.path,
+                        o.version
+                            .as_deref()
+                            .map(|x| format!(" (version {x})"))
+                            .unwrap_or_default()
+                    )
+                })
+                .collect();
+            let shown: Vec<&str> = names.iter().take(5).copied().collect();
+            let more = names.len().saturating_sub(shown.len());
+            out.push(
+                Finding::new(
+                    Code::SymbolVersionMissing,
+                    format!(
+                        "{}: {}: undefined symbol: {}, version {v}{}",
+                        r.binary,
+                        consumer.path,
+                        shown[0],
+                        if names.len() > 1 {
+                            format!(" (and {} more)", names.len() - 1)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    format!(
+                        "{} is older than {} needs: load the copy it was built against first (check \
+                         LD_LIBRARY_PATH and the order of the search path).",
+                        providers.join(", "),
+                        consumer.path
+                    ),
+                )
+                .because(format!(
+                    "{} needs {}@{v}{}",
+                    consumer.path,
+                    shown.join(", "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                ))
+                .because(format!(
+                    "{} defines version {v} but not these symbols",
+                    providers.join(", ")
+                ))
+                .at(&r.binary),
+            );
+        }
+    }
+    out
+}
+
+/// CUDA libraries whose soname major is the CUDA major (cuFFT, cuRAND, cuSOLVER, cuSPARSE number theirs apart).
+const CUDA_MAJOR_LIBS: &[&str] = &[
+    "libcudart",
+    "libcublas",
+    "libcublasLt",
+    "libnvrtc",
+    "libnvJitLink",
+    "libcupti",
+    "libnppc",
+    "libnvblas",
+];
+
+/// `multiple-cuda-majors`: libraries of several CUDA majors mapped into one process.
+pub fn multiple_cuda_majors(r: &Resolution) -> Option<Finding> {
+    let mut majors: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for o in &r.objects {
+        let Some(soname) = &o.soname else { continue };
+        let Some((stem, tail)) = soname.split_once(".so.") else {
+            continue;
+        };
+        if !CUDA_MAJOR_LIBS.contains(&stem) {
+            continue;
+        }
+        if let Some(m) = tail.split('.').next().and_then(|m| m.parse().ok()) {
+            majors
+                .entry(m)
+                .or_default()
+                .push(format!("{soname} ({})", o.path));
+        }
+    }
+    if majors.len() < 2 {
+        return None;
+    }
+    let list: Vec<String> = majors.keys().map(|m| format!("CUDA {m}")).collect();
+    let mut f = Finding::new(
+        Code::MultipleCudaMajors,
+        format!("{}: libraries of {} are loaded into one process", r.binary, list.join(" and ")),
+        "Use one CUDA major throughout: rebuild or reinstall the components built for the other one (pip wheels \
+         named -cu12/-cu13, conda cuda-version pins).",
+    )
+    .at(&r.binary);
+    for (m, libs) in &majors {
+        f = f.because(format!("CUDA {m}: {}", libs.join(", ")));
+    }
+    Some(f)
+}

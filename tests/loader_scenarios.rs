@@ -1,0 +1,727 @@
+//! One scenario per loader rule, each with tiny ELF files built by `cc` in a temporary directory, and each
+//! cross-checked against glibc's own `ld.so --list` where the machine has one.
+
+#[path = "support/loader_build.rs"]
+mod build;
+
+use build::{exe, glibc_list, lib};
+use cudadiag::inspect::{self, InspectOptions};
+use cudadiag::loader::{self, How, Library, Resolution, StepResult};
+use cudadiag::system::{Env, Root};
+use std::path::Path;
+
+fn resolve_with(root: &Root, path: &Path, env: &[(&str, &str)]) -> Resolution {
+    let facts = inspect::path(path, &InspectOptions::default()).expect("inspect");
+    let mut e = Env::empty();
+    for (k, v) in env {
+        e.set(k, v);
+    }
+    loader::resolve(root, &e, path, &facts[0]).expect("an ELF program")
+}
+
+fn resolve(path: &Path, env: &[(&str, &str)]) -> Resolution {
+    resolve_with(&Root::host(), path, env)
+}
+
+/// The first request of `name` (the one that loaded it, or failed).
+fn first<'a>(r: &'a Resolution, name: &str) -> &'a Library {
+    r.libraries
+        .iter()
+        .find(|l| l.soname == name)
+        .unwrap_or_else(|| panic!("{name} was never requested"))
+}
+
+/// Every library glibc lists is resolved to the same path (or equally not found).
+fn agrees_with_glibc(r: &Resolution, path: &Path, env: &[(&str, &str)]) {
+    let Some(list) = glibc_list(path, env) else {
+        return;
+    };
+    assert!(!list.is_empty(), "ld.so printed nothing for {}", path.display());
+    for (name, want) in list {
+        let got = r
+            .libraries
+            .iter()
+            .find(|l| l.soname == name || l.path.as_deref() == Some(name.as_str()))
+            .map(|l| l.path.clone());
+        assert_eq!(
+            got,
+            Some(want.clone()),
+            "{name}: cudadiag vs glibc (want {want:?})"
+        );
+    }
+}
+
+fn slugs(r: &Resolution) -> Vec<String> {
+    cudadiag::rules::loader::evaluate(std::slice::from_ref(r))
+        .into_iter()
+        .map(|f| f.slug)
+        .collect()
+}
+
+#[test]
+fn rpath_before_ld_library_path_before_runpath() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let a = lib(&d.join("a"), "libdep.so.1", "dep", &[], &[]);
+    lib(&d.join("b"), "libdep.so.1", "dep", &[], &[]);
+    lib(&d.join("c"), "libdep.so.1", "dep", &[], &[]);
+    let b = d.join("b").to_string_lossy().into_owned();
+    let rpath = format!("-Wl,-rpath,{}", d.join("a").display());
+    let runpath = format!("-Wl,-rpath,{}", d.join("c").display());
+    let with_rpath = exe(&d.join("bin/rp"), &[&a], &["-Wl,--disable-new-dtags", &rpath]);
+    let with_runpath = exe(&d.join("bin/run"), &[&a], &["-Wl,--enable-new-dtags", &runpath]);
+    let env = [("LD_LIBRARY_PATH", b.as_str())];
+
+    let r = resolve(&with_rpath, &env);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.how, How::Rpath);
+    assert_eq!(
+        l.path.as_deref(),
+        Some(&*d.join("a/libdep.so.1").to_string_lossy())
+    );
+    agrees_with_glibc(&r, &with_rpath, &env);
+
+    let r = resolve(&with_runpath, &env);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.how, How::LdLibraryPath);
+    assert_eq!(
+        l.path.as_deref(),
+        Some(&*d.join("b/libdep.so.1").to_string_lossy())
+    );
+    assert_eq!(l.intended.as_ref().map(|i| i.how), Some(How::Runpath));
+    assert!(slugs(&r).contains(&"library-shadowed".to_string()));
+    agrees_with_glibc(&r, &with_runpath, &env);
+
+    // Near miss: without LD_LIBRARY_PATH the runpath copy is the one loaded, nothing is shadowed.
+    let r = resolve(&with_runpath, &[]);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.how, How::Runpath);
+    assert_eq!(
+        l.path.as_deref(),
+        Some(&*d.join("c/libdep.so.1").to_string_lossy())
+    );
+    assert!(!slugs(&r).contains(&"library-shadowed".to_string()));
+    agrees_with_glibc(&r, &with_runpath, &[]);
+}
+
+#[test]
+fn runpath_is_not_inherited_and_the_trail_says_so() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("lib");
+    let leaf = lib(&d, "libleaf.so.1", "leaf", &[], &[]);
+    let mid = lib(&d, "libmid.so.1", "mid", &[&leaf], &[]);
+    // Another version of the leaf, where nothing searches: the fix names it.
+    lib(&d, "libleaf.so.2", "leaf", &[], &[]);
+    let flag = format!("-Wl,-rpath,{}", d.display());
+    let main = exe(
+        &t.path().join("main"),
+        &[&mid],
+        &["-Wl,--enable-new-dtags", &flag],
+    );
+    std::fs::remove_file(&leaf).unwrap();
+
+    let r = resolve(&main, &[]);
+    assert_eq!(first(&r, "libmid.so.1").how, How::Runpath);
+    let l = first(&r, "libleaf.so.1");
+    assert_eq!(l.how, How::NotFound);
+    assert!(l.path.is_none());
+    // libmid has no RUNPATH of its own; the main program's is not searched for it.
+    assert!(l.trail.iter().all(|s| s.how != How::Runpath));
+    assert!(l.trail.iter().any(|s| s.how == How::LdSoCache));
+    assert!(
+        l.trail
+            .iter()
+            .any(|s| s.how == How::DefaultPath && s.result == StepResult::NotPresent)
+    );
+    assert!(
+        l.copies
+            .iter()
+            .any(|c| c.path.ends_with("libleaf.so.2") && !c.same_name)
+    );
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    let f = findings
+        .iter()
+        .find(|f| f.slug == "library-not-found")
+        .expect("library-not-found");
+    assert!(f.evidence.iter().any(|e| e.contains("[ld.so.cache]")));
+    assert!(f.help.contains("libleaf.so.2"), "{}", f.help);
+    agrees_with_glibc(&r, &main, &[]);
+}
+
+#[test]
+fn rpath_is_inherited() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("lib");
+    let leaf = lib(&d, "libleaf.so.1", "leaf", &[], &[]);
+    let mid = lib(&d, "libmid.so.1", "mid", &[&leaf], &[]);
+    let flag = format!("-Wl,-rpath,{}", d.display());
+    let main = exe(
+        &t.path().join("main"),
+        &[&mid],
+        &["-Wl,--disable-new-dtags", &flag],
+    );
+    let r = resolve(&main, &[]);
+    let l = first(&r, "libleaf.so.1");
+    assert_eq!(l.how, How::Rpath);
+    assert_eq!(l.via.as_deref(), Some(&*main.to_string_lossy()));
+    assert_eq!(l.needed_by, d.join("libmid.so.1").to_string_lossy());
+    // A near miss for library-not-found.
+    assert!(!slugs(&r).contains(&"library-not-found".to_string()));
+    agrees_with_glibc(&r, &main, &[]);
+}
+
+#[test]
+fn origin_is_the_directory_the_object_was_found_in() {
+    let t = tempfile::tempdir().unwrap();
+    let real = t.path().join("real/lib");
+    let dep = lib(&real.join("dep"), "libdep.so.1", "dep", &[], &[]);
+    let mid = lib(
+        &real,
+        "libmid.so.1",
+        "mid",
+        &[&dep],
+        &["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/dep"],
+    );
+    std::os::unix::fs::symlink(&real, t.path().join("link")).unwrap();
+    let main = exe(&t.path().join("main"), &[&mid], &[]);
+    let llp = t.path().join("link").to_string_lossy().into_owned();
+    let env = [("LD_LIBRARY_PATH", llp.as_str())];
+    let r = resolve(&main, &env);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.how, How::Runpath);
+    // $ORIGIN is the symlinked directory libmid was found in, not its realpath.
+    assert_eq!(
+        l.path.as_deref(),
+        Some(&*t.path().join("link/dep/libdep.so.1").to_string_lossy())
+    );
+    agrees_with_glibc(&r, &main, &env);
+}
+
+#[test]
+fn nodeflib_skips_the_cache_and_default_directories() {
+    if !Path::new("/etc/ld.so.cache").exists() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let main = exe(&t.path().join("main"), &[], &["-lm", "-Wl,-z,nodefaultlib"]);
+    let plain = exe(&t.path().join("plain"), &[], &["-lm"]);
+    let r = resolve(&main, &[]);
+    let l = first(&r, "libm.so.6");
+    assert_eq!(l.how, How::NotFound);
+    assert!(
+        l.trail
+            .iter()
+            .any(|s| s.how == How::DefaultPath && s.result == StepResult::Skipped)
+    );
+    agrees_with_glibc(&r, &main, &[]);
+    // Near miss: the same program without DF_1_NODEFLIB finds it.
+    let r = resolve(&plain, &[]);
+    assert_ne!(first(&r, "libm.so.6").how, How::NotFound);
+    agrees_with_glibc(&r, &plain, &[]);
+}
+
+#[test]
+fn a_candidate_of_the_wrong_class_is_skipped() {
+    let t = tempfile::tempdir().unwrap();
+    let good = lib(&t.path().join("b"), "libdep.so.1", "dep", &[], &[]);
+    let bad_dir = t.path().join("a");
+    std::fs::create_dir_all(&bad_dir).unwrap();
+    let bad = bad_dir.join("libdep.so.1");
+    let src = build::source(t.path(), "f32", "int dep(void) { return 1; }\n");
+    let built = std::process::Command::new("cc")
+        .args(["-m32", "-shared", "-nostdlib", "-fPIC", "-o"])
+        .arg(&bad)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        // No 32-bit toolchain: the same library with its class byte changed is what ld.so's header check sees.
+        let mut bytes = std::fs::read(&good).unwrap();
+        bytes[4] = 1;
+        std::fs::write(&bad, bytes).unwrap();
+    }
+    let main = exe(&t.path().join("main"), &[&good], &[]);
+    let llp = format!("{}:{}", bad_dir.display(), t.path().join("b").display());
+    let env = [("LD_LIBRARY_PATH", llp.as_str())];
+    let r = resolve(&main, &env);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.path.as_deref(), Some(&*good.to_string_lossy()));
+    assert!(l.trail.iter().any(|s| s.result == StepResult::WrongClass));
+    agrees_with_glibc(&r, &main, &env);
+}
+
+#[test]
+fn a_soname_already_loaded_satisfies_later_requests() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let a1 = lib(&d.join("first"), "libshared.so.1", "s", &[], &[]);
+    let a2 = lib(&d.join("own"), "libshared.so.1", "s", &[], &[]);
+    let own = format!("-Wl,-rpath,{}", d.join("own").display());
+    let user = lib(
+        &d.join("u"),
+        "libuser.so.1",
+        "u",
+        &[&a2],
+        &["-Wl,--enable-new-dtags", &own],
+    );
+    let first_dir = format!(
+        "-Wl,-rpath,{}:{}",
+        d.join("first").display(),
+        d.join("u").display()
+    );
+    let main = exe(
+        &d.join("main"),
+        &[&a1, &user],
+        &["-Wl,--enable-new-dtags", &first_dir],
+    );
+    let r = resolve(&main, &[]);
+    let edge = r
+        .libraries
+        .iter()
+        .find(|l| l.soname == "libshared.so.1" && l.needed_by.ends_with("libuser.so.1"))
+        .expect("libuser's request");
+    assert_eq!(edge.how, How::AlreadyLoaded);
+    assert_eq!(edge.path.as_deref(), Some(&*a1.to_string_lossy()));
+    assert!(slugs(&r).contains(&"library-shadowed".to_string()));
+    agrees_with_glibc(&r, &main, &[]);
+}
+
+#[test]
+fn a_versioned_symbol_missing_from_the_provider() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let new_map = build::source(
+        d,
+        "new.map",
+        "V_1 { global: foo; local: *; };\nV_2 { global: bar; } V_1;\n",
+    );
+    let old_map = build::source(
+        d,
+        "old.map",
+        "V_1 { global: foo; local: *; };\nV_2 { global: baz; } V_1;\n",
+    );
+    let new_src = build::source(d, "new", "int foo(void){return 1;}\nint bar(void){return 2;}\n");
+    let old_src = build::source(d, "old", "int foo(void){return 1;}\nint baz(void){return 2;}\n");
+    std::fs::create_dir_all(d.join("new")).unwrap();
+    std::fs::create_dir_all(d.join("old")).unwrap();
+    for (dir, src, map) in [("new", &new_src, &new_map), ("old", &old_src, &old_map)] {
+        let out = d.join(dir).join("libv.so.1");
+        build::cc(&[
+            "-shared",
+            "-fPIC",
+            "-o",
+            &out.to_string_lossy(),
+            &src.to_string_lossy(),
+            "-Wl,-soname,libv.so.1",
+            &format!("-Wl,--version-script={}", map.display()),
+        ]);
+    }
+    let consumer_src = build::source(d, "consumer", "int bar(void);\nint use(void){return bar();}\n");
+    let consumer = d.join("libconsumer.so.1");
+    build::cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &consumer.to_string_lossy(),
+        &consumer_src.to_string_lossy(),
+        "-Wl,-soname,libconsumer.so.1",
+        &d.join("new/libv.so.1").to_string_lossy(),
+    ]);
+    let link = format!("-Wl,-rpath-link,{}", d.join("new").display());
+    let main = exe(&d.join("main"), &[&consumer], &[&link]);
+    let run = |dir: &str| {
+        let llp = format!("{}:{}", d.join(dir).display(), d.display());
+        resolve(&main, &[("LD_LIBRARY_PATH", llp.as_str())])
+    };
+    let r = run("old");
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    let f = findings
+        .iter()
+        .find(|f| f.slug == "symbol-version-missing")
+        .expect("symbol-version-missing");
+    assert!(
+        f.message.contains("undefined symbol: bar, version V_2"),
+        "{}",
+        f.message
+    );
+    // Near miss: the provider it was built against.
+    assert!(!slugs(&run("new")).contains(&"symbol-version-missing".to_string()));
+}
+
+#[test]
+fn a_fake_root_is_read_inside_the_root() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    // Default directories come from glibc's upstream default when the root has no interpreter.
+    let foo = lib(&root.join("usr/lib64"), "libfoo.so.1", "foo", &[], &[]);
+    let bar = lib(&root.join("opt/bar/lib"), "libbar.so.1", "bar", &[], &[]);
+    let main = exe(&root.join("app/main"), &[&foo, &bar], &[]);
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    let cache = build_cache(&[("libbar.so.1", "/opt/bar/lib/libbar.so.1")]);
+    std::fs::write(root.join("etc/ld.so.cache"), cache).unwrap();
+    let r = resolve_with(&Root::at(root), &main, &[]);
+    assert_eq!(r.objects[0].realpath, "/app/main");
+    let foo = first(&r, "libfoo.so.1");
+    assert_eq!(
+        (foo.how, foo.path.as_deref()),
+        (How::DefaultPath, Some("/usr/lib64/libfoo.so.1"))
+    );
+    let bar = first(&r, "libbar.so.1");
+    assert_eq!(
+        (bar.how, bar.path.as_deref()),
+        (How::LdSoCache, Some("/opt/bar/lib/libbar.so.1"))
+    );
+    // The host's libc is not in the root: nothing leaks in from outside it.
+    assert_eq!(first(&r, "libc.so.6").how, How::NotFound);
+}
+
+/// A new-format (`glibc-ld.so.cache1.1`) cache with `entries` for x86-64, sorted as ldconfig sorts them.
+fn build_cache(entries: &[(&str, &str)]) -> Vec<u8> {
+    let mut sorted = entries.to_vec();
+    sorted.sort_by(|a, b| loader::cache::libcmp(b.0, a.0));
+    let header = 48 + 24 * sorted.len();
+    let mut strings = Vec::new();
+    let mut offs = Vec::new();
+    for (k, v) in &sorted {
+        let ko = header + strings.len();
+        strings.extend_from_slice(k.as_bytes());
+        strings.push(0);
+        let vo = header + strings.len();
+        strings.extend_from_slice(v.as_bytes());
+        strings.push(0);
+        offs.push((ko as u32, vo as u32));
+    }
+    let mut d = b"glibc-ld.so.cache1.1".to_vec();
+    d.extend_from_slice(&(sorted.len() as u32).to_le_bytes());
+    d.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+    d.extend_from_slice(&[2, 0, 0, 0]);
+    d.extend_from_slice(&[0; 16]);
+    for (k, v) in offs {
+        d.extend_from_slice(&0x0303u32.to_le_bytes());
+        d.extend_from_slice(&k.to_le_bytes());
+        d.extend_from_slice(&v.to_le_bytes());
+        d.extend_from_slice(&0u32.to_le_bytes());
+        d.extend_from_slice(&0u64.to_le_bytes());
+    }
+    d.extend_from_slice(&strings);
+    d
+}
+
+#[test]
+fn cuda_libraries_loaded_with_dlopen_are_resolved_from_their_caller() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    // A stand-in driver library reachable only through the runtime's own RUNPATH.
+    lib(&d.join("driver"), "libcuda.so.1", "cuInit", &[], &[]);
+    let runpath = format!("-Wl,-rpath,{}", d.join("driver").display());
+    let cudart = lib(
+        &d.join("rt"),
+        "libcudart.so.12",
+        "cudaMalloc",
+        &[],
+        &["-Wl,--enable-new-dtags", &runpath],
+    );
+    // A library that names NVML in its read-only data, as frameworks do before dlopen-ing it.
+    let src = build::source(
+        d,
+        "nvml-user",
+        "const char *nvml = \"libnvidia-ml.so.1\";\nconst char *f(void) { return nvml; }\n",
+    );
+    let user = d.join("rt/libuser.so.1");
+    build::cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &user.to_string_lossy(),
+        &src.to_string_lossy(),
+        "-Wl,-soname,libuser.so.1",
+    ]);
+    let main = exe(
+        &d.join("main"),
+        &[&cudart, &user],
+        &[&format!("-Wl,-rpath,{}", d.join("rt").display())],
+    );
+    let r = resolve(&main, &[]);
+    let cuda = first(&r, "libcuda.so.1");
+    assert!(cuda.dlopen);
+    assert_eq!(cuda.needed_by, d.join("rt/libcudart.so.12").to_string_lossy());
+    assert_eq!(
+        (cuda.how, cuda.path.as_deref()),
+        (
+            How::Runpath,
+            Some(&*d.join("driver/libcuda.so.1").to_string_lossy())
+        )
+    );
+    let nvml = first(&r, "libnvidia-ml.so.1");
+    assert!(nvml.dlopen);
+    assert!(nvml.reason.as_deref().is_some_and(|w| w.contains(".rodata")));
+    // Near miss: a library that names nothing loads nothing at run time.
+    assert!(
+        r.libraries
+            .iter()
+            .filter(|l| l.dlopen)
+            .all(|l| l.needed_by != main.to_string_lossy())
+    );
+    // The missing NVML is a warning, not an error: the program may run without it.
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    let f = findings
+        .iter()
+        .find(|f| f.message.contains("libnvidia-ml.so.1"))
+        .expect("finding for NVML");
+    assert_eq!(f.severity, cudadiag::findings::Severity::Warning);
+}
+
+#[test]
+fn two_cuda_majors_in_one_process() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("lib");
+    let rt12 = lib(&d, "libcudart.so.12", "a", &[], &[]);
+    let blas13 = lib(&d, "libcublas.so.13", "b", &[], &[]);
+    let blas12 = lib(&d, "libcublas.so.12", "c", &[], &[]);
+    // cuFFT numbers its soname apart from CUDA (cuFFT 11 ships with CUDA 12): not a second major.
+    let fft11 = lib(&d, "libcufft.so.11", "e", &[], &[]);
+    let flag = format!("-Wl,-rpath,{}", d.display());
+    let mixed = exe(&t.path().join("mixed"), &[&rt12, &blas13], &[&flag]);
+    let same = exe(&t.path().join("same"), &[&rt12, &blas12, &fft11], &[&flag]);
+    let r = resolve(&mixed, &[]);
+    assert!(slugs(&r).contains(&"multiple-cuda-majors".to_string()));
+    // The runtime's dlopen of the driver finds nothing here; that is the driver rules' finding, not this one's.
+    let cuda = first(&r, "libcuda.so.1");
+    assert!(cuda.dlopen && cuda.how == How::NotFound);
+    assert!(!slugs(&r).contains(&"library-not-found".to_string()));
+    assert!(!slugs(&resolve(&same, &[])).contains(&"multiple-cuda-majors".to_string()));
+}
+
+#[test]
+fn ld_library_path_is_ignored_for_setuid_programs() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let dep = lib(&t.path().join("a"), "libdep.so.1", "dep", &[], &[]);
+    let main = exe(&t.path().join("main"), &[&dep], &[]);
+    let llp = t.path().join("a").to_string_lossy().into_owned();
+    let env = [("LD_LIBRARY_PATH", llp.as_str())];
+    assert_eq!(
+        first(&resolve(&main, &env), "libdep.so.1").how,
+        How::LdLibraryPath
+    );
+    std::fs::set_permissions(&main, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let r = resolve(&main, &env);
+    assert!(r.secure);
+    let l = first(&r, "libdep.so.1");
+    assert_eq!(l.how, How::NotFound);
+    assert!(
+        l.trail
+            .iter()
+            .any(|s| s.how == How::LdLibraryPath && s.result == StepResult::Skipped)
+    );
+}
+
+/// Builds `dir/name` as a shared library from `src` with a version script, and returns its path.
+fn versioned_lib(dir: &Path, soname: &str, src: &str, map: &str, flags: &[&str]) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let s = build::source(dir, &format!("{soname}-src"), src);
+    let m = build::source(dir, &format!("{soname}-map"), map);
+    let out = dir.join(soname);
+    let mut args = vec![
+        "-shared".to_string(),
+        "-fPIC".into(),
+        "-o".into(),
+        out.to_string_lossy().into_owned(),
+        s.to_string_lossy().into_owned(),
+        format!("-Wl,-soname,{soname}"),
+        format!("-Wl,--version-script={}", m.display()),
+    ];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    build::cc(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    out
+}
+
+/// The pip-wheel failure of pytorch#111469: cuSPARSE's RUNPATH points at the nvjitlink wheel, but an older
+/// toolkit's libnvJitLink.so.12 on LD_LIBRARY_PATH is searched first and lacks `__nvJitLinkComplete_12_4`.
+#[test]
+fn ld_library_path_shadows_a_wheel_runpath_and_a_symbol_goes_missing() {
+    let t = tempfile::tempdir().unwrap();
+    let sp = t.path().join("site-packages/nvidia");
+    let map_new =
+        "libnvJitLink.so.12 { global: __nvJitLinkCreate_12_0; __nvJitLinkComplete_12_4; local: *; };\n";
+    let src_new =
+        "int __nvJitLinkCreate_12_0(void){return 0;}\nint __nvJitLinkComplete_12_4(void){return 0;}\n";
+    let wheel = versioned_lib(
+        &sp.join("nvjitlink/lib"),
+        "libnvJitLink.so.12",
+        src_new,
+        map_new,
+        &[],
+    );
+    let map_old = "libnvJitLink.so.12 { global: __nvJitLinkCreate_12_0; local: *; };\n";
+    let old = versioned_lib(
+        &t.path().join("cuda-12.1/lib64"),
+        "libnvJitLink.so.12",
+        "int __nvJitLinkCreate_12_0(void){return 0;}\n",
+        map_old,
+        &[],
+    );
+    let cusparse_src =
+        "int __nvJitLinkComplete_12_4(void);\nint cusparseCreate(void){return __nvJitLinkComplete_12_4();}\n";
+    let cusparse = versioned_lib(
+        &sp.join("cusparse/lib"),
+        "libcusparse.so.12",
+        cusparse_src,
+        "libcusparse.so.12 { global: cusparseCreate; local: *; };\n",
+        &[
+            &wheel.to_string_lossy(),
+            "-Wl,--enable-new-dtags",
+            "-Wl,-rpath,$ORIGIN/../../nvjitlink/lib",
+        ],
+    );
+    let main = exe(
+        &t.path().join("app"),
+        &[&cusparse],
+        &[&format!("-Wl,-rpath,{}", sp.join("cusparse/lib").display())],
+    );
+    let llp = old.parent().unwrap().to_string_lossy().into_owned();
+    let env = [("LD_LIBRARY_PATH", llp.as_str())];
+    let r = resolve(&main, &env);
+    let l = first(&r, "libnvJitLink.so.12");
+    assert_eq!(l.how, How::LdLibraryPath);
+    assert_eq!(l.path.as_deref(), Some(&*old.to_string_lossy()));
+    agrees_with_glibc(&r, &main, &env);
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    let shadowed = findings
+        .iter()
+        .find(|f| f.slug == "library-shadowed")
+        .expect("library-shadowed");
+    assert!(shadowed.message.contains("nvjitlink/lib"), "{}", shadowed.message);
+    assert!(shadowed.help.contains("LD_LIBRARY_PATH"), "{}", shadowed.help);
+    let missing = findings
+        .iter()
+        .find(|f| f.slug == "symbol-version-missing")
+        .expect("symbol-version-missing");
+    assert!(
+        missing
+            .message
+            .contains("undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12"),
+        "{}",
+        missing.message
+    );
+    // Without the LD_LIBRARY_PATH entry, the wheel's copy loads and nothing is reported.
+    let r = resolve(&main, &[]);
+    assert_eq!(first(&r, "libnvJitLink.so.12").how, How::Runpath);
+    assert!(cudadiag::rules::loader::evaluate(std::slice::from_ref(&r)).is_empty());
+}
+
+#[test]
+fn a_version_the_provider_does_not_define() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let new = versioned_lib(
+        &d.join("new"),
+        "libw.so.1",
+        "int f(void){return 1;}\nint g(void){return 2;}\n",
+        "W_1 { global: f; local: *; };\nW_2 { global: g; } W_1;\n",
+        &[],
+    );
+    versioned_lib(
+        &d.join("old"),
+        "libw.so.1",
+        "int f(void){return 1;}\n",
+        "W_1 { global: f; local: *; };\n",
+        &[],
+    );
+    let user_src = build::source(d, "user", "int g(void);\nint u(void){return g();}\n");
+    let user = d.join("libuser.so.1");
+    build::cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &user.to_string_lossy(),
+        &user_src.to_string_lossy(),
+        "-Wl,-soname,libuser.so.1",
+        &new.to_string_lossy(),
+    ]);
+    let link = format!("-Wl,-rpath-link,{}", d.join("new").display());
+    let main = exe(
+        &d.join("main"),
+        &[&user],
+        &[&link, &format!("-Wl,-rpath,{}", d.display())],
+    );
+    let old_dir = d.join("old").to_string_lossy().into_owned();
+    let r = resolve(&main, &[("LD_LIBRARY_PATH", old_dir.as_str())]);
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.slug == "symbol-version-missing" && f.message.contains("version `W_2' not found")),
+        "{findings:?}"
+    );
+    let new_dir = d.join("new").to_string_lossy().into_owned();
+    let r = resolve(&main, &[("LD_LIBRARY_PATH", new_dir.as_str())]);
+    assert!(!slugs(&r).contains(&"symbol-version-missing".to_string()));
+}
+
+#[test]
+fn an_ancestor_rpath_is_skipped_when_the_requester_has_a_runpath() {
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    let leaf = lib(&a, "libleaf.so.1", "leaf", &[], &[]);
+    let nowhere = format!("-Wl,-rpath,{}", t.path().join("empty").display());
+    let mid = lib(
+        &a,
+        "libmid.so.1",
+        "mid",
+        &[&leaf],
+        &["-Wl,--enable-new-dtags", &nowhere],
+    );
+    let rpath = format!("-Wl,-rpath,{}", a.display());
+    let main = exe(
+        &t.path().join("main"),
+        &[&mid],
+        &["-Wl,--disable-new-dtags", &rpath],
+    );
+    let r = resolve(&main, &[]);
+    assert_eq!(first(&r, "libmid.so.1").how, How::Rpath);
+    let l = first(&r, "libleaf.so.1");
+    assert_eq!(l.how, How::NotFound);
+    let skip = &l.trail[0];
+    assert_eq!((skip.how, skip.result), (How::Rpath, StepResult::Skipped));
+    assert!(skip.note.as_deref().is_some_and(|n| n.contains("has a runpath")));
+    agrees_with_glibc(&r, &main, &[]);
+}
+
+/// The machine facts cudadiag reads out of ld.so's image and /proc/cpuinfo are the ones ld.so itself prints.
+#[test]
+fn platform_matches_what_ld_so_says_about_itself() {
+    let Some(ldso) = build::system_ldso() else {
+        return;
+    };
+    let out = std::process::Command::new(&ldso)
+        .arg("--help")
+        .env_clear()
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let dirs: Vec<String> = help
+        .lines()
+        .filter(|l| l.ends_with("(system search path)"))
+        .map(|l| {
+            l.trim()
+                .trim_end_matches("(system search path)")
+                .trim()
+                .to_string()
+        })
+        .collect();
+    if dirs.is_empty() {
+        return; // glibc < 2.33 does not print them
+    }
+    let p = loader::platform::Platform::detect(&Root::host(), 62, true, Some(&ldso.to_string_lossy()));
+    assert_eq!(p.system_dirs, dirs);
+    let supported: Vec<String> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Subdirectories of glibc-hwcaps"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter(|l| l.contains("supported"))
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(p.hwcaps, supported);
+}

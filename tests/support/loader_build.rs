@@ -1,0 +1,106 @@
+//! Builds tiny ELF programs and libraries with the system's `cc` for the loader scenario tests, and runs the
+//! system's `ld.so --list` on them for a cross-check with glibc.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Runs `cc` with `args`, panicking with its output when it fails (test set-up, not the code under test).
+pub fn cc(args: &[&str]) {
+    let out = Command::new("cc").args(args).output().expect("cc runs");
+    assert!(
+        out.status.success(),
+        "cc {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Writes `src` to `dir/name.c` and returns the path.
+pub fn source(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let p = dir.join(format!("{name}.c"));
+    std::fs::write(&p, src).expect("write source");
+    p
+}
+
+/// A shared library `dir/<soname>` defining `int <func>(void)`, linked against `deps` (paths), with extra
+/// linker flags.
+pub fn lib(dir: &Path, soname: &str, func: &str, deps: &[&Path], flags: &[&str]) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let src = source(
+        dir,
+        &format!("{soname}-src"),
+        &format!("int {func}(void) {{ return 1; }}\n"),
+    );
+    let out = dir.join(soname);
+    let soflag = format!("-Wl,-soname,{soname}");
+    let mut args: Vec<&str> = vec!["-shared", "-fPIC", "-o"];
+    let out_s = out.to_string_lossy().into_owned();
+    let src_s = src.to_string_lossy().into_owned();
+    args.push(&out_s);
+    args.push(&src_s);
+    args.push(&soflag);
+    args.push("-Wl,--no-as-needed");
+    let deps_s: Vec<String> = deps.iter().map(|d| d.to_string_lossy().into_owned()).collect();
+    for d in &deps_s {
+        args.push(d);
+    }
+    args.extend_from_slice(flags);
+    cc(&args);
+    out
+}
+
+/// An executable `path` linked against `deps`, with extra linker flags.
+pub fn exe(path: &Path, deps: &[&Path], flags: &[&str]) -> PathBuf {
+    let dir = path.parent().expect("parent");
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let src = source(dir, "main", "int main(void) { return 0; }\n");
+    let out_s = path.to_string_lossy().into_owned();
+    let src_s = src.to_string_lossy().into_owned();
+    let mut args: Vec<&str> = vec!["-o", &out_s, &src_s, "-Wl,--no-as-needed"];
+    let deps_s: Vec<String> = deps.iter().map(|d| d.to_string_lossy().into_owned()).collect();
+    for d in &deps_s {
+        args.push(d);
+    }
+    args.extend_from_slice(flags);
+    cc(&args);
+    path.to_path_buf()
+}
+
+/// The system's x86-64 glibc interpreter, when there is one.
+pub fn system_ldso() -> Option<PathBuf> {
+    let p = PathBuf::from("/lib64/ld-linux-x86-64.so.2");
+    (cfg!(all(
+        target_os = "linux",
+        target_arch = "x86_64",
+        target_env = "gnu"
+    )) && p.exists())
+    .then_some(p)
+}
+
+/// glibc's own answer: `LD_TRACE_LOADED_OBJECTS=1 ld.so FILE` (what `ldd` runs: trace mode maps the libraries
+/// and runs none of the program's code; unlike `--list` it reports a missing library as `not found` instead of
+/// stopping) with exactly `env`, as `name -> Some(path) | None (not found)`.
+pub fn glibc_list(file: &Path, env: &[(&str, &str)]) -> Option<Vec<(String, Option<String>)>> {
+    let ldso = system_ldso()?;
+    let out = Command::new(ldso)
+        .arg(file)
+        .env_clear()
+        .env("LD_TRACE_LOADED_OBJECTS", "1")
+        .envs(env.iter().copied())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut list = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_start_matches('\t');
+        if let Some((name, rest)) = line.split_once(" => ") {
+            let path = rest.split(" (0x").next().unwrap_or(rest).trim();
+            list.push((name.to_string(), (path != "not found").then(|| path.to_string())));
+        } else if line.starts_with('/') && !line.contains("/ld-linux") {
+            let path = line.split(" (0x").next().unwrap_or(line).to_string();
+            list.push((path.clone(), Some(path)));
+        }
+    }
+    Some(list)
+}
