@@ -21,6 +21,9 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         let binaries = inspect::path(path, &opts).map_err(|e| ToolError(e.to_string()))?;
         facts.binaries.extend(binaries);
     }
+    if let Some(snapshot) = &args.facts {
+        facts.host = Some(super::snapshot::load_host(snapshot)?);
+    }
     let findings = crate::rules::evaluate(&facts);
     let report = Report { facts, findings };
     let render = RenderOptions {

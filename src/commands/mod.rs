@@ -1,7 +1,9 @@
 //! The commands: each turns parsed arguments into a report (or a document) and renders it.
 
 mod codes;
+mod doctor;
 mod inspect;
+mod snapshot;
 
 use crate::cli::{Cli, Command};
 use crate::report::Paint;
@@ -42,5 +44,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     match &cli.command {
         Command::Inspect(args) => inspect::run(args, paint, out),
         Command::Codes(args) => codes::run(args, out),
+        Command::Doctor(args) => doctor::run(args, paint, out),
+        Command::Snapshot(args) => snapshot::run(args, out),
     }
 }

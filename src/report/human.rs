@@ -15,6 +15,9 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
             details(b, p, out)?;
         }
     }
+    if let Some(h) = &report.facts.host {
+        super::human_host::render(h, p, opts.verbose, out)?;
+    }
     if !report.findings.is_empty() {
         writeln!(out)?;
     }
@@ -23,11 +26,15 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     }
     let s = report.summary();
     let n = report.facts.binaries.len();
+    let subject = match (n, report.facts.host.is_some()) {
+        (0, true) => "machine".to_string(),
+        (1, _) => "1 binary".to_string(),
+        _ => format!("{n} binaries"),
+    };
     writeln!(
         out,
-        "{} {}: {}, {}, {}",
-        n,
-        if n == 1 { "binary" } else { "binaries" },
+        "{}: {}, {}, {}",
+        subject,
         count(s.errors, "error", p),
         count(s.warnings, "warning", p),
         count(s.notes, "note", p)

@@ -5,6 +5,7 @@
 //! `println!` elsewhere).
 
 mod human;
+mod human_host;
 pub mod json;
 mod paint;
 

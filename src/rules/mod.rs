@@ -4,6 +4,7 @@
 //! a snapshot. Each concern has its own module and each finding its own function.
 
 mod binary;
+pub mod host;
 
 use crate::facts::Facts;
 use crate::findings::Finding;
@@ -15,6 +16,9 @@ pub fn evaluate(facts: &Facts) -> Vec<Finding> {
         findings.extend(binary::malformed(b));
         findings.extend(binary::unrecognized(b));
         findings.extend(binary::no_device_code(b));
+    }
+    if let Some(h) = &facts.host {
+        findings.extend(host::evaluate(h));
     }
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings

@@ -1,0 +1,90 @@
+//! `cudadiag doctor`: the machine alone, judged.
+//!
+//! Collects [`HostFacts`] (or reads them from a snapshot), runs the rules and renders the report. The library
+//! catalogue walks directories; when that takes more than a second on a terminal, a progress line on stderr
+//! says so (and is erased when done), never on stdout and never when stderr is redirected.
+
+use super::{Outcome, ToolError};
+use crate::cli::{DoctorArgs, SystemArgs};
+use crate::facts::{Facts, HostFacts};
+use crate::host::{self, CollectOptions};
+use crate::report::{self, Paint, RenderOptions, Report};
+use crate::system::{Env, Root};
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The root the arguments name, refused when it is not a directory.
+pub fn checked_root(system: &SystemArgs) -> Result<Root, ToolError> {
+    let root = system.root();
+    if !root.is_host() && !root.dir().is_dir() {
+        return Err(ToolError(format!(
+            "--root {}: not a directory",
+            root.dir().display()
+        )));
+    }
+    Ok(root)
+}
+
+/// Collects the host facts, with a progress line on a terminal when the catalogue takes over a second.
+pub fn collect(root: &Root, env: &Env, skip_catalog: bool) -> HostFacts {
+    let counter = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        if std::io::stderr().is_terminal() {
+            s.spawn(|| {
+                let start = Instant::now();
+                let mut shown = false;
+                while !done.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                    if start.elapsed() > Duration::from_secs(1) && !done.load(Ordering::Relaxed) {
+                        let line = format!(
+                            "\rcudadiag: scanning for CUDA libraries… {} directories",
+                            counter.load(Ordering::Relaxed)
+                        );
+                        let _ = std::io::stderr().write_all(line.as_bytes());
+                        shown = true;
+                    }
+                }
+                if shown {
+                    let _ = std::io::stderr().write_all(b"\r\x1b[K");
+                }
+            });
+        }
+        let opts = CollectOptions {
+            skip_catalog,
+            progress: Some(&counter),
+        };
+        let facts = host::collect(root, env, &opts);
+        done.store(true, Ordering::Relaxed);
+        facts
+    })
+}
+
+pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    let host = match &args.facts {
+        Some(path) => super::snapshot::load_host(path)?,
+        None => collect(
+            &checked_root(&args.system)?,
+            &args.system.env(),
+            args.no_catalog,
+        ),
+    };
+    let facts = Facts {
+        binaries: Vec::new(),
+        host: Some(host),
+    };
+    let findings = crate::rules::evaluate(&facts);
+    let report = Report { facts, findings };
+    let render = RenderOptions {
+        format: args.output.format,
+        paint,
+        verbose: args.verbose,
+    };
+    report::render(&report, &render, out)?;
+    Ok(if report.fails(args.output.fail_on.threshold()) {
+        Outcome::Failed
+    } else {
+        Outcome::Clean
+    })
+}
