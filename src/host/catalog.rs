@@ -464,7 +464,7 @@ fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
             .map(|m| m.as_str().trim_start_matches('.').to_string())
             .filter(|v| !v.is_empty());
         let mut version = None;
-        if name_kind == "libcuda" || name_kind == "nvml" {
+        if driver_library(&name_kind) {
             version = libcuda::version_in_name(&f.real, &format!("{}.so", f.base))
                 .map(|v| (v, format!("file name {real_name}")));
         }
@@ -513,7 +513,7 @@ fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
                 })
             })
             .or_else(|| {
-                (matches!(name_kind.as_str(), "libcuda" | "nvml")
+                (driver_library(&name_kind)
                     && lib_kind == LibKind::Driver
                     && f.place == Place::Loader)
                     .then(|| Owner {
@@ -535,6 +535,11 @@ fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
         });
     }
     out
+}
+
+/// Libraries the driver installs (their file names carry the driver version).
+fn driver_library(kind: &str) -> bool {
+    matches!(kind, "libcuda" | "nvml" | "cudadebugger") || kind.starts_with("nvidia-")
 }
 
 /// The runtime version a libcudart's `cudaRuntimeGetVersion` stores (`12.4`), read from its code.

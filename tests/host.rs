@@ -1,0 +1,347 @@
+//! `doctor` and `snapshot` on the host fixture roots (`fixtures/hosts/<case>/root` + `env`; see
+//! `fixtures/hosts/README.md`). Each case names the findings it must give, no more and no fewer.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn case_dir(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/hosts")
+        .join(case)
+}
+
+/// `--root`, `--clear-env` and one `--env` per line of the case's env file, then `extra` overrides.
+fn machine_args(root: &Path, env_file: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--root".to_string(),
+        root.display().to_string(),
+        "--clear-env".into(),
+    ];
+    let text = std::fs::read_to_string(env_file).unwrap();
+    for l in text.lines().filter(|l| !l.is_empty()) {
+        args.extend(["--env".into(), l.to_string()]);
+    }
+    for e in extra {
+        args.extend(["--env".into(), e.to_string()]);
+    }
+    args
+}
+
+fn run_json(args: &[String]) -> Value {
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code() == Some(0) || out.status.code() == Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn doctor_at(root: &Path, env_file: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["doctor".to_string(), "--format".into(), "json".into()];
+    args.extend(machine_args(root, env_file, extra));
+    run_json(&args)
+}
+
+fn doctor(case: &str, extra: &[&str]) -> Value {
+    let d = case_dir(case);
+    doctor_at(&d.join("root"), &d.join("env"), extra)
+}
+
+fn slugs(report: &Value) -> Vec<String> {
+    let mut s: Vec<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap().to_string())
+        .collect();
+    s.sort();
+    s
+}
+
+fn assert_findings(case: &str, extra: &[&str], expected: &[&str]) {
+    let got = slugs(&doctor(case, extra));
+    let mut want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(got, want, "{case} {extra:?}");
+}
+
+const CASES: &[(&str, &[&str])] = &[
+    ("healthy", &[]),
+    (
+        "container-no-gpu",
+        &["device-nodes-missing", "libcuda-not-found"],
+    ),
+    ("driver-upgraded-no-reboot", &["driver-library-mismatch"]),
+    ("wsl2", &[]),
+    ("compat-older-than-driver", &["compat-libcuda-unsupported"]),
+    ("stub-first", &["stub-libcuda"]),
+    ("stub-unversioned", &[]),
+    ("conda-pip-toolkit", &[]),
+    ("nouveau", &["no-driver", "nouveau-loaded"]),
+    ("uvm-missing", &["nvidia-uvm-missing"]),
+];
+
+#[test]
+fn every_fixture_gives_exactly_its_findings() {
+    for (case, expected) in CASES {
+        assert_findings(case, &[], expected);
+    }
+}
+
+#[test]
+fn healthy_host_facts() {
+    let r = doctor("healthy", &[]);
+    assert_eq!(r["host"]["collected"], true);
+    assert_eq!(r["host"]["driver"]["version"], "550.90.07");
+    assert_eq!(r["host"]["gpus"][0]["name"], "NVIDIA H100 80GB HBM3");
+    assert_eq!(r["host"]["gpus"][0]["pci_device_id"], "0x2330");
+    assert_eq!(r["host"]["gpus"].as_array().unwrap().len(), 2);
+    let f = &r["host"]["facts"];
+    assert_eq!(f["kernel"]["flavour"], "proprietary");
+    assert_eq!(f["libcuda"][0]["version"], "550.90.07");
+    assert_eq!(f["libcuda"][0]["found_via"], "ld_so_conf");
+    assert_eq!(f["env"]["nvcc"][0], "/usr/local/cuda/bin/nvcc");
+}
+
+#[test]
+fn cuda_visible_devices_cases() {
+    for bad in [
+        "CUDA_VISIBLE_DEVICES=",
+        "CUDA_VISIBLE_DEVICES=-1",
+        "CUDA_VISIBLE_DEVICES=2",
+        "CUDA_VISIBLE_DEVICES=GPU-deadbeef",
+    ] {
+        assert_findings("healthy", &[bad], &["no-visible-devices"]);
+    }
+    for good in [
+        "CUDA_VISIBLE_DEVICES=0,7",
+        "CUDA_VISIBLE_DEVICES=GPU-7d2e",
+        "CUDA_VISIBLE_DEVICES=1,0",
+    ] {
+        assert_findings("healthy", &[good], &[]);
+    }
+}
+
+#[test]
+fn open_module_and_compat_candidate_order() {
+    let r = doctor("compat-older-than-driver", &[]);
+    let f = &r["host"]["facts"];
+    assert_eq!(f["kernel"]["flavour"], "open");
+    assert_eq!(f["libcuda"][0]["kind"], "compat");
+    assert_eq!(f["libcuda"][0]["version"], "550.54.14");
+    assert_eq!(f["libcuda"][1]["kind"], "driver");
+}
+
+#[test]
+fn container_and_wsl_are_recognised() {
+    let r = doctor("container-no-gpu", &[]);
+    let p = &r["host"]["facts"]["platform"];
+    assert_eq!(p["container"]["engine"], "docker");
+    assert_eq!(p["require_cuda"][0][0]["value"], "12.4");
+    assert_eq!(p["require_cuda"][1][2]["op"], "<");
+    let r = doctor("wsl2", &[]);
+    assert_eq!(r["host"]["facts"]["platform"]["wsl"]["dxg"], true);
+    assert_eq!(r["host"]["facts"]["libcuda"][0]["kind"], "wsl");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type().unwrap();
+        if t.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if t.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// Git keeps no file modes beyond +x, so the permission case is made from the healthy tree: an unprivileged
+/// uid that owns nothing, and nodes whose mode is set here.
+#[test]
+fn device_permission_denied_on_a_copy_of_the_healthy_tree() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    std::fs::write(
+        root.join("proc/self/status"),
+        "Name:\tcudadiag\nUid:\t4242\t4242\t4242\t4242\nGid:\t4242\t4242\t4242\t4242\nGroups:\t4242\n",
+    )
+    .unwrap();
+    let env = case_dir("healthy").join("env");
+    for (mode, expected) in [(0o600, vec!["device-permission-denied"]), (0o666, vec![])] {
+        for n in ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"] {
+            std::fs::set_permissions(
+                root.join("dev").join(n),
+                std::fs::Permissions::from_mode(mode),
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            slugs(&doctor_at(&root, &env, &[])),
+            expected,
+            "mode {mode:o}"
+        );
+    }
+}
+
+#[test]
+fn catalogue_lists_every_cudart_with_version_and_owner() {
+    let r = doctor("conda-pip-toolkit", &[]);
+    let libs = r["host"]["facts"]["libraries"].as_array().unwrap();
+    let find = |real: &str| {
+        libs.iter()
+            .find(|l| l["real_path"].as_str().unwrap().ends_with(real))
+            .unwrap_or_else(|| panic!("{real} not catalogued"))
+    };
+    let tk = find("cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127");
+    assert_eq!(tk["version"], "12.4.127");
+    assert_eq!(tk["owner"]["kind"], "toolkit");
+    assert!(
+        tk["version_source"]
+            .as_str()
+            .unwrap()
+            .ends_with("version.json cuda_cudart")
+    );
+    let conda = find("envs/ml/lib/libcudart.so.12.6.77");
+    assert_eq!(conda["version"], "12.6.77");
+    assert_eq!(conda["owner"]["kind"], "conda");
+    assert_eq!(conda["owner"]["name"], "cuda-cudart");
+    let pip = find("nvidia/cuda_runtime/lib/libcudart.so.12");
+    assert_eq!(pip["version"], "12.8.90");
+    assert_eq!(pip["owner"]["name"], "nvidia-cuda-runtime-cu12");
+    let cu13 = find("nvidia/cu13/lib/libcudart.so.13");
+    assert_eq!(cu13["version"], "13.0.96");
+    let vendored = find("torch/lib/libcudart-9335f6a2.so.12");
+    assert_eq!(vendored["owner"]["name"], "torch");
+    assert_eq!(vendored["kind"], "cudart");
+    // the torch wheel's own version is not the runtime's
+    assert_ne!(vendored["version"], "2.5.1");
+    let stub = find("stubs/libcuda.so");
+    assert_eq!(stub["kind"], "stub");
+    // the unrelated numpy distribution owns nothing
+    assert!(libs.iter().all(|l| l["owner"]["name"] != "numpy"));
+}
+
+#[test]
+fn snapshot_gives_the_live_findings() {
+    let t = tempfile::tempdir().unwrap();
+    for (case, _) in CASES {
+        let d = case_dir(case);
+        let snap = t.path().join(format!("{case}.json"));
+        let mut args = vec![
+            "snapshot".to_string(),
+            "-o".into(),
+            snap.display().to_string(),
+        ];
+        args.extend(machine_args(&d.join("root"), &d.join("env"), &[]));
+        Command::cargo_bin("cudadiag")
+            .unwrap()
+            .args(&args)
+            .assert()
+            .success();
+        let live = doctor(case, &[]);
+        let replay = run_json(&[
+            "doctor".into(),
+            "--format".into(),
+            "json".into(),
+            "--facts".into(),
+            snap.display().to_string(),
+        ]);
+        assert_eq!(live["findings"], replay["findings"], "{case}");
+        assert_eq!(live["host"], replay["host"], "{case}");
+    }
+}
+
+#[test]
+fn inspect_with_facts_judges_against_the_snapshot_machine() {
+    let t = tempfile::tempdir().unwrap();
+    let snap = t.path().join("case.json");
+    let d = case_dir("stub-first");
+    let mut args = vec![
+        "snapshot".to_string(),
+        "-o".into(),
+        snap.display().to_string(),
+    ];
+    args.extend(machine_args(&d.join("root"), &d.join("env"), &[]));
+    Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(&args)
+        .assert()
+        .success();
+    let bin = env!("CARGO_BIN_EXE_cudadiag").to_string();
+    let r = run_json(&[
+        "inspect".into(),
+        "--format".into(),
+        "json".into(),
+        "--facts".into(),
+        snap.display().to_string(),
+        bin,
+    ]);
+    assert!(slugs(&r).contains(&"stub-libcuda".to_string()));
+    assert_eq!(r["host"]["driver"]["version"], "550.90.07");
+}
+
+#[test]
+fn bad_root_and_bad_snapshot_are_tool_errors() {
+    Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["doctor", "--root", "/nonexistent/cudadiag-root"])
+        .assert()
+        .code(2);
+    let t = tempfile::tempdir().unwrap();
+    let bad = t.path().join("bad.json");
+    std::fs::write(&bad, "{\"snapshot_version\": 1}").unwrap();
+    Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["doctor", "--facts", bad.to_str().unwrap()])
+        .assert()
+        .code(2);
+}
+
+/// The JSON contract (`shared/contract/check_report.py`, when the shared checkout is there). GPU `cc` is
+/// filled from the compatibility matrix, which is not wired into `doctor` yet: until it is, `cc` is null and
+/// those are the only violations allowed.
+#[test]
+fn json_honours_the_contract() {
+    let checker = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/contract/check_report.py");
+    if !checker.exists() {
+        return;
+    }
+    for (case, _) in CASES {
+        let r = doctor(case, &[]);
+        let t = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(t.path(), serde_json::to_vec(&r).unwrap()).unwrap();
+        let out = std::process::Command::new("python3")
+            .arg(&checker)
+            .arg(t.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let unknown_cc = r["host"]["gpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["cc"].is_null());
+        if unknown_cc {
+            assert!(
+                text.lines()
+                    .all(|l| l.ends_with(".cc: expected <class 'str'>, got NoneType")),
+                "{case}: {text}"
+            );
+        } else {
+            assert_eq!(text.trim(), "ok", "{case}");
+        }
+    }
+}
