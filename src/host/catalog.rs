@@ -10,18 +10,16 @@
 //! The walk is bounded in depth, runs on a few threads, never follows directory links (so link loops cannot
 //! trap it), and records unreadable directories and loops as problems instead of failing.
 
-use super::libcuda::{self, kind_of};
-use super::model::{LibKind, LibraryEntry, Owner};
-use super::owners::{self, OwnerMap};
+use super::libcuda;
+use super::model::LibraryEntry;
 use crate::system::{Env, Root};
 use regex::Regex;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// File names of CUDA libraries: the base name, an optional auditwheel hash, the version suffix.
-static LIB_NAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
+pub(super) static LIB_NAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
         r"^(lib(?:cuda|cudart|nvidia-ml|nvrtc|nvrtc-builtins|cublas|cublasLt|cufft|cufftw|curand|cusolver|cusolverMg|cusparse|cusparseLt|cudnn[a-z_]*|nvJitLink|nvjitlink|nccl|nvToolsExt|cupti|npp[a-z]*|nvjpeg|cufile|cufile_rdma|nvidia-ptxjitcompiler|nvvm|cudla|nvshmem[a-z_]*|cudss|cutensor[a-zA-Z]*|nvblas|cudadebugger))(-[0-9a-f]{8})?\.so((?:\.[0-9]+)*)$",
     )
@@ -48,9 +46,13 @@ const SKIP_DIRS: &[&str] = &[
     "extras-demo",
 ];
 
+fn skip_dir(name: &str) -> bool {
+    SKIP_DIRS.contains(&name) || name.starts_with("nsight")
+}
+
 /// What kind of place a scan root is: it decides where owners and versions are looked up.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Place {
+pub(super) enum Place {
     /// A loader directory (owned by dpkg or the driver installer).
     Loader,
     /// A toolkit install (`version.json` at its top).
@@ -99,7 +101,13 @@ fn homes(root: &Root, env: &Env) -> Vec<PathBuf> {
     let mut h: Vec<PathBuf> = env.get("HOME").map(PathBuf::from).into_iter().collect();
     h.push(PathBuf::from("/root"));
     h.extend(root.read_dir(Path::new("/home")).unwrap_or_default());
-    h
+    let mut unique = Vec::new();
+    for d in h {
+        if !unique.contains(&d) {
+            unique.push(d);
+        }
+    }
+    unique
 }
 
 fn site_dirs_under(root: &Root, prefix: &Path, out: &mut Vec<PathBuf>) {
@@ -182,6 +190,8 @@ fn scan_roots(root: &Root, env: &Env) -> Vec<ScanRoot> {
         }
     }
     let mut sites = Vec::new();
+    prefixes.sort();
+    prefixes.dedup();
     for p in &prefixes {
         roots.push(ScanRoot {
             dir: p.join("lib"),
@@ -206,7 +216,15 @@ fn scan_roots(root: &Root, env: &Env) -> Vec<ScanRoot> {
     for v in &venvs {
         site_dirs_under(root, v, &mut sites);
     }
+    let mut unique = Vec::new();
     for site in sites {
+        if let Ok(real) = root.resolve(&site)
+            && !unique.contains(&real)
+        {
+            unique.push(real);
+        }
+    }
+    for site in unique {
         site_roots(root, &site, &mut roots);
     }
     roots.extend(loader_roots);
@@ -216,10 +234,15 @@ fn scan_roots(root: &Root, env: &Env) -> Vec<ScanRoot> {
 /// Inside one site-packages: `nvidia/` (all of it, bounded), and every top-level package's `lib/` and
 /// auditwheel `*.libs/` directory.
 fn site_roots(root: &Root, site: &Path, roots: &mut Vec<ScanRoot>) {
-    let Ok(entries) = root.read_dir(site) else {
+    // Resolved once, so that the per-package checks below are one `lstat` each (a site-packages can hold
+    // thousands of packages) and so that owner lookups (RECORD paths) and walked paths agree.
+    let Ok(site) = root.resolve(site) else {
         return;
     };
-    let place = Place::Site(site.to_path_buf());
+    let Ok(entries) = root.read_dir(&site) else {
+        return;
+    };
+    let place = Place::Site(site.clone());
     for e in entries {
         let name = e
             .file_name()
@@ -240,7 +263,7 @@ fn site_roots(root: &Root, site: &Path, roots: &mut Vec<ScanRoot>) {
                 depth: 1,
                 place: place.clone(),
             });
-        } else if root.exists(&e.join("lib")) {
+        } else if is_dir_here(root, &e.join("lib")) {
             roots.push(ScanRoot {
                 dir: e.join("lib"),
                 depth: 1,
@@ -250,14 +273,48 @@ fn site_roots(root: &Root, site: &Path, roots: &mut Vec<ScanRoot>) {
     }
 }
 
+/// `path` (whose parent is already resolved) is a directory, or a link to one inside the root.
+fn is_dir_here(root: &Root, path: &Path) -> bool {
+    match std::fs::symlink_metadata(root.host_path(path)) {
+        Ok(m) if m.file_type().is_symlink() => root.metadata(path).is_ok_and(|m| m.is_dir()),
+        Ok(m) => m.is_dir(),
+        Err(_) => false,
+    }
+}
+
+/// The usual library link names a plain file in its own (already resolved) directory
+/// (`libcudart.so.12 -> libcudart.so.12.4.127`): follow such chains with one `readlink` and one `lstat` per
+/// step instead of resolving the whole path again. `None` for anything else (absolute targets, `..`, loops).
+fn sibling_target(root: &Root, path: &Path) -> Option<PathBuf> {
+    let dir = path.parent()?;
+    let mut cur = path.to_path_buf();
+    for _ in 0..40 {
+        // Linux gives up after 40 links, as Root::resolve does.
+        let target = std::fs::read_link(root.host_path(&cur)).ok()?;
+        let name = target.to_str()?;
+        if name.contains('/') || name == ".." || name == "." {
+            return None;
+        }
+        cur = dir.join(name);
+        let m = std::fs::symlink_metadata(root.host_path(&cur)).ok()?;
+        if m.is_file() {
+            return Some(cur);
+        }
+        if !m.file_type().is_symlink() {
+            return None;
+        }
+    }
+    None
+}
+
 /// A library file found by the walk, before owners and versions are looked up.
-struct Found {
-    path: PathBuf,
-    real: PathBuf,
-    base: String,
-    suffix: String,
-    place: Place,
-    scan_root: PathBuf,
+pub(super) struct Found {
+    pub(super) path: PathBuf,
+    pub(super) real: PathBuf,
+    pub(super) base: String,
+    pub(super) suffix: String,
+    pub(super) place: Place,
+    pub(super) scan_root: PathBuf,
 }
 
 fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Found>, Vec<String>) {
@@ -272,9 +329,7 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| {
-            e.depth() == 0
-                || !e.file_type().is_dir()
-                || !SKIP_DIRS.contains(&e.file_name().to_string_lossy().as_ref())
+            e.depth() == 0 || !e.file_type().is_dir() || !skip_dir(&e.file_name().to_string_lossy())
         });
     for entry in walker {
         let entry = match entry {
@@ -303,7 +358,21 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
             continue;
         };
         let path = sr.dir.join(rel);
-        let real = match root.resolve(&path) {
+        // Scan roots are resolved and the walk follows no links, so only a link entry needs resolving.
+        let resolved = if entry.path_is_symlink() {
+            match sibling_target(root, &path) {
+                Some(real) => Ok(real),
+                None => root.resolve(&path),
+            }
+        } else {
+            Ok(path.clone())
+        };
+        let real = match resolved {
+            Ok(r)
+                if entry.file_type().is_file() || root.metadata(&r).is_ok_and(|m| m.is_file()) =>
+            {
+                r
+            }
             Ok(r) if root.metadata(&r).is_ok_and(|m| m.is_file()) => r,
             Ok(r) => {
                 problems.push(format!(
@@ -400,160 +469,7 @@ pub fn scan(
         .map(|(_, f)| f)
         .filter(|f| seen_paths.insert(f.path.clone()))
         .collect();
-    (describe(root, found), problems)
-}
-
-/// Owners and versions for every found file.
-fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
-    let dpkg = owners::dpkg(root);
-    let mut pip: HashMap<PathBuf, OwnerMap> = HashMap::new();
-    let mut conda: HashMap<PathBuf, OwnerMap> = HashMap::new();
-    let mut toolkits: HashMap<PathBuf, Option<owners::ToolkitVersions>> = HashMap::new();
-    let mut runtime: HashMap<PathBuf, Option<String>> = HashMap::new();
-    let mut out = Vec::new();
-    for f in found {
-        let lib_kind = kind_of(&f.path, &f.real);
-        let name_kind = kind_of_name(&f.base);
-        let kind = match lib_kind {
-            LibKind::Stub => "stub".to_string(),
-            LibKind::Compat => "compat".to_string(),
-            _ => name_kind.clone(),
-        };
-        let major = f
-            .suffix
-            .trim_start_matches('.')
-            .split('.')
-            .next()
-            .unwrap_or_default();
-        let soname = if major.is_empty() {
-            format!("{}.so", f.base)
-        } else {
-            format!("{}.so.{major}", f.base)
-        };
-        let lookup = |m: &OwnerMap| m.get(&f.path).or_else(|| m.get(&f.real)).cloned();
-        let pkg_owner = match &f.place {
-            Place::Site(site) => lookup(
-                pip.entry(site.clone())
-                    .or_insert_with(|| owners::pip(root, site)),
-            ),
-            Place::Conda(prefix) => lookup(
-                conda
-                    .entry(prefix.clone())
-                    .or_insert_with(|| owners::conda(root, prefix)),
-            ),
-            _ => None,
-        }
-        .or_else(|| lookup(&dpkg));
-        let tk = match &f.place {
-            Place::Toolkit(t) => toolkits
-                .entry(t.clone())
-                .or_insert_with(|| owners::toolkit(root, t))
-                .clone()
-                .map(|v| (t.clone(), v)),
-            _ => None,
-        };
-        let real_name = f
-            .real
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let name_version = LIB_NAME
-            .as_ref()
-            .and_then(|re| re.captures(&real_name))
-            .and_then(|c| c.get(3))
-            .map(|m| m.as_str().trim_start_matches('.').to_string())
-            .filter(|v| !v.is_empty());
-        let mut version = None;
-        if driver_library(&name_kind) {
-            version = libcuda::version_in_name(&f.real, &format!("{}.so", f.base))
-                .map(|v| (v, format!("file name {real_name}")));
-        }
-        if version.is_none()
-            && let Some(o) = pkg_owner.as_ref().filter(|o| {
-                o.kind != "pip" || owners::cuda_related(&o.name) && !o.name.contains("torch")
-            })
-            && let Some(v) = &o.version
-        {
-            version = Some((v.clone(), format!("{} package {} {v}", o.kind, o.name)));
-        }
-        if version.is_none()
-            && let Some((t, tv)) = &tk
-            && let Some(c) = owners::component_of(&name_kind)
-            && let Some(v) = tv.components.get(c)
-        {
-            version = Some((v.clone(), format!("{}/version.json {c}", t.display())));
-        }
-        if version.is_none()
-            && let Some(v) = name_version.as_ref().filter(|v| v.contains('.'))
-        {
-            version = Some((v.clone(), format!("file name {real_name}")));
-        }
-        let runtime_version = if name_kind == "cudart" {
-            runtime
-                .entry(f.real.clone())
-                .or_insert_with(|| runtime_constant(root, &f.real))
-                .clone()
-        } else {
-            None
-        };
-        if version.is_none()
-            && let Some(v) = &runtime_version
-        {
-            version = Some((
-                v.clone(),
-                "the constant cudaRuntimeGetVersion stores".to_string(),
-            ));
-        }
-        let owner = pkg_owner
-            .or_else(|| {
-                tk.as_ref().map(|(t, tv)| Owner {
-                    kind: "toolkit".into(),
-                    name: t.display().to_string(),
-                    version: tv.toolkit.clone(),
-                })
-            })
-            .or_else(|| {
-                (driver_library(&name_kind)
-                    && lib_kind == LibKind::Driver
-                    && f.place == Place::Loader)
-                    .then(|| Owner {
-                        kind: "driver".into(),
-                        name: "NVIDIA driver".into(),
-                        version: version.as_ref().map(|v| v.0.clone()),
-                    })
-            });
-        out.push(LibraryEntry {
-            soname,
-            path: f.path.display().to_string(),
-            real_path: f.real.display().to_string(),
-            kind,
-            version: version.as_ref().map(|v| v.0.clone()),
-            version_source: version.map(|v| v.1),
-            runtime_version,
-            owner,
-            scan_root: f.scan_root.display().to_string(),
-        });
-    }
-    out
-}
-
-/// Libraries the driver installs (their file names carry the driver version).
-fn driver_library(kind: &str) -> bool {
-    matches!(kind, "libcuda" | "nvml" | "cudadebugger") || kind.starts_with("nvidia-")
-}
-
-/// The runtime version a libcudart's `cudaRuntimeGetVersion` stores (`12.4`), read from its code.
-fn runtime_constant(root: &Root, real: &Path) -> Option<String> {
-    let bytes = root.read(real).ok()?;
-    if !bytes.starts_with(b"\x7fELF") {
-        return None;
-    }
-    let facts = crate::inspect::bytes(
-        &real.display().to_string(),
-        &bytes,
-        &crate::inspect::InspectOptions::default(),
-    );
-    facts.into_iter().next()?.cudart.version
+    (super::library::describe(root, found), problems)
 }
 
 #[cfg(test)]

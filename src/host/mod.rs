@@ -14,6 +14,7 @@ pub mod driver;
 pub mod env;
 pub mod gpu;
 pub mod libcuda;
+mod library;
 pub mod model;
 pub mod owners;
 
