@@ -345,3 +345,48 @@ fn json_honours_the_contract() {
         }
     }
 }
+
+/// Differential: the ld.so.cache reader against glibc's own `ldconfig -p` on the test machine's cache.
+#[test]
+fn ld_so_cache_agrees_with_ldconfig() {
+    let Ok(bytes) = std::fs::read("/etc/ld.so.cache") else {
+        return;
+    };
+    let Ok(out) = std::process::Command::new("ldconfig").arg("-p").output() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut theirs: Vec<(String, String)> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (left, path) = l.split_once(" => ")?;
+            let soname = left.trim().split(" (").next()?;
+            Some((soname.to_string(), path.trim().to_string()))
+        })
+        .collect();
+    let mut ours = cudadiag::host::libcuda::cache_pairs(&bytes);
+    theirs.sort();
+    ours.sort();
+    assert!(!ours.is_empty());
+    assert_eq!(ours, theirs);
+}
+
+/// A link loop and a dangling link among the libraries are recorded as problems; the run goes on.
+#[test]
+fn link_loops_are_problems_not_failures() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    let lib = root.join("usr/local/cuda-12.4/targets/x86_64-linux/lib");
+    std::os::unix::fs::symlink("libcublasLt.so.12", lib.join("libcublasLt.so.12")).unwrap();
+    std::os::unix::fs::symlink("libcufft.so.11.2.1", lib.join("libcufft.so.11")).unwrap();
+    std::os::unix::fs::symlink("..", lib.join("up")).unwrap();
+    let r = doctor_at(&root, &case_dir("healthy").join("env"), &[]);
+    assert!(slugs(&r).is_empty());
+    let problems = r["host"]["facts"]["problems"].as_array().unwrap();
+    let text = serde_json::to_string(problems).unwrap();
+    assert!(text.contains("libcublasLt.so.12"), "{text}");
+    assert!(text.contains("libcufft.so.11"), "{text}");
+    assert!(r["host"]["facts"]["libraries"].as_array().unwrap().len() > 3);
+}

@@ -191,6 +191,11 @@ mod tests {
                     (dvs-builder@U16-I3-B03-4-3)  Tue Jul 15 22:38:39 UTC 2025\n";
         let (v, f, _) = parse_nvrm(open).unwrap();
         assert_eq!((v.as_str(), f), ("580.65.06", Flavour::Open));
+        // As the open module built by Nix prints it (seen on an H200 host).
+        let nix = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \n\
+                   GCC version:  gcc version 15.3.0 (GCC) \n";
+        let (v, f, _) = parse_nvrm(nix).unwrap();
+        assert_eq!((v.as_str(), f), ("580.159.04", Flavour::Open));
         assert!(parse_nvrm("garbage").is_none());
         assert!(parse_nvrm("NVRM version: NVIDIA UNIX x86_64 Kernel Module  \n").is_none());
     }

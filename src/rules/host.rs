@@ -195,10 +195,10 @@ pub fn device_nodes_missing(h: &HostFacts) -> Option<Finding> {
     }
     let mut missing = Vec::new();
     if node(h, "/dev/nvidiactl").is_none() {
-        missing.push("/dev/nvidiactl");
+        missing.push("/dev/nvidiactl does not exist");
     }
     if gpu_nodes(h).is_empty() {
-        missing.push("/dev/nvidia0 (no /dev/nvidiaN at all)");
+        missing.push("no /dev/nvidia<N> GPU node exists");
     }
     if missing.is_empty() {
         return None;
@@ -220,7 +220,7 @@ pub fn device_nodes_missing(h: &HostFacts) -> Option<Finding> {
     };
     let mut f = Finding::new(Code::DeviceNodesMissing, message, help).because(d);
     for m in missing {
-        f = f.because(format!("{m} does not exist"));
+        f = f.because(m);
     }
     if let Some(c) = &h.platform.container {
         f = f.because(format!(
