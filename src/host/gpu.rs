@@ -138,4 +138,25 @@ mod tests {
         assert_eq!(g.bus_id.as_deref(), Some("0000:19:00.0"));
         assert!(parse_information("IRQ: 1\n", "x").is_none());
     }
+
+    #[test]
+    fn cc_hook_fills_only_unknown_ones() {
+        let mut gpus = vec![
+            GpuFacts {
+                name: "NVIDIA H200".into(),
+                pci_device_id: Some(0x2335),
+                ..GpuFacts::default()
+            },
+            GpuFacts {
+                name: "given".into(),
+                cc: Some("8.6".into()),
+                ..GpuFacts::default()
+            },
+        ];
+        assign_cc(&mut gpus, |name, id| {
+            (name == "NVIDIA H200" && id == Some(0x2335)).then(|| "9.0".to_string())
+        });
+        assert_eq!(gpus[0].cc.as_deref(), Some("9.0"));
+        assert_eq!(gpus[1].cc.as_deref(), Some("8.6"));
+    }
 }
