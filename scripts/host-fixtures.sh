@@ -148,4 +148,34 @@ R=$H/uvm-missing/root; healthy "$R" 550.90.07; rm "$R/dev/nvidia-uvm" "$R/dev/nv
 modules "$R" nvidia_drm nvidia_modeset nvidia
 envfile uvm-missing "${BASEENV[@]}"
 
+# 11. Modelled on the project's H200 host: the open module built by Nix (580.159.04), driver libraries under
+#     /usr/local/nvidia/lib64 and /lib found through a binary ld.so.cache (no ld.so.conf), toolkit 13.0.
+R=$H/h200-nix-open-580/root
+w "$R/proc/driver/nvidia/version" "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \nGCC version:  gcc version 15.3.0 (GCC) \n"
+w "$R/sys/module/nvidia/version" "580.159.04\n"
+gpu "$R" 0000:19:00.0 0 GPU-3c4d919d-9f1f-a9ab-2956-6d66157bc184 "NVIDIA H200" 2335
+modules "$R" nvidia_uvm nvidia_modeset nvidia
+nodes "$R" nvidia0 nvidiactl nvidia-uvm nvidia-uvm-tools nvidia-caps/nvidia-cap1 nvidia-caps/nvidia-cap2
+status "$R" 0 0 "0"
+for d in usr/local/nvidia/lib64 lib; do
+  for l in libcuda libnvidia-ml libcudadebugger; do fake "$R/$d/$l.so.580.159.04"; lnk "$l.so.580.159.04" "$R/$d/$l.so.1"; lnk "$l.so.1" "$R/$d/$l.so"; done
+done
+toolkit "$R" 13.0 13.0.96; lnk cuda-13.0 "$R/usr/local/cuda"
+mkdir -p "$R/etc"
+python3 - "$R/etc/ld.so.cache" <<'PY'
+# glibc "glibc-ld.so.cache1.1" format (elf/cache.c): 48-byte header, 24-byte entries, strings after them.
+import struct, sys
+pairs = [(s, f"{d}/{s}") for s in ("libnvidia-ml.so.1", "libnvidia-ml.so", "libcudadebugger.so.1", "libcuda.so.1", "libcuda.so")
+         for d in ("/usr/local/nvidia/lib64", "/lib")]
+pairs += [("libcudart.so.13", "/usr/local/cuda/targets/x86_64-linux/lib/libcudart.so.13"), ("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")]
+table = 48 + 24 * len(pairs); strings = b""; entries = b""
+for k, v in pairs:
+    ko = table + len(strings); strings += k.encode() + b"\0"
+    vo = table + len(strings); strings += v.encode() + b"\0"
+    entries += struct.pack("<iIIIQ", 0x0303, ko, vo, 0, 0)
+head = b"glibc-ld.so.cache1.1" + struct.pack("<II", len(pairs), len(strings)) + b"\0" * 20
+open(sys.argv[1], "wb").write(head + entries + strings)
+PY
+envfile h200-nix-open-580 PATH=/usr/local/cuda/bin:/usr/bin:/bin HOME=/root
+
 echo "fixtures written under $H"

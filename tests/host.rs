@@ -85,6 +85,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("conda-pip-toolkit", &[]),
     ("nouveau", &["no-driver", "nouveau-loaded"]),
     ("uvm-missing", &["nvidia-uvm-missing"]),
+    ("h200-nix-open-580", &[]),
 ];
 
 #[test]
@@ -494,4 +495,37 @@ fn vendored_cudart_version_from_its_code() {
         })
         .unwrap();
     assert!(l["version"].is_null());
+}
+
+/// The binary ld.so.cache path: candidates in cache order, each with the version of its real file.
+#[test]
+fn driver_libraries_through_a_binary_ld_so_cache() {
+    let r = doctor("h200-nix-open-580", &[]);
+    let f = &r["host"]["facts"];
+    assert_eq!(r["host"]["driver"]["version"], "580.159.04");
+    assert_eq!(f["kernel"]["flavour"], "open");
+    let paths: Vec<&str> = f["libcuda"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["/usr/local/nvidia/lib64/libcuda.so.1", "/lib/libcuda.so.1"]
+    );
+    assert_eq!(f["libcuda"][0]["found_via"], "ld_so_cache");
+    assert_eq!(f["libcuda"][0]["version"], "580.159.04");
+    assert_eq!(
+        f["nvml"][0]["real_path"],
+        "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04"
+    );
+    // the driver's directories are catalogued through the cache too
+    let libs = f["libraries"].as_array().unwrap();
+    assert!(libs.iter().any(|l| l["real_path"]
+        == "/usr/local/nvidia/lib64/libcudadebugger.so.580.159.04"
+        && l["owner"]["kind"] == "driver"));
+    // /dev/nvidia-caps is a directory, not a node
+    let nodes = serde_json::to_string(&f["device_nodes"]).unwrap();
+    assert!(!nodes.contains("nvidia-caps"));
 }
