@@ -148,6 +148,21 @@ R=$H/uvm-missing/root; healthy "$R" 550.90.07; rm "$R/dev/nvidia-uvm" "$R/dev/nv
 modules "$R" nvidia_drm nvidia_modeset nvidia
 envfile uvm-missing "${BASEENV[@]}"
 
+# 10b. deb-installed driver and toolkit on the conda/pip machine: dpkg's status and file lists name the owners.
+R=$H/conda-pip-toolkit/root
+w "$R/var/lib/dpkg/status" "Package: libnvidia-compute-550\nStatus: install ok installed\nArchitecture: amd64\nVersion: 550.90.07-0ubuntu1\n\nPackage: cuda-cudart-12-4\nStatus: install ok installed\nArchitecture: amd64\nVersion: 12.4.127-1\n\nPackage: libc6\nStatus: install ok installed\nVersion: 2.35-0ubuntu3.8\n"
+w "$R/var/lib/dpkg/info/libnvidia-compute-550:amd64.list" "/.\n/usr\n/usr/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07\n/usr/lib/x86_64-linux-gnu/libcuda.so.1\n/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.90.07\n"
+w "$R/var/lib/dpkg/info/cuda-cudart-12-4.list" "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127\n/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12\n"
+w "$R/var/lib/dpkg/info/libc6:amd64.list" "/lib/x86_64-linux-gnu/libc.so.6\n"
+
+# 10c. A Jetson board (L4T R35, nvgpu driver): no /proc/driver/nvidia, no PCI GPU, libcuda under tegra/.
+R=$H/jetson/root
+w "$R/etc/nv_tegra_release" "# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, EABI: aarch64, DATE: Tue Aug  1 19:57:35 UTC 2023\n"
+fake "$R/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1.1"; lnk libcuda.so.1.1 "$R/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1"
+w "$R/etc/ld.so.conf" "include /etc/ld.so.conf.d/*.conf\n"; w "$R/etc/ld.so.conf.d/nvidia-tegra.conf" "/usr/lib/aarch64-linux-gnu/tegra\n/usr/lib/aarch64-linux-gnu/tegra-egl\n"
+nodes "$R" nvhost-ctrl-gpu nvmap; status "$R" 1000 1000 "44 1000"
+envfile jetson PATH=/usr/local/cuda/bin:/usr/bin:/bin HOME=/home/nvidia
+
 # 11. Modelled on the project's H200 host: the open module built by Nix (580.159.04), driver libraries under
 #     /usr/local/nvidia/lib64 and /lib found through a binary ld.so.cache (no ld.so.conf), toolkit 13.0.
 R=$H/h200-nix-open-580/root

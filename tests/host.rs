@@ -86,6 +86,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("nouveau", &["no-driver", "nouveau-loaded"]),
     ("uvm-missing", &["nvidia-uvm-missing"]),
     ("h200-nix-open-580", &[]),
+    ("jetson", &[]),
 ];
 
 #[test]
@@ -206,14 +207,14 @@ fn catalogue_lists_every_cudart_with_version_and_owner() {
             .find(|l| l["real_path"].as_str().unwrap().ends_with(real))
             .unwrap_or_else(|| panic!("{real} not catalogued"))
     };
-    let tk = find("cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127");
-    assert_eq!(tk["version"], "12.4.127");
+    let tk = find("cuda-12.4/targets/x86_64-linux/lib/libcublas.so.12.4.5.3");
+    assert_eq!(tk["version"], "12.4.5.3");
     assert_eq!(tk["owner"]["kind"], "toolkit");
     assert!(
         tk["version_source"]
             .as_str()
             .unwrap()
-            .ends_with("version.json cuda_cudart")
+            .ends_with("version.json libcublas")
     );
     let conda = find("envs/ml/lib/libcudart.so.12.6.77");
     assert_eq!(conda["version"], "12.6.77");
@@ -231,6 +232,15 @@ fn catalogue_lists_every_cudart_with_version_and_owner() {
     assert_ne!(vendored["version"], "2.5.1");
     let stub = find("stubs/libcuda.so");
     assert_eq!(stub["kind"], "stub");
+    // dpkg owns the toolkit's cudart and the driver's libcuda; the library version is the upstream one
+    let deb = find("cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127");
+    assert_eq!(deb["owner"]["kind"], "deb");
+    assert_eq!(deb["owner"]["name"], "cuda-cudart-12-4");
+    assert_eq!(deb["owner"]["version"], "12.4.127-1");
+    assert_eq!(deb["version"], "12.4.127");
+    let drv = find("libcuda.so.550.90.07");
+    assert_eq!(drv["owner"]["name"], "libnvidia-compute-550");
+    assert_eq!(drv["version_source"], "file name libcuda.so.550.90.07");
     // the unrelated numpy distribution owns nothing
     assert!(libs.iter().all(|l| l["owner"]["name"] != "numpy"));
 }
@@ -528,4 +538,21 @@ fn driver_libraries_through_a_binary_ld_so_cache() {
     // /dev/nvidia-caps is a directory, not a node
     let nodes = serde_json::to_string(&f["device_nodes"]).unwrap();
     assert!(!nodes.contains("nvidia-caps"));
+}
+
+#[test]
+fn jetson_is_recognised() {
+    let r = doctor("jetson", &[]);
+    let f = &r["host"]["facts"];
+    assert!(
+        f["platform"]["jetson"]
+            .as_str()
+            .unwrap()
+            .starts_with("# R35")
+    );
+    assert_eq!(
+        f["libcuda"][0]["path"],
+        "/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1"
+    );
+    assert_eq!(f["identity"]["groups"], serde_json::json!([44, 1000]));
 }

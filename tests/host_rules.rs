@@ -121,6 +121,10 @@ fn no_gpu_fires_when_nothing_is_visible() {
     let mut h = healthy();
     h.gpus.clear();
     assert!(host::no_gpu(&h).is_some());
+    // near miss: a Jetson board, whose integrated GPU is on neither list
+    let mut j = h.clone();
+    j.platform.jetson = Some("# R35 (release), REVISION: 4.1".into());
+    assert!(host::no_gpu(&j).is_none());
     // near miss: one GPU on the bus, no driver (that is `no-driver`, not `no-gpu`)
     let mut h = healthy();
     h.gpus.truncate(1);

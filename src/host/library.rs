@@ -86,7 +86,10 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
             })
             && let Some(v) = &o.version
         {
-            version = Some((v.clone(), format!("{} package {} {v}", o.kind, o.name)));
+            version = Some((
+                upstream(&o.kind, v),
+                format!("{} package {} {v}", o.kind, o.name),
+            ));
         }
         if version.is_none()
             && let Some((t, tv)) = &tk
@@ -149,6 +152,16 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
     out
 }
 
+/// The upstream part of a package version: Debian's `[epoch:]upstream[-revision]` (deb-version(7)) gives
+/// `12.4.127` for `12.4.127-1`; pip and conda versions are upstream already.
+fn upstream(kind: &str, v: &str) -> String {
+    if kind != "deb" {
+        return v.to_string();
+    }
+    let v = v.split_once(':').map_or(v, |(_, rest)| rest);
+    v.rsplit_once('-').map_or(v, |(up, _)| up).to_string()
+}
+
 /// Libraries the driver installs (their file names carry the driver version).
 fn driver_library(kind: &str) -> bool {
     matches!(kind, "libcuda" | "nvml" | "cudadebugger") || kind.starts_with("nvidia-")
@@ -166,4 +179,17 @@ fn runtime_constant(root: &Root, real: &Path) -> Option<String> {
         &crate::inspect::InspectOptions::default(),
     );
     facts.into_iter().next()?.cudart.version
+}
+
+#[cfg(test)]
+mod tests {
+    use super::upstream;
+
+    #[test]
+    fn debian_versions() {
+        assert_eq!(upstream("deb", "12.4.127-1"), "12.4.127");
+        assert_eq!(upstream("deb", "1:550.90.07-0ubuntu1"), "550.90.07");
+        assert_eq!(upstream("deb", "9.1.0.70-1+cuda12.4"), "9.1.0.70");
+        assert_eq!(upstream("pip", "12.8.90"), "12.8.90");
+    }
 }

@@ -41,6 +41,12 @@ fn wsl(h: &HostFacts) -> bool {
     h.platform.wsl.is_some()
 }
 
+/// Jetson's integrated GPU is not a PCI device, and older L4T releases drive it with nvgpu, which has no
+/// `/proc/driver/nvidia`: the PCI and procfs checks say nothing there.
+fn jetson(h: &HostFacts) -> bool {
+    h.platform.jetson.is_some()
+}
+
 fn in_container(h: &HostFacts) -> bool {
     h.platform.container.is_some()
 }
@@ -130,7 +136,7 @@ pub fn nouveau_loaded(h: &HostFacts) -> Option<Finding> {
 
 /// `no-gpu`: no NVIDIA GPU is visible to the driver or on the PCI bus.
 pub fn no_gpu(h: &HostFacts) -> Option<Finding> {
-    if !h.gpus.is_empty() || wsl(h) {
+    if !h.gpus.is_empty() || wsl(h) || jetson(h) {
         return None;
     }
     let mut f = Finding::new(
@@ -391,7 +397,7 @@ pub fn compat_libcuda_unsupported(h: &HostFacts) -> Option<Finding> {
 
 /// `libcuda-not-found`: the driver is there (or WSL is), but no `libcuda.so.1` is on the loader's path.
 pub fn libcuda_not_found(h: &HostFacts) -> Option<Finding> {
-    if !h.libcuda.is_empty() || (h.driver.is_none() && !wsl(h)) {
+    if !h.libcuda.is_empty() || (h.driver.is_none() && !wsl(h) && !jetson(h)) {
         return None;
     }
     let mut f = Finding::new(
