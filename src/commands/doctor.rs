@@ -11,8 +11,9 @@ use crate::host::{self, CollectOptions};
 use crate::report::{self, Paint, RenderOptions, Report};
 use crate::system::{Env, Root};
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 /// The root the arguments name, refused when it is not a directory.
 pub fn checked_root(system: &SystemArgs) -> Result<Root, ToolError> {
@@ -29,22 +30,24 @@ pub fn checked_root(system: &SystemArgs) -> Result<Root, ToolError> {
 /// Collects the host facts, with a progress line on a terminal when the catalogue takes over a second.
 pub fn collect(root: &Root, env: &Env, skip_catalog: bool) -> HostFacts {
     let counter = AtomicUsize::new(0);
-    let done = AtomicBool::new(false);
+    let (done, finished) = mpsc::channel::<()>();
     std::thread::scope(|s| {
         if std::io::stderr().is_terminal() {
-            s.spawn(|| {
-                let start = Instant::now();
+            let counter = &counter;
+            s.spawn(move || {
+                // Quiet for the first second; then a line refreshed every 100 ms until the scan ends (the
+                // channel closes), erased at the end. Waiting on the channel, not sleeping, so that a fast scan
+                // is never held up.
+                let mut wait = Duration::from_secs(1);
                 let mut shown = false;
-                while !done.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(50));
-                    if start.elapsed() > Duration::from_secs(1) && !done.load(Ordering::Relaxed) {
-                        let line = format!(
-                            "\rcudadiag: scanning for CUDA libraries… {} directories",
-                            counter.load(Ordering::Relaxed)
-                        );
-                        let _ = std::io::stderr().write_all(line.as_bytes());
-                        shown = true;
-                    }
+                while let Err(RecvTimeoutError::Timeout) = finished.recv_timeout(wait) {
+                    let line = format!(
+                        "\rcudadiag: scanning for CUDA libraries… {} directories",
+                        counter.load(Ordering::Relaxed)
+                    );
+                    let _ = std::io::stderr().write_all(line.as_bytes());
+                    shown = true;
+                    wait = Duration::from_millis(100);
                 }
                 if shown {
                     let _ = std::io::stderr().write_all(b"\r\x1b[K");
@@ -56,7 +59,7 @@ pub fn collect(root: &Root, env: &Env, skip_catalog: bool) -> HostFacts {
             progress: Some(&counter),
         };
         let facts = host::collect(root, env, &opts);
-        done.store(true, Ordering::Relaxed);
+        drop(done);
         facts
     })
 }
