@@ -73,10 +73,7 @@ fn assert_findings(case: &str, extra: &[&str], expected: &[&str]) {
 
 const CASES: &[(&str, &[&str])] = &[
     ("healthy", &[]),
-    (
-        "container-no-gpu",
-        &["device-nodes-missing", "libcuda-not-found"],
-    ),
+    ("container-no-gpu", &["device-nodes-missing", "libcuda-not-found"]),
     ("driver-upgraded-no-reboot", &["driver-library-mismatch"]),
     ("wsl2", &[]),
     ("compat-older-than-driver", &["compat-libcuda-unsupported"]),
@@ -184,17 +181,10 @@ fn device_permission_denied_on_a_copy_of_the_healthy_tree() {
     let env = case_dir("healthy").join("env");
     for (mode, expected) in [(0o600, vec!["device-permission-denied"]), (0o666, vec![])] {
         for n in ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"] {
-            std::fs::set_permissions(
-                root.join("dev").join(n),
-                std::fs::Permissions::from_mode(mode),
-            )
-            .unwrap();
+            std::fs::set_permissions(root.join("dev").join(n), std::fs::Permissions::from_mode(mode))
+                .unwrap();
         }
-        assert_eq!(
-            slugs(&doctor_at(&root, &env, &[])),
-            expected,
-            "mode {mode:o}"
-        );
+        assert_eq!(slugs(&doctor_at(&root, &env, &[])), expected, "mode {mode:o}");
     }
 }
 
@@ -251,11 +241,7 @@ fn snapshot_gives_the_live_findings() {
     for (case, _) in CASES {
         let d = case_dir(case);
         let snap = t.path().join(format!("{case}.json"));
-        let mut args = vec![
-            "snapshot".to_string(),
-            "-o".into(),
-            snap.display().to_string(),
-        ];
+        let mut args = vec!["snapshot".to_string(), "-o".into(), snap.display().to_string()];
         args.extend(machine_args(&d.join("root"), &d.join("env"), &[]));
         Command::cargo_bin("cudadiag")
             .unwrap()
@@ -280,11 +266,7 @@ fn inspect_with_facts_judges_against_the_snapshot_machine() {
     let t = tempfile::tempdir().unwrap();
     let snap = t.path().join("case.json");
     let d = case_dir("stub-first");
-    let mut args = vec![
-        "snapshot".to_string(),
-        "-o".into(),
-        snap.display().to_string(),
-    ];
+    let mut args = vec!["snapshot".to_string(), "-o".into(), snap.display().to_string()];
     args.extend(machine_args(&d.join("root"), &d.join("env"), &[]));
     Command::cargo_bin("cudadiag")
         .unwrap()
@@ -436,25 +418,18 @@ fn tiny_cudart(version: u32) -> Vec<u8> {
     b.extend_from_slice(&strtab);
     b.extend_from_slice(&shstrtab);
     b.resize(sh_off as usize, 0);
-    let mut sh = |name: u32,
-                  ty: u32,
-                  flags: u64,
-                  addr: u64,
-                  off: u64,
-                  size: u64,
-                  link: u32,
-                  info: u32,
-                  ent: u64| {
-        b.extend_from_slice(&name.to_le_bytes());
-        b.extend_from_slice(&ty.to_le_bytes());
-        for v in [flags, addr, off, size] {
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-        b.extend_from_slice(&link.to_le_bytes());
-        b.extend_from_slice(&info.to_le_bytes());
-        b.extend_from_slice(&1u64.to_le_bytes());
-        b.extend_from_slice(&ent.to_le_bytes());
-    };
+    let mut sh =
+        |name: u32, ty: u32, flags: u64, addr: u64, off: u64, size: u64, link: u32, info: u32, ent: u64| {
+            b.extend_from_slice(&name.to_le_bytes());
+            b.extend_from_slice(&ty.to_le_bytes());
+            for v in [flags, addr, off, size] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            b.extend_from_slice(&link.to_le_bytes());
+            b.extend_from_slice(&info.to_le_bytes());
+            b.extend_from_slice(&1u64.to_le_bytes());
+            b.extend_from_slice(&ent.to_le_bytes());
+        };
     sh(0, 0, 0, 0, 0, 0, 0, 0, 0);
     sh(1, 1, 6, 0x1000, text_off, text.len() as u64, 0, 0, 0);
     sh(7, 2, 0, 0, sym_off, 48, 3, 1, 24);
@@ -470,26 +445,17 @@ fn vendored_cudart_version_from_its_code() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("root");
     copy_tree(&case_dir("conda-pip-toolkit").join("root"), &root);
-    let vendored =
-        root.join("root/.venv/lib/python3.11/site-packages/torch/lib/libcudart-9335f6a2.so.12");
+    let vendored = root.join("root/.venv/lib/python3.11/site-packages/torch/lib/libcudart-9335f6a2.so.12");
     std::fs::write(&vendored, tiny_cudart(12040)).unwrap();
     let r = doctor_at(&root, &case_dir("conda-pip-toolkit").join("env"), &[]);
     let libs = r["host"]["facts"]["libraries"].as_array().unwrap();
     let l = libs
         .iter()
-        .find(|l| {
-            l["path"]
-                .as_str()
-                .unwrap()
-                .ends_with("libcudart-9335f6a2.so.12")
-        })
+        .find(|l| l["path"].as_str().unwrap().ends_with("libcudart-9335f6a2.so.12"))
         .unwrap();
     assert_eq!(l["runtime_version"], "12.4");
     assert_eq!(l["version"], "12.4");
-    assert_eq!(
-        l["version_source"],
-        "the constant cudaRuntimeGetVersion stores"
-    );
+    assert_eq!(l["version_source"], "the constant cudaRuntimeGetVersion stores");
     assert_eq!(l["owner"]["name"], "torch");
     // near miss: the same bytes with an implausible constant give no version
     std::fs::write(&vendored, tiny_cudart(7)).unwrap();
@@ -497,12 +463,7 @@ fn vendored_cudart_version_from_its_code() {
     let libs = r["host"]["facts"]["libraries"].as_array().unwrap();
     let l = libs
         .iter()
-        .find(|l| {
-            l["path"]
-                .as_str()
-                .unwrap()
-                .ends_with("libcudart-9335f6a2.so.12")
-        })
+        .find(|l| l["path"].as_str().unwrap().ends_with("libcudart-9335f6a2.so.12"))
         .unwrap();
     assert!(l["version"].is_null());
 }
@@ -532,9 +493,10 @@ fn driver_libraries_through_a_binary_ld_so_cache() {
     );
     // the driver's directories are catalogued through the cache too
     let libs = f["libraries"].as_array().unwrap();
-    assert!(libs.iter().any(|l| l["real_path"]
-        == "/usr/local/nvidia/lib64/libcudadebugger.so.580.159.04"
-        && l["owner"]["kind"] == "driver"));
+    assert!(libs.iter().any(
+        |l| l["real_path"] == "/usr/local/nvidia/lib64/libcudadebugger.so.580.159.04"
+            && l["owner"]["kind"] == "driver"
+    ));
     // /dev/nvidia-caps is a directory, not a node
     let nodes = serde_json::to_string(&f["device_nodes"]).unwrap();
     assert!(!nodes.contains("nvidia-caps"));
@@ -544,12 +506,7 @@ fn driver_libraries_through_a_binary_ld_so_cache() {
 fn jetson_is_recognised() {
     let r = doctor("jetson", &[]);
     let f = &r["host"]["facts"];
-    assert!(
-        f["platform"]["jetson"]
-            .as_str()
-            .unwrap()
-            .starts_with("# R35")
-    );
+    assert!(f["platform"]["jetson"].as_str().unwrap().starts_with("# R35"));
     assert_eq!(
         f["libcuda"][0]["path"],
         "/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1"

@@ -197,9 +197,7 @@ fn device_permission_denied_follows_owner_group_other() {
 fn no_visible_devices_follows_cuda_semantics() {
     for value in ["", "-1", "2", "7,0", "GPU-deadbeef", "GPU-", "abc"] {
         let mut h = healthy();
-        h.env
-            .vars
-            .insert("CUDA_VISIBLE_DEVICES".into(), value.into());
+        h.env.vars.insert("CUDA_VISIBLE_DEVICES".into(), value.into());
         assert!(
             host::no_visible_devices(&h).is_some(),
             "{value:?} should hide every GPU"
@@ -208,13 +206,8 @@ fn no_visible_devices_follows_cuda_semantics() {
     // near misses: the list stops after a valid entry; a unique UUID prefix; a MIG instance
     for value in ["0,7", "1", "GPU-7d2e", "gpu-b4a13011-1c9e", "MIG-9a3b"] {
         let mut h = healthy();
-        h.env
-            .vars
-            .insert("CUDA_VISIBLE_DEVICES".into(), value.into());
-        assert!(
-            host::no_visible_devices(&h).is_none(),
-            "{value:?} shows a GPU"
-        );
+        h.env.vars.insert("CUDA_VISIBLE_DEVICES".into(), value.into());
+        assert!(host::no_visible_devices(&h).is_none(), "{value:?} shows a GPU");
     }
 }
 

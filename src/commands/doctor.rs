@@ -67,11 +67,7 @@ pub fn collect(root: &Root, env: &Env, skip_catalog: bool) -> HostFacts {
 pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let host = match &args.facts {
         Some(path) => super::snapshot::load_host(path)?,
-        None => collect(
-            &checked_root(&args.system)?,
-            &args.system.env(),
-            args.no_catalog,
-        ),
+        None => collect(&checked_root(&args.system)?, &args.system.env(), args.no_catalog),
     };
     let facts = Facts {
         binaries: Vec::new(),

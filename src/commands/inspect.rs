@@ -9,11 +9,7 @@ use std::io::Write;
 
 pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let opts = InspectOptions {
-        depth: if args.deep {
-            Depth::Full
-        } else {
-            Depth::Headers
-        },
+        depth: if args.deep { Depth::Full } else { Depth::Headers },
         max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
     };
     let mut facts = Facts::default();

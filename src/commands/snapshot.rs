@@ -26,14 +26,9 @@ struct Envelope {
 pub fn load(path: &Path) -> Result<Facts, ToolError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| ToolError(format!("cannot read {}: {e}", path.display())))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| ToolError(format!("{} is not JSON: {e}", path.display())))?;
-    let bad = |e: serde_json::Error| {
-        ToolError(format!(
-            "{} is not a cudadiag snapshot: {e}",
-            path.display()
-        ))
-    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| ToolError(format!("{} is not JSON: {e}", path.display())))?;
+    let bad = |e: serde_json::Error| ToolError(format!("{} is not a cudadiag snapshot: {e}", path.display()));
     if value.get("snapshot_version").is_some() {
         let env: Envelope = serde_json::from_value(value).map_err(bad)?;
         if env.snapshot_version > SNAPSHOT_VERSION {
@@ -64,8 +59,7 @@ pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolErro
         host: Some(host),
     };
     for p in &args.paths {
-        let b =
-            inspect::path(p, &InspectOptions::default()).map_err(|e| ToolError(e.to_string()))?;
+        let b = inspect::path(p, &InspectOptions::default()).map_err(|e| ToolError(e.to_string()))?;
         facts.binaries.extend(b);
     }
     let env = Envelope {

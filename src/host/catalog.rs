@@ -166,11 +166,7 @@ fn scan_roots(root: &Root, env: &Env) -> Vec<ScanRoot> {
             place: Place::Toolkit(t),
         });
     }
-    let mut prefixes: Vec<PathBuf> = env
-        .get("CONDA_PREFIX")
-        .map(PathBuf::from)
-        .into_iter()
-        .collect();
+    let mut prefixes: Vec<PathBuf> = env.get("CONDA_PREFIX").map(PathBuf::from).into_iter().collect();
     let mut bases = vec![PathBuf::from("/opt")];
     bases.extend(homes(root, env));
     for base in &bases {
@@ -200,11 +196,7 @@ fn scan_roots(root: &Root, env: &Env) -> Vec<ScanRoot> {
         });
         site_dirs_under(root, p, &mut sites);
     }
-    let mut venvs: Vec<PathBuf> = env
-        .get("VIRTUAL_ENV")
-        .map(PathBuf::from)
-        .into_iter()
-        .collect();
+    let mut venvs: Vec<PathBuf> = env.get("VIRTUAL_ENV").map(PathBuf::from).into_iter().collect();
     venvs.extend([
         PathBuf::from("/usr"),
         PathBuf::from("/usr/local"),
@@ -368,11 +360,7 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
             Ok(path.clone())
         };
         let real = match resolved {
-            Ok(r)
-                if entry.file_type().is_file() || root.metadata(&r).is_ok_and(|m| m.is_file()) =>
-            {
-                r
-            }
+            Ok(r) if entry.file_type().is_file() || root.metadata(&r).is_ok_and(|m| m.is_file()) => r,
             Ok(r) if root.metadata(&r).is_ok_and(|m| m.is_file()) => r,
             Ok(r) => {
                 problems.push(format!(
@@ -400,11 +388,7 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
 }
 
 /// Walks every scan root (on up to eight threads) and returns every CUDA library found, with problems met.
-pub fn scan(
-    root: &Root,
-    env: &Env,
-    progress: Option<&AtomicUsize>,
-) -> (Vec<LibraryEntry>, Vec<String>) {
+pub fn scan(root: &Root, env: &Env, progress: Option<&AtomicUsize>) -> (Vec<LibraryEntry>, Vec<String>) {
     // One walk per real directory: `/usr/local/cuda` and `/usr/local/cuda-12.4` are the same tree.
     let mut seen = Vec::new();
     let mut roots = Vec::new();
@@ -452,10 +436,7 @@ pub fn scan(
         for h in handles {
             if let Ok((out, probs)) = h.join() {
                 for (dir, f) in out {
-                    let order = roots
-                        .iter()
-                        .position(|r| r.dir == dir)
-                        .unwrap_or(usize::MAX);
+                    let order = roots.iter().position(|r| r.dir == dir).unwrap_or(usize::MAX);
                     results.extend(f.into_iter().map(|x| (order, x)));
                 }
                 problems.extend(probs);

@@ -96,8 +96,7 @@ mod tests {
 
     #[test]
     fn status_lines() {
-        let s =
-            "Name:\tcat\nUid:\t1000\t1001\t1001\t1001\nGid:\t100\t44\t44\t44\nGroups:\t4 24 44 \n";
+        let s = "Name:\tcat\nUid:\t1000\t1001\t1001\t1001\nGid:\t100\t44\t44\t44\nGroups:\t4 24 44 \n";
         let id = parse_status(s, "x").unwrap();
         assert_eq!((id.uid, id.gid, id.groups), (1001, 44, vec![4, 24, 44]));
         assert!(parse_status("Name:\tcat\n", "x").is_none());
@@ -123,10 +122,7 @@ mod tests {
         assert!(can_read_write(&node(0o660, 0, 44), &me));
         assert!(can_read_write(&node(0o600, 1000, 0), &me));
         assert!(!can_read_write(&node(0o644, 0, 0), &me));
-        let root = Identity {
-            uid: 0,
-            ..me.clone()
-        };
+        let root = Identity { uid: 0, ..me.clone() };
         assert!(can_read_write(&node(0o600, 5, 5), &root));
     }
 }

@@ -23,13 +23,7 @@ use std::path::Path;
 pub const PROC_VERSION: &str = "/proc/driver/nvidia/version";
 
 /// Modules cudadiag reports on.
-const MODULES: &[&str] = &[
-    "nvidia",
-    "nvidia_uvm",
-    "nvidia_modeset",
-    "nvidia_drm",
-    "nouveau",
-];
+const MODULES: &[&str] = &["nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nouveau"];
 
 /// Parses the NVRM line: the version and the flavour.
 pub fn parse_nvrm(text: &str) -> Option<(String, Flavour, String)> {

@@ -21,9 +21,7 @@ const NVIDIA_VENDOR: u16 = 0x10de;
 fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
-        (k.trim() == key)
-            .then(|| v.trim())
-            .filter(|v| !v.is_empty())
+        (k.trim() == key).then(|| v.trim()).filter(|v| !v.is_empty())
     })
 }
 
@@ -72,8 +70,7 @@ pub fn gpus(root: &Root, problems: &mut Vec<String>) -> Vec<GpuFacts> {
         if class >> 16 != 0x03 {
             continue; // audio functions, NVSwitch bridges
         }
-        let Some(device) = hex_file(root, &d.join("device")).and_then(|v| u16::try_from(v).ok())
-        else {
+        let Some(device) = hex_file(root, &d.join("device")).and_then(|v| u16::try_from(v).ok()) else {
             continue;
         };
         let bus = d

@@ -44,11 +44,7 @@ pub struct SearchStep {
 /// for that name (or ld.so.conf's when there is no cache), then the defaults.
 pub fn search_dirs(root: &Root, env: &Env, soname: &str) -> Vec<SearchStep> {
     let mut steps = Vec::new();
-    for d in env
-        .get("LD_LIBRARY_PATH")
-        .unwrap_or_default()
-        .split([':', ';'])
-    {
+    for d in env.get("LD_LIBRARY_PATH").unwrap_or_default().split([':', ';']) {
         if !d.is_empty() {
             steps.push(SearchStep {
                 dir: PathBuf::from(d),
@@ -284,10 +280,7 @@ mod tests {
         assert_eq!(kind_of(p, p), LibKind::Compat);
         let p = Path::new("/usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07");
         assert_eq!(kind_of(p, p), LibKind::Driver);
-        assert_eq!(
-            version_in_name(p, "libcuda.so").as_deref(),
-            Some("550.90.07")
-        );
+        assert_eq!(version_in_name(p, "libcuda.so").as_deref(), Some("550.90.07"));
         assert_eq!(
             version_in_name(Path::new("/usr/lib/wsl/lib/libcuda.so.1.1"), "libcuda.so"),
             None

@@ -44,10 +44,7 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
         };
         let lookup = |m: &OwnerMap| m.get(&f.path).or_else(|| m.get(&f.real)).cloned();
         let pkg_owner = match &f.place {
-            Place::Site(site) => lookup(
-                pip.entry(site.clone())
-                    .or_insert_with(|| owners::pip(root, site)),
-            ),
+            Place::Site(site) => lookup(pip.entry(site.clone()).or_insert_with(|| owners::pip(root, site))),
             Place::Conda(prefix) => lookup(
                 conda
                     .entry(prefix.clone())
@@ -81,15 +78,12 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
                 .map(|v| (v, format!("file name {real_name}")));
         }
         if version.is_none()
-            && let Some(o) = pkg_owner.as_ref().filter(|o| {
-                o.kind != "pip" || owners::cuda_related(&o.name) && !o.name.contains("torch")
-            })
+            && let Some(o) = pkg_owner
+                .as_ref()
+                .filter(|o| o.kind != "pip" || owners::cuda_related(&o.name) && !o.name.contains("torch"))
             && let Some(v) = &o.version
         {
-            version = Some((
-                upstream(&o.kind, v),
-                format!("{} package {} {v}", o.kind, o.name),
-            ));
+            version = Some((upstream(&o.kind, v), format!("{} package {} {v}", o.kind, o.name)));
         }
         if version.is_none()
             && let Some((t, tv)) = &tk
@@ -114,10 +108,7 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
         if version.is_none()
             && let Some(v) = &runtime_version
         {
-            version = Some((
-                v.clone(),
-                "the constant cudaRuntimeGetVersion stores".to_string(),
-            ));
+            version = Some((v.clone(), "the constant cudaRuntimeGetVersion stores".to_string()));
         }
         let owner = pkg_owner
             .or_else(|| {
@@ -128,14 +119,13 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
                 })
             })
             .or_else(|| {
-                (driver_library(&name_kind)
-                    && lib_kind == LibKind::Driver
-                    && f.place == Place::Loader)
-                    .then(|| Owner {
+                (driver_library(&name_kind) && lib_kind == LibKind::Driver && f.place == Place::Loader).then(
+                    || Owner {
                         kind: "driver".into(),
                         name: "NVIDIA driver".into(),
                         version: version.as_ref().map(|v| v.0.clone()),
-                    })
+                    },
+                )
             });
         out.push(LibraryEntry {
             soname,

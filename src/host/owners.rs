@@ -87,10 +87,7 @@ pub fn pip(root: &Root, site: &Path) -> OwnerMap {
 /// conda: every file listed by the CUDA-related `conda-meta/*.json` of an environment prefix.
 pub fn conda(root: &Root, prefix: &Path) -> OwnerMap {
     let mut map = OwnerMap::new();
-    for f in root
-        .read_dir(&prefix.join("conda-meta"))
-        .unwrap_or_default()
-    {
+    for f in root.read_dir(&prefix.join("conda-meta")).unwrap_or_default() {
         let Some(name) = f.file_name().map(|n| n.to_string_lossy().into_owned()) else {
             continue;
         };
@@ -134,10 +131,7 @@ pub fn dpkg(root: &Root) -> OwnerMap {
             versions.insert(p, v);
         }
     }
-    for f in root
-        .read_dir(Path::new("/var/lib/dpkg/info"))
-        .unwrap_or_default()
-    {
+    for f in root.read_dir(Path::new("/var/lib/dpkg/info")).unwrap_or_default() {
         let Some(name) = f.file_name().map(|n| n.to_string_lossy().into_owned()) else {
             continue;
         };

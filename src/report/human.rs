@@ -207,17 +207,7 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
             "    {}",
             p.dim(&format!(
                 "{:>3} {:>3}  {:<4}  {:<12} {:>5}  {:<5} {:>9} {:>9}  {:<10} {:<10} {}",
-                "#",
-                "fb",
-                "kind",
-                "arch",
-                "ver",
-                "comp",
-                "size",
-                "stored",
-                "flags",
-                "toolkit",
-                "notes"
+                "#", "fb", "kind", "arch", "ver", "comp", "size", "stored", "flags", "toolkit", "notes"
             ))
         )?;
         for (i, e) in b.device_code.iter().enumerate() {

@@ -37,10 +37,7 @@ fn candidates(out: &mut dyn Write, p: Paint, name: &str, list: &[LibCandidate]) 
             "{}. {}{real}  [{via}] {kind}{}{}",
             i + 1,
             c.path,
-            c.version
-                .as_deref()
-                .map(|v| format!(" {v}"))
-                .unwrap_or_default(),
+            c.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default(),
             if i == 0 { "  <- loaded" } else { "" }
         );
         row(out, p, if i == 0 { name } else { "" }, &line)?;
@@ -60,12 +57,7 @@ fn owner(l: &LibraryEntry) -> String {
         .unwrap_or_else(|| "owner unknown".into())
 }
 
-fn libraries(
-    out: &mut dyn Write,
-    p: Paint,
-    libs: &[LibraryEntry],
-    verbose: bool,
-) -> io::Result<()> {
+fn libraries(out: &mut dyn Write, p: Paint, libs: &[LibraryEntry], verbose: bool) -> io::Result<()> {
     // One line per real file: the links to it add nothing but names.
     let mut files: Vec<&LibraryEntry> = Vec::new();
     for l in libs {
@@ -174,11 +166,7 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
     }
     let mut platform = Vec::new();
     if let Some(c) = &h.platform.container {
-        platform.push(format!(
-            "container: {} ({})",
-            c.engine,
-            c.evidence.join(", ")
-        ));
+        platform.push(format!("container: {} ({})", c.engine, c.evidence.join(", ")));
     }
     if h.platform.wsl.is_some() {
         platform.push("WSL2".into());
@@ -235,12 +223,7 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
             row(out, p, "problem", pr)?;
         }
     } else if !h.problems.is_empty() {
-        row(
-            out,
-            p,
-            "problems",
-            &format!("{} (see -v)", h.problems.len()),
-        )?;
+        row(out, p, "problems", &format!("{} (see -v)", h.problems.len()))?;
     }
     Ok(())
 }

@@ -63,9 +63,7 @@ fn host(h: Option<&crate::facts::HostFacts>) -> Host<'_> {
     Host {
         collected: h.is_some(),
         driver: Driver {
-            version: h
-                .and_then(|h| h.driver.as_ref())
-                .map(|d| d.version.as_str()),
+            version: h.and_then(|h| h.driver.as_ref()).map(|d| d.version.as_str()),
             cuda: h.and_then(|h| h.driver_cuda.as_deref()),
         },
         gpus: h

@@ -117,11 +117,7 @@ pub fn nouveau_loaded(h: &HostFacts) -> Option<Finding> {
     if !h.kernel.modules.iter().any(|m| m == "nouveau") {
         return None;
     }
-    let source = h
-        .kernel
-        .modules_source
-        .as_deref()
-        .unwrap_or("the module list");
+    let source = h.kernel.modules_source.as_deref().unwrap_or("the module list");
     Some(
         Finding::new(
             Code::NouveauLoaded,
@@ -229,10 +225,7 @@ pub fn device_nodes_missing(h: &HostFacts) -> Option<Finding> {
         f = f.because(m);
     }
     if let Some(c) = &h.platform.container {
-        f = f.because(format!(
-            "running in a container ({})",
-            c.evidence.join(", ")
-        ));
+        f = f.because(format!("running in a container ({})", c.evidence.join(", ")));
     }
     Some(f)
 }
