@@ -318,7 +318,6 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
     let walker = walkdir::WalkDir::new(&host_dir)
         .max_depth(sr.depth)
         .follow_links(false)
-        .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| {
             e.depth() == 0 || !e.file_type().is_dir() || !skip_dir(&e.file_name().to_string_lossy())
@@ -450,6 +449,8 @@ pub fn scan(root: &Root, env: &Env, progress: Option<&AtomicUsize>) -> (Vec<Libr
         .map(|(_, f)| f)
         .filter(|f| seen_paths.insert(f.path.clone()))
         .collect();
+    // Walks run in any order on any thread: sort, so that two runs on one machine give the same facts.
+    problems.sort();
     (super::library::describe(root, found), problems)
 }
 
