@@ -9,8 +9,7 @@ use std::io::Write;
 pub fn run(args: &CodesArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     match args.format {
         OutputFormat::Json => {
-            let doc =
-                serde_json::json!({ "schema_version": report::json::SCHEMA_VERSION, "codes": CATALOGUE });
+            let doc = serde_json::json!({ "schema_version": report::json::SCHEMA_VERSION, "codes": CATALOGUE });
             let text = serde_json::to_string_pretty(&doc).map_err(|e| ToolError(e.to_string()))?;
             report::text(out, &format!("{text}\n"))?;
         }

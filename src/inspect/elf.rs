@@ -23,8 +23,12 @@ pub const SCAN_LIMIT: usize = 1 << 30;
 /// Copies the loader-relevant facts out of a parsed ELF.
 pub fn facts(elf: &Elf<'_>) -> ElfFacts {
     let flags_1 = elf.dynamic.as_ref().map_or(0, |d| d.info.flags_1);
-    let split =
-        |v: &[&str]| -> Vec<String> { v.iter().flat_map(|s| s.split(':')).map(str::to_string).collect() };
+    let split = |v: &[&str]| -> Vec<String> {
+        v.iter()
+            .flat_map(|s| s.split(':'))
+            .map(str::to_string)
+            .collect()
+    };
     let mut version_names: HashMap<u16, String> = HashMap::new();
     let mut version_needs = Vec::new();
     if let Some(verneed) = &elf.verneed {
@@ -180,7 +184,8 @@ pub fn fatbin_regions(elf: &Elf<'_>, data: &[u8]) -> (Vec<Region>, Vec<(usize, S
             }
         }
     }
-    let covered = |off: usize, regions: &[Region]| regions.iter().any(|r| off >= r.start && off < r.end);
+    let covered =
+        |off: usize, regions: &[Region]| regions.iter().any(|r| off >= r.start && off < r.end);
     // Wrappers: each points at a container. A container outside the known sections is read on its own.
     for sh in &elf.section_headers {
         if section_name(elf, sh) != ".nvFatBinSegment" {
@@ -296,7 +301,9 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, data: &[u8], has_device_code: boo
     } else if defined("__cudaRegisterFatBinary").is_some() {
         evidence.push("defines __cudaRegisterFatBinary".to_string());
     } else if has_device_code && memchr::memmem::find(data, b"cudaErrorCudartUnloading").is_some() {
-        evidence.push("contains the CUDA runtime's error-name table (stripped static cudart)".to_string());
+        evidence.push(
+            "contains the CUDA runtime's error-name table (stripped static cudart)".to_string(),
+        );
     }
     if evidence.is_empty() {
         return CudartFacts::default();
@@ -323,7 +330,12 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, data: &[u8], has_device_code: boo
 /// or, as in CUDA 13's static runtime, tail-calls a small accessor that does
 /// (`test rdi,rdi; je …; mov dword [rdi], 13000; xor eax,eax; ret`). Direct calls and jumps are followed one
 /// level. Returns the constant and its file offset.
-pub fn version_from_function(elf: &Elf<'_>, data: &[u8], addr: u64, size: u64) -> Option<(u32, usize)> {
+pub fn version_from_function(
+    elf: &Elf<'_>,
+    data: &[u8],
+    addr: u64,
+    size: u64,
+) -> Option<(u32, usize)> {
     let off = vaddr_to_offset(elf, data.len(), addr)?;
     let len = (size as usize).clamp(16, 512);
     let code = data.get(off..(off + len).min(data.len()))?;
@@ -429,6 +441,9 @@ mod tests {
             Some((11080, 4))
         );
         // an implausible constant is ignored
-        assert_eq!(runtime_version_constant(&[0xC7, 0x07, 0x01, 0, 0, 0, 0xC3]), None);
+        assert_eq!(
+            runtime_version_constant(&[0xC7, 0x07, 0x01, 0, 0, 0, 0xC3]),
+            None
+        );
     }
 }

@@ -11,7 +11,9 @@
 //! can. Payloads are read only when a question needs them (see [`Depth`]), and decompressed with a hard bound.
 
 use super::{Depth, InspectOptions, cubin, decompress, ptx};
-use crate::facts::{BinaryFacts, CodeKind, Compression, DeviceCode, FatbinContainer, Problem, ProblemKind};
+use crate::facts::{
+    BinaryFacts, CodeKind, Compression, DeviceCode, FatbinContainer, Problem, ProblemKind,
+};
 
 /// Container magic (`FATBIN_MAGIC`).
 pub const CONTAINER_MAGIC: u32 = 0xBA55_ED50;
@@ -303,7 +305,11 @@ fn read_entry(
     } else {
         None
     };
-    let prefix = if kind == CodeKind::Sass { "sm" } else { "compute" };
+    let prefix = if kind == CodeKind::Sass {
+        "sm"
+    } else {
+        "compute"
+    };
     let header = &data[q..q + header_size];
     let identifier = header_string(header, ident_off, ident_len);
     let options = (aux_offset != 0)
@@ -324,7 +330,10 @@ fn read_entry(
     };
     let mut entry = DeviceCode {
         kind,
-        arch: format!("{prefix}_{arch}{}", suffix.map(String::from).unwrap_or_default()),
+        arch: format!(
+            "{prefix}_{arch}{}",
+            suffix.map(String::from).unwrap_or_default()
+        ),
         sm: arch,
         suffix,
         ptx_isa: (kind == CodeKind::Ptx).then(|| format!("{major}.{minor}")),
@@ -351,7 +360,9 @@ fn read_entry(
         ptx: None,
     };
     let wanted = match kind {
-        CodeKind::Sass | CodeKind::Ptx => compression == Compression::None || opts.depth == Depth::Full,
+        CodeKind::Sass | CodeKind::Ptx => {
+            compression == Compression::None || opts.depth == Depth::Full
+        }
         CodeKind::Nvvm => false,
     };
     if wanted && !truncated {
@@ -375,7 +386,12 @@ fn header_string(header: &[u8], off: usize, len: usize) -> Option<String> {
 
 /// Decompresses (bounded) and parses one entry's payload, filling its cubin or PTX facts and toolkit.
 /// Returns false when the payload is damaged (a problem has then been recorded).
-fn read_payload(stored: &[u8], entry: &mut DeviceCode, out: &mut BinaryFacts, opts: &InspectOptions) -> bool {
+fn read_payload(
+    stored: &[u8],
+    entry: &mut DeviceCode,
+    out: &mut BinaryFacts,
+    opts: &InspectOptions,
+) -> bool {
     let at = entry.offset as usize;
     let owned;
     let bytes = if entry.compression == Compression::None {
@@ -387,7 +403,11 @@ fn read_payload(stored: &[u8], entry: &mut DeviceCode, out: &mut BinaryFacts, op
                 &owned[..]
             }
             Err(e) => {
-                problem(out, at, format!("{} entry at 0x{at:x}: {}", entry.arch, e.0));
+                problem(
+                    out,
+                    at,
+                    format!("{} entry at 0x{at:x}: {}", entry.arch, e.0),
+                );
                 return false;
             }
         }
@@ -413,7 +433,11 @@ fn read_payload(stored: &[u8], entry: &mut DeviceCode, out: &mut BinaryFacts, op
                 true
             }
             Err(e) => {
-                problem(out, at, format!("{} entry at 0x{at:x}: {}", entry.arch, e.0));
+                problem(
+                    out,
+                    at,
+                    format!("{} entry at 0x{at:x}: {}", entry.arch, e.0),
+                );
                 false
             }
         },
@@ -428,9 +452,16 @@ fn read_payload(stored: &[u8], entry: &mut DeviceCode, out: &mut BinaryFacts, op
 /// All entries of a container come from one `fatbinary` run, so one cubin's toolkit note names the toolkit of
 /// all. When no entry of the container was read (all compressed, default depth), read the smallest compressed
 /// cubin, then give its toolkit to its siblings, saying where it came from.
-fn infer_container_toolkit(data: &[u8], first: usize, out: &mut BinaryFacts, opts: &InspectOptions) {
+fn infer_container_toolkit(
+    data: &[u8],
+    first: usize,
+    out: &mut BinaryFacts,
+    opts: &InspectOptions,
+) {
     let range = first..out.device_code.len();
-    let has_known = out.device_code[range.clone()].iter().any(|e| e.toolkit.is_some());
+    let has_known = out.device_code[range.clone()]
+        .iter()
+        .any(|e| e.toolkit.is_some());
     if !has_known {
         let candidate = range
             .clone()

@@ -111,7 +111,9 @@ fn archive(name: &str, data: &[u8], opts: &InspectOptions) -> Vec<BinaryFacts> {
                 };
                 facts.problems.push(Problem {
                     kind: ProblemKind::Binary,
-                    message: format!("archive member {member_name} extends past the end of the archive"),
+                    message: format!(
+                        "archive member {member_name} extends past the end of the archive"
+                    ),
                     offset: Some(start as u64),
                 });
                 out.push(facts);
@@ -167,7 +169,9 @@ fn host_elf(data: &[u8], facts: &mut BinaryFacts, opts: &InspectOptions) {
                 Ok(elf) => {
                     facts.problems.push(Problem {
                         kind: ProblemKind::Binary,
-                        message: format!("ELF structure is damaged ({strict}); read what could be read"),
+                        message: format!(
+                            "ELF structure is damaged ({strict}); read what could be read"
+                        ),
                         offset: None,
                     });
                     elf
@@ -207,7 +211,11 @@ fn raw_cubin(data: &[u8], facts: &mut BinaryFacts) {
             let suffix = c.arch_specific.then_some('a');
             facts.device_code.push(DeviceCode {
                 kind: CodeKind::Sass,
-                arch: format!("sm_{}{}", c.sm, suffix.map(String::from).unwrap_or_default()),
+                arch: format!(
+                    "sm_{}{}",
+                    c.sm,
+                    suffix.map(String::from).unwrap_or_default()
+                ),
                 sm: c.sm,
                 suffix,
                 ptx_isa: None,
@@ -241,7 +249,8 @@ fn raw_cubin(data: &[u8], facts: &mut BinaryFacts) {
 /// PTX text starts (after comments and blank lines) with a directive; `.version` appears near the top.
 fn looks_like_ptx(data: &[u8]) -> bool {
     let head = &data[..data.len().min(64 << 10)];
-    let Ok(text) = std::str::from_utf8(head).or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]))
+    let Ok(text) =
+        std::str::from_utf8(head).or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]))
     else {
         return false;
     };
@@ -275,7 +284,10 @@ fn raw_ptx(data: &[u8], facts: &mut BinaryFacts) {
     }
     facts.device_code.push(DeviceCode {
         kind: CodeKind::Ptx,
-        arch: format!("compute_{sm}{}", suffix.map(String::from).unwrap_or_default()),
+        arch: format!(
+            "compute_{sm}{}",
+            suffix.map(String::from).unwrap_or_default()
+        ),
         sm,
         suffix,
         ptx_isa: p.version.clone(),
