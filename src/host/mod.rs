@@ -7,6 +7,11 @@
 //! snapshot of the result (`snapshot`, `--facts`) gives the rules the very same input.
 //!
 //! Each submodule cites the documents its facts rest on. Nothing here judges: `rules::host` does.
+//!
+//! Two facts come from the compatibility matrix, not from files: a GPU's compute capability
+//! ([`gpu::assign_cc`], by name or PCI device id) and the newest CUDA the driver supports
+//! ([`HostFacts::driver_cuda`], by driver branch). Until the matrix is wired in they stay `None`. The search
+//! for `libcuda.so.1` ([`libcuda::candidates`]) is a plain stand-in for the loader emulation.
 
 pub mod catalog;
 pub mod devnodes;
