@@ -1,7 +1,7 @@
 //! Command-line interface (clap derive). Parsing only: the commands live in `commands/`.
 
 use crate::findings::Severity;
-use crate::report::{ColorChoice, OutputFormat};
+use crate::report::{ColorChoice, DocFormat, OutputFormat};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -41,7 +41,8 @@ pub enum Command {
         runtime is linked. Accepts executables, shared libraries, objects, static archives (every member), and raw \
         .fatbin, .cubin and .ptx files. Nothing is executed or loaded.\n\n\
         Examples:\n  cudadiag inspect ./app\n  cudadiag inspect -v --deep libkern.so   (decompress every entry: kernel \
-        names, PTX entries)\n  cudadiag inspect --format json build/*.so | jq '.binaries[].device_code[].arch'"
+        names, PTX entries)\n  cudadiag inspect --format json build/*.so | jq '.binaries[].device_code[].arch'\n  \
+        cudadiag inspect --gpu 9.0 --driver 580.159.04 ./app   (would it run on an H-class GPU with that driver?)"
     )]
     Inspect(InspectArgs),
     /// Diagnose the machine alone: driver, GPUs, device nodes, environment, every CUDA library.
@@ -65,6 +66,99 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// List every finding code, slug and default severity.
     Codes(CodesArgs),
+    /// Check release artifacts against a policy (CI gate; no GPU or driver needed).
+    #[command(
+        long_about = "Reads every binary in the given files, directories and Python wheels and checks \
+        them against a policy file: architectures that must have SASS, a PTX for future GPUs, the oldest \
+        driver to support, allowed CUDA majors, libraries that must not be shipped (libcuda, libnvidia-ml), \
+        absolute or stubs/ RPATHs, cudart linkage. Severities can be overridden and findings waived (with a \
+        reason and an expiry date); unused and expired waivers are reported.\n\n\
+        Examples:\n  cudadiag init                                  write a commented cudadiag.toml\n  \
+        cudadiag audit dist/ --policy cudadiag.toml\n  \
+        cudadiag audit dist/*.whl --format sarif > cudadiag.sarif\n  \
+        cudadiag audit build/ --format github          annotations in GitHub Actions\n\n\
+        Exit status: 0 when no finding reaches --fail-on (default: error), 1 when one does, 2 on usage, \
+        policy or I/O errors."
+    )]
+    Audit(AuditArgs),
+    /// Write a fully commented policy template (cudadiag.toml).
+    Init(InitArgs),
+    /// Explain a finding (code or slug) or a pasted CUDA, loader or NVML error message.
+    #[command(
+        long_about = "Explains a finding code (CD100), a slug (no-kernel-image), a CUDA error number or name \
+        (209, cudaErrorNoKernelImageForDevice), or a pasted error message: the exact texts of cudaGetErrorString, \
+        the dynamic loader, NVML and the container runtime map to the findings that predict them.\n\n\
+        Examples:\n  cudadiag explain CD100\n  cudadiag explain \"no kernel image is available for execution on the device\"\n  \
+        cudadiag explain --format json \"Failed to initialize NVML: Driver/library version mismatch\"\n  \
+        cudadiag explain 209 --check ./app --gpu 9.0 --driver 580.159.04   (is that why ./app fails there?)"
+    )]
+    Explain(ExplainArgs),
+    /// Query the bundled compatibility matrix.
+    #[command(
+        long_about = "Answers questions from the compatibility matrix, with the source of every answer.\n\n\
+        Examples:\n  cudadiag matrix --toolkit 12.4        the drivers CUDA 12.4 needs\n  \
+        cudadiag matrix --driver 535.104.05   what CUDA and PTX that driver runs\n  \
+        cudadiag matrix --ptx 8.7             which CUDA and driver introduced PTX ISA 8.7\n  \
+        cudadiag matrix --gpu \"RTX 4090\"      its compute capability and architecture"
+    )]
+    Matrix(MatrixArgs),
+}
+
+/// What-if targets and the matrix, shared by commands that give a verdict.
+#[derive(Debug, Args, Clone, Default)]
+pub struct TargetArgs {
+    /// Check against this GPU instead of the machine's (repeatable): a compute capability (`8.9`, `sm_89`) or
+    /// a name the matrix knows (`"RTX 4090"`, `"NVIDIA H200"`).
+    #[arg(long = "gpu", value_name = "GPU")]
+    pub gpus: Vec<String>,
+    /// Check against this driver version instead of the machine's (`535.104.05`).
+    #[arg(long, value_name = "VERSION")]
+    pub driver: Option<String>,
+    /// Use this compatibility matrix instead of the bundled one (same format as data/compat.toml).
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+}
+
+/// `cudadiag explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A code (`CD100`), slug (`no-kernel-image`), CUDA error (`209`, `cudaErrorNoKernelImageForDevice`) or a
+    /// pasted error message.
+    #[arg(required = true, value_name = "CODE|SLUG|TEXT", num_args = 1..)]
+    pub query: Vec<String>,
+    /// Check these binaries for the findings the query points to (with --gpu/--driver as the target), and say
+    /// which are confirmed and which are ruled out.
+    #[arg(long = "check", value_name = "PATH")]
+    pub check: Vec<PathBuf>,
+    /// What-if targets for --check, and the matrix.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DocFormat::Human)]
+    pub format: DocFormat,
+}
+
+/// `cudadiag matrix`.
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// A CUDA toolkit or runtime version (`12.4`).
+    #[arg(long, value_name = "VERSION")]
+    pub toolkit: Option<String>,
+    /// A driver version (`535.104.05`).
+    #[arg(long, value_name = "VERSION")]
+    pub driver: Option<String>,
+    /// A PTX ISA version (`8.7`).
+    #[arg(long, value_name = "ISA")]
+    pub ptx: Option<String>,
+    /// A GPU: a name (`"RTX 4090"`), a PCI device id (`0x2684`) or a compute capability (`8.9`, `sm_89`).
+    #[arg(long, value_name = "GPU")]
+    pub gpu: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DocFormat::Human)]
+    pub format: DocFormat,
+    /// Use this compatibility matrix instead of the bundled one.
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
 }
 
 /// Options shared by commands that produce a report.
@@ -153,6 +247,9 @@ pub struct InspectArgs {
     /// The machine to diagnose.
     #[command(flatten)]
     pub system: SystemArgs,
+    /// What-if targets and the matrix.
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Take the machine's facts from a snapshot (`cudadiag snapshot -o FILE`) and judge the binaries against
     /// that machine.
     #[arg(long, value_name = "FILE")]
@@ -174,9 +271,29 @@ pub struct DoctorArgs {
     /// Read the machine's facts from a snapshot instead of the machine.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["root", "env", "clear_env"])]
     pub facts: Option<PathBuf>,
+    /// Use this compatibility matrix instead of the bundled one (compute capabilities, the driver's CUDA).
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
     /// The machine to diagnose.
     #[command(flatten)]
     pub system: SystemArgs,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `cudadiag audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Files, directories (walked recursively) and Python wheels (.whl) to audit.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The policy file (default: ./cudadiag.toml).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Use this compatibility matrix instead of the bundled one.
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -199,10 +316,21 @@ pub struct SnapshotArgs {
     pub system: SystemArgs,
 }
 
+/// `cudadiag init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Where to write the template.
+    #[arg(short, long, default_value = "cudadiag.toml", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Overwrite an existing file.
+    #[arg(long)]
+    pub force: bool,
+}
+
 /// `cudadiag codes`.
 #[derive(Debug, Args)]
 pub struct CodesArgs {
     /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
-    pub format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = DocFormat::Human)]
+    pub format: DocFormat,
 }

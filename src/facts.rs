@@ -308,6 +308,22 @@ pub struct Facts {
     /// The machine (or the what-if target), when collected.
     #[serde(default)]
     pub host: Option<HostFacts>,
+    /// Python wheels read by `audit`, with what they declare.
+    #[serde(default)]
+    pub wheels: Vec<WheelFacts>,
+}
+
+/// What a Python wheel declares about itself (`*.dist-info/METADATA`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WheelFacts {
+    /// The wheel file.
+    pub path: String,
+    /// `Name:`.
+    pub name: Option<String>,
+    /// `Version:`.
+    pub version: Option<String>,
+    /// `Requires-Dist:` lines, verbatim: what pip installs beside it (`nvidia-cuda-runtime-cu12`, …).
+    pub requires: Vec<String>,
 }
 
 /// Facts about the machine: driver and GPUs. `host::collect` fills it from files; `--gpu`/`--driver` complete or
@@ -318,6 +334,10 @@ pub struct HostFacts {
     pub driver: Option<DriverFacts>,
     /// The NVIDIA GPUs.
     pub gpus: Vec<GpuFacts>,
+    /// These facts were read from a machine (`host::collect`), not declared as a what-if target (`--gpu`,
+    /// `--driver`): only then do the machine rules (device nodes, libraries, environment) apply.
+    #[serde(default)]
+    pub observed: bool,
     /// The newest CUDA version the driver supports (`13.0`), from the compatibility matrix, when known.
     #[serde(default)]
     pub driver_cuda: Option<String>,

@@ -64,7 +64,8 @@ macro_rules! catalogue {
         impl Code {
             /// The catalogue entry of this code.
             pub fn info(self) -> &'static CodeInfo {
-                match self { $(Code::$name => &CodeInfo { code: $code, slug: $slug, severity: Severity::$sev, summary: $summary, cuda_error: $err },)* }
+                // The enum's variants are declared in catalogue order.
+                &CATALOGUE[self as usize]
             }
         }
     };
@@ -159,5 +160,26 @@ impl Finding {
     pub fn at(mut self, path: impl Into<String>) -> Finding {
         self.path = Some(path.into());
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_codes_match_the_catalogue_and_are_unique() {
+        assert_eq!(Code::NoKernelImage.info().slug, "no-kernel-image");
+        assert_eq!(Code::WaiverExpired.info().code, "CD605");
+        let mut codes: Vec<&str> = CATALOGUE.iter().map(|c| c.code).collect();
+        let mut slugs: Vec<&str> = CATALOGUE.iter().map(|c| c.slug).collect();
+        codes.sort();
+        slugs.sort();
+        codes.dedup();
+        slugs.dedup();
+        assert_eq!(codes.len(), CATALOGUE.len());
+        assert_eq!(slugs.len(), CATALOGUE.len());
+        assert_eq!(lookup("cd104").map(|c| c.slug), Some("malformed-device-code"));
+        assert_eq!(lookup("library-not-found").map(|c| c.code), Some("CD200"));
     }
 }

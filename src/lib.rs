@@ -11,6 +11,8 @@ pub mod facts;
 pub mod findings;
 pub mod host;
 pub mod inspect;
+pub mod matrix;
+pub mod policy;
 pub mod report;
 pub mod rules;
 pub mod system;

@@ -100,6 +100,9 @@ fn healthy_host_facts() {
     assert_eq!(r["host"]["driver"]["version"], "550.90.07");
     assert_eq!(r["host"]["gpus"][0]["name"], "NVIDIA H100 80GB HBM3");
     assert_eq!(r["host"]["gpus"][0]["pci_device_id"], "0x2330");
+    // from the matrix: the H100's compute capability by PCI id, R550's CUDA version
+    assert_eq!(r["host"]["gpus"][0]["cc"], "9.0");
+    assert_eq!(r["host"]["driver"]["cuda"], "12.4");
     assert_eq!(r["host"]["gpus"].as_array().unwrap().len(), 2);
     let f = &r["host"]["facts"];
     assert_eq!(f["kernel"]["flavour"], "proprietary");
@@ -303,9 +306,7 @@ fn bad_root_and_bad_snapshot_are_tool_errors() {
         .code(2);
 }
 
-/// The JSON contract (`shared/contract/check_report.py`, when the shared checkout is there). GPU `cc` is
-/// filled from the compatibility matrix, which is not wired into `doctor` yet: until it is, `cc` is null and
-/// those are the only violations allowed.
+/// The JSON contract (`shared/contract/check_report.py`, when the shared checkout is there), on every fixture.
 #[test]
 fn json_honours_the_contract() {
     let checker = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/contract/check_report.py");
@@ -321,21 +322,7 @@ fn json_honours_the_contract() {
             .arg(t.path())
             .output()
             .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let unknown_cc = r["host"]["gpus"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|g| g["cc"].is_null());
-        if unknown_cc {
-            assert!(
-                text.lines()
-                    .all(|l| l.ends_with(".cc: expected <class 'str'>, got NoneType")),
-                "{case}: {text}"
-            );
-        } else {
-            assert_eq!(text.trim(), "ok", "{case}");
-        }
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok", "{case}");
     }
 }
 
@@ -474,6 +461,8 @@ fn driver_libraries_through_a_binary_ld_so_cache() {
     let r = doctor("h200-nix-open-580", &[]);
     let f = &r["host"]["facts"];
     assert_eq!(r["host"]["driver"]["version"], "580.159.04");
+    assert_eq!(r["host"]["driver"]["cuda"], "13.0");
+    assert_eq!(r["host"]["gpus"][0]["cc"], "9.0");
     assert_eq!(f["kernel"]["flavour"], "open");
     let paths: Vec<&str> = f["libcuda"]
         .as_array()

@@ -46,6 +46,7 @@ fn healthy() -> HostFacts {
             source: "/proc/driver/nvidia/version".into(),
         }),
         gpus: vec![gpu(UUID0, "0000:19:00.0"), gpu(UUID1, "0000:3b:00.0")],
+        observed: true,
         ..HostFacts::default()
     };
     h.kernel.modules = vec!["nvidia_uvm".into(), "nvidia".into()];
@@ -257,6 +258,18 @@ fn libcuda_not_found_when_the_driver_is_there() {
     // near miss: neither driver nor WSL (a machine without NVIDIA at all: no-gpu speaks)
     h.driver = None;
     assert!(host::libcuda_not_found(&h).is_none());
+}
+
+#[test]
+fn what_if_targets_get_no_machine_findings() {
+    // `--gpu 9.0 --driver 580.65.06` declares a GPU and a driver, nothing about nodes or libraries.
+    let mut h = healthy();
+    h.observed = false;
+    h.device_nodes.clear();
+    h.libcuda.clear();
+    assert!(slugs(&h).is_empty());
+    h.observed = true;
+    assert!(!slugs(&h).is_empty());
 }
 
 #[test]

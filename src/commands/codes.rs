@@ -3,17 +3,18 @@
 use super::{Outcome, ToolError};
 use crate::cli::CodesArgs;
 use crate::findings::CATALOGUE;
-use crate::report::{self, OutputFormat};
+use crate::report::{self, DocFormat};
 use std::io::Write;
 
 pub fn run(args: &CodesArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     match args.format {
-        OutputFormat::Json => {
-            let doc = serde_json::json!({ "schema_version": report::json::SCHEMA_VERSION, "codes": CATALOGUE });
+        DocFormat::Json => {
+            let doc =
+                serde_json::json!({ "schema_version": report::json::SCHEMA_VERSION, "codes": CATALOGUE });
             let text = serde_json::to_string_pretty(&doc).map_err(|e| ToolError(e.to_string()))?;
             report::text(out, &format!("{text}\n"))?;
         }
-        OutputFormat::Human => {
+        DocFormat::Human => {
             let mut text = String::new();
             for c in CATALOGUE {
                 text.push_str(&format!(

@@ -65,16 +65,23 @@ pub fn collect(root: &Root, env: &Env, skip_catalog: bool) -> HostFacts {
 }
 
 pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
-    let host = match &args.facts {
+    let matrix = super::targets::load_matrix(args.matrix.as_deref())?;
+    let mut host = match &args.facts {
         Some(path) => super::snapshot::load_host(path)?,
         None => collect(&checked_root(&args.system)?, &args.system.env(), args.no_catalog),
     };
+    host::enrich::with_matrix(&mut host, &matrix);
     let facts = Facts {
-        binaries: Vec::new(),
         host: Some(host),
+        ..Facts::default()
     };
-    let findings = crate::rules::evaluate(&facts);
-    let report = Report { facts, findings };
+    let findings = crate::rules::evaluate(&facts, &matrix);
+    let verdicts = crate::rules::verdicts(&facts, &matrix);
+    let report = Report {
+        facts,
+        findings,
+        verdicts,
+    };
     let render = RenderOptions {
         format: args.output.format,
         paint,

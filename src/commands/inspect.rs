@@ -12,16 +12,25 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         depth: if args.deep { Depth::Full } else { Depth::Headers },
         max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
     };
+    let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
     let mut facts = Facts::default();
     for path in &args.paths {
         let binaries = inspect::path(path, &opts).map_err(|e| ToolError(e.to_string()))?;
         facts.binaries.extend(binaries);
     }
     if let Some(snapshot) = &args.facts {
-        facts.host = Some(super::snapshot::load_host(snapshot)?);
+        let mut host = super::snapshot::load_host(snapshot)?;
+        crate::host::enrich::with_matrix(&mut host, &matrix);
+        facts.host = Some(host);
     }
-    let findings = crate::rules::evaluate(&facts);
-    let report = Report { facts, findings };
+    super::targets::apply(&args.target, &mut facts, &matrix)?;
+    let findings = crate::rules::evaluate(&facts, &matrix);
+    let verdicts = crate::rules::verdicts(&facts, &matrix);
+    let report = Report {
+        facts,
+        findings,
+        verdicts,
+    };
     let render = RenderOptions {
         format: args.output.format,
         paint,

@@ -1,13 +1,19 @@
 //! The commands: each turns parsed arguments into a report (or a document) and renders it.
 
+mod audit;
 mod codes;
 mod doctor;
+mod explain;
 mod inspect;
+mod matrix;
 mod snapshot;
+mod targets;
 
 use crate::cli::{Cli, Command};
 use crate::report::Paint;
 use std::io::{IsTerminal, Write};
+
+pub use explain::doc as explain_doc;
 
 /// How a run ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,5 +52,9 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
         Command::Codes(args) => codes::run(args, out),
         Command::Doctor(args) => doctor::run(args, paint, out),
         Command::Snapshot(args) => snapshot::run(args, out),
+        Command::Audit(args) => audit::run(args, paint, out),
+        Command::Init(args) => audit::init(args, out),
+        Command::Explain(args) => explain::run(args, out),
+        Command::Matrix(args) => matrix::run(args, out),
     }
 }

@@ -55,8 +55,8 @@ pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolErro
     let root = super::doctor::checked_root(&args.system)?;
     let host = super::doctor::collect(&root, &args.system.env(), args.no_catalog);
     let mut facts = Facts {
-        binaries: Vec::new(),
         host: Some(host),
+        ..Facts::default()
     };
     for p in &args.paths {
         let b = inspect::path(p, &InspectOptions::default()).map_err(|e| ToolError(e.to_string()))?;

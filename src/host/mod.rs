@@ -8,14 +8,15 @@
 //!
 //! Each submodule cites the documents its facts rest on. Nothing here judges: `rules::host` does.
 //!
-//! Two facts come from the compatibility matrix, not from files: a GPU's compute capability
-//! ([`gpu::assign_cc`], by name or PCI device id) and the newest CUDA the driver supports
-//! ([`HostFacts::driver_cuda`], by driver branch). Until the matrix is wired in they stay `None`. The search
-//! for `libcuda.so.1` ([`libcuda::candidates`]) is a plain stand-in for the loader emulation.
+//! Two facts come from the compatibility matrix, not from files: a GPU's compute capability (by PCI device id or
+//! name) and the newest CUDA the driver supports (by driver branch). [`collect`] leaves them `None`;
+//! [`enrich::with_matrix`] fills them. The search for `libcuda.so.1` ([`libcuda::candidates`]) is a plain
+//! stand-in for the loader emulation.
 
 pub mod catalog;
 pub mod devnodes;
 pub mod driver;
+pub mod enrich;
 pub mod env;
 pub mod gpu;
 pub mod libcuda;
@@ -49,7 +50,8 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         platform: driver::platform(root, env),
         identity: devnodes::identity(root),
         device_nodes,
-        // The compatibility matrix (issue 5) fills this from the driver branch: `matrix` is not wired yet.
+        observed: true,
+        // From the matrix, by `enrich::with_matrix`.
         driver_cuda: None,
         mig: gpu::mig(root),
         env: env::collect(root, env),

@@ -30,10 +30,10 @@ pub fn parse(bytes: &[u8]) -> Result<CubinFacts, CubinError> {
     if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
         return Err(CubinError("payload is not an ELF file".into()));
     }
-    let opts = goblin::options::ParseOptions::default()
-        .with_parse_mode(goblin::options::ParseMode::Permissive);
-    let elf = Elf::parse_with_opts(bytes, &opts)
-        .map_err(|e| CubinError(format!("cubin ELF is damaged: {e}")))?;
+    let opts =
+        goblin::options::ParseOptions::default().with_parse_mode(goblin::options::ParseMode::Permissive);
+    let elf =
+        Elf::parse_with_opts(bytes, &opts).map_err(|e| CubinError(format!("cubin ELF is damaged: {e}")))?;
     if elf.header.e_machine != EM_CUDA {
         return Err(CubinError(format!(
             "payload is an ELF file for machine {}, not EM_CUDA (190)",
@@ -94,11 +94,7 @@ pub fn parse(bytes: &[u8]) -> Result<CubinFacts, CubinError> {
 
 /// The toolkit version a cubin names, most exact first: `13.0.88` from tkinfo, else `13.0`.
 pub fn toolkit(facts: &CubinFacts) -> Option<(String, &'static str)> {
-    if let Some(v) = facts
-        .tool_version
-        .as_deref()
-        .and_then(version_from_tool_string)
-    {
+    if let Some(v) = facts.tool_version.as_deref().and_then(version_from_tool_string) {
         return Some((v, ".note.nv.tkinfo"));
     }
     facts.cuinfo_toolkit.clone().map(|v| {
@@ -145,11 +141,9 @@ fn align4(n: usize) -> Option<usize> {
 /// Walks SHT_NOTE records: `namesz, descsz, type, name (padded to 4), desc (padded to 4)`.
 fn read_notes(data: &[u8], facts: &mut CubinFacts) {
     let mut off = 0usize;
-    while let (Some(namesz), Some(descsz), Some(ntype)) = (
-        u32_at(data, off),
-        u32_at(data, off + 4),
-        u32_at(data, off + 8),
-    ) {
+    while let (Some(namesz), Some(descsz), Some(ntype)) =
+        (u32_at(data, off), u32_at(data, off + 4), u32_at(data, off + 8))
+    {
         let Some(desc_start) = align4(off + 12 + namesz as usize) else {
             return;
         };
@@ -254,8 +248,6 @@ mod tests {
 
     #[test]
     fn rejects_non_cuda() {
-        assert!(
-            parse(b"not an elf at all, not an elf at all, not an elf at all, not an elf!").is_err()
-        );
+        assert!(parse(b"not an elf at all, not an elf at all, not an elf at all, not an elf!").is_err());
     }
 }

@@ -47,11 +47,9 @@ pub fn decompress(
         }
         Compression::Zstd => {
             // The window is bounded too: a frame may ask for a window far larger than its content.
-            let decoder = ruzstd::decoding::StreamingDecoder::new_with_max_window_size(
-                input,
-                limit.max(1 << 20),
-            )
-            .map_err(|e| DecompressError(format!("zstd frame header is corrupt: {e}")))?;
+            let decoder =
+                ruzstd::decoding::StreamingDecoder::new_with_max_window_size(input, limit.max(1 << 20))
+                    .map_err(|e| DecompressError(format!("zstd frame header is corrupt: {e}")))?;
             let mut out = Vec::with_capacity(declared);
             decoder
                 .take(declared as u64 + 1)
@@ -60,11 +58,7 @@ pub fn decompress(
             if out.len() != declared {
                 return Err(DecompressError(format!(
                     "zstd payload decodes to {}{} bytes, header declares {declared}",
-                    if out.len() > declared {
-                        "more than "
-                    } else {
-                        ""
-                    },
+                    if out.len() > declared { "more than " } else { "" },
                     out.len().min(declared)
                 )));
             }
@@ -90,10 +84,8 @@ mod tests {
     #[test]
     fn zstd_round_trip_bomb_and_garbage() {
         let text = vec![7u8; 100_000];
-        let packed = ruzstd::encoding::compress_to_vec(
-            &text[..],
-            ruzstd::encoding::CompressionLevel::Fastest,
-        );
+        let packed =
+            ruzstd::encoding::compress_to_vec(&text[..], ruzstd::encoding::CompressionLevel::Fastest);
         let out = decompress(Compression::Zstd, &packed, text.len() as u64, 1 << 20).unwrap();
         assert_eq!(out, text);
         // Declared smaller than the real content: refused, and never more than declared+1 bytes decoded.
@@ -102,14 +94,6 @@ mod tests {
         let err = decompress(Compression::Zstd, &packed, 1 << 40, 1 << 20).unwrap_err();
         assert!(err.0.contains("over the limit"), "{err:?}");
         assert!(decompress(Compression::Zstd, b"not zstd at all", 10, 1 << 20).is_err());
-        assert!(
-            decompress(
-                Compression::Zstd,
-                &packed[..packed.len() / 2],
-                100_000,
-                1 << 20
-            )
-            .is_err()
-        );
+        assert!(decompress(Compression::Zstd, &packed[..packed.len() / 2], 100_000, 1 << 20).is_err());
     }
 }

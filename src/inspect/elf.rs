@@ -7,6 +7,7 @@
 //! when neither exists, a bounded scan of the other data sections for the container magic.
 
 use super::fatbin::{self, Region, WRAPPER_MAGIC};
+use super::input::Input;
 use crate::facts::{CudartFacts, CudartLinkage, DynSymbol, ElfClass, ElfFacts, VersionNeed};
 use goblin::elf::Elf;
 use goblin::elf::section_header::{SHT_NOBITS, SHT_PROGBITS};
@@ -23,12 +24,8 @@ pub const SCAN_LIMIT: usize = 1 << 30;
 /// Copies the loader-relevant facts out of a parsed ELF.
 pub fn facts(elf: &Elf<'_>) -> ElfFacts {
     let flags_1 = elf.dynamic.as_ref().map_or(0, |d| d.info.flags_1);
-    let split = |v: &[&str]| -> Vec<String> {
-        v.iter()
-            .flat_map(|s| s.split(':'))
-            .map(str::to_string)
-            .collect()
-    };
+    let split =
+        |v: &[&str]| -> Vec<String> { v.iter().flat_map(|s| s.split(':')).map(str::to_string).collect() };
     let mut version_names: HashMap<u16, String> = HashMap::new();
     let mut version_needs = Vec::new();
     if let Some(verneed) = &elf.verneed {
@@ -113,7 +110,7 @@ pub fn facts(elf: &Elf<'_>) -> ElfFacts {
         version_defs,
         undefined_symbols,
         defined_symbols,
-        has_symtab: !elf.syms.is_empty(),
+        has_symtab: super::elfparse::has_symtab(elf),
     }
 }
 
@@ -160,7 +157,8 @@ fn vaddr_to_offset(elf: &Elf<'_>, data_len: usize, vaddr: u64) -> Option<usize> 
 
 /// Where the fatbin containers of this ELF are. Problems found on the way (a wrapper pointing nowhere) are
 /// returned as messages with offsets.
-pub fn fatbin_regions(elf: &Elf<'_>, data: &[u8]) -> (Vec<Region>, Vec<(usize, String)>) {
+pub fn fatbin_regions(elf: &Elf<'_>, input: &Input<'_>) -> (Vec<Region>, Vec<(usize, String)>) {
+    let data = input.as_slice();
     let mut regions = Vec::new();
     let mut problems = Vec::new();
     for sh in &elf.section_headers {
@@ -184,8 +182,7 @@ pub fn fatbin_regions(elf: &Elf<'_>, data: &[u8]) -> (Vec<Region>, Vec<(usize, S
             }
         }
     }
-    let covered =
-        |off: usize, regions: &[Region]| regions.iter().any(|r| off >= r.start && off < r.end);
+    let covered = |off: usize, regions: &[Region]| regions.iter().any(|r| off >= r.start && off < r.end);
     // Wrappers: each points at a container. A container outside the known sections is read on its own.
     for sh in &elf.section_headers {
         if section_name(elf, sh) != ".nvFatBinSegment" {
@@ -204,8 +201,8 @@ pub fn fatbin_regions(elf: &Elf<'_>, data: &[u8]) -> (Vec<Region>, Vec<(usize, S
                 if ptr != 0 {
                     match vaddr_to_offset(elf, data.len(), ptr) {
                         Some(target) if covered(target, &regions) => {}
-                        Some(target) if fatbin::container_at(data, target) => {
-                            let size = u64::from_le_bytes(data[target + 8..target + 16].try_into().unwrap_or([0; 8]));
+                        Some(target) if fatbin::container_at(input, target) => {
+                            let size = input.u64_at(target + 8).unwrap_or(0);
                             let end = (target as u64 + 16 + size).min(data.len() as u64) as usize;
                             regions.push(Region {
                                 section: elf
@@ -245,11 +242,11 @@ pub fn fatbin_regions(elf: &Elf<'_>, data: &[u8]) -> (Vec<Region>, Vec<(usize, S
             };
             let end = end.min(start + budget);
             budget -= end - start;
-            for hit in fatbin::scan(data, start, end) {
+            for hit in fatbin::scan(input, start, end) {
                 if covered(hit, &regions) {
                     continue;
                 }
-                let size = u64::from_le_bytes(data[hit + 8..hit + 16].try_into().unwrap_or([0; 8]));
+                let size = input.u64_at(hit + 8).unwrap_or(0);
                 let c_end = (hit as u64)
                     .saturating_add(16)
                     .saturating_add(size)
@@ -269,7 +266,8 @@ pub fn fatbin_regions(elf: &Elf<'_>, data: &[u8]) -> (Vec<Region>, Vec<(usize, S
 }
 
 /// How the binary links the CUDA runtime and, where it can be read, which version.
-pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, data: &[u8], has_device_code: bool) -> CudartFacts {
+pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, input: &Input<'_>, has_device_code: bool) -> CudartFacts {
+    let data = input.as_slice();
     if let Some(soname) = facts.needed.iter().find(|n| n.starts_with("libcudart.so")) {
         return CudartFacts {
             linkage: CudartLinkage::Dynamic,
@@ -280,19 +278,11 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, data: &[u8], has_device_code: boo
     }
     // The static runtime defines its API in the binary itself.
     let defined = |name: &str| -> Option<(u64, u64)> {
-        elf.syms
+        elf.dynsyms
             .iter()
-            .chain(elf.dynsyms.iter())
-            .find(|s| {
-                s.st_shndx != 0
-                    && s.st_value != 0
-                    && elf
-                        .strtab
-                        .get_at(s.st_name)
-                        .or_else(|| elf.dynstrtab.get_at(s.st_name))
-                        == Some(name)
-            })
+            .find(|s| s.st_shndx != 0 && s.st_value != 0 && elf.dynstrtab.get_at(s.st_name) == Some(name))
             .map(|s| (s.st_value, s.st_size))
+            .or_else(|| super::elfparse::symtab_lookup(elf, input, name))
     };
     let mut evidence = Vec::new();
     let get_version = defined("cudaRuntimeGetVersion");
@@ -300,17 +290,15 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, data: &[u8], has_device_code: boo
         evidence.push("defines cudaRuntimeGetVersion".to_string());
     } else if defined("__cudaRegisterFatBinary").is_some() {
         evidence.push("defines __cudaRegisterFatBinary".to_string());
-    } else if has_device_code && memchr::memmem::find(data, b"cudaErrorCudartUnloading").is_some() {
-        evidence.push(
-            "contains the CUDA runtime's error-name table (stripped static cudart)".to_string(),
-        );
+    } else if has_device_code && contains(input, b"cudaErrorCudartUnloading") {
+        evidence.push("contains the CUDA runtime's error-name table (stripped static cudart)".to_string());
     }
     if evidence.is_empty() {
         return CudartFacts::default();
     }
     let found = match get_version {
         Some((addr, size)) => version_from_function(elf, data, addr, size),
-        None => version_from_accessor_pattern(elf, data),
+        None => version_from_accessor_pattern(elf, input),
     };
     let version = found.map(|(v, off)| {
         evidence.push(format!(
@@ -330,12 +318,7 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, data: &[u8], has_device_code: boo
 /// or, as in CUDA 13's static runtime, tail-calls a small accessor that does
 /// (`test rdi,rdi; je …; mov dword [rdi], 13000; xor eax,eax; ret`). Direct calls and jumps are followed one
 /// level. Returns the constant and its file offset.
-pub fn version_from_function(
-    elf: &Elf<'_>,
-    data: &[u8],
-    addr: u64,
-    size: u64,
-) -> Option<(u32, usize)> {
+pub fn version_from_function(elf: &Elf<'_>, data: &[u8], addr: u64, size: u64) -> Option<(u32, usize)> {
     let off = vaddr_to_offset(elf, data.len(), addr)?;
     let len = (size as usize).clamp(16, 512);
     let code = data.get(off..(off + len).min(data.len()))?;
@@ -363,28 +346,35 @@ pub fn version_from_function(
 
 /// For stripped binaries: the static runtime's version accessor has a fixed shape
 /// (`48 85 FF 74 xx C7 07 imm32 31 C0 C3`); find it in the executable sections.
-fn version_from_accessor_pattern(elf: &Elf<'_>, data: &[u8]) -> Option<(u32, usize)> {
-    for sh in &elf.section_headers {
+fn version_from_accessor_pattern(elf: &Elf<'_>, input: &Input<'_>) -> Option<(u32, usize)> {
+    elf.section_headers.iter().find_map(|sh| {
         if sh.sh_flags & u64::from(goblin::elf::section_header::SHF_EXECINSTR) == 0 {
-            continue;
+            return None;
         }
-        let Some((start, end)) = file_range(sh, data.len()) else {
-            continue;
-        };
-        let text = &data[start..end];
-        for i in memchr::memmem::find_iter(text, &[0x48, 0x85, 0xFF, 0x74]) {
-            let Some(w) = text.get(i + 5..i + 16) else {
-                continue;
-            };
-            if w[0] == 0xC7 && w[1] == 0x07 && w[6..9] == [0x31, 0xC0, 0xC3] {
+        let (start, end) = file_range(sh, input.len())?;
+        input.chunks(start, end, 1 << 20, 16, |at, text| {
+            memchr::memmem::find_iter(text, &[0x48, 0x85, 0xFF, 0x74]).find_map(|i| {
+                let w = text.get(i + 5..i + 16)?;
                 let v = u32::from_le_bytes([w[2], w[3], w[4], w[5]]);
-                if (9000..=99_990).contains(&v) && v.is_multiple_of(10) {
-                    return Some((v, start + i + 7));
-                }
-            }
-        }
-    }
-    None
+                (w[0] == 0xC7
+                    && w[1] == 0x07
+                    && w[6..9] == [0x31, 0xC0, 0xC3]
+                    && (9000..=99_990).contains(&v)
+                    && v.is_multiple_of(10))
+                .then_some((v, at + i + 7))
+            })
+        })
+    })
+}
+
+/// Whether `needle` occurs in the input (read in chunks, not through the map).
+fn contains(input: &Input<'_>, needle: &[u8]) -> bool {
+    let finder = memchr::memmem::Finder::new(needle);
+    input
+        .chunks(0, input.len(), 1 << 20, needle.len(), |_, c| {
+            finder.find(c).map(|_| ())
+        })
+        .is_some()
 }
 
 /// The version constant `cudaRuntimeGetVersion` stores (`13000` for 13.0): the first x86-64
@@ -441,9 +431,6 @@ mod tests {
             Some((11080, 4))
         );
         // an implausible constant is ignored
-        assert_eq!(
-            runtime_version_constant(&[0xC7, 0x07, 0x01, 0, 0, 0, 0xC3]),
-            None
-        );
+        assert_eq!(runtime_version_constant(&[0xC7, 0x07, 0x01, 0, 0, 0, 0xC3]), None);
     }
 }

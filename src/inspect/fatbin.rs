@@ -10,10 +10,9 @@
 //! recorded as a [`Problem`] with the offset, and the walk resumes at the next 8-aligned container magic when it
 //! can. Payloads are read only when a question needs them (see [`Depth`]), and decompressed with a hard bound.
 
+use super::input::Input;
 use super::{Depth, InspectOptions, cubin, decompress, ptx};
-use crate::facts::{
-    BinaryFacts, CodeKind, Compression, DeviceCode, FatbinContainer, Problem, ProblemKind,
-};
+use crate::facts::{BinaryFacts, CodeKind, Compression, DeviceCode, FatbinContainer, Problem, ProblemKind};
 
 /// Container magic (`FATBIN_MAGIC`).
 pub const CONTAINER_MAGIC: u32 = 0xBA55_ED50;
@@ -29,6 +28,9 @@ const FLAG_MAC: u64 = 0x20;
 const FLAG_WINDOWS: u64 = 0x40;
 const FLAG_LZ4: u64 = 0x2000;
 const FLAG_ZSTD: u64 = 0x8000;
+/// Set on `-dlto` NVVM entries whose payload cuobjdump cannot read "without obfuscation key": the payload is
+/// not a plain compressed frame, so only its declared sizes can be checked.
+const FLAG_OBFUSCATED: u64 = 0x1_0000;
 const FLAG_ARCH_SPECIFIC: u64 = 0x10_0000;
 const FLAG_FAMILY: u64 = 0x20_0000;
 
@@ -47,37 +49,44 @@ pub struct Region {
     pub found_by_scan: bool,
 }
 
-fn u16_at(d: &[u8], off: usize) -> Option<u16> {
-    d.get(off..off.checked_add(2)?)
-        .map(|b| u16::from_le_bytes([b[0], b[1]]))
-}
-fn u32_at(d: &[u8], off: usize) -> Option<u32> {
+fn get_u32(d: &[u8], off: usize) -> Option<u32> {
     d.get(off..off.checked_add(4)?)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
-fn u64_at(d: &[u8], off: usize) -> Option<u64> {
-    d.get(off..off.checked_add(8)?)
-        .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-}
+/// The largest entry header accepted (observed: 64 to 128 bytes).
+const MAX_ENTRY_HEADER: usize = 64 << 10;
 
 /// Is there a plausible container header at `off`?
-pub fn container_at(data: &[u8], off: usize) -> bool {
-    u32_at(data, off) == Some(CONTAINER_MAGIC)
-        && u16_at(data, off + 4) == Some(1)
-        && u16_at(data, off + 6).is_some_and(|h| h as usize >= CONTAINER_HEADER)
+pub fn container_at(data: &Input<'_>, off: usize) -> bool {
+    let Some(h) = data.read(off, 8) else { return false };
+    u32::from_le_bytes([h[0], h[1], h[2], h[3]]) == CONTAINER_MAGIC
+        && u16::from_le_bytes([h[4], h[5]]) == 1
+        && usize::from(u16::from_le_bytes([h[6], h[7]])) >= CONTAINER_HEADER
 }
 
 /// Offsets of plausible container headers at 8-aligned file offsets in `start..end`.
-pub fn scan(data: &[u8], start: usize, end: usize) -> Vec<usize> {
-    let end = end.min(data.len());
-    let mut off = start.next_multiple_of(8);
+pub fn scan(data: &Input<'_>, start: usize, end: usize) -> Vec<usize> {
+    scan_from(data, start, end, usize::MAX)
+}
+
+/// Like [`scan`], stopping after `max` hits.
+fn scan_from(data: &Input<'_>, start: usize, end: usize, max: usize) -> Vec<usize> {
+    let magic = CONTAINER_MAGIC.to_le_bytes();
+    let start = start.next_multiple_of(8);
     let mut found = Vec::new();
-    while off + CONTAINER_HEADER <= end {
-        if container_at(data, off) {
-            found.push(off);
+    data.chunks(start, end, 1 << 20, 0, |at, chunk| {
+        // `at` stays 8-aligned: chunks are 1 MiB and start aligned.
+        for i in memchr::memmem::find_iter(chunk, &magic) {
+            let off = at + i;
+            if off % 8 == 0 && off + CONTAINER_HEADER <= end && container_at(data, off) {
+                found.push(off);
+                if found.len() >= max {
+                    return Some(());
+                }
+            }
         }
-        off += 8;
-    }
+        None
+    });
     found
 }
 
@@ -90,19 +99,26 @@ fn problem(out: &mut BinaryFacts, offset: usize, message: String) {
 }
 
 /// Walks every container in `region`, appending containers, entries and problems to `out`.
-pub fn walk(data: &[u8], region: &Region, out: &mut BinaryFacts, opts: &InspectOptions) {
+pub fn walk(
+    data: &Input<'_>,
+    region: &Region,
+    out: &mut BinaryFacts,
+    opts: &InspectOptions,
+    pending: &mut Vec<Pending>,
+) {
     let end = region.end.min(data.len());
     let mut p = region.start;
     while p < end {
-        if end - p < CONTAINER_HEADER || u32_at(data, p) != Some(CONTAINER_MAGIC) {
+        if end - p < CONTAINER_HEADER || data.u32_at(p) != Some(CONTAINER_MAGIC) {
             // Padding between containers is zeros up to the next 8-byte boundary; anything else is damage.
-            let next_nonzero = data[p..end].iter().position(|&b| b != 0).map(|i| p + i);
-            let Some(q) = next_nonzero else { break };
+            let Some(q) = data.first_nonzero(p, end) else {
+                break;
+            };
             if q.next_multiple_of(8) == q && container_at(data, q) {
                 p = q;
                 continue;
             }
-            let resume = scan(data, q + 1, end).first().copied();
+            let resume = scan_from(data, q + 1, end, 1).first().copied();
             problem(
                 out,
                 q,
@@ -127,22 +143,23 @@ pub fn walk(data: &[u8], region: &Region, out: &mut BinaryFacts, opts: &InspectO
                 None => break,
             }
         }
-        p = walk_container(data, p, end, region, out, opts);
+        p = walk_container(data, p, end, region, out, opts, pending);
     }
 }
 
 /// Reads one container at `p`; returns where the next one may start.
 fn walk_container(
-    data: &[u8],
+    data: &Input<'_>,
     p: usize,
     region_end: usize,
     region: &Region,
     out: &mut BinaryFacts,
     opts: &InspectOptions,
+    pending: &mut Vec<Pending>,
 ) -> usize {
-    let version = u16_at(data, p + 4).unwrap_or(0);
-    let header_size = usize::from(u16_at(data, p + 6).unwrap_or(0));
-    let fat_size = u64_at(data, p + 8).unwrap_or(0);
+    let version = data.u16_at(p + 4).unwrap_or(0);
+    let header_size = usize::from(data.u16_at(p + 6).unwrap_or(0));
+    let fat_size = data.u64_at(p + 8).unwrap_or(0);
     if version != 1 || header_size < CONTAINER_HEADER || header_size > region_end - p {
         problem(
             out,
@@ -180,29 +197,29 @@ fn walk_container(
     let first_entry = out.device_code.len();
     let mut q = p + header_size;
     while q < end {
-        match read_entry(data, q, end, index, region, out, opts) {
+        match read_entry(data, q..end, index, region, out, opts, pending) {
             Some(next) => q = next,
             None => break,
         }
     }
     out.fatbins[index].entries = out.device_code.len() - first_entry;
-    infer_container_toolkit(data, first_entry, out, opts);
     end.max(p + 8)
 }
 
-/// Reads the entry at `q`; returns the offset of the next one, or `None` when the container cannot be walked
-/// further.
+/// Reads the entry at `span.start` in a container ending at `span.end`; returns the offset of the next one, or
+/// `None` when the container cannot be walked further.
 fn read_entry(
-    data: &[u8],
-    q: usize,
-    end: usize,
+    data: &Input<'_>,
+    span: std::ops::Range<usize>,
     container: usize,
     region: &Region,
     out: &mut BinaryFacts,
     opts: &InspectOptions,
+    pending: &mut Vec<Pending>,
 ) -> Option<usize> {
+    let (q, end) = (span.start, span.end);
     if end - q < ENTRY_HEADER {
-        if data[q..end].iter().any(|&b| b != 0) {
+        if data.first_nonzero(q, end).is_some() {
             problem(
                 out,
                 q,
@@ -214,26 +231,31 @@ fn read_entry(
         }
         return None;
     }
-    let kind_raw = u16_at(data, q)?;
-    let header_size = u32_at(data, q + 4)? as usize;
-    let payload_size = u64_at(data, q + 8)?;
-    let compressed_size = u64::from(u32_at(data, q + 0x10)?);
-    let aux_offset = u32_at(data, q + 0x14)? as usize;
-    let minor = u16_at(data, q + 0x18)?;
-    let major = u16_at(data, q + 0x1a)?;
-    let arch = u32_at(data, q + 0x1c)?;
-    let ident_off = u32_at(data, q + 0x20)? as usize;
-    let ident_len = u32_at(data, q + 0x24)? as usize;
-    let flags = u64_at(data, q + 0x28)?;
-    let uncompressed_size = u64_at(data, q + 0x38)?;
+    let base = data.read(q, ENTRY_HEADER)?;
+    let h = &base[..];
+    let u16_at = |o: usize| u16::from_le_bytes([h[o], h[o + 1]]);
+    let u32_at = |o: usize| u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
+    let u64_at = |o: usize| u64::from(u32_at(o)) | (u64::from(u32_at(o + 4)) << 32);
+    let kind_raw = u16_at(0);
+    let header_size = u32_at(4) as usize;
+    let payload_size = u64_at(8);
+    let compressed_size = u64::from(u32_at(0x10));
+    let aux_offset = u32_at(0x14) as usize;
+    let minor = u16_at(0x18);
+    let major = u16_at(0x1a);
+    let arch = u32_at(0x1c);
+    let ident_off = u32_at(0x20) as usize;
+    let ident_len = u32_at(0x24) as usize;
+    let flags = u64_at(0x28);
+    let uncompressed_size = u64_at(0x38);
     if kind_raw == 0 && header_size == 0 && payload_size == 0 {
         // Zero fill to the end of the container.
-        if data[q..end].iter().any(|&b| b != 0) {
+        if data.first_nonzero(q, end).is_some() {
             problem(out, q, format!("entry at 0x{q:x} has a zero header"));
         }
         return None;
     }
-    if header_size < ENTRY_HEADER || header_size > end - q {
+    if !(ENTRY_HEADER..=MAX_ENTRY_HEADER).contains(&header_size) || header_size > end - q {
         problem(
             out,
             q,
@@ -285,6 +307,7 @@ fn read_entry(
         Compression::None
     };
     let mut stored_size = payload_end - payload_start;
+    let mut payload_ok = !truncated;
     if compression != Compression::None {
         if compressed_size == 0 || compressed_size > payload_size {
             problem(
@@ -294,8 +317,23 @@ fn read_entry(
                     "entry at 0x{q:x} is compressed but declares a compressed size of {compressed_size} for a payload of {payload_size} bytes"
                 ),
             );
+            payload_ok = false;
         } else {
             stored_size = stored_size.min(compressed_size as usize);
+        }
+        // Cheap checks that need no decompression: the declared size, and the zstd frame header.
+        if let Err(message) = check_compressed(
+            if flags & FLAG_OBFUSCATED != 0 {
+                Compression::None
+            } else {
+                compression
+            },
+            &data.read_upto(payload_start, stored_size.min(32)),
+            uncompressed_size,
+            opts.max_decompressed,
+        ) {
+            problem(out, q, format!("entry at 0x{q:x}: {message}"));
+            payload_ok = false;
         }
     }
     let suffix = if flags & FLAG_ARCH_SPECIFIC != 0 {
@@ -305,17 +343,14 @@ fn read_entry(
     } else {
         None
     };
-    let prefix = if kind == CodeKind::Sass {
-        "sm"
-    } else {
-        "compute"
-    };
-    let header = &data[q..q + header_size];
+    let prefix = if kind == CodeKind::Sass { "sm" } else { "compute" };
+    let header = data.read(q, header_size)?;
+    let header = &header[..];
     let identifier = header_string(header, ident_off, ident_len);
     let options = (aux_offset != 0)
         .then(|| {
-            let off = u32_at(header, aux_offset)? as usize;
-            let len = u32_at(header, aux_offset + 4)? as usize;
+            let off = get_u32(header, aux_offset)? as usize;
+            let len = get_u32(header, aux_offset + 4)? as usize;
             header_string(header, off, len)
         })
         .flatten();
@@ -328,12 +363,9 @@ fn read_entry(
     } else {
         None
     };
-    let mut entry = DeviceCode {
+    let entry = DeviceCode {
         kind,
-        arch: format!(
-            "{prefix}_{arch}{}",
-            suffix.map(String::from).unwrap_or_default()
-        ),
+        arch: format!("{prefix}_{arch}{}", suffix.map(String::from).unwrap_or_default()),
         sm: arch,
         suffix,
         ptx_isa: (kind == CodeKind::Ptx).then(|| format!("{major}.{minor}")),
@@ -360,17 +392,74 @@ fn read_entry(
         ptx: None,
     };
     let wanted = match kind {
-        CodeKind::Sass | CodeKind::Ptx => {
-            compression == Compression::None || opts.depth == Depth::Full
-        }
+        CodeKind::Sass | CodeKind::Ptx => compression == Compression::None || opts.depth == Depth::Full,
         CodeKind::Nvvm => false,
     };
-    if wanted && !truncated {
-        let stored = &data[payload_start..payload_start + stored_size];
-        read_payload(stored, &mut entry, out, opts);
+    if wanted && payload_ok {
+        pending.push(Pending {
+            index: out.device_code.len(),
+            start: payload_start,
+            len: stored_size,
+        });
     }
     out.device_code.push(entry);
     next
+}
+
+/// Validates what can be validated without decompressing: the declared size against the limit and, for zstd,
+/// the frame magic and the frame's own content size against the header's.
+fn check_compressed(
+    compression: Compression,
+    stored: &[u8],
+    declared: u64,
+    limit: u64,
+) -> Result<(), String> {
+    if declared == 0 {
+        return Err("compressed payload declares an uncompressed size of 0".into());
+    }
+    if declared > limit {
+        return Err(format!(
+            "declares {declared} bytes uncompressed, over the limit of {limit} bytes (a decompression bomb or damage)"
+        ));
+    }
+    if compression != Compression::Zstd {
+        // LZ4 blocks have no header to check; obfuscated payloads are passed as `None`.
+        return Ok(());
+    }
+    if stored.get(..4) != Some(&[0x28, 0xB5, 0x2F, 0xFD][..]) {
+        return Err("zstd payload does not start with a zstd frame magic".into());
+    }
+    if let Some(content) = zstd_content_size(stored)
+        && content != declared
+    {
+        {
+            return Err(format!(
+                "zstd frame holds {content} bytes but the header declares {declared}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `Frame_Content_Size` of a zstd frame header (RFC 8878 §3.1.1.1), when the frame records it.
+fn zstd_content_size(frame: &[u8]) -> Option<u64> {
+    let fhd = *frame.get(4)?;
+    let single_segment = fhd & 0x20 != 0;
+    let fcs_len = match fhd >> 6 {
+        0 if single_segment => 1,
+        0 => return None,
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let did_len = [0usize, 1, 2, 4][usize::from(fhd & 3)];
+    let at = 5 + usize::from(!single_segment) + did_len;
+    let b = frame.get(at..at + fcs_len)?;
+    let mut v = 0u64;
+    for (i, byte) in b.iter().enumerate() {
+        v |= u64::from(*byte) << (8 * i);
+    }
+    Some(if fcs_len == 2 { v + 256 } else { v })
 }
 
 /// A NUL-padded string inside the entry header.
@@ -384,15 +473,24 @@ fn header_string(header: &[u8], off: usize, len: usize) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
-/// Decompresses (bounded) and parses one entry's payload, filling its cubin or PTX facts and toolkit.
-/// Returns false when the payload is damaged (a problem has then been recorded).
-fn read_payload(
-    stored: &[u8],
-    entry: &mut DeviceCode,
-    out: &mut BinaryFacts,
-    opts: &InspectOptions,
-) -> bool {
-    let at = entry.offset as usize;
+/// A payload to read once the walk is done: entry index, file offset and stored length.
+#[derive(Debug, Clone, Copy)]
+pub struct Pending {
+    index: usize,
+    start: usize,
+    len: usize,
+}
+
+/// What reading one payload gave.
+enum Decoded {
+    Cubin(crate::facts::CubinFacts),
+    Ptx(crate::facts::PtxFacts),
+    Nothing,
+    Damaged(String),
+}
+
+/// Decompresses (bounded) and parses one entry's payload. Pure, so payloads can be read in parallel.
+fn decode(stored: &[u8], entry: &DeviceCode, opts: &InspectOptions) -> Decoded {
     let owned;
     let bytes = if entry.compression == Compression::None {
         stored
@@ -402,83 +500,106 @@ fn read_payload(
                 owned = v;
                 &owned[..]
             }
-            Err(e) => {
-                problem(
-                    out,
-                    at,
-                    format!("{} entry at 0x{at:x}: {}", entry.arch, e.0),
-                );
-                return false;
-            }
+            Err(e) => return Decoded::Damaged(e.0),
         }
     };
     match entry.kind {
         CodeKind::Sass => match cubin::parse(bytes) {
-            Ok(c) => {
-                if c.sm != entry.sm {
-                    problem(
-                        out,
-                        at,
-                        format!(
-                            "entry at 0x{at:x} is labelled {} but its cubin's e_flags say sm_{}",
-                            entry.arch, c.sm
-                        ),
-                    );
-                }
-                if let Some((v, source)) = cubin::toolkit(&c) {
-                    entry.toolkit = Some(v);
-                    entry.toolkit_source = Some(source.to_string());
-                }
-                entry.cubin = Some(c);
-                true
-            }
-            Err(e) => {
-                problem(
-                    out,
-                    at,
-                    format!("{} entry at 0x{at:x}: {}", entry.arch, e.0),
-                );
-                false
-            }
+            Ok(c) => Decoded::Cubin(c),
+            Err(e) => Decoded::Damaged(e.0),
         },
-        CodeKind::Ptx => {
-            entry.ptx = Some(ptx::parse(bytes));
-            true
-        }
-        CodeKind::Nvvm => true,
+        CodeKind::Ptx => Decoded::Ptx(ptx::parse(bytes)),
+        CodeKind::Nvvm => Decoded::Nothing,
     }
 }
 
-/// All entries of a container come from one `fatbinary` run, so one cubin's toolkit note names the toolkit of
-/// all. When no entry of the container was read (all compressed, default depth), read the smallest compressed
-/// cubin, then give its toolkit to its siblings, saying where it came from.
-fn infer_container_toolkit(
-    data: &[u8],
-    first: usize,
-    out: &mut BinaryFacts,
-    opts: &InspectOptions,
-) {
-    let range = first..out.device_code.len();
-    let has_known = out.device_code[range.clone()]
-        .iter()
-        .any(|e| e.toolkit.is_some());
-    if !has_known {
-        let candidate = range
-            .clone()
-            .filter(|&i| {
-                let e = &out.device_code[i];
-                e.kind == CodeKind::Sass && e.cubin.is_none() && e.compression != Compression::None
-            })
-            .min_by_key(|&i| out.device_code[i].size);
-        if let Some(i) = candidate {
-            let mut entry = out.device_code[i].clone();
-            let start = entry.offset as usize + header_len(data, entry.offset as usize);
-            if let Some(stored) = data.get(start..start + entry.stored_size as usize) {
-                read_payload(stored, &mut entry, out, opts);
+/// Records what [`decode`] found on the entry (or as a problem).
+fn apply(index: usize, decoded: Decoded, out: &mut BinaryFacts) {
+    let entry = &mut out.device_code[index];
+    let at = entry.offset as usize;
+    let mut trouble = None;
+    match decoded {
+        Decoded::Cubin(c) => {
+            if c.sm != entry.sm {
+                trouble = Some(format!(
+                    "entry at 0x{at:x} is labelled {} but its cubin's e_flags say sm_{}",
+                    entry.arch, c.sm
+                ));
             }
-            out.device_code[i] = entry;
+            if let Some((v, source)) = cubin::toolkit(&c) {
+                entry.toolkit = Some(v);
+                entry.toolkit_source = Some(source.to_string());
+            }
+            entry.cubin = Some(c);
         }
+        Decoded::Ptx(p) => entry.ptx = Some(p),
+        Decoded::Nothing => {}
+        Decoded::Damaged(e) => trouble = Some(format!("{} entry at 0x{at:x}: {e}", entry.arch)),
     }
+    if let Some(message) = trouble {
+        problem(out, at, message);
+    }
+}
+
+/// Reads the payloads the walk queued: on several threads when there are many (a `--deep` read of a
+/// 2,800-entry library), each thread holding at most one decompressed entry at a time.
+pub fn read_payloads(data: &Input<'_>, pending: &[Pending], out: &mut BinaryFacts, opts: &InspectOptions) {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(16);
+    let run = |jobs: &[Pending], code: &[DeviceCode]| -> Vec<(usize, Decoded)> {
+        jobs.iter()
+            .map(|j| {
+                let decoded = match data.read(j.start, j.len) {
+                    Some(stored) => decode(&stored, &code[j.index], opts),
+                    None => Decoded::Damaged("payload could not be read".into()),
+                };
+                (j.index, decoded)
+            })
+            .collect()
+    };
+    let results: Vec<(usize, Decoded)> = if threads <= 1 || pending.len() < 16 {
+        run(pending, &out.device_code)
+    } else {
+        let code = &out.device_code;
+        let per = pending.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = pending
+                .chunks(per)
+                .map(|jobs| scope.spawn(move || run(jobs, code)))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    };
+    for (index, decoded) in results {
+        apply(index, decoded, out);
+    }
+}
+
+/// After the walk: read the queued payloads, share each container's toolkit among its entries, and sample one
+/// cubin when nothing named the toolkit.
+pub fn finish(data: &Input<'_>, pending: &[Pending], out: &mut BinaryFacts, opts: &InspectOptions) {
+    read_payloads(data, pending, out, opts);
+    let mut start = 0;
+    while start < out.device_code.len() {
+        let container = out.device_code[start].container;
+        let end = out.device_code[start..]
+            .iter()
+            .position(|e| e.container != container)
+            .map_or(out.device_code.len(), |n| start + n);
+        share_container_toolkit(start..end, out);
+        start = end;
+    }
+    sample_toolkit(data, out, opts);
+}
+
+/// All entries of a container come from one `fatbinary` run, so a toolkit note read from one entry (for free:
+/// it was stored uncompressed, or `--deep` read it) names the toolkit of all; give it to the siblings, saying
+/// where it came from.
+fn share_container_toolkit(range: std::ops::Range<usize>, out: &mut BinaryFacts) {
     let Some((toolkit, from)) = out.device_code[range.clone()]
         .iter()
         .find(|e| e.toolkit.is_some())
@@ -496,6 +617,44 @@ fn infer_container_toolkit(
     }
 }
 
-fn header_len(data: &[u8], entry: usize) -> usize {
-    u32_at(data, entry + 4).map_or(ENTRY_HEADER, |v| v as usize)
+/// When no entry of a binary named its toolkit (every cubin compressed, default depth), read the smallest
+/// compressed cubin, so that the report can still say which toolkit built the binary. Only that entry gets a
+/// toolkit: other containers may come from other toolkits.
+pub fn sample_toolkit(data: &Input<'_>, out: &mut BinaryFacts, opts: &InspectOptions) {
+    if out.device_code.iter().any(|e| e.toolkit.is_some()) {
+        return;
+    }
+    let Some(i) = (0..out.device_code.len())
+        .filter(|&i| {
+            let e = &out.device_code[i];
+            e.kind == CodeKind::Sass && e.cubin.is_none() && e.compression != Compression::None
+        })
+        .min_by_key(|&i| out.device_code[i].size)
+    else {
+        return;
+    };
+    let entry = &out.device_code[i];
+    let header = data
+        .u32_at(entry.offset as usize + 4)
+        .map_or(ENTRY_HEADER, |v| v as usize);
+    let job = Pending {
+        index: i,
+        start: entry.offset as usize + header,
+        len: entry.stored_size as usize,
+    };
+    read_payloads(data, &[job], out, opts);
+    share_container_toolkit_of(i, out);
+}
+
+/// Shares the toolkit of entry `i` with the other entries of its container.
+fn share_container_toolkit_of(i: usize, out: &mut BinaryFacts) {
+    let container = out.device_code[i].container;
+    let Some(first) = out.device_code.iter().position(|e| e.container == container) else {
+        return;
+    };
+    let end = out.device_code[first..]
+        .iter()
+        .position(|e| e.container != container)
+        .map_or(out.device_code.len(), |n| first + n);
+    share_container_toolkit(first..end, out);
 }

@@ -8,12 +8,15 @@
 pub mod cubin;
 pub mod decompress;
 pub mod elf;
+pub mod elfparse;
 pub mod fatbin;
+pub mod input;
 pub mod ptx;
 mod source;
+pub mod wheel;
 
 use crate::facts::{BinaryFacts, CodeKind, Compression, DeviceCode, Format, Problem, ProblemKind};
-use goblin::elf::Elf;
+use input::Input;
 use std::path::Path;
 
 /// How much of each device-code payload to read.
@@ -64,22 +67,31 @@ impl std::error::Error for InspectError {}
 /// Inspects one file. A static archive gives one [`BinaryFacts`] per member.
 pub fn path(path: &Path, opts: &InspectOptions) -> Result<Vec<BinaryFacts>, InspectError> {
     let display = path.display().to_string();
-    let map = source::map(path).map_err(|error| InspectError {
+    let (file, map) = source::map(path).map_err(|error| InspectError {
         path: display.clone(),
         error,
     })?;
-    Ok(bytes(&display, &map, opts))
+    let input = match &file {
+        Some(f) => Input::file(&map, f, 0),
+        None => Input::bytes(&map),
+    };
+    Ok(inspect_input(&display, &input, opts))
 }
 
 /// Inspects bytes already in memory, named `name` in the facts.
 pub fn bytes(name: &str, data: &[u8], opts: &InspectOptions) -> Vec<BinaryFacts> {
-    if data.starts_with(b"!<arch>\n") {
-        return archive(name, data, opts);
-    }
-    vec![single(name, data, opts)]
+    inspect_input(name, &Input::bytes(data), opts)
 }
 
-fn archive(name: &str, data: &[u8], opts: &InspectOptions) -> Vec<BinaryFacts> {
+fn inspect_input(name: &str, input: &Input<'_>, opts: &InspectOptions) -> Vec<BinaryFacts> {
+    if input.as_slice().starts_with(b"!<arch>\n") {
+        return archive(name, input, opts);
+    }
+    vec![single(name, input, opts)]
+}
+
+fn archive(name: &str, input: &Input<'_>, opts: &InspectOptions) -> Vec<BinaryFacts> {
+    let data = input.as_slice();
     let ar = match goblin::archive::Archive::parse(data) {
         Ok(ar) => ar,
         Err(e) => {
@@ -102,8 +114,8 @@ fn archive(name: &str, data: &[u8], opts: &InspectOptions) -> Vec<BinaryFacts> {
         let member_name = member.extended_name();
         let start = member.offset as usize;
         let label = format!("{name}({member_name})");
-        match data.get(start..start.saturating_add(member.size())) {
-            Some(bytes) => out.push(single(&label, bytes, opts)),
+        match input.slice(start, member.size()) {
+            Some(member) => out.push(single(&label, &member, opts)),
             None => {
                 let mut facts = BinaryFacts {
                     path: label,
@@ -111,9 +123,7 @@ fn archive(name: &str, data: &[u8], opts: &InspectOptions) -> Vec<BinaryFacts> {
                 };
                 facts.problems.push(Problem {
                     kind: ProblemKind::Binary,
-                    message: format!(
-                        "archive member {member_name} extends past the end of the archive"
-                    ),
+                    message: format!("archive member {member_name} extends past the end of the archive"),
                     offset: Some(start as u64),
                 });
                 out.push(facts);
@@ -123,7 +133,8 @@ fn archive(name: &str, data: &[u8], opts: &InspectOptions) -> Vec<BinaryFacts> {
     out
 }
 
-fn single(name: &str, data: &[u8], opts: &InspectOptions) -> BinaryFacts {
+fn single(name: &str, input: &Input<'_>, opts: &InspectOptions) -> BinaryFacts {
+    let data = input.as_slice();
     let mut facts = BinaryFacts {
         path: name.to_string(),
         size: data.len() as u64,
@@ -133,9 +144,9 @@ fn single(name: &str, data: &[u8], opts: &InspectOptions) -> BinaryFacts {
         if data.len() > 19 && u16::from_le_bytes([data[18], data[19]]) == cubin::EM_CUDA {
             raw_cubin(data, &mut facts);
         } else {
-            host_elf(data, &mut facts, opts);
+            host_elf(input, &mut facts, opts);
         }
-    } else if fatbin::container_at(data, 0) {
+    } else if fatbin::container_at(input, 0) {
         facts.format = Some(Format::Fatbin);
         let region = fatbin::Region {
             section: None,
@@ -144,7 +155,9 @@ fn single(name: &str, data: &[u8], opts: &InspectOptions) -> BinaryFacts {
             relocatable: false,
             found_by_scan: false,
         };
-        fatbin::walk(data, &region, &mut facts, opts);
+        let mut pending = Vec::new();
+        fatbin::walk(input, &region, &mut facts, opts, &mut pending);
+        fatbin::finish(input, &pending, &mut facts, opts);
     } else if looks_like_ptx(data) {
         raw_ptx(data, &mut facts);
     } else {
@@ -158,37 +171,31 @@ fn single(name: &str, data: &[u8], opts: &InspectOptions) -> BinaryFacts {
     facts
 }
 
-fn host_elf(data: &[u8], facts: &mut BinaryFacts, opts: &InspectOptions) {
+fn host_elf(input: &Input<'_>, facts: &mut BinaryFacts, opts: &InspectOptions) {
+    let data = input.as_slice();
     facts.format = Some(Format::Elf);
-    let elf = match Elf::parse(data) {
-        Ok(elf) => elf,
-        Err(strict) => {
-            let permissive = goblin::options::ParseOptions::default()
-                .with_parse_mode(goblin::options::ParseMode::Permissive);
-            match Elf::parse_with_opts(data, &permissive) {
-                Ok(elf) => {
-                    facts.problems.push(Problem {
-                        kind: ProblemKind::Binary,
-                        message: format!(
-                            "ELF structure is damaged ({strict}); read what could be read"
-                        ),
-                        offset: None,
-                    });
-                    elf
-                }
-                Err(e) => {
-                    facts.problems.push(Problem {
-                        kind: ProblemKind::Binary,
-                        message: format!("ELF structure is damaged: {e}"),
-                        offset: None,
-                    });
-                    return;
-                }
+    let elf = match elfparse::parse(data) {
+        Ok((elf, damage)) => {
+            for d in damage {
+                facts.problems.push(Problem {
+                    kind: ProblemKind::Binary,
+                    message: format!("ELF structure is damaged ({d}); read what could be read"),
+                    offset: None,
+                });
             }
+            elf
+        }
+        Err(e) => {
+            facts.problems.push(Problem {
+                kind: ProblemKind::Binary,
+                message: format!("ELF structure is damaged: {e}"),
+                offset: None,
+            });
+            return;
         }
     };
     let elf_facts = elf::facts(&elf);
-    let (regions, wrapper_problems) = elf::fatbin_regions(&elf, data);
+    let (regions, wrapper_problems) = elf::fatbin_regions(&elf, input);
     for (offset, message) in wrapper_problems {
         facts.problems.push(Problem {
             kind: ProblemKind::DeviceCode,
@@ -196,10 +203,12 @@ fn host_elf(data: &[u8], facts: &mut BinaryFacts, opts: &InspectOptions) {
             offset: Some(offset as u64),
         });
     }
+    let mut pending = Vec::new();
     for region in &regions {
-        fatbin::walk(data, region, facts, opts);
+        fatbin::walk(input, region, facts, opts, &mut pending);
     }
-    facts.cudart = elf::cudart(&elf, &elf_facts, data, !regions.is_empty());
+    fatbin::finish(input, &pending, facts, opts);
+    facts.cudart = elf::cudart(&elf, &elf_facts, input, !regions.is_empty());
     facts.elf = Some(elf_facts);
 }
 
@@ -211,11 +220,7 @@ fn raw_cubin(data: &[u8], facts: &mut BinaryFacts) {
             let suffix = c.arch_specific.then_some('a');
             facts.device_code.push(DeviceCode {
                 kind: CodeKind::Sass,
-                arch: format!(
-                    "sm_{}{}",
-                    c.sm,
-                    suffix.map(String::from).unwrap_or_default()
-                ),
+                arch: format!("sm_{}{}", c.sm, suffix.map(String::from).unwrap_or_default()),
                 sm: c.sm,
                 suffix,
                 ptx_isa: None,
@@ -249,8 +254,7 @@ fn raw_cubin(data: &[u8], facts: &mut BinaryFacts) {
 /// PTX text starts (after comments and blank lines) with a directive; `.version` appears near the top.
 fn looks_like_ptx(data: &[u8]) -> bool {
     let head = &data[..data.len().min(64 << 10)];
-    let Ok(text) =
-        std::str::from_utf8(head).or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]))
+    let Ok(text) = std::str::from_utf8(head).or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]))
     else {
         return false;
     };
@@ -284,10 +288,7 @@ fn raw_ptx(data: &[u8], facts: &mut BinaryFacts) {
     }
     facts.device_code.push(DeviceCode {
         kind: CodeKind::Ptx,
-        arch: format!(
-            "compute_{sm}{}",
-            suffix.map(String::from).unwrap_or_default()
-        ),
+        arch: format!("compute_{sm}{}", suffix.map(String::from).unwrap_or_default()),
         sm,
         suffix,
         ptx_isa: p.version.clone(),

@@ -50,8 +50,7 @@ pub fn target_arch(facts: &PtxFacts) -> Option<&str> {
 
 fn directive<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     let rest = line.strip_prefix(name)?;
-    (rest.is_empty() || rest.starts_with(char::is_whitespace))
-        .then(|| rest.trim().trim_end_matches(';'))
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim().trim_end_matches(';'))
 }
 
 /// `.visible .entry name(` / `.entry name` / `.weak .entry name (`.

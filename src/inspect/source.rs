@@ -27,8 +27,8 @@ impl Deref for Source {
     }
 }
 
-/// Opens `path` read-only and maps it.
-pub fn map(path: &Path) -> std::io::Result<Source> {
+/// Opens `path` read-only and maps it; the open file comes back too, for positioned reads.
+pub fn map(path: &Path) -> std::io::Result<(Option<File>, Source)> {
     let file = File::open(path)?;
     let meta = file.metadata()?;
     if meta.is_dir() {
@@ -38,12 +38,14 @@ pub fn map(path: &Path) -> std::io::Result<Source> {
         ));
     }
     if !meta.is_file() || meta.len() == 0 {
-        return std::fs::read(path).map(Source::Owned);
+        return std::fs::read(path).map(|v| (None, Source::Owned(v)));
     }
     // SAFETY: the map is read-only and private to this process. Another process truncating the file while we
     // read it could raise SIGBUS; cudadiag is a short-lived reader of files the user pointed it at, the same
     // trade-off ripgrep makes, and the alternative (reading 450 MB libraries whole) breaks the memory budget.
     #[allow(unsafe_code)]
     let map = unsafe { memmap2::Mmap::map(&file) }?;
-    Ok(Source::Mapped(map))
+    // Pages are touched sparsely (headers here and there): no read-ahead.
+    let _ = map.advise(memmap2::Advice::Random);
+    Ok((Some(file), Source::Mapped(map)))
 }

@@ -15,7 +15,8 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
             details(b, p, out)?;
         }
     }
-    if let Some(h) = &report.facts.host {
+    // The machine section is for machines read (doctor, --facts); what-if targets show in the verdicts.
+    if let Some(h) = report.facts.host.as_ref().filter(|h| h.observed) {
         super::human_host::render(h, p, opts.verbose, out)?;
     }
     if !report.findings.is_empty() {
@@ -38,7 +39,47 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
         count(s.errors, "error", p),
         count(s.warnings, "warning", p),
         count(s.notes, "note", p)
-    )
+    )?;
+    verdicts(report, p, out)
+}
+
+/// The verdict per binary and GPU, then the fixes, most important first (errors before warnings, each once).
+fn verdicts(report: &Report, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+    use crate::rules::Outcome;
+    if report.verdicts.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n{}", p.bold("verdict"))?;
+    for v in &report.verdicts {
+        let (word, why) = match v.outcome {
+            Outcome::Runs => (p.good("will run"), v.reason.clone()),
+            Outcome::RunsAfterJit => (p.warning("will run after JIT"), v.reason.clone()),
+            Outcome::Fails => (p.error("will fail"), v.reason.clone()),
+            Outcome::NoDeviceCode => (p.dim("no verdict"), v.reason.clone()),
+        };
+        let why = why
+            .strip_prefix(&format!("{}: ", v.binary))
+            .unwrap_or(&why)
+            .to_string();
+        if why.is_empty() {
+            writeln!(out, "  {} on {}: {word}", v.binary, v.gpu)?;
+        } else {
+            writeln!(out, "  {} on {}: {word}: {why}", v.binary, v.gpu)?;
+        }
+    }
+    let mut fixes: Vec<(&str, &str)> = Vec::new();
+    for f in &report.findings {
+        if f.severity > Severity::Note && !f.help.is_empty() && !fixes.iter().any(|(_, h)| *h == f.help) {
+            fixes.push((&f.slug, &f.help));
+        }
+    }
+    if !fixes.is_empty() {
+        writeln!(out, "\n{}", p.bold("fixes, most important first"))?;
+        for (i, (slug, help)) in fixes.iter().enumerate() {
+            writeln!(out, "  {}. [{slug}] {help}", i + 1)?;
+        }
+    }
+    Ok(())
 }
 
 fn count(n: usize, what: &str, p: Paint) -> String {

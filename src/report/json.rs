@@ -22,6 +22,8 @@ struct Wire<'a> {
     libraries: Vec<serde_json::Value>,
     host: Host<'a>,
     findings: &'a [Finding],
+    /// One verdict per binary and GPU (additive to the contract; empty when no GPU is known).
+    verdicts: &'a [crate::rules::Verdict],
     summary: Summary,
 }
 
@@ -141,6 +143,8 @@ struct Entry<'a> {
     code_version: String,
     flags: String,
     debug: bool,
+    /// 64 or 32 (fatbin flag 0x1).
+    compile_size: u8,
     #[serde(skip_serializing_if = "Option::is_none")]
     identifier: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -191,6 +195,7 @@ fn entry(e: &DeviceCode) -> Entry<'_> {
         code_version: format!("{}.{}", e.code_version[0], e.code_version[1]),
         flags: format!("0x{:x}", e.flags),
         debug: e.debug,
+        compile_size: if e.bits64 { 64 } else { 32 },
         identifier: e.identifier.as_deref(),
         options: e.options.as_deref(),
         container: e.container,
@@ -263,6 +268,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         libraries: Vec::new(),
         host: host(report.facts.host.as_ref()),
         findings: &report.findings,
+        verdicts: &report.verdicts,
         summary: report.summary(),
     };
     serde_json::to_writer_pretty(&mut *out, &wire).map_err(io::Error::other)?;

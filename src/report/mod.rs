@@ -4,10 +4,13 @@
 //! and never decide exit codes. All of cudadiag's standard output goes through this module (clippy bans
 //! `println!` elsewhere).
 
+mod github;
 mod human;
 mod human_host;
 pub mod json;
+mod junit;
 mod paint;
+mod sarif;
 
 use crate::facts::Facts;
 use crate::findings::{Finding, Severity};
@@ -22,6 +25,21 @@ pub enum OutputFormat {
     Human,
     /// The stable JSON contract (`schema_version` 1).
     Json,
+    /// SARIF 2.1.0, for code-scanning dashboards.
+    Sarif,
+    /// JUnit XML, for CI test reports.
+    Junit,
+    /// GitHub Actions annotations (`::error file=…::…`).
+    Github,
+}
+
+/// Formats of documents that are not finding reports (`codes`, `explain`, `matrix`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DocFormat {
+    /// Text for people.
+    Human,
+    /// JSON.
+    Json,
 }
 
 /// What a command found.
@@ -31,6 +49,8 @@ pub struct Report {
     pub facts: Facts,
     /// Findings, most severe first.
     pub findings: Vec<Finding>,
+    /// One verdict per binary and GPU (empty when no GPU is known).
+    pub verdicts: Vec<crate::rules::Verdict>,
 }
 
 /// Counts per severity.
@@ -80,6 +100,9 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     match opts.format {
         OutputFormat::Human => human::render(report, opts, out),
         OutputFormat::Json => json::render(report, out),
+        OutputFormat::Sarif => sarif::render(report, out),
+        OutputFormat::Junit => junit::render(report, out),
+        OutputFormat::Github => github::render(report, out),
     }
 }
 

@@ -37,10 +37,7 @@ pub fn malformed(b: &BinaryFacts) -> Vec<Finding> {
 
 /// `unrecognized-input`: the file is not something cudadiag reads.
 pub fn unrecognized(b: &BinaryFacts) -> Option<Finding> {
-    let p = b
-        .problems
-        .iter()
-        .find(|p| p.kind == ProblemKind::Unrecognized)?;
+    let p = b.problems.iter().find(|p| p.kind == ProblemKind::Unrecognized)?;
     Some(
         Finding::new(
             Code::UnrecognizedInput,

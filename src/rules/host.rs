@@ -11,8 +11,12 @@ use crate::host::env::visibility;
 use crate::host::model::{DeviceNode, FoundVia, LibCandidate, LibKind};
 use std::cmp::Ordering;
 
-/// Runs every host rule.
+/// Runs every host rule on facts read from a machine. A what-if target (`--gpu`, `--driver`) declares a GPU and
+/// a driver, not device nodes or libraries, so nothing here applies to it.
 pub fn evaluate(h: &HostFacts) -> Vec<Finding> {
+    if !h.observed {
+        return Vec::new();
+    }
     [
         no_driver(h),
         nouveau_loaded(h),

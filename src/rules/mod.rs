@@ -1,22 +1,31 @@
-//! Rules: pure functions from [`Facts`] to [`Finding`]s.
+//! Rules: pure functions from [`Facts`] and the [`Matrix`] to [`Finding`]s.
 //!
 //! No rule does I/O, so the same facts give the same findings anywhere: live, under `--root`, or read back from
-//! a snapshot. Each concern has its own module and each finding its own function.
+//! a snapshot, or with what-if targets (`--gpu`, `--driver`). Each concern has its own module and each finding
+//! its own function.
 
 mod binary;
+pub mod compat;
+pub mod driver;
 pub mod host;
+pub mod kernel_image;
+pub mod policy;
 
 use crate::facts::Facts;
 use crate::findings::Finding;
+use crate::matrix::Matrix;
+
+pub use compat::{Outcome, Verdict, verdicts};
 
 /// Runs every rule over the facts, returning findings most severe first (stable within a severity).
-pub fn evaluate(facts: &Facts) -> Vec<Finding> {
+pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     let mut findings = Vec::new();
     for b in &facts.binaries {
         findings.extend(binary::malformed(b));
         findings.extend(binary::unrecognized(b));
         findings.extend(binary::no_device_code(b));
     }
+    findings.extend(compat::findings(facts, matrix));
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));
     }

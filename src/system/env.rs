@@ -26,11 +26,7 @@ impl Env {
     /// Builds the environment for a run: the process's (or none with `clear`), then `KEY=VALUE` overrides in
     /// order. A `KEY` without `=` removes the variable.
     pub fn build(clear: bool, overrides: &[String]) -> Env {
-        let mut env = if clear {
-            Env::empty()
-        } else {
-            Env::from_process()
-        };
+        let mut env = if clear { Env::empty() } else { Env::from_process() };
         for o in overrides {
             match o.split_once('=') {
                 Some((k, v)) => env.set(k, v),
@@ -70,13 +66,7 @@ mod tests {
     fn overrides_apply_in_order() {
         let env = Env::build(
             true,
-            &[
-                "A=1".into(),
-                "B=".into(),
-                "A=2".into(),
-                "C=x".into(),
-                "C".into(),
-            ],
+            &["A=1".into(), "B=".into(), "A=2".into(), "C=x".into(), "C".into()],
         );
         assert_eq!(env.get("A"), Some("2"));
         assert_eq!(env.get("B"), Some(""));

@@ -160,11 +160,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let root = Root::at(t.path());
         std::fs::create_dir_all(t.path().join("usr/lib/x86_64-linux-gnu")).unwrap();
-        std::fs::write(
-            t.path().join("usr/lib/x86_64-linux-gnu/libfoo.so.1.2"),
-            b"x",
-        )
-        .unwrap();
+        std::fs::write(t.path().join("usr/lib/x86_64-linux-gnu/libfoo.so.1.2"), b"x").unwrap();
         std::os::unix::fs::symlink(
             "libfoo.so.1.2",
             t.path().join("usr/lib/x86_64-linux-gnu/libfoo.so.1"),
@@ -178,8 +174,7 @@ mod tests {
             Path::new("/usr/lib/x86_64-linux-gnu/libfoo.so.1.2")
         );
         assert_eq!(
-            root.read(Path::new("/lib/x86_64-linux-gnu/libfoo.so.1"))
-                .unwrap(),
+            root.read(Path::new("/lib/x86_64-linux-gnu/libfoo.so.1")).unwrap(),
             b"x"
         );
         // `..` in a link cannot climb out of the root.

@@ -1,0 +1,10 @@
+//! Any bytes: ELF, archive, fatbin, cubin or PTX detection and every parser behind it, with full-depth
+//! payload reading and a small decompression bound. Must never panic or allocate past the bound.
+#![no_main]
+use cudadiag::inspect::{self, Depth, InspectOptions};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let opts = InspectOptions { depth: Depth::Full, max_decompressed: 16 << 20 };
+    let _ = inspect::bytes("fuzz", data, &opts);
+});

@@ -1,0 +1,84 @@
+//! `cudadiag audit` and `cudadiag init`.
+
+use super::{Outcome, ToolError};
+use crate::cli::{AuditArgs, InitArgs};
+use crate::facts::Facts;
+use crate::inspect::{self, InspectOptions};
+use crate::policy::{self, Policy};
+use crate::report::{self, Paint, RenderOptions, Report};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Reads the policy, every binary under the paths, and renders the policy's verdict.
+pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    let path = match &args.policy {
+        Some(p) => p.clone(),
+        None => {
+            let default = PathBuf::from("cudadiag.toml");
+            if !default.exists() {
+                return Err(ToolError(
+                    "no policy: pass --policy FILE, or write ./cudadiag.toml with `cudadiag init`".into(),
+                ));
+            }
+            default
+        }
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| ToolError(format!("cannot read policy {}: {e}", path.display())))?;
+    let policy = Policy::parse(&text, &path.display().to_string()).map_err(|e| ToolError(e.to_string()))?;
+    let (binaries, wheels) = inspect::wheel::collect(&args.paths, &InspectOptions::default())
+        .map_err(|e| ToolError(e.to_string()))?;
+    let matrix = super::targets::load_matrix(args.matrix.as_deref())?;
+    // The release's targets, not this machine's: audit runs on CI runners without GPUs.
+    let facts = Facts {
+        binaries,
+        wheels,
+        host: crate::rules::policy::target_host(&policy),
+    };
+    // Host-only libraries are normal in a release: `no-device-code` is not a release question.
+    let findings: Vec<_> = crate::rules::evaluate(&facts, &matrix)
+        .into_iter()
+        .filter(|f| f.slug != crate::findings::Code::NoDeviceCode.info().slug)
+        .collect();
+    let mut findings = crate::rules::policy::min_driver(findings, &policy);
+    findings.extend(crate::rules::policy::evaluate(&facts, &policy, &matrix));
+    let mut findings = crate::rules::policy::apply(findings, &policy, policy::today());
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let verdicts = crate::rules::verdicts(&facts, &matrix);
+    let report = Report {
+        facts,
+        findings,
+        verdicts,
+    };
+    let render = RenderOptions {
+        format: args.output.format,
+        paint,
+        verbose: false,
+    };
+    report::render(&report, &render, out)?;
+    Ok(if report.fails(args.output.fail_on.threshold()) {
+        Outcome::Failed
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// Writes the commented policy template.
+pub fn init(args: &InitArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    if args.output.exists() && !args.force {
+        return Err(ToolError(format!(
+            "{} exists; pass --force to overwrite it",
+            args.output.display()
+        )));
+    }
+    std::fs::write(&args.output, policy::TEMPLATE)
+        .map_err(|e| ToolError(format!("cannot write {}: {e}", args.output.display())))?;
+    report::text(
+        out,
+        &format!(
+            "wrote {}: edit [targets] for your release, then run `cudadiag audit`\n",
+            args.output.display()
+        ),
+    )?;
+    Ok(Outcome::Clean)
+}

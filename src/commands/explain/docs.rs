@@ -1,0 +1,133 @@
+//! The explanations, compiled in: `data/codes/<slug>.md`, one per catalogue entry.
+
+/// (slug, document) for every catalogue entry.
+pub const DOCS: &[(&str, &str)] = &[
+    (
+        "no-kernel-image",
+        include_str!("../../../data/codes/no-kernel-image.md"),
+    ),
+    (
+        "ptx-jit-required",
+        include_str!("../../../data/codes/ptx-jit-required.md"),
+    ),
+    ("ptx-too-new", include_str!("../../../data/codes/ptx-too-new.md")),
+    (
+        "no-device-code",
+        include_str!("../../../data/codes/no-device-code.md"),
+    ),
+    (
+        "malformed-device-code",
+        include_str!("../../../data/codes/malformed-device-code.md"),
+    ),
+    (
+        "malformed-binary",
+        include_str!("../../../data/codes/malformed-binary.md"),
+    ),
+    (
+        "unrecognized-input",
+        include_str!("../../../data/codes/unrecognized-input.md"),
+    ),
+    (
+        "library-not-found",
+        include_str!("../../../data/codes/library-not-found.md"),
+    ),
+    (
+        "library-shadowed",
+        include_str!("../../../data/codes/library-shadowed.md"),
+    ),
+    (
+        "symbol-version-missing",
+        include_str!("../../../data/codes/symbol-version-missing.md"),
+    ),
+    (
+        "multiple-cuda-majors",
+        include_str!("../../../data/codes/multiple-cuda-majors.md"),
+    ),
+    ("no-driver", include_str!("../../../data/codes/no-driver.md")),
+    (
+        "libcuda-not-found",
+        include_str!("../../../data/codes/libcuda-not-found.md"),
+    ),
+    (
+        "driver-insufficient",
+        include_str!("../../../data/codes/driver-insufficient.md"),
+    ),
+    (
+        "minor-version-compat",
+        include_str!("../../../data/codes/minor-version-compat.md"),
+    ),
+    (
+        "driver-library-mismatch",
+        include_str!("../../../data/codes/driver-library-mismatch.md"),
+    ),
+    (
+        "compat-libcuda-unsupported",
+        include_str!("../../../data/codes/compat-libcuda-unsupported.md"),
+    ),
+    (
+        "stub-libcuda",
+        include_str!("../../../data/codes/stub-libcuda.md"),
+    ),
+    (
+        "gpu-unsupported-by-driver",
+        include_str!("../../../data/codes/gpu-unsupported-by-driver.md"),
+    ),
+    (
+        "no-visible-devices",
+        include_str!("../../../data/codes/no-visible-devices.md"),
+    ),
+    (
+        "device-nodes-missing",
+        include_str!("../../../data/codes/device-nodes-missing.md"),
+    ),
+    (
+        "device-permission-denied",
+        include_str!("../../../data/codes/device-permission-denied.md"),
+    ),
+    (
+        "nvidia-uvm-missing",
+        include_str!("../../../data/codes/nvidia-uvm-missing.md"),
+    ),
+    (
+        "nouveau-loaded",
+        include_str!("../../../data/codes/nouveau-loaded.md"),
+    ),
+    ("no-gpu", include_str!("../../../data/codes/no-gpu.md")),
+    (
+        "probe-failed",
+        include_str!("../../../data/codes/probe-failed.md"),
+    ),
+    (
+        "probe-disagrees",
+        include_str!("../../../data/codes/probe-disagrees.md"),
+    ),
+    (
+        "policy-missing-arch",
+        include_str!("../../../data/codes/policy-missing-arch.md"),
+    ),
+    (
+        "policy-missing-ptx",
+        include_str!("../../../data/codes/policy-missing-ptx.md"),
+    ),
+    (
+        "policy-min-driver",
+        include_str!("../../../data/codes/policy-min-driver.md"),
+    ),
+    (
+        "policy-forbidden-library",
+        include_str!("../../../data/codes/policy-forbidden-library.md"),
+    ),
+    (
+        "waiver-unused",
+        include_str!("../../../data/codes/waiver-unused.md"),
+    ),
+    (
+        "waiver-expired",
+        include_str!("../../../data/codes/waiver-expired.md"),
+    ),
+];
+
+/// The explanation of a slug.
+pub fn doc(slug: &str) -> Option<&'static str> {
+    DOCS.iter().find(|(s, _)| *s == slug).map(|(_, d)| *d)
+}

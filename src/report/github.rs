@@ -1,0 +1,63 @@
+//! GitHub Actions workflow commands: one `::error`/`::warning`/`::notice` line per finding, which the Actions
+//! runner turns into annotations on the run and, for files in the repository, on the pull request.
+//! Data and property values are escaped as the runner expects (`%`, CR, LF; and `:` `,` in properties).
+
+use super::Report;
+use crate::findings::Severity;
+use std::io::{self, Write};
+
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// Writes one workflow command per finding, then a plain summary line.
+pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    for f in &report.findings {
+        let command = match f.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "notice",
+        };
+        let mut props = vec![format!(
+            "title={}",
+            escape_property(&format!("{} {}", f.code, f.slug))
+        )];
+        if let Some(path) = &f.path {
+            // A wheel member is not a repository file: annotate the wheel.
+            let file = path.split('!').next().unwrap_or(path);
+            props.insert(0, format!("file={}", escape_property(file)));
+        }
+        let mut text = f.message.clone();
+        for e in &f.evidence {
+            text.push_str("\nbecause ");
+            text.push_str(e);
+        }
+        if !f.help.is_empty() {
+            text.push_str("\nhelp: ");
+            text.push_str(&f.help);
+        }
+        writeln!(out, "::{command} {}::{}", props.join(","), escape_data(&text))?;
+    }
+    let s = report.summary();
+    writeln!(
+        out,
+        "cudadiag: {} binaries, {} errors, {} warnings, {} notes",
+        report.facts.binaries.len(),
+        s.errors,
+        s.warnings,
+        s.notes
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn escaping() {
+        assert_eq!(super::escape_data("50%\nx"), "50%25%0Ax");
+        assert_eq!(super::escape_property("a:b,c"), "a%3Ab%2Cc");
+    }
+}

@@ -1,0 +1,110 @@
+//! JUnit XML, for CI systems that show test results (GitLab, Jenkins, Azure). One test case per audited
+//! binary: errors are failures, warnings and notes go to `system-out`. Findings not tied to a binary (an unused
+//! waiver, say) belong to a "policy" test case.
+
+use super::Report;
+use crate::findings::{Finding, Severity};
+use std::io::{self, Write};
+
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' && c != '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn describe(f: &Finding) -> String {
+    let mut text = format!("{} [{} {}]: {}", f.severity, f.code, f.slug, f.message);
+    for e in &f.evidence {
+        text.push_str("\n  because ");
+        text.push_str(e);
+    }
+    if !f.help.is_empty() {
+        text.push_str("\n  help: ");
+        text.push_str(&f.help);
+    }
+    text
+}
+
+/// Writes the report as a JUnit XML document.
+pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let mut cases: Vec<(String, Vec<&Finding>)> = report
+        .facts
+        .binaries
+        .iter()
+        .map(|b| (b.path.clone(), Vec::new()))
+        .collect();
+    for f in &report.findings {
+        let name = f.path.clone().unwrap_or_else(|| "policy".to_string());
+        match cases.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, list)) => list.push(f),
+            None => cases.push((name, vec![f])),
+        }
+    }
+    let failures = cases
+        .iter()
+        .filter(|(_, fs)| fs.iter().any(|f| f.severity == Severity::Error))
+        .count();
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        out,
+        r#"<testsuites name="cudadiag" tests="{}" failures="{failures}">"#,
+        cases.len()
+    )?;
+    writeln!(
+        out,
+        r#"  <testsuite name="cudadiag audit" tests="{}" failures="{failures}" errors="0">"#,
+        cases.len()
+    )?;
+    for (name, fs) in &cases {
+        writeln!(
+            out,
+            r#"    <testcase classname="cudadiag" name="{}">"#,
+            escape(name)
+        )?;
+        let errors: Vec<&&Finding> = fs.iter().filter(|f| f.severity == Severity::Error).collect();
+        if !errors.is_empty() {
+            let summary = errors
+                .iter()
+                .map(|f| f.slug.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let body = errors.iter().map(|f| describe(f)).collect::<Vec<_>>().join("\n");
+            writeln!(
+                out,
+                r#"      <failure message="{}" type="{}">{}</failure>"#,
+                escape(&summary),
+                escape(&errors[0].code),
+                escape(&body)
+            )?;
+        }
+        let rest: Vec<String> = fs
+            .iter()
+            .filter(|f| f.severity != Severity::Error)
+            .map(|f| describe(f))
+            .collect();
+        if !rest.is_empty() {
+            writeln!(out, "      <system-out>{}</system-out>", escape(&rest.join("\n")))?;
+        }
+        writeln!(out, "    </testcase>")?;
+    }
+    writeln!(out, "  </testsuite>")?;
+    writeln!(out, "</testsuites>")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn escapes_markup_and_control_characters() {
+        assert_eq!(super::escape("a<b>&\"'\u{1}c"), "a&lt;b&gt;&amp;&quot;&apos;c");
+    }
+}

@@ -1,0 +1,278 @@
+//! The binary end to end: exit codes, the JSON contract on every real fixture, colour handling, and snapshots
+//! of the human report and of the code list (codes are API: any change to the list must show up here).
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn cudadiag() -> Command {
+    let mut c = Command::cargo_bin("cudadiag").unwrap();
+    c.env_remove("NO_COLOR").current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+fn fixtures() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for dir in ["fixtures/cuda13", "fixtures/old"] {
+        for e in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if !(name.ends_with(".txt") || name.ends_with(".log")) {
+                v.push(p);
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+/// `../shared/contract/check_report.py`, which CI provides beside the checkout.
+fn contract_checker() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/contract/check_report.py");
+    assert!(
+        p.exists(),
+        "the JSON contract checker is expected at {} (CI has ../shared)",
+        p.display()
+    );
+    p
+}
+
+#[test]
+fn every_fixture_report_honours_the_json_contract() {
+    let checker = contract_checker();
+    let all = fixtures();
+    assert!(all.len() > 40);
+    // One report over every fixture, plus one per kind of input, through the real checker.
+    let mut runs: Vec<Vec<PathBuf>> = vec![all.clone()];
+    for name in [
+        "multi",
+        "kern.ptx",
+        "kern.fatbin",
+        "kern.cubin",
+        "libkern.a",
+        "rdc_a.o",
+        "dlto",
+    ] {
+        runs.push(vec![
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/cuda13")
+                .join(name),
+        ]);
+    }
+    for paths in runs {
+        let out = cudadiag()
+            .arg("inspect")
+            .arg("--format")
+            .arg("json")
+            .args(&paths)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "{out:?}"
+        );
+        let report = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(report.path(), &out.stdout).unwrap();
+        let check = std::process::Command::new("python3")
+            .arg(&checker)
+            .arg(report.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&check.stdout).trim(),
+            "ok",
+            "contract violated for {paths:?}: {}",
+            String::from_utf8_lossy(&check.stdout)
+        );
+    }
+}
+
+#[test]
+fn json_fields_read_back() {
+    let out = cudadiag()
+        .args(["inspect", "--format", "json", "fixtures/cuda13/multi"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["tool"]["name"], "cudadiag");
+    let b = &v["binaries"][0];
+    assert_eq!(b["format"], "elf");
+    assert_eq!(b["cudart"]["linkage"], "static");
+    assert_eq!(b["cudart"]["version"], "13.0");
+    let code = b["device_code"].as_array().unwrap();
+    let archs: Vec<&str> = code.iter().map(|e| e["arch"].as_str().unwrap()).collect();
+    assert_eq!(
+        archs,
+        ["sm_75", "sm_80", "sm_90", "sm_75", "sm_80", "compute_90", "sm_90"]
+    );
+    let ptx = &code[5];
+    assert_eq!(ptx["kind"], "ptx");
+    assert_eq!(ptx["ptx_isa"], "9.0");
+    assert_eq!(ptx["compression"], "zstd");
+    assert_eq!(ptx["toolkit"], "13.0.88");
+    assert!(ptx["size"].as_u64().unwrap() > 0);
+    assert_eq!(code[0]["toolkit"], "13.0.88");
+    assert_eq!(code[0]["relocatable"], false);
+    assert_eq!(v["summary"]["errors"], 0);
+}
+
+#[test]
+fn relocatable_entries_are_marked() {
+    let out = cudadiag()
+        .args(["inspect", "--format", "json", "fixtures/cuda13/rdc"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let code = v["binaries"][0]["device_code"].as_array().unwrap();
+    assert!(code.iter().any(|e| e["relocatable"] == true));
+    assert!(code.iter().any(|e| e["relocatable"] == false));
+}
+
+#[test]
+fn human_summary_line_snapshot() {
+    let out = cudadiag()
+        .args([
+            "inspect",
+            "--color",
+            "never",
+            "fixtures/cuda13/multi",
+            "fixtures/cuda13/cudart_shared",
+            "fixtures/cuda13/sm90a",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "fixtures/cuda13/multi  SASS sm_75 sm_80 sm_90 · PTX compute_90 (ISA 9.0) · CUDA 13.0.88 · 1 zstd-compressed · cudart static 13.0\n\
+         fixtures/cuda13/cudart_shared  SASS sm_75 · PTX compute_75 (ISA 9.0) · CUDA 13.0.88 · 1 zstd-compressed · cudart shared (libcudart.so.13)\n\
+         fixtures/cuda13/sm90a  SASS sm_90a · CUDA 13.0.88 · cudart static 13.0\n\
+         3 binaries: 0 errors, 0 warnings, 0 notes\n"
+    );
+}
+
+#[test]
+fn verbose_lists_every_entry() {
+    let out = cudadiag()
+        .args(["inspect", "-v", "--color", "never", "fixtures/cuda13/family"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("sm_100f"), "{text}");
+    assert!(text.contains("compute_100f"), "{text}");
+    assert!(text.contains("fatbin      #0"), "{text}");
+}
+
+#[test]
+fn exit_codes() {
+    // 2: usage and I/O errors, with a message on stderr.
+    let out = cudadiag().args(["inspect", "does/not/exist"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read does/not/exist"));
+    assert_eq!(
+        cudadiag().args(["inspect"]).output().unwrap().status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        cudadiag()
+            .args(["inspect", "--fail-on", "bogus", "x"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
+    // 1: a finding at or above --fail-on. A damaged copy of a fixture gives an error finding.
+    let dir = tempfile::tempdir().unwrap();
+    let mut raw =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/kern.fatbin")).unwrap();
+    let n = raw.len();
+    raw.truncate(n - 100);
+    let damaged = dir.path().join("damaged.fatbin");
+    std::fs::write(&damaged, &raw).unwrap();
+    let out = cudadiag().arg("inspect").arg(&damaged).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("malformed-device-code"));
+    // ... and 0 when --fail-on is above it or never.
+    assert_eq!(
+        cudadiag()
+            .args(["inspect", "--fail-on", "never"])
+            .arg(&damaged)
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(0)
+    );
+    // A note fails only with --fail-on note.
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "just text").unwrap();
+    assert_eq!(
+        cudadiag()
+            .arg("inspect")
+            .arg(&text)
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        cudadiag()
+            .args(["inspect", "--fail-on", "warning"])
+            .arg(&text)
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn colour_follows_the_flag_and_no_color() {
+    let esc = |out: &std::process::Output| out.stdout.contains(&0x1b);
+    let damaged = "fixtures/cuda13/BUILD.log"; // an unrecognized input: a warning, coloured when allowed
+    let always = cudadiag()
+        .args(["inspect", "--color", "always", damaged])
+        .output()
+        .unwrap();
+    assert!(esc(&always));
+    let never = cudadiag()
+        .args(["inspect", "--color", "never", damaged])
+        .output()
+        .unwrap();
+    assert!(!esc(&never));
+    // auto: not a terminal here, so no colour, and NO_COLOR is honoured too.
+    let auto = cudadiag()
+        .args(["inspect", damaged])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(!esc(&auto));
+}
+
+#[test]
+fn code_list_snapshot() {
+    let out = cudadiag().arg("codes").output().unwrap();
+    let expected =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/codes.txt"))
+            .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        expected,
+        "the code list changed: codes are API; update tests/snapshots/codes.txt deliberately"
+    );
+    let json = cudadiag().args(["codes", "--format", "json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["codes"].as_array().unwrap().len(), expected.lines().count());
+}
+
+#[test]
+fn help_teaches() {
+    let out = cudadiag().args(["inspect", "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in ["Examples:", "--format", "--deep", "--fail-on", "--root", "--env"] {
+        assert!(text.contains(needle), "inspect --help lacks {needle}");
+    }
+}

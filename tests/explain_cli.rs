@@ -1,0 +1,283 @@
+//! `cudadiag codes`, `explain` and `matrix` through the binary: exit codes, stdout, and JSON parsed back field
+//! by field. Every catalogue code must have its explanation (tests/cli.rs snapshots the list itself).
+
+use assert_cmd::Command;
+use cudadiag::findings::CATALOGUE;
+use serde_json::Value;
+
+fn cudadiag() -> Command {
+    let mut c = Command::cargo_bin("cudadiag").unwrap();
+    c.env_remove("NO_COLOR").arg("--color").arg("never");
+    c
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = cudadiag().args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(args: &[&str]) -> Value {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn every_code_has_its_document() {
+    for c in CATALOGUE {
+        let path = format!("{}/data/codes/{}.md", env!("CARGO_MANIFEST_DIR"), c.slug);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(
+            text.starts_with(&format!("# {} {}\n", c.code, c.slug)),
+            "{path}: title"
+        );
+        let mut at = 0;
+        for h in [
+            "## What it means",
+            "## Why it happens",
+            "## How to check",
+            "## How to fix",
+            "## Facts used",
+        ] {
+            let pos = text[at..]
+                .find(h)
+                .unwrap_or_else(|| panic!("{path}: missing or misplaced {h}"));
+            at += pos + h.len();
+        }
+        assert_eq!(
+            cudadiag::commands::explain_doc(c.slug),
+            Some(text.as_str()),
+            "{}: not compiled in",
+            c.slug
+        );
+        let (code, out, _) = run(&["explain", c.code]);
+        assert_eq!(code, 0);
+        assert!(
+            out.contains("## What it means") && out.contains(c.slug),
+            "explain {}",
+            c.code
+        );
+    }
+}
+
+#[test]
+fn explain_pasted_runtime_error() {
+    let (code, out, _) = run(&[
+        "explain",
+        "no kernel image is available for execution on the device",
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("CUDA error 209: cudaErrorNoKernelImageForDevice / CUDA_ERROR_NO_BINARY_FOR_GPU"),
+        "{out}"
+    );
+    assert!(out.contains("CD100  no-kernel-image"));
+}
+
+#[test]
+fn explain_json_lists_matches_and_findings() {
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "CUDA driver version is insufficient for CUDA runtime version",
+    ]);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["matches"][0]["kind"], "cuda-error");
+    assert_eq!(v["matches"][0]["value"], 35);
+    let slugs: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap())
+        .collect();
+    assert_eq!(slugs[0], "driver-insufficient");
+    assert!(
+        v["findings"][0]["doc"]
+            .as_str()
+            .unwrap()
+            .contains("## How to fix")
+    );
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "Failed to initialize NVML: Driver/library version mismatch",
+    ]);
+    assert_eq!(v["matches"][0]["kind"], "message");
+    assert_eq!(v["findings"][0]["slug"], "driver-library-mismatch");
+}
+
+#[test]
+fn explain_unknown_text_is_a_usage_error() {
+    let (code, _, err) = run(&["explain", "the weather is fine"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("nothing known matches"), "{err}");
+}
+
+#[test]
+fn matrix_queries_answer_with_sources() {
+    let (code, out, _) = run(&["matrix", "--toolkit", "12.4"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("12.4 GA") && out.contains("550.54.14") && out.contains("551.61"),
+        "{out}"
+    );
+    assert!(out.contains("525.60.13"), "minor-compat floor: {out}");
+    let v = json(&["matrix", "--format", "json", "--driver", "535.104.05"]);
+    assert_eq!(v["driver"]["cuda"], "12.2");
+    assert_eq!(v["driver"]["max_ptx_isa"], "8.2");
+    assert_eq!(v["driver"]["minor_compat_majors"][0], 12);
+    let v = json(&["matrix", "--format", "json", "--ptx", "8.7"]);
+    assert_eq!(v["ptx"]["cuda"], "12.8");
+    assert_eq!(v["ptx"]["min_branch"], 570);
+    let v = json(&["matrix", "--format", "json", "--gpu", "RTX 4090"]);
+    assert_eq!(v["gpu"]["cc"], "8.9");
+    assert_eq!(v["gpu"]["architecture"], "Ada");
+    let v = json(&["matrix", "--format", "json", "--driver", "590.44.01"]);
+    let dropped: Vec<&str> = v["driver"]["unsupported_architectures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        dropped.contains(&"Pascal") && !dropped.contains(&"Turing"),
+        "{dropped:?}"
+    );
+}
+
+#[test]
+fn broken_matrix_file_is_refused_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.toml");
+    let text = cudadiag::matrix::BUNDLED.replacen("cuda = \"12.4\"", "cuda = \"12.four\"", 1);
+    std::fs::write(&path, &text).unwrap();
+    let line = text.lines().position(|l| l.contains("12.four")).unwrap();
+    let (code, _, err) = run(&["matrix", "--toolkit", "12.4", "--matrix", path.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("m.toml:") && err.contains("12.four"), "{err}");
+    let reported: usize = err
+        .split("m.toml:")
+        .nth(1)
+        .unwrap()
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        reported <= line + 1 && line + 1 - reported < 6,
+        "{err} (field on line {})",
+        line + 1
+    );
+}
+
+#[test]
+fn what_if_targets_on_inspect() {
+    let dir = tempfile::tempdir().unwrap();
+    let ptx = dir.path().join("k.ptx");
+    std::fs::write(
+        &ptx,
+        ".version 8.7\n.target sm_80\n.address_size 64\n\n.visible .entry k()\n{\n\tret;\n}\n",
+    )
+    .unwrap();
+    let p = ptx.to_str().unwrap();
+    let (code, out, _) = run(&["inspect", "--gpu", "9.0", "--driver", "565.57.01", p]);
+    assert_eq!(code, 1);
+    assert!(out.contains("error[CD102] ptx-too-new"), "{out}");
+    assert!(out.contains("on CC 9.0 GPU: will fail"), "{out}");
+    let (code, out, _) = run(&["inspect", "--gpu", "RTX 4090", "--driver", "570.26", p]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("GeForce RTX 4090 (CC 8.9): will run after JIT"),
+        "{out}"
+    );
+    let v = json(&[
+        "inspect",
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+        "--gpu",
+        "sm_75",
+        "--driver",
+        "580.159.04",
+        p,
+    ]);
+    let slugs: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap())
+        .collect();
+    assert_eq!(slugs, ["no-kernel-image"]);
+    assert_eq!(v["verdicts"][0]["outcome"], "fails");
+    assert_eq!(v["verdicts"][0]["gpu"], "CC 7.5 GPU");
+    assert_eq!(v["verdicts"][0]["codes"][0], "no-kernel-image");
+    // Repeatable --gpu: one verdict per GPU.
+    let (code, out, _) = run(&[
+        "inspect",
+        "--gpu",
+        "8.0",
+        "--gpu",
+        "NVIDIA H200",
+        "--driver",
+        "575.57.08",
+        p,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("on CC 8.0 GPU: will run after JIT"), "{out}");
+    assert!(
+        out.contains("on NVIDIA H200 (CC 9.0): will run after JIT"),
+        "{out}"
+    );
+    let (code, _, err) = run(&["inspect", "--gpu", "RTX 9999", p]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown GPU"), "{err}");
+    let (code, _, err) = run(&["inspect", "--driver", "latest", p]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not a driver version"), "{err}");
+}
+
+#[test]
+fn explain_checks_a_binary_against_the_target() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let sm80 = format!("{root}/fixtures/cuda13/sm80");
+    let multi = format!("{root}/fixtures/cuda13/multi");
+    // sm80 on an H200 fails with 209 (fixtures/cuda13/sm80.run.txt): confirmed, exit 1.
+    let (code, out, _) = run(&[
+        "explain",
+        "209",
+        "--check",
+        &sm80,
+        "--gpu",
+        "NVIDIA H200",
+        "--driver",
+        "580.159.04",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("confirmed    no-kernel-image"), "{out}");
+    // multi carries sm_90 SASS: 209 is ruled out there.
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "209",
+        "--check",
+        &multi,
+        "--gpu",
+        "9.0",
+        "--driver",
+        "580.159.04",
+    ]);
+    assert_eq!(v["checked"][0]["slug"], "no-kernel-image");
+    assert_eq!(v["checked"][0]["status"], "ruled-out");
+    // Without a GPU the kernel-image rule cannot run.
+    let v = json(&["explain", "--format", "json", "209", "--check", &multi]);
+    assert_eq!(v["checked"][0]["status"], "not-checked");
+}
