@@ -125,14 +125,18 @@ fn libraries(out: &mut dyn Write, p: Paint, libs: &[LibraryEntry], verbose: bool
 pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io::Result<()> {
     let driver = match &h.driver {
         Some(d) => format!(
-            "{}{} ({})",
+            "{}{} ({}){}",
             p.bold(&d.version),
             match h.kernel.flavour {
                 Some(Flavour::Open) => " open kernel module",
                 Some(Flavour::Proprietary) => " proprietary kernel module",
                 None => "",
             },
-            d.source
+            d.source,
+            h.driver_cuda
+                .as_deref()
+                .map(|c| format!(" · supports CUDA up to {c}"))
+                .unwrap_or_default(),
         ),
         None if h.platform.wsl.is_some() => "WSL2 (the Windows driver serves the GPU)".into(),
         None => "no NVIDIA kernel module loaded".into(),
