@@ -17,6 +17,8 @@ use std::path::PathBuf;
                   cudadiag inspect ./app                 what GPU code ./app carries, one line\n  \
                   cudadiag inspect -v ./libkern.so       every fatbin entry, ELF details\n  \
                   cudadiag inspect --format json ./app   the stable JSON report\n  \
+                  cudadiag inspect --probe ./app         the same, confirmed with the real driver (child process)\n  \
+                  cudadiag probe                         try the driver: GPUs, a tiny kernel, the runtime\n  \
                   cudadiag codes                         every finding code\n\n\
                   Exit status: 0 when no finding reaches --fail-on (default: error), 1 when one does, 2 on \
                   usage or I/O errors."
@@ -102,6 +104,21 @@ pub enum Command {
         cudadiag matrix --gpu \"RTX 4090\"      its compute capability and architecture"
     )]
     Matrix(MatrixArgs),
+    /// Try the real driver, in a child process: load libcuda, list the GPUs, run a tiny kernel.
+    #[command(
+        long_about = "Runs the live probe alone: cudadiag re-executes itself as a child process that loads \
+        libcuda.so.1 as applications do, calls cuInit, reads the driver version and every visible GPU (name, \
+        compute capability, memory, UUID, PCI bus id), then on each GPU retains the primary context, allocates \
+        memory, JIT-compiles, launches and checks a tiny PTX kernel, and finally asks a libcudart what \
+        cudaGetDeviceCount returns. A crash or hang in the driver kills only the child and is reported as \
+        probe-failed. The environment given with --env/--clear-env is the child's.\n\n\
+        Examples:\n  cudadiag probe\n  cudadiag probe --env CUDA_VISIBLE_DEVICES=1 --format json\n  \
+        cudadiag probe --cudart /opt/app/lib/libcudart.so.12 --probe-timeout 60"
+    )]
+    Probe(ProbeArgs),
+    /// The probe's child process (internal: run by `probe` and `inspect --probe`).
+    #[command(name = "__probe", hide = true)]
+    ProbeChild,
 }
 
 /// What-if targets and the matrix, shared by commands that give a verdict.
@@ -159,6 +176,32 @@ pub struct MatrixArgs {
     /// Use this compatibility matrix instead of the bundled one.
     #[arg(long, value_name = "FILE")]
     pub matrix: Option<PathBuf>,
+}
+
+/// Options of the live probe, shared by `probe` and `inspect --probe`.
+#[derive(Debug, Args, Clone)]
+pub struct ProbeOptionArgs {
+    /// Kill the probe's child process after this many seconds (a hung driver becomes a probe-failed finding).
+    #[arg(long, default_value_t = 30, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub probe_timeout: u64,
+    /// The libcudart the runtime probe loads (default: the one the inspected binary needs, else the first of
+    /// libcudart.so.13, .12, .11.0 that dlopen finds).
+    #[arg(long, value_name = "PATH")]
+    pub cudart: Option<PathBuf>,
+}
+
+/// `cudadiag probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// Probe options.
+    #[command(flatten)]
+    pub probe: ProbeOptionArgs,
+    /// The environment the probe runs in (--root does not apply: the probe runs on this machine).
+    #[command(flatten)]
+    pub system: SystemArgs,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Options shared by commands that produce a report.
@@ -244,6 +287,13 @@ pub struct InspectArgs {
     /// damage, never allocated).
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub max_entry_mib: u64,
+    /// Also run the live probe: check the static verdict against the real driver, loading each fatbin of the
+    /// inspected files as data on every kind of GPU present (in a child process; see `cudadiag probe`).
+    #[arg(long)]
+    pub probe: bool,
+    /// Live probe options (used with --probe).
+    #[command(flatten)]
+    pub probe_options: ProbeOptionArgs,
     /// The machine to diagnose.
     #[command(flatten)]
     pub system: SystemArgs,

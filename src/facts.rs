@@ -311,6 +311,9 @@ pub struct Facts {
     /// Python wheels read by `audit`, with what they declare.
     #[serde(default)]
     pub wheels: Vec<WheelFacts>,
+    /// What the live probe observed (`probe`, `inspect --probe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<crate::probe::ProbeFacts>,
 }
 
 /// What a Python wheel declares about itself (`*.dist-info/METADATA`).

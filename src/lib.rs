@@ -13,6 +13,7 @@ pub mod host;
 pub mod inspect;
 pub mod matrix;
 pub mod policy;
+pub mod probe;
 pub mod report;
 pub mod rules;
 pub mod system;

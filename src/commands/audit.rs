@@ -34,6 +34,7 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
         binaries,
         wheels,
         host: crate::rules::policy::target_host(&policy),
+        ..Facts::default()
     };
     // Host-only libraries are normal in a release: `no-device-code` is not a release question.
     let findings: Vec<_> = crate::rules::evaluate(&facts, &matrix)

@@ -24,6 +24,13 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         facts.host = Some(host);
     }
     super::targets::apply(&args.target, &mut facts, &matrix)?;
+    if args.probe {
+        facts.probe = Some(super::probe::live(
+            &args.probe_options,
+            &args.system,
+            &facts.binaries,
+        )?);
+    }
     let findings = crate::rules::evaluate(&facts, &matrix);
     let verdicts = crate::rules::verdicts(&facts, &matrix);
     let report = Report {

@@ -6,6 +6,7 @@ mod doctor;
 mod explain;
 mod inspect;
 mod matrix;
+mod probe;
 mod snapshot;
 mod targets;
 
@@ -56,5 +57,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
         Command::Init(args) => audit::init(args, out),
         Command::Explain(args) => explain::run(args, out),
         Command::Matrix(args) => matrix::run(args, out),
+        Command::Probe(args) => probe::run(args, paint, out),
+        Command::ProbeChild => probe::child(out),
     }
 }

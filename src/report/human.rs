@@ -19,6 +19,9 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     if let Some(h) = report.facts.host.as_ref().filter(|h| h.observed) {
         super::human_host::render(h, p, opts.verbose, out)?;
     }
+    if let Some(probe) = &report.facts.probe {
+        probe_section(probe, opts.verbose, p, out)?;
+    }
     if !report.findings.is_empty() {
         writeln!(out)?;
     }
@@ -27,9 +30,14 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     }
     let s = report.summary();
     let n = report.facts.binaries.len();
-    let subject = match (n, report.facts.host.is_some()) {
-        (0, true) => "machine".to_string(),
-        (1, _) => "1 binary".to_string(),
+    let subject = match (
+        n,
+        &report.facts.probe,
+        report.facts.host.as_ref().is_some_and(|h| h.observed),
+    ) {
+        (0, Some(_), _) => "live probe".to_string(),
+        (0, None, true) => "machine".to_string(),
+        (1, _, _) => "1 binary".to_string(),
         _ => format!("{n} binaries"),
     };
     writeln!(
@@ -315,4 +323,144 @@ fn finding(f: &Finding, p: Paint, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  {} {}", p.good("help"), f.help)?;
     }
     writeln!(out)
+}
+
+/// The live probe: how it ended, the driver, each GPU and its self-test, the runtime, each module load; every
+/// call with its time when verbose.
+fn probe_section(
+    pr: &crate::probe::ProbeFacts,
+    verbose: bool,
+    p: Paint,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let outcome = pr.outcome.as_str();
+    let outcome = if pr.outcome == crate::probe::ProbeOutcome::Completed {
+        p.good(outcome)
+    } else {
+        p.error(outcome)
+    };
+    writeln!(out, "{}  {outcome} in {} ms", p.bold("live probe"), pr.elapsed_ms)?;
+    let row = |out: &mut dyn Write, k: &str, v: &str| writeln!(out, "    {:<12}{v}", p.dim(k));
+    if let Some(d) = &pr.detail {
+        row(out, "detail", d)?;
+    }
+    if let Some(d) = &pr.during {
+        row(out, "during", d)?;
+    }
+    for (k, v) in &pr.env {
+        // NVIDIA_REQUIRE_CUDA and friends can run to kilobytes; the JSON keeps them whole.
+        let shown: String = v.chars().take(100).collect();
+        let more = if shown.len() < v.len() { "…" } else { "" };
+        row(out, "env", &format!("{k}={shown}{more}"))?;
+    }
+    if let Some(d) = &pr.driver {
+        let lib = match (&d.library.loaded_from, &d.library.error) {
+            (Some(f), _) => f.clone(),
+            (None, Some(e)) => format!("not loaded: {e}"),
+            (None, None) => d.library.requested.clone(),
+        };
+        row(out, "libcuda", &lib)?;
+        if let Some(init) = &d.init {
+            row(out, "cuInit", &init.describe())?;
+        }
+        if let Some(v) = d.version {
+            row(
+                out,
+                "driver",
+                &format!("CUDA {}.{} ({v})", v / 1000, (v % 1000) / 10),
+            )?;
+        }
+        for g in &d.devices {
+            let mut parts = vec![format!("#{}", g.ordinal)];
+            parts.extend(g.name.clone());
+            parts.extend(g.cc.as_ref().map(|c| format!("cc {c}")));
+            parts.extend(
+                g.total_mem
+                    .map(|m| format!("{:.1} GiB", m as f64 / f64::from(1u32 << 30))),
+            );
+            parts.extend(g.uuid.clone());
+            parts.extend(g.bus_id.clone());
+            parts.extend(
+                g.compute_mode
+                    .as_ref()
+                    .filter(|m| *m != "default")
+                    .map(|m| format!("compute mode {m}")),
+            );
+            parts.extend(g.mig_mode.as_ref().map(|m| format!("MIG {m}")));
+            row(out, "gpu", &parts.join("  "))?;
+        }
+        for t in &d.selftests {
+            let text = if t.passed {
+                format!(
+                    "device {}: context, allocation, {} kernel launched and checked",
+                    t.device,
+                    t.kernel.as_deref().unwrap_or("PTX")
+                )
+            } else if let Some(c) = &t.failed_call {
+                format!("device {}: FAILED: {}", t.device, c.describe())
+            } else {
+                format!(
+                    "device {}: FAILED: {}",
+                    t.device,
+                    t.mismatch.as_deref().unwrap_or("did not complete")
+                )
+            };
+            row(out, "self-test", &text)?;
+            for r in &t.rejected_kernels {
+                row(out, "", &format!("rejected {r}"))?;
+            }
+        }
+        if verbose {
+            for c in &d.calls {
+                row(
+                    out,
+                    "call",
+                    &format!("{:>10.3} ms  {}", c.elapsed_us as f64 / 1000.0, c.describe()),
+                )?;
+            }
+        }
+    }
+    if let Some(rt) = &pr.runtime {
+        let lib = match (&rt.library.loaded_from, &rt.library.error) {
+            (Some(f), _) => format!("{f} ({})", rt.library.source),
+            (None, Some(e)) => format!("not loaded ({}): {e}", rt.library.source),
+            (None, None) => rt.library.requested.clone(),
+        };
+        row(out, "libcudart", &lib)?;
+        for c in &rt.calls {
+            let value = match c.call.as_str() {
+                "cudaRuntimeGetVersion" => rt.runtime_version,
+                "cudaDriverGetVersion" => rt.driver_version,
+                _ => rt.device_count,
+            };
+            let value = value.map(|v| format!(" = {v}")).unwrap_or_default();
+            row(out, "runtime", &format!("{}{value}", c.describe()))?;
+        }
+    }
+    for m in &pr.modules {
+        let what = match m.container {
+            Some(i) => format!("{} fatbin #{i} (0x{:x}, {} bytes)", m.binary, m.offset, m.size),
+            None => format!("{} ({} bytes)", m.binary, m.size),
+        };
+        let result = match (&m.result, &m.error) {
+            (Some(r), _) if r.code == 0 => p.good("loaded"),
+            (Some(r), _) => p.error(&r.describe()),
+            (None, Some(e)) => p.error(e),
+            (None, None) => "not loaded".to_string(),
+        };
+        let note = if m.has_kernels == Some(false) {
+            " (no kernels: not loaded by the runtime)"
+        } else {
+            ""
+        };
+        row(
+            out,
+            "module",
+            &format!("{what} on device {}: {result}{note}", m.device),
+        )?;
+        if let Some(log) = &m.jit_log {
+            row(out, "", &format!("JIT log: {}", log.replace('\n', " | ")))?;
+        }
+    }
+    Ok(())
 }

@@ -21,6 +21,9 @@ struct Wire<'a> {
     binaries: Vec<Binary<'a>>,
     libraries: Vec<serde_json::Value>,
     host: Host<'a>,
+    /// The live probe's facts (`probe`, `inspect --probe`); documented in `probe::facts`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe: Option<&'a crate::probe::ProbeFacts>,
     findings: &'a [Finding],
     /// One verdict per binary and GPU (additive to the contract; empty when no GPU is known).
     verdicts: &'a [crate::rules::Verdict],
@@ -267,6 +270,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         binaries: report.facts.binaries.iter().map(binary).collect(),
         libraries: Vec::new(),
         host: host(report.facts.host.as_ref()),
+        probe: report.facts.probe.as_ref(),
         findings: &report.findings,
         verdicts: &report.verdicts,
         summary: report.summary(),

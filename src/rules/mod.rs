@@ -10,6 +10,7 @@ pub mod driver;
 pub mod host;
 pub mod kernel_image;
 pub mod policy;
+pub mod probe;
 
 use crate::facts::Facts;
 use crate::findings::Finding;
@@ -29,6 +30,7 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));
     }
+    probe::evaluate(facts, &mut findings);
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings
 }

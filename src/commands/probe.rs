@@ -1,0 +1,65 @@
+//! `cudadiag probe`, the probe part of `inspect --probe`, and the hidden `__probe` child.
+
+use super::{Outcome, ToolError};
+use crate::cli::{ProbeArgs, ProbeOptionArgs, SystemArgs};
+use crate::facts::{BinaryFacts, Facts};
+use crate::probe::{self, ProbeFacts, ProbeOptions, ProbeRequest};
+use crate::report::{self, Paint, RenderOptions, Report};
+use std::io::Write;
+use std::time::Duration;
+
+/// Runs the probe child for `binaries` in the environment the system arguments describe.
+pub fn live(
+    opts: &ProbeOptionArgs,
+    system: &SystemArgs,
+    binaries: &[BinaryFacts],
+) -> Result<ProbeFacts, ToolError> {
+    if system.root.is_some() {
+        return Err(ToolError(
+            "the live probe runs on this machine, so it cannot be combined with --root".to_string(),
+        ));
+    }
+    let request = ProbeRequest {
+        cudart: probe::cudart_request(opts.cudart.as_deref(), binaries),
+        modules: probe::module_requests(binaries),
+    };
+    Ok(probe::run(&ProbeOptions {
+        timeout: Duration::from_secs(opts.probe_timeout),
+        env: system.env(),
+        request,
+        exe: None,
+    }))
+}
+
+/// `cudadiag probe`.
+pub fn run(args: &ProbeArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    let facts = Facts {
+        probe: Some(live(&args.probe, &args.system, &[])?),
+        ..Facts::default()
+    };
+    let matrix = super::targets::load_matrix(None)?;
+    let findings = crate::rules::evaluate(&facts, &matrix);
+    let verdicts = crate::rules::verdicts(&facts, &matrix);
+    let report = Report {
+        facts,
+        findings,
+        verdicts,
+    };
+    let render = RenderOptions {
+        format: args.output.format,
+        paint,
+        verbose: true,
+    };
+    report::render(&report, &render, out)?;
+    Ok(if report.fails(args.output.fail_on.threshold()) {
+        Outcome::Failed
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// `cudadiag __probe`: the child. Reads its request on stdin, writes JSON lines on stdout.
+pub fn child(out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    probe::child::main(&mut std::io::stdin().lock(), out);
+    Ok(Outcome::Clean)
+}
