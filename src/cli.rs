@@ -47,6 +47,25 @@ pub enum Command {
         cudadiag inspect --gpu 9.0 --driver 580.159.04 ./app   (would it run on an H-class GPU with that driver?)"
     )]
     Inspect(InspectArgs),
+    /// Diagnose the machine alone: driver, GPUs, device nodes, environment, every CUDA library.
+    #[command(
+        long_about = "Reads the machine from files alone, without loading the driver or running anything: the \
+        kernel module (/proc/driver/nvidia/version), GPUs (procfs and the PCI bus), /dev/nvidia* and their \
+        permissions, nouveau, WSL2, containers, CUDA_VISIBLE_DEVICES and the other CUDA variables, which \
+        libcuda.so.1 the loader would pick, and every CUDA library on disk with its version and owner.\n\n\
+        Examples:\n  cudadiag doctor\n  cudadiag doctor -v                      (list every library copy)\n  \
+        cudadiag doctor --root /mnt/image --clear-env --env LD_LIBRARY_PATH=/usr/local/cuda/lib64\n  \
+        cudadiag doctor --facts case.json       (a snapshot taken elsewhere)"
+    )]
+    Doctor(DoctorArgs),
+    /// Write the machine's facts (and, given paths, the binaries' facts) to a JSON file for offline analysis.
+    #[command(
+        long_about = "Collects what `doctor` reads (and, for each PATH, what `inspect` reads) into one JSON file. \
+        Needs no GPU, no root and no install. Analyse it elsewhere with `cudadiag doctor --facts FILE` or \
+        `cudadiag inspect --facts FILE app`: the findings are the ones this machine gives.\n\n\
+        Example:\n  cudadiag snapshot -o case.json ./app"
+    )]
+    Snapshot(SnapshotArgs),
     /// List every finding code, slug and default severity.
     Codes(CodesArgs),
     /// Check release artifacts against a policy (CI gate; no GPU or driver needed).
@@ -281,6 +300,33 @@ pub struct InspectArgs {
     /// What-if targets and the matrix.
     #[command(flatten)]
     pub target: TargetArgs,
+    /// Take the machine's facts from a snapshot (`cudadiag snapshot -o FILE`) and judge the binaries against
+    /// that machine.
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<PathBuf>,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `cudadiag doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// List every CUDA library copy found (by default only a summary per kind).
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Skip the catalogue of CUDA libraries on disk (the only part that walks directories).
+    #[arg(long)]
+    pub no_catalog: bool,
+    /// Read the machine's facts from a snapshot instead of the machine.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["root", "env", "clear_env"])]
+    pub facts: Option<PathBuf>,
+    /// Use this compatibility matrix instead of the bundled one (compute capabilities, the driver's CUDA).
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// The machine to diagnose.
+    #[command(flatten)]
+    pub system: SystemArgs,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -301,6 +347,23 @@ pub struct AuditArgs {
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `cudadiag snapshot`.
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Where to write the snapshot (`-` for standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Binaries to include (their facts, as `inspect` reads them).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Skip the catalogue of CUDA libraries on disk.
+    #[arg(long)]
+    pub no_catalog: bool,
+    /// The machine to collect.
+    #[command(flatten)]
+    pub system: SystemArgs,
 }
 
 /// `cudadiag init`.

@@ -340,6 +340,43 @@ pub struct HostFacts {
     pub driver: Option<DriverFacts>,
     /// The NVIDIA GPUs.
     pub gpus: Vec<GpuFacts>,
+    /// These facts were read from a machine (`host::collect`), not declared as a what-if target (`--gpu`,
+    /// `--driver`): only then do the machine rules (device nodes, libraries, environment) apply.
+    #[serde(default)]
+    pub observed: bool,
+    /// The newest CUDA version the driver supports (`13.0`), from the compatibility matrix, when known.
+    #[serde(default)]
+    pub driver_cuda: Option<String>,
+    /// The kernel module as procfs and sysfs show it, and the GPU-related modules loaded.
+    #[serde(default)]
+    pub kernel: crate::host::model::KernelFacts,
+    /// WSL2, container, Jetson.
+    #[serde(default)]
+    pub platform: crate::host::model::PlatformFacts,
+    /// Who the diagnosed program runs as, when known.
+    #[serde(default)]
+    pub identity: Option<crate::host::model::Identity>,
+    /// The `/dev/nvidia*` (and `/dev/dxg`) nodes present.
+    #[serde(default)]
+    pub device_nodes: Vec<crate::host::model::DeviceNode>,
+    /// MIG instances the driver exposes (`/proc/driver/nvidia/capabilities/gpuN/mig/giM`).
+    #[serde(default)]
+    pub mig: Vec<String>,
+    /// The CUDA-relevant environment.
+    #[serde(default)]
+    pub env: crate::host::model::EnvFacts,
+    /// Every `libcuda.so.1` the loader could pick, in search order.
+    #[serde(default)]
+    pub libcuda: Vec<crate::host::model::LibCandidate>,
+    /// Every `libnvidia-ml.so.1` the loader could pick, in search order.
+    #[serde(default)]
+    pub nvml: Vec<crate::host::model::LibCandidate>,
+    /// Every CUDA library found on the machine.
+    #[serde(default)]
+    pub libraries: Vec<crate::host::model::LibraryEntry>,
+    /// Problems met while collecting (unreadable directories, link loops); never fatal.
+    #[serde(default)]
+    pub problems: Vec<String>,
 }
 
 /// The NVIDIA kernel driver.

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod commands;
 pub mod facts;
 pub mod findings;
+pub mod host;
 pub mod inspect;
 pub mod loader;
 pub mod matrix;

@@ -56,6 +56,7 @@ fn verdicts_match_the_recorded_runs() {
                     source: "TOOLKIT.txt".into(),
                     ..GpuFacts::default()
                 }],
+                ..HostFacts::default()
             }),
             ..Facts::default()
         };

@@ -274,6 +274,7 @@ fn verdict_table() {
                 } else {
                     vec![gpu(case.gpu)]
                 },
+                ..HostFacts::default()
             }),
             ..Facts::default()
         };
@@ -321,6 +322,7 @@ fn findings_cite_the_matrix_row() {
                 source: "test".into(),
             }),
             gpus: vec![gpu("9.0")],
+            ..HostFacts::default()
         }),
         ..Facts::default()
     };

@@ -25,6 +25,11 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         }
         facts.binaries.extend(binaries);
     }
+    if let Some(snapshot) = &args.facts {
+        let mut host = super::snapshot::load_host(snapshot)?;
+        crate::host::enrich::with_matrix(&mut host, &matrix);
+        facts.host = Some(host);
+    }
     super::targets::apply(&args.target, &mut facts, &matrix)?;
     if args.probe {
         facts.probe = Some(super::probe::live(

@@ -2,10 +2,12 @@
 
 mod audit;
 mod codes;
+mod doctor;
 mod explain;
 mod inspect;
 mod matrix;
 mod probe;
+mod snapshot;
 mod targets;
 
 use crate::cli::{Cli, Command};
@@ -49,6 +51,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     match &cli.command {
         Command::Inspect(args) => inspect::run(args, paint, out),
         Command::Codes(args) => codes::run(args, out),
+        Command::Doctor(args) => doctor::run(args, paint, out),
+        Command::Snapshot(args) => snapshot::run(args, out),
         Command::Audit(args) => audit::run(args, paint, out),
         Command::Init(args) => audit::init(args, out),
         Command::Explain(args) => explain::run(args, out),

@@ -20,6 +20,10 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
             }
         }
     }
+    // The machine section is for machines read (doctor, --facts); what-if targets show in the verdicts.
+    if let Some(h) = report.facts.host.as_ref().filter(|h| h.observed) {
+        super::human_host::render(h, p, opts.verbose, out)?;
+    }
     if let Some(probe) = &report.facts.probe {
         probe_section(probe, opts.verbose, p, out)?;
     }
@@ -31,15 +35,20 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     }
     let s = report.summary();
     let n = report.facts.binaries.len();
-    let what = match (n, &report.facts.probe) {
-        (0, Some(_)) => "live probe".to_string(),
-        (1, _) => "1 binary".to_string(),
+    let subject = match (
+        n,
+        &report.facts.probe,
+        report.facts.host.as_ref().is_some_and(|h| h.observed),
+    ) {
+        (0, Some(_), _) => "live probe".to_string(),
+        (0, None, true) => "machine".to_string(),
+        (1, _, _) => "1 binary".to_string(),
         _ => format!("{n} binaries"),
     };
     writeln!(
         out,
         "{}: {}, {}, {}",
-        what,
+        subject,
         count(s.errors, "error", p),
         count(s.warnings, "warning", p),
         count(s.notes, "note", p)

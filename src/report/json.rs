@@ -20,7 +20,7 @@ struct Wire<'a> {
     tool: Tool,
     binaries: Vec<Binary<'a>>,
     libraries: Vec<Library<'a>>,
-    host: Host,
+    host: Host<'a>,
     /// The live probe's facts (`probe`, `inspect --probe`); documented in `probe::facts`.
     #[serde(skip_serializing_if = "Option::is_none")]
     probe: Option<&'a crate::probe::ProbeFacts>,
@@ -92,17 +92,54 @@ struct Tool {
 }
 
 #[derive(Serialize)]
-struct Host {
+struct Host<'a> {
     /// False until host facts were collected for this report.
     collected: bool,
-    driver: Driver,
-    gpus: Vec<serde_json::Value>,
+    driver: Driver<'a>,
+    gpus: Vec<Gpu<'a>>,
+    /// Everything collected about the machine (the `HostFacts` model), for consumers that want more than the
+    /// stable summary above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    facts: Option<&'a crate::facts::HostFacts>,
 }
 
 #[derive(Serialize)]
-struct Driver {
-    version: Option<String>,
-    cuda: Option<String>,
+struct Driver<'a> {
+    version: Option<&'a str>,
+    /// The newest CUDA the driver supports (from the compatibility matrix).
+    cuda: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Gpu<'a> {
+    name: &'a str,
+    cc: Option<&'a str>,
+    uuid: Option<&'a str>,
+    pci_device_id: Option<String>,
+    bus_id: Option<&'a str>,
+}
+
+fn host(h: Option<&crate::facts::HostFacts>) -> Host<'_> {
+    Host {
+        collected: h.is_some(),
+        driver: Driver {
+            version: h.and_then(|h| h.driver.as_ref()).map(|d| d.version.as_str()),
+            cuda: h.and_then(|h| h.driver_cuda.as_deref()),
+        },
+        gpus: h
+            .map(|h| h.gpus.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|g| Gpu {
+                name: &g.name,
+                cc: g.cc.as_deref(),
+                uuid: g.uuid.as_deref(),
+                pci_device_id: g.pci_device_id.map(|d| format!("0x{d:04x}")),
+                bus_id: g.bus_id.as_deref(),
+            })
+            .collect(),
+        facts: h,
+    }
 }
 
 #[derive(Serialize)]
@@ -287,14 +324,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         },
         binaries: report.facts.binaries.iter().map(binary).collect(),
         libraries: libraries(report),
-        host: Host {
-            collected: false,
-            driver: Driver {
-                version: None,
-                cuda: None,
-            },
-            gpus: Vec::new(),
-        },
+        host: host(report.facts.host.as_ref()),
         probe: report.facts.probe.as_ref(),
         findings: &report.findings,
         verdicts: &report.verdicts,

@@ -6,6 +6,7 @@
 
 mod github;
 mod human;
+mod human_host;
 pub mod json;
 mod junit;
 mod paint;

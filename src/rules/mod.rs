@@ -7,6 +7,7 @@
 mod binary;
 pub mod compat;
 pub mod driver;
+pub mod host;
 pub mod kernel_image;
 pub mod loader;
 pub mod policy;
@@ -28,6 +29,9 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     }
     findings.extend(compat::findings(facts, matrix));
     findings.extend(loader::evaluate(&facts.libraries));
+    if let Some(h) = &facts.host {
+        findings.extend(host::evaluate(h));
+    }
     // Last: the probe is compared with every static finding above.
     probe::evaluate(facts, &mut findings);
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));

@@ -279,7 +279,11 @@ pub fn target_host(policy: &Policy) -> Option<HostFacts> {
         version: d.value.clone(),
         source: format!("{}:{} (targets.min-driver)", policy.origin, d.line),
     });
-    Some(HostFacts { driver, gpus })
+    Some(HostFacts {
+        driver,
+        gpus,
+        ..HostFacts::default()
+    })
 }
 
 /// `policy-missing-arch`: a required architecture has no SASS that runs on it. A plain target (`sm_86`) is

@@ -1,0 +1,96 @@
+//! `cudadiag doctor`: the machine alone, judged.
+//!
+//! Collects [`HostFacts`] (or reads them from a snapshot), runs the rules and renders the report. The library
+//! catalogue walks directories; when that takes more than a second on a terminal, a progress line on stderr
+//! says so (and is erased when done), never on stdout and never when stderr is redirected.
+
+use super::{Outcome, ToolError};
+use crate::cli::{DoctorArgs, SystemArgs};
+use crate::facts::{Facts, HostFacts};
+use crate::host::{self, CollectOptions};
+use crate::report::{self, Paint, RenderOptions, Report};
+use crate::system::{Env, Root};
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
+
+/// The root the arguments name, refused when it is not a directory.
+pub fn checked_root(system: &SystemArgs) -> Result<Root, ToolError> {
+    let root = system.root();
+    if !root.is_host() && !root.dir().is_dir() {
+        return Err(ToolError(format!(
+            "--root {}: not a directory",
+            root.dir().display()
+        )));
+    }
+    Ok(root)
+}
+
+/// Collects the host facts, with a progress line on a terminal when the catalogue takes over a second.
+pub fn collect(root: &Root, env: &Env, skip_catalog: bool) -> HostFacts {
+    let counter = AtomicUsize::new(0);
+    let (done, finished) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        if std::io::stderr().is_terminal() {
+            let counter = &counter;
+            s.spawn(move || {
+                // Quiet for the first second; then a line refreshed every 100 ms until the scan ends (the
+                // channel closes), erased at the end. Waiting on the channel, not sleeping, so that a fast scan
+                // is never held up.
+                let mut wait = Duration::from_secs(1);
+                let mut shown = false;
+                while let Err(RecvTimeoutError::Timeout) = finished.recv_timeout(wait) {
+                    let line = format!(
+                        "\rcudadiag: scanning for CUDA libraries… {} directories",
+                        counter.load(Ordering::Relaxed)
+                    );
+                    let _ = std::io::stderr().write_all(line.as_bytes());
+                    shown = true;
+                    wait = Duration::from_millis(100);
+                }
+                if shown {
+                    let _ = std::io::stderr().write_all(b"\r\x1b[K");
+                }
+            });
+        }
+        let opts = CollectOptions {
+            skip_catalog,
+            progress: Some(&counter),
+        };
+        let facts = host::collect(root, env, &opts);
+        drop(done);
+        facts
+    })
+}
+
+pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    let matrix = super::targets::load_matrix(args.matrix.as_deref())?;
+    let mut host = match &args.facts {
+        Some(path) => super::snapshot::load_host(path)?,
+        None => collect(&checked_root(&args.system)?, &args.system.env(), args.no_catalog),
+    };
+    host::enrich::with_matrix(&mut host, &matrix);
+    let facts = Facts {
+        host: Some(host),
+        ..Facts::default()
+    };
+    let findings = crate::rules::evaluate(&facts, &matrix);
+    let verdicts = crate::rules::verdicts(&facts, &matrix);
+    let report = Report {
+        facts,
+        findings,
+        verdicts,
+    };
+    let render = RenderOptions {
+        format: args.output.format,
+        paint,
+        verbose: args.verbose,
+    };
+    report::render(&report, &render, out)?;
+    Ok(if report.fails(args.output.fail_on.threshold()) {
+        Outcome::Failed
+    } else {
+        Outcome::Clean
+    })
+}

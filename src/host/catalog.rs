@@ -1,0 +1,487 @@
+//! The catalogue of every CUDA library on the machine, with its version and owner.
+//!
+//! "Which copy won, and why" needs every copy first (research/peers.md, Part 3): toolkits under
+//! `/usr/local/cuda*` and `/opt/nvidia`, `CUDA_HOME`/`CUDA_PATH`, the loader's directories, conda environments
+//! (`CONDA_PREFIX`, the usual install roots and their `envs/`), and the site-packages of every Python
+//! environment found, where pip wheels put `nvidia/*/lib` (CUDA 12) or `nvidia/cu13/lib` (CUDA 13; see
+//! NVIDIA/cuda-python `cuda_pathfinder` `descriptor_catalog.py`), and frameworks vendor copies (`torch/lib`,
+//! auditwheel's `<pkg>.libs`).
+//!
+//! The walk is bounded in depth, runs on a few threads, never follows directory links (so link loops cannot
+//! trap it), and records unreadable directories and loops as problems instead of failing.
+
+use super::libcuda;
+use super::model::LibraryEntry;
+use crate::system::{Env, Root};
+use regex::Regex;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// File names of CUDA libraries: the base name, an optional auditwheel hash, the version suffix.
+pub(super) static LIB_NAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^(lib(?:cuda|cudart|nvidia-ml|nvrtc|nvrtc-builtins|cublas|cublasLt|cufft|cufftw|curand|cusolver|cusolverMg|cusparse|cusparseLt|cudnn[a-z_]*|nvJitLink|nvjitlink|nccl|nvToolsExt|cupti|npp[a-z]*|nvjpeg|cufile|cufile_rdma|nvidia-ptxjitcompiler|nvvm|cudla|nvshmem[a-z_]*|cudss|cutensor[a-zA-Z]*|nvblas|cudadebugger))(-[0-9a-f]{8})?\.so((?:\.[0-9]+)*)$",
+    )
+    .ok()
+});
+
+/// Directory names never worth descending into inside a toolkit or package.
+const SKIP_DIRS: &[&str] = &[
+    "include",
+    "doc",
+    "docs",
+    "share",
+    "samples",
+    "src",
+    "bin",
+    "man",
+    "libnvvp",
+    "tools",
+    "__pycache__",
+    "nsight-compute",
+    "nsight-systems",
+    "nsightee_plugins",
+    "gds",
+    "extras-demo",
+];
+
+fn skip_dir(name: &str) -> bool {
+    SKIP_DIRS.contains(&name) || name.starts_with("nsight")
+}
+
+/// What kind of place a scan root is: it decides where owners and versions are looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Place {
+    /// A loader directory (owned by dpkg or the driver installer).
+    Loader,
+    /// A toolkit install (`version.json` at its top).
+    Toolkit(PathBuf),
+    /// A conda environment's `lib`.
+    Conda(PathBuf),
+    /// A directory inside a site-packages (the site-packages is the owner lookup root).
+    Site(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+struct ScanRoot {
+    dir: PathBuf,
+    depth: usize,
+    place: Place,
+}
+
+/// The kind of library a base name is (`libcublasLt` → `cublas`).
+pub fn kind_of_name(base: &str) -> String {
+    let b = base.trim_start_matches("lib").to_ascii_lowercase();
+    match b.as_str() {
+        "cuda" => "libcuda".into(),
+        "nvidia-ml" => "nvml".into(),
+        "cublaslt" => "cublas".into(),
+        b if b.starts_with("cudnn") => "cudnn".into(),
+        b if b.starts_with("npp") => "npp".into(),
+        b if b.starts_with("nvshmem") => "nvshmem".into(),
+        b if b.starts_with("cutensor") => "cutensor".into(),
+        _ => b,
+    }
+}
+
+fn glob_dirs(root: &Root, dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    root.read_dir(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+        .collect()
+}
+
+/// Every home directory: `HOME`, `/root`, `/home/*`.
+fn homes(root: &Root, env: &Env) -> Vec<PathBuf> {
+    let mut h: Vec<PathBuf> = env.get("HOME").map(PathBuf::from).into_iter().collect();
+    h.push(PathBuf::from("/root"));
+    h.extend(root.read_dir(Path::new("/home")).unwrap_or_default());
+    let mut unique = Vec::new();
+    for d in h {
+        if !unique.contains(&d) {
+            unique.push(d);
+        }
+    }
+    unique
+}
+
+fn site_dirs_under(root: &Root, prefix: &Path, out: &mut Vec<PathBuf>) {
+    for lib in ["lib", "lib64"] {
+        for py in glob_dirs(root, &prefix.join(lib), "python3") {
+            for s in ["site-packages", "dist-packages"] {
+                out.push(py.join(s));
+            }
+        }
+    }
+}
+
+/// Where to look, in reporting order.
+fn scan_roots(root: &Root, env: &Env) -> Vec<ScanRoot> {
+    let mut roots = Vec::new();
+    // Loader directories last: one inside a toolkit or an environment is then walked as part of it, and its
+    // files get that owner.
+    let mut loader_roots = Vec::new();
+    let loader = |d: PathBuf| ScanRoot {
+        dir: d,
+        depth: 1,
+        place: Place::Loader,
+    };
+    for d in env
+        .get("LD_LIBRARY_PATH")
+        .unwrap_or_default()
+        .split([':', ';'])
+        .filter(|d| d.starts_with('/'))
+    {
+        loader_roots.push(loader(PathBuf::from(d)));
+    }
+    if let Ok(bytes) = root.read(Path::new("/etc/ld.so.cache")) {
+        for (_, p) in libcuda::cache_pairs(&bytes) {
+            if let Some(d) = Path::new(&p).parent() {
+                loader_roots.push(loader(d.to_path_buf()));
+            }
+        }
+    }
+    for d in libcuda::conf_dirs(root, Path::new("/etc/ld.so.conf"), 0) {
+        loader_roots.push(loader(d));
+    }
+    for d in libcuda::DEFAULT_DIRS {
+        loader_roots.push(loader(PathBuf::from(d)));
+    }
+    loader_roots.push(loader(PathBuf::from("/usr/lib/wsl/lib")));
+    let mut toolkits: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(|k| env.get(k).filter(|v| v.starts_with('/')).map(PathBuf::from))
+        .collect();
+    toolkits.extend(glob_dirs(root, Path::new("/usr/local"), "cuda"));
+    toolkits.push(PathBuf::from("/opt/nvidia"));
+    for t in toolkits {
+        roots.push(ScanRoot {
+            dir: t.clone(),
+            depth: 5,
+            place: Place::Toolkit(t),
+        });
+    }
+    let mut prefixes: Vec<PathBuf> = env.get("CONDA_PREFIX").map(PathBuf::from).into_iter().collect();
+    let mut bases = vec![PathBuf::from("/opt")];
+    bases.extend(homes(root, env));
+    for base in &bases {
+        for name in [
+            "conda",
+            "miniconda3",
+            "anaconda3",
+            "miniforge3",
+            "mambaforge",
+            ".conda",
+        ] {
+            let b = base.join(name);
+            if root.exists(&b.join("conda-meta")) || root.exists(&b.join("envs")) {
+                prefixes.push(b.clone());
+                prefixes.extend(root.read_dir(&b.join("envs")).unwrap_or_default());
+            }
+        }
+    }
+    let mut sites = Vec::new();
+    prefixes.sort();
+    prefixes.dedup();
+    for p in &prefixes {
+        roots.push(ScanRoot {
+            dir: p.join("lib"),
+            depth: 1,
+            place: Place::Conda(p.clone()),
+        });
+        site_dirs_under(root, p, &mut sites);
+    }
+    let mut venvs: Vec<PathBuf> = env.get("VIRTUAL_ENV").map(PathBuf::from).into_iter().collect();
+    venvs.extend([
+        PathBuf::from("/usr"),
+        PathBuf::from("/usr/local"),
+        PathBuf::from("/opt/venv"),
+    ]);
+    for h in homes(root, env) {
+        venvs.extend([h.join(".local"), h.join(".venv"), h.join("venv")]);
+    }
+    for v in &venvs {
+        site_dirs_under(root, v, &mut sites);
+    }
+    let mut unique = Vec::new();
+    for site in sites {
+        if let Ok(real) = root.resolve(&site)
+            && !unique.contains(&real)
+        {
+            unique.push(real);
+        }
+    }
+    for site in unique {
+        site_roots(root, &site, &mut roots);
+    }
+    roots.extend(loader_roots);
+    roots
+}
+
+/// Inside one site-packages: `nvidia/` (all of it, bounded), and every top-level package's `lib/` and
+/// auditwheel `*.libs/` directory.
+fn site_roots(root: &Root, site: &Path, roots: &mut Vec<ScanRoot>) {
+    // Resolved once, so that the per-package checks below are one `lstat` each (a site-packages can hold
+    // thousands of packages) and so that owner lookups (RECORD paths) and walked paths agree.
+    let Ok(site) = root.resolve(site) else {
+        return;
+    };
+    let Ok(entries) = root.read_dir(&site) else {
+        return;
+    };
+    let place = Place::Site(site.clone());
+    for e in entries {
+        let name = e
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.ends_with(".dist-info") || name.ends_with(".egg-info") || name.ends_with(".py") {
+            continue;
+        }
+        if name == "nvidia" {
+            roots.push(ScanRoot {
+                dir: e,
+                depth: 4,
+                place: place.clone(),
+            });
+        } else if name.ends_with(".libs") {
+            roots.push(ScanRoot {
+                dir: e,
+                depth: 1,
+                place: place.clone(),
+            });
+        } else if is_dir_here(root, &e.join("lib")) {
+            roots.push(ScanRoot {
+                dir: e.join("lib"),
+                depth: 1,
+                place: place.clone(),
+            });
+        }
+    }
+}
+
+/// `path` (whose parent is already resolved) is a directory, or a link to one inside the root.
+fn is_dir_here(root: &Root, path: &Path) -> bool {
+    match std::fs::symlink_metadata(root.host_path(path)) {
+        Ok(m) if m.file_type().is_symlink() => root.metadata(path).is_ok_and(|m| m.is_dir()),
+        Ok(m) => m.is_dir(),
+        Err(_) => false,
+    }
+}
+
+/// The usual library link names a plain file in its own (already resolved) directory
+/// (`libcudart.so.12 -> libcudart.so.12.4.127`): follow such chains with one `readlink` and one `lstat` per
+/// step instead of resolving the whole path again. `None` for anything else (absolute targets, `..`, loops).
+fn sibling_target(root: &Root, path: &Path) -> Option<PathBuf> {
+    let dir = path.parent()?;
+    let mut cur = path.to_path_buf();
+    for _ in 0..40 {
+        // Linux gives up after 40 links, as Root::resolve does.
+        let target = std::fs::read_link(root.host_path(&cur)).ok()?;
+        let name = target.to_str()?;
+        if name.contains('/') || name == ".." || name == "." {
+            return None;
+        }
+        cur = dir.join(name);
+        let m = std::fs::symlink_metadata(root.host_path(&cur)).ok()?;
+        if m.is_file() {
+            return Some(cur);
+        }
+        if !m.file_type().is_symlink() {
+            return None;
+        }
+    }
+    None
+}
+
+/// A library file found by the walk, before owners and versions are looked up.
+pub(super) struct Found {
+    pub(super) path: PathBuf,
+    pub(super) real: PathBuf,
+    pub(super) base: String,
+    pub(super) suffix: String,
+    pub(super) place: Place,
+    pub(super) scan_root: PathBuf,
+}
+
+fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Found>, Vec<String>) {
+    let (mut found, mut problems) = (Vec::new(), Vec::new());
+    let Some(re) = LIB_NAME.as_ref() else {
+        return (found, problems);
+    };
+    let host_dir = root.host_path(&sr.dir);
+    let walker = walkdir::WalkDir::new(&host_dir)
+        .max_depth(sr.depth)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| {
+            e.depth() == 0 || !e.file_type().is_dir() || !skip_dir(&e.file_name().to_string_lossy())
+        });
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                if e.depth() > 0
+                    || e.io_error()
+                        .is_none_or(|io| io.kind() != std::io::ErrorKind::NotFound)
+                {
+                    problems.push(format!("{}: {e}", sr.dir.display()));
+                }
+                continue;
+            }
+        };
+        if entry.file_type().is_dir() {
+            if let Some(p) = progress {
+                p.fetch_add(1, Ordering::Relaxed);
+            }
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy();
+        let Some(caps) = re.captures(&name) else {
+            continue;
+        };
+        let Ok(rel) = entry.path().strip_prefix(&host_dir) else {
+            continue;
+        };
+        let path = sr.dir.join(rel);
+        // Scan roots are resolved and the walk follows no links, so only a link entry needs resolving.
+        let resolved = if entry.path_is_symlink() {
+            match sibling_target(root, &path) {
+                Some(real) => Ok(real),
+                None => root.resolve(&path),
+            }
+        } else {
+            Ok(path.clone())
+        };
+        let real = match resolved {
+            Ok(r) if entry.file_type().is_file() || root.metadata(&r).is_ok_and(|m| m.is_file()) => r,
+            Ok(r) if root.metadata(&r).is_ok_and(|m| m.is_file()) => r,
+            Ok(r) => {
+                problems.push(format!(
+                    "{}: points to {}, not a file",
+                    path.display(),
+                    r.display()
+                ));
+                continue;
+            }
+            Err(e) => {
+                problems.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        found.push(Found {
+            path,
+            real,
+            base: caps.get(1).map_or("", |m| m.as_str()).to_string(),
+            suffix: caps.get(3).map_or("", |m| m.as_str()).to_string(),
+            place: sr.place.clone(),
+            scan_root: sr.dir.clone(),
+        });
+    }
+    (found, problems)
+}
+
+/// Walks every scan root (on up to eight threads) and returns every CUDA library found, with problems met.
+pub fn scan(root: &Root, env: &Env, progress: Option<&AtomicUsize>) -> (Vec<LibraryEntry>, Vec<String>) {
+    // One walk per real directory: `/usr/local/cuda` and `/usr/local/cuda-12.4` are the same tree.
+    let mut seen = Vec::new();
+    let mut roots = Vec::new();
+    for mut sr in scan_roots(root, env) {
+        let Ok(real) = root.resolve(&sr.dir) else {
+            continue;
+        };
+        if seen
+            .iter()
+            .any(|s: &(PathBuf, usize)| s.0 == real || (s.1 > 1 && real.starts_with(&s.0)))
+        {
+            continue;
+        }
+        seen.push((real.clone(), sr.depth));
+        if let Place::Toolkit(t) = &sr.place {
+            sr.place = Place::Toolkit(root.resolve(t).unwrap_or_else(|_| t.clone()));
+        }
+        sr.dir = real;
+        roots.push(sr);
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 8);
+    let chunks: Vec<Vec<ScanRoot>> = (0..threads)
+        .map(|t| roots.iter().skip(t).step_by(threads).cloned().collect())
+        .collect();
+    let mut results: Vec<(usize, Found)> = Vec::new();
+    let mut problems = Vec::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| {
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    let mut probs = Vec::new();
+                    for sr in chunk {
+                        let (f, p) = walk(root, sr, progress);
+                        out.push((sr.dir.clone(), f));
+                        probs.extend(p);
+                    }
+                    (out, probs)
+                })
+            })
+            .collect();
+        for h in handles {
+            if let Ok((out, probs)) = h.join() {
+                for (dir, f) in out {
+                    let order = roots.iter().position(|r| r.dir == dir).unwrap_or(usize::MAX);
+                    results.extend(f.into_iter().map(|x| (order, x)));
+                }
+                problems.extend(probs);
+            }
+        }
+    });
+    results.sort_by(|a, b| (a.0, &a.1.path).cmp(&(b.0, &b.1.path)));
+    let mut seen_paths = std::collections::HashSet::new();
+    let found: Vec<Found> = results
+        .into_iter()
+        .map(|(_, f)| f)
+        .filter(|f| seen_paths.insert(f.path.clone()))
+        .collect();
+    // Walks run in any order on any thread: sort, so that two runs on one machine give the same facts.
+    problems.sort();
+    (super::library::describe(root, found), problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_names() {
+        let re = LIB_NAME.as_ref().unwrap();
+        for (name, base, suffix) in [
+            ("libcudart.so.12.4.127", "libcudart", ".12.4.127"),
+            ("libcudart.so", "libcudart", ""),
+            ("libcudart-d0da41ae.so.11.0", "libcudart", ".11.0"),
+            ("libcublasLt.so.12", "libcublasLt", ".12"),
+            ("libcudnn_ops.so.9", "libcudnn_ops", ".9"),
+            ("libnvidia-ml.so.550.90.07", "libnvidia-ml", ".550.90.07"),
+        ] {
+            let c = re.captures(name).unwrap();
+            assert_eq!((&c[1], &c[3]), (base, suffix), "{name}");
+        }
+        for name in [
+            "libcudart_static.a",
+            "libcuda.so.1.txt",
+            "libfoo.so",
+            "libcudart.so.12~",
+        ] {
+            assert!(re.captures(name).is_none(), "{name}");
+        }
+        assert_eq!(kind_of_name("libcublasLt"), "cublas");
+        assert_eq!(kind_of_name("libnvidia-ml"), "nvml");
+        assert_eq!(kind_of_name("libcudnn_ops"), "cudnn");
+    }
+}

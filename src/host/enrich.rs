@@ -1,0 +1,23 @@
+//! The two host facts that come from the compatibility matrix rather than from files: each GPU's compute
+//! capability (by PCI device id, then by name; research/compat.md §7, pci.ids and NVIDIA's CUDA GPUs page) and
+//! the newest CUDA the loaded driver supports (by driver branch; compat.md §4). Applied after collection and
+//! after a snapshot is read back, so the matrix in use (bundled or `--matrix`) decides, and a snapshot stays raw
+//! observation.
+
+use crate::facts::HostFacts;
+use crate::matrix::{DriverVersion, Matrix};
+
+/// Fills `gpus[].cc` (where unknown) and `driver_cuda` from the matrix.
+pub fn with_matrix(h: &mut HostFacts, m: &Matrix) {
+    super::gpu::assign_cc(&mut h.gpus, |name, pci| {
+        pci.and_then(|id| m.gpu_by_pci(id))
+            .or_else(|| m.gpu_by_name(name))
+            .map(|hit| hit.row.cc.to_string())
+    });
+    h.driver_cuda = h
+        .driver
+        .as_ref()
+        .and_then(|d| DriverVersion::parse(&d.version))
+        .and_then(|v| m.driver_cuda(&v))
+        .map(|dc| dc.cuda.to_string());
+}

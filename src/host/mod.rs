@@ -1,0 +1,70 @@
+//! `host`: the machine, read from files alone, into [`HostFacts`].
+//!
+//! The by-hand ritual of CUDA triage (`nvidia-smi`, `cat /proc/driver/nvidia/version`, `ls /dev/nvidia*`,
+//! `ldconfig -p | grep cuda`, `pip list | grep nvidia`, `echo $CUDA_VISIBLE_DEVICES`) done in one pass without
+//! loading the driver or running anything. Every read goes through [`Root`] and every variable through [`Env`],
+//! so the same code reads the live machine, a mounted filesystem (`--root`), or a replayed environment; a
+//! snapshot of the result (`snapshot`, `--facts`) gives the rules the very same input.
+//!
+//! Each submodule cites the documents its facts rest on. Nothing here judges: `rules::host` does.
+//!
+//! Two facts come from the compatibility matrix, not from files: a GPU's compute capability (by PCI device id or
+//! name) and the newest CUDA the driver supports (by driver branch). [`collect`] leaves them `None`;
+//! [`enrich::with_matrix`] fills them. The search for `libcuda.so.1` ([`libcuda::candidates`]) is a plain
+//! stand-in for the loader emulation.
+
+pub mod catalog;
+pub mod devnodes;
+pub mod driver;
+pub mod enrich;
+pub mod env;
+pub mod gpu;
+pub mod libcuda;
+mod library;
+pub mod model;
+pub mod owners;
+
+use crate::facts::HostFacts;
+use crate::system::{Env, Root};
+use std::sync::atomic::AtomicUsize;
+
+/// What to collect.
+#[derive(Debug, Default)]
+pub struct CollectOptions<'a> {
+    /// Skip the library catalogue (the slow part: a walk of every place CUDA libraries live).
+    pub skip_catalog: bool,
+    /// Counts directories the catalogue has visited, for a progress indicator.
+    pub progress: Option<&'a AtomicUsize>,
+}
+
+/// Reads everything cudadiag knows how to read about the machine.
+pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
+    let mut problems = Vec::new();
+    let (driver, kernel) = driver::kernel(root);
+    let gpus = gpu::gpus(root, &mut problems);
+    let device_nodes = devnodes::nodes(root, &mut problems);
+    let mut facts = HostFacts {
+        driver,
+        gpus,
+        kernel,
+        platform: driver::platform(root, env),
+        identity: devnodes::identity(root),
+        device_nodes,
+        observed: true,
+        // From the matrix, by `enrich::with_matrix`.
+        driver_cuda: None,
+        mig: gpu::mig(root),
+        env: env::collect(root, env),
+        libcuda: libcuda::candidates(root, env, "libcuda.so.1"),
+        nvml: libcuda::candidates(root, env, "libnvidia-ml.so.1"),
+        libraries: Vec::new(),
+        problems: Vec::new(),
+    };
+    if !opts.skip_catalog {
+        let (libraries, scan_problems) = catalog::scan(root, env, opts.progress);
+        facts.libraries = libraries;
+        problems.extend(scan_problems);
+    }
+    facts.problems = problems;
+    facts
+}

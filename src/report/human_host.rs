@@ -1,0 +1,233 @@
+//! The human report's host section: driver, GPUs, platform, device nodes, driver libraries in search order,
+//! environment, and the CUDA libraries on disk (a line per kind; every copy with `-v`).
+
+use super::Paint;
+use crate::facts::HostFacts;
+use crate::host::devnodes::can_read_write;
+use crate::host::model::{Flavour, FoundVia, LibCandidate, LibKind, LibraryEntry};
+use std::io::{self, Write};
+
+fn row(out: &mut dyn Write, p: Paint, name: &str, value: &str) -> io::Result<()> {
+    writeln!(out, "{:<10}{value}", p.dim(name))
+}
+
+fn candidates(out: &mut dyn Write, p: Paint, name: &str, list: &[LibCandidate]) -> io::Result<()> {
+    if list.is_empty() {
+        return row(out, p, name, "not found on the loader's path");
+    }
+    for (i, c) in list.iter().enumerate() {
+        let via = match c.found_via {
+            FoundVia::LdLibraryPath => "LD_LIBRARY_PATH",
+            FoundVia::LdSoCache => "ld.so.cache",
+            FoundVia::LdSoConf => "ld.so.conf",
+            FoundVia::DefaultPath => "default path",
+        };
+        let kind = match c.kind {
+            LibKind::Driver => "driver",
+            LibKind::Stub => "STUB",
+            LibKind::Compat => "compat",
+            LibKind::Wsl => "wsl",
+        };
+        let real = if c.real_path == c.path {
+            String::new()
+        } else {
+            format!(" -> {}", c.real_path)
+        };
+        let line = format!(
+            "{}. {}{real}  [{via}] {kind}{}{}",
+            i + 1,
+            c.path,
+            c.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default(),
+            if i == 0 { "  <- loaded" } else { "" }
+        );
+        row(out, p, if i == 0 { name } else { "" }, &line)?;
+    }
+    Ok(())
+}
+
+fn owner(l: &LibraryEntry) -> String {
+    l.owner
+        .as_ref()
+        .map(|o| match &o.version {
+            Some(v) if o.kind != "toolkit" && o.kind != "driver" => {
+                format!("{} {} {v}", o.kind, o.name)
+            }
+            _ => format!("{} {}", o.kind, o.name),
+        })
+        .unwrap_or_else(|| "owner unknown".into())
+}
+
+fn libraries(out: &mut dyn Write, p: Paint, libs: &[LibraryEntry], verbose: bool) -> io::Result<()> {
+    // One line per real file: the links to it add nothing but names.
+    let mut files: Vec<&LibraryEntry> = Vec::new();
+    for l in libs {
+        if !files.iter().any(|f| f.real_path == l.real_path) {
+            files.push(l);
+        }
+    }
+    if files.is_empty() {
+        return row(out, p, "libraries", "no CUDA library found on disk");
+    }
+    let mut kinds: Vec<&str> = files.iter().map(|f| f.kind.as_str()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    row(
+        out,
+        p,
+        "libraries",
+        &format!("{} files ({} paths)", files.len(), libs.len()),
+    )?;
+    for kind in kinds {
+        let of_kind: Vec<&&LibraryEntry> = files.iter().filter(|f| f.kind == kind).collect();
+        if verbose || matches!(kind, "cudart" | "libcuda" | "stub" | "compat" | "cudnn") {
+            for f in of_kind {
+                let rt = f
+                    .runtime_version
+                    .as_deref()
+                    .map(|v| format!(", runtime {v}"))
+                    .unwrap_or_default();
+                row(
+                    out,
+                    p,
+                    "",
+                    &format!(
+                        "{kind:<10} {:<12} {}  ({}{rt}; version from {})",
+                        f.version.as_deref().unwrap_or("?"),
+                        f.real_path,
+                        owner(f),
+                        f.version_source.as_deref().unwrap_or("nowhere")
+                    ),
+                )?;
+            }
+        } else {
+            let mut versions: Vec<&str> = of_kind
+                .iter()
+                .map(|f| f.version.as_deref().unwrap_or("?"))
+                .collect();
+            versions.dedup();
+            row(
+                out,
+                p,
+                "",
+                &format!(
+                    "{kind:<10} {} cop{} ({})",
+                    of_kind.len(),
+                    if of_kind.len() == 1 { "y" } else { "ies" },
+                    versions.join(", ")
+                ),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Renders the host section.
+pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io::Result<()> {
+    let driver = match &h.driver {
+        Some(d) => format!(
+            "{}{} ({}){}",
+            p.bold(&d.version),
+            match h.kernel.flavour {
+                Some(Flavour::Open) => " open kernel module",
+                Some(Flavour::Proprietary) => " proprietary kernel module",
+                None => "",
+            },
+            d.source,
+            h.driver_cuda
+                .as_deref()
+                .map(|c| format!(" · supports CUDA up to {c}"))
+                .unwrap_or_default(),
+        ),
+        None if h.platform.wsl.is_some() => "WSL2 (the Windows driver serves the GPU)".into(),
+        None => "no NVIDIA kernel module loaded".into(),
+    };
+    row(out, p, "driver", &driver)?;
+    if !h.kernel.modules.is_empty() {
+        row(
+            out,
+            p,
+            "modules",
+            &format!(
+                "{} ({})",
+                h.kernel.modules.join(" "),
+                h.kernel.modules_source.as_deref().unwrap_or("")
+            ),
+        )?;
+    }
+    if h.gpus.is_empty() {
+        row(out, p, "gpus", "none")?;
+    }
+    for (i, g) in h.gpus.iter().enumerate() {
+        let mut parts = vec![format!("{i}: {}", p.bold(&g.name))];
+        parts.push(format!("CC {}", g.cc.as_deref().unwrap_or("?")));
+        parts.extend(g.uuid.clone());
+        parts.extend(g.bus_id.clone());
+        parts.extend(g.pci_device_id.map(|d| format!("[10de:{d:04x}]")));
+        row(out, p, if i == 0 { "gpus" } else { "" }, &parts.join("  "))?;
+    }
+    if !h.mig.is_empty() {
+        row(out, p, "mig", &format!("{} GPU instance(s)", h.mig.len()))?;
+    }
+    let mut platform = Vec::new();
+    if let Some(c) = &h.platform.container {
+        platform.push(format!("container: {} ({})", c.engine, c.evidence.join(", ")));
+    }
+    if h.platform.wsl.is_some() {
+        platform.push("WSL2".into());
+    }
+    if let Some(j) = &h.platform.jetson {
+        platform.push(format!("Jetson: {j}"));
+    }
+    if !platform.is_empty() {
+        row(out, p, "platform", &platform.join(" · "))?;
+    }
+    let nodes: Vec<String> = h
+        .device_nodes
+        .iter()
+        .map(|n| {
+            let access = match &h.identity {
+                Some(id) if can_read_write(n, id) => " rw",
+                Some(_) => " DENIED",
+                None => "",
+            };
+            format!("{}{access}", n.path)
+        })
+        .collect();
+    row(
+        out,
+        p,
+        "devices",
+        &if nodes.is_empty() {
+            "no /dev/nvidia* nodes".to_string()
+        } else {
+            nodes.join(", ")
+        },
+    )?;
+    if let Some(id) = &h.identity {
+        row(
+            out,
+            p,
+            "user",
+            &format!("uid {} gid {} groups {:?}", id.uid, id.gid, id.groups),
+        )?;
+    }
+    candidates(out, p, "libcuda", &h.libcuda)?;
+    candidates(out, p, "nvml", &h.nvml)?;
+    for (k, v) in &h.env.vars {
+        if k != "PATH" && k != "HOME" {
+            row(out, p, "env", &format!("{k}={v}"))?;
+        }
+    }
+    for n in &h.env.nvcc {
+        row(out, p, "nvcc", n)?;
+    }
+    libraries(out, p, &h.libraries, verbose)?;
+    if verbose {
+        for pr in &h.problems {
+            row(out, p, "problem", pr)?;
+        }
+    } else if !h.problems.is_empty() {
+        row(out, p, "problems", &format!("{} (see -v)", h.problems.len()))?;
+    }
+    Ok(())
+}

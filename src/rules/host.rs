@@ -1,0 +1,420 @@
+//! Findings about the machine: driver, GPUs, device nodes, driver libraries, `CUDA_VISIBLE_DEVICES`.
+//!
+//! Pure functions over [`HostFacts`], one per finding. The facts they rest on and the CUDA errors they predict
+//! are documented in `shared/research/compat.md` (§3 forward compatibility: 803/804; §9 error table: 34, 100,
+//! 999, NVML "Driver/library version mismatch") and `peers.md` Part 2 (items 2, 6–12).
+
+use crate::facts::HostFacts;
+use crate::findings::{Code, Finding};
+use crate::host::devnodes::can_read_write;
+use crate::host::env::visibility;
+use crate::host::model::{DeviceNode, FoundVia, LibCandidate, LibKind};
+use std::cmp::Ordering;
+
+/// Runs every host rule on facts read from a machine. A what-if target (`--gpu`, `--driver`) declares a GPU and
+/// a driver, not device nodes or libraries, so nothing here applies to it.
+pub fn evaluate(h: &HostFacts) -> Vec<Finding> {
+    if !h.observed {
+        return Vec::new();
+    }
+    [
+        no_driver(h),
+        nouveau_loaded(h),
+        no_gpu(h),
+        driver_library_mismatch(h),
+        device_nodes_missing(h),
+        nvidia_uvm_missing(h),
+        device_permission_denied(h),
+        no_visible_devices(h),
+        stub_libcuda(h),
+        compat_libcuda_unsupported(h),
+        libcuda_not_found(h),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Compares dotted numeric versions (`550.54.14` < `550.90.07`); non-numeric parts compare as 0.
+pub fn cmp_versions(a: &str, b: &str) -> Ordering {
+    let parse = |s: &str| -> Vec<u64> { s.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    parse(a).cmp(&parse(b))
+}
+
+fn wsl(h: &HostFacts) -> bool {
+    h.platform.wsl.is_some()
+}
+
+/// Jetson's integrated GPU is not a PCI device, and older L4T releases drive it with nvgpu, which has no
+/// `/proc/driver/nvidia`: the PCI and procfs checks say nothing there.
+fn jetson(h: &HostFacts) -> bool {
+    h.platform.jetson.is_some()
+}
+
+fn in_container(h: &HostFacts) -> bool {
+    h.platform.container.is_some()
+}
+
+fn via(c: &LibCandidate) -> &'static str {
+    match c.found_via {
+        FoundVia::LdLibraryPath => "LD_LIBRARY_PATH",
+        FoundVia::LdSoCache => "ld.so.cache",
+        FoundVia::LdSoConf => "ld.so.conf",
+        FoundVia::DefaultPath => "the default path",
+    }
+}
+
+fn describe(c: &LibCandidate) -> String {
+    let real = if c.real_path != c.path {
+        format!(" -> {}", c.real_path)
+    } else {
+        String::new()
+    };
+    format!("{}{real} (found via {})", c.path, via(c))
+}
+
+fn node<'a>(h: &'a HostFacts, path: &str) -> Option<&'a DeviceNode> {
+    h.device_nodes.iter().find(|n| n.path == path)
+}
+
+fn gpu_nodes(h: &HostFacts) -> Vec<&DeviceNode> {
+    h.device_nodes
+        .iter()
+        .filter(|n| {
+            n.path
+                .strip_prefix("/dev/nvidia")
+                .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect()
+}
+
+fn driver_evidence(h: &HostFacts) -> Option<String> {
+    let d = h.driver.as_ref()?;
+    Some(format!("{} shows kernel module {}", d.source, d.version))
+}
+
+/// `no-driver`: the PCI bus shows NVIDIA GPUs, but no NVIDIA kernel module is loaded.
+pub fn no_driver(h: &HostFacts) -> Option<Finding> {
+    if h.driver.is_some() || wsl(h) || h.gpus.is_empty() {
+        return None;
+    }
+    let mut f = Finding::new(
+        Code::NoDriver,
+        format!(
+            "{} NVIDIA GPU{} on the PCI bus, but no NVIDIA kernel driver is loaded",
+            h.gpus.len(),
+            if h.gpus.len() == 1 { " is" } else { "s are" }
+        ),
+        "Install the NVIDIA driver, or load it (`sudo modprobe nvidia`). If it is installed: check for a \
+         module built for the running kernel (DKMS), Secure Boot rejecting an unsigned module (\"Key was \
+         rejected by service\" in dmesg), and nouveau holding the GPU.",
+    )
+    .because("/proc/driver/nvidia/version does not exist");
+    for g in &h.gpus {
+        f = f.because(format!("{} ({})", g.name, g.source));
+    }
+    Some(f)
+}
+
+/// `nouveau-loaded`: the open-source nouveau driver is loaded and holds the GPU.
+pub fn nouveau_loaded(h: &HostFacts) -> Option<Finding> {
+    if !h.kernel.modules.iter().any(|m| m == "nouveau") {
+        return None;
+    }
+    let source = h.kernel.modules_source.as_deref().unwrap_or("the module list");
+    Some(
+        Finding::new(
+            Code::NouveauLoaded,
+            "the nouveau driver is loaded: the NVIDIA driver cannot bind the GPU while it is",
+            "Blacklist nouveau (`blacklist nouveau` and `options nouveau modeset=0` in \
+             /etc/modprobe.d/blacklist-nouveau.conf), rebuild the initramfs (`update-initramfs -u` or `dracut -f`) \
+             and reboot; then install or load the NVIDIA driver.",
+        )
+        .because(format!("{source} lists nouveau")),
+    )
+}
+
+/// `no-gpu`: no NVIDIA GPU is visible to the driver or on the PCI bus.
+pub fn no_gpu(h: &HostFacts) -> Option<Finding> {
+    if !h.gpus.is_empty() || wsl(h) || jetson(h) {
+        return None;
+    }
+    let mut f = Finding::new(
+        Code::NoGpu,
+        "no NVIDIA GPU is present: CUDA will report error 100 (no CUDA-capable device is detected)",
+        if in_container(h) {
+            "Inside a container the GPU must be passed in: `docker run --gpus all`, `--device nvidia.com/gpu=all` \
+             (CDI), or a `nvidia.com/gpu` resource limit on Kubernetes."
+        } else {
+            "Run on a machine with an NVIDIA GPU, or check that the GPU is seated, powered and enabled in the \
+             firmware (`lspci -d 10de:`)."
+        },
+    )
+    .because("/proc/driver/nvidia/gpus lists no GPU")
+    .because("/sys/bus/pci/devices has no NVIDIA (0x10de) display controller");
+    if let Some(e) = driver_evidence(h) {
+        f = f.because(e);
+    }
+    Some(f)
+}
+
+/// `driver-library-mismatch`: the user-space driver libraries the loader picks are another version than the
+/// loaded kernel module (NVML: "Driver/library version mismatch"; CUDA: 803/804).
+pub fn driver_library_mismatch(h: &HostFacts) -> Option<Finding> {
+    let d = h.driver.as_ref()?;
+    let mismatched: Vec<&LibCandidate> = [&h.libcuda, &h.nvml]
+        .into_iter()
+        .filter_map(|list| list.iter().find(|c| c.kind == LibKind::Driver))
+        .filter(|c| c.version.as_deref().is_some_and(|v| v != d.version))
+        .collect();
+    let first = mismatched.first()?;
+    let mut f = Finding::new(
+        Code::DriverLibraryMismatch,
+        format!(
+            "the driver libraries are version {} but the loaded kernel module is {}",
+            first.version.as_deref().unwrap_or("?"),
+            d.version
+        ),
+        "The driver was upgraded (or reinstalled) without unloading the old kernel module: reboot, or unload \
+         and reload the nvidia modules (`sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe \
+         nvidia`). If it persists, two driver installs are mixed (.run and packages): reinstall one.",
+    );
+    if let Some(e) = driver_evidence(h) {
+        f = f.because(e);
+    }
+    for c in mismatched {
+        f = f.because(format!(
+            "{} is version {}",
+            describe(c),
+            c.version.as_deref().unwrap_or("?")
+        ));
+    }
+    Some(f)
+}
+
+/// `device-nodes-missing`: the driver is loaded (procfs shows it) but `/dev/nvidiactl` or `/dev/nvidiaN` is
+/// missing. In a container this is the signature of a container started without GPU access.
+pub fn device_nodes_missing(h: &HostFacts) -> Option<Finding> {
+    let d = driver_evidence(h)?;
+    if wsl(h) {
+        return None;
+    }
+    let mut missing = Vec::new();
+    if node(h, "/dev/nvidiactl").is_none() {
+        missing.push("/dev/nvidiactl does not exist");
+    }
+    if gpu_nodes(h).is_empty() {
+        missing.push("no /dev/nvidia<N> GPU node exists");
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    let (message, help) = if in_container(h) {
+        (
+            "the container can see the host's driver but has no GPU device nodes: it was started without GPU \
+             access",
+            "Start the container with GPU access: `docker run --gpus all …` (or `--runtime=nvidia`, or CDI \
+             `--device nvidia.com/gpu=all`; in Compose a `deploy.resources.reservations.devices` entry; on \
+             Kubernetes a `nvidia.com/gpu` resource limit).",
+        )
+    } else {
+        (
+            "the NVIDIA driver is loaded but its device nodes are missing",
+            "Create the nodes: run `sudo nvidia-modprobe -c 0` (or `nvidia-smi` once as root), or enable \
+             nvidia-persistenced; check the udev rules that create /dev/nvidia*.",
+        )
+    };
+    let mut f = Finding::new(Code::DeviceNodesMissing, message, help).because(d);
+    for m in missing {
+        f = f.because(m);
+    }
+    if let Some(c) = &h.platform.container {
+        f = f.because(format!("running in a container ({})", c.evidence.join(", ")));
+    }
+    Some(f)
+}
+
+/// `nvidia-uvm-missing`: the GPU nodes exist but `/dev/nvidia-uvm` does not (`cuInit` fails with 999 while
+/// `nvidia-smi` works).
+pub fn nvidia_uvm_missing(h: &HostFacts) -> Option<Finding> {
+    let d = driver_evidence(h)?;
+    if wsl(h) || node(h, "/dev/nvidiactl").is_none() || node(h, "/dev/nvidia-uvm").is_some() {
+        return None;
+    }
+    let mut f = Finding::new(
+        Code::NvidiaUvmMissing,
+        "/dev/nvidia-uvm is missing: CUDA initialisation will fail with error 999 (unknown error) although \
+         nvidia-smi works",
+        "Load the module and create its node: `sudo modprobe nvidia-uvm` and `sudo nvidia-modprobe -u -c=0`; \
+         make it permanent with `nvidia-uvm` in /etc/modules-load.d/. In a container, the host must have it \
+         loaded before the container starts.",
+    )
+    .because(d)
+    .because("/dev/nvidiactl exists but /dev/nvidia-uvm does not");
+    if let Some(src) = &h.kernel.modules_source {
+        let loaded = h.kernel.modules.iter().any(|m| m == "nvidia_uvm");
+        f = f.because(format!(
+            "{src} {} nvidia_uvm",
+            if loaded { "lists" } else { "does not list" }
+        ));
+    }
+    Some(f)
+}
+
+/// `device-permission-denied`: the current user cannot open a GPU device node read-write.
+pub fn device_permission_denied(h: &HostFacts) -> Option<Finding> {
+    let who = h.identity.as_ref()?;
+    let denied: Vec<&DeviceNode> = h
+        .device_nodes
+        .iter()
+        .filter(|n| {
+            n.path == "/dev/nvidiactl"
+                || n.path == "/dev/nvidia-uvm"
+                || n.path == "/dev/dxg"
+                || gpu_nodes(h).contains(n)
+        })
+        .filter(|n| !can_read_write(n, who))
+        .collect();
+    if denied.is_empty() {
+        return None;
+    }
+    let mut f = Finding::new(
+        Code::DevicePermissionDenied,
+        format!(
+            "uid {} cannot open {} for reading and writing",
+            who.uid,
+            denied
+                .iter()
+                .map(|n| n.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        "Add the user to the group that owns the nodes (often `video` or `render`: `sudo usermod -aG video \
+         $USER`, then log in again), or fix the node mode (the driver's NVreg_DeviceFileMode / \
+         NVreg_DeviceFileGID options, or the udev rule that creates them).",
+    )
+    .because(format!(
+        "{}: uid {}, gid {}, groups {:?}",
+        who.source, who.uid, who.gid, who.groups
+    ));
+    for n in denied {
+        f = f.because(format!(
+            "{} is mode {:o}, owner {}, group {}",
+            n.path, n.mode, n.uid, n.gid
+        ));
+    }
+    Some(f)
+}
+
+/// `no-visible-devices`: `CUDA_VISIBLE_DEVICES` leaves no GPU visible (empty, `-1`, out of range, unknown
+/// UUID; the list stops at its first invalid entry).
+pub fn no_visible_devices(h: &HostFacts) -> Option<Finding> {
+    let value = h.env.vars.get("CUDA_VISIBLE_DEVICES")?;
+    let v = visibility(value, &h.gpus);
+    if v.unknown_mig || !v.visible.is_empty() {
+        return None;
+    }
+    let (entry, why) = v.stopped_at?;
+    let trivially_empty = value.trim().is_empty() || entry.starts_with('-');
+    if h.gpus.is_empty() && !trivially_empty {
+        return None; // nothing to check indices and UUIDs against; `no-gpu` speaks
+    }
+    let mut f = Finding::new(
+        Code::NoVisibleDevices,
+        format!("CUDA_VISIBLE_DEVICES={value:?} hides every GPU: CUDA will report error 100"),
+        "Unset CUDA_VISIBLE_DEVICES, or list valid device indices or GPU UUIDs (`nvidia-smi -L`), comma-separated. \
+         CUDA reads the list up to its first invalid entry, so put valid entries first.",
+    )
+    .because(format!("CUDA_VISIBLE_DEVICES={value:?} in the environment"));
+    f = f.because(if entry.is_empty() {
+        why
+    } else {
+        format!("the list stops at {entry:?}: {why}")
+    });
+    if !h.gpus.is_empty() {
+        f = f.because(format!(
+            "the driver lists {}",
+            h.gpus
+                .iter()
+                .enumerate()
+                .map(|(i, g)| format!("{i}: {} {}", g.name, g.uuid.as_deref().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    Some(f)
+}
+
+/// `stub-libcuda`: the first `libcuda.so.1` the loader finds is the toolkit's stub (error 34). An unversioned
+/// stub `libcuda.so` on the path is harmless: nothing at run time opens that name.
+pub fn stub_libcuda(h: &HostFacts) -> Option<Finding> {
+    let first = h.libcuda.first().filter(|c| c.kind == LibKind::Stub)?;
+    let mut f = Finding::new(
+        Code::StubLibcuda,
+        format!(
+            "the loader finds the toolkit's stub {} before the driver's libcuda: CUDA will fail with error 34 \
+             (CUDA driver is a stub library)",
+            first.path
+        ),
+        "Remove the `stubs` directory from LD_LIBRARY_PATH (and from ld.so.conf); the stub is for linking \
+         only (`-L…/lib64/stubs`), never for running. Never name a stub `libcuda.so.1`.",
+    )
+    .because(format!("first libcuda.so.1: {}", describe(first)));
+    if let Some(real) = h.libcuda.iter().find(|c| c.kind != LibKind::Stub) {
+        f = f.because(format!("the next one would be {}", describe(real)));
+    }
+    Some(f)
+}
+
+/// `compat-libcuda-unsupported`: the first `libcuda.so.1` is a forward-compatibility library older than the
+/// loaded kernel module (803: compat packages are for *older* drivers only).
+pub fn compat_libcuda_unsupported(h: &HostFacts) -> Option<Finding> {
+    let d = h.driver.as_ref()?;
+    let first = h.libcuda.first().filter(|c| c.kind == LibKind::Compat)?;
+    let v = first.version.as_deref()?;
+    if cmp_versions(v, &d.version) != Ordering::Less {
+        return None;
+    }
+    Some(
+        Finding::new(
+            Code::CompatLibcudaUnsupported,
+            format!(
+                "the loader picks forward-compatibility libcuda {v}, older than the loaded driver {}: CUDA will \
+                 fail with error 803 (system has unsupported display driver / cuda driver combination)",
+                d.version
+            ),
+            "The driver already supports this CUDA release natively: take the compat directory off the loader \
+             path (its /etc/ld.so.conf.d entry, then `ldconfig`, or LD_LIBRARY_PATH) or remove the cuda-compat \
+             package. Forward compatibility only works on top of an older driver.",
+        )
+        .because(format!("first libcuda.so.1: {}", describe(first)))
+        .because(driver_evidence(h).unwrap_or_default()),
+    )
+}
+
+/// `libcuda-not-found`: the driver is there (or WSL is), but no `libcuda.so.1` is on the loader's path.
+pub fn libcuda_not_found(h: &HostFacts) -> Option<Finding> {
+    if !h.libcuda.is_empty() || (h.driver.is_none() && !wsl(h) && !jetson(h)) {
+        return None;
+    }
+    let mut f = Finding::new(
+        Code::LibcudaNotFound,
+        "no libcuda.so.1 on the loader's search path: CUDA programs fail with \"libcuda.so.1: cannot open \
+         shared object file\"",
+        if wsl(h) {
+            "On WSL2 libcuda lives in /usr/lib/wsl/lib: make sure /etc/ld.so.conf.d/ld.wsl.conf lists it and run \
+             `sudo ldconfig`; do not install a Linux driver inside WSL."
+        } else if in_container(h) {
+            "Start the container with GPU access (`docker run --gpus all`): the NVIDIA runtime mounts the \
+             driver's libraries into it."
+        } else {
+            "Install the driver's user-space libraries (the package matching the kernel module, e.g. \
+             libnvidia-compute), or add their directory to /etc/ld.so.conf.d and run `sudo ldconfig`."
+        },
+    )
+    .because("searched LD_LIBRARY_PATH, ld.so.cache (or ld.so.conf) and the default directories");
+    if let Some(e) = driver_evidence(h) {
+        f = f.because(e);
+    }
+    Some(f)
+}

@@ -1,0 +1,504 @@
+//! `doctor` and `snapshot` on the host fixture roots (`fixtures/hosts/<case>/root` + `env`; see
+//! `fixtures/hosts/README.md`). Each case names the findings it must give, no more and no fewer.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn case_dir(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/hosts")
+        .join(case)
+}
+
+/// `--root`, `--clear-env` and one `--env` per line of the case's env file, then `extra` overrides.
+fn machine_args(root: &Path, env_file: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--root".to_string(),
+        root.display().to_string(),
+        "--clear-env".into(),
+    ];
+    let text = std::fs::read_to_string(env_file).unwrap();
+    for l in text.lines().filter(|l| !l.is_empty()) {
+        args.extend(["--env".into(), l.to_string()]);
+    }
+    for e in extra {
+        args.extend(["--env".into(), e.to_string()]);
+    }
+    args
+}
+
+fn run_json(args: &[String]) -> Value {
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code() == Some(0) || out.status.code() == Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn doctor_at(root: &Path, env_file: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["doctor".to_string(), "--format".into(), "json".into()];
+    args.extend(machine_args(root, env_file, extra));
+    run_json(&args)
+}
+
+fn doctor(case: &str, extra: &[&str]) -> Value {
+    let d = case_dir(case);
+    doctor_at(&d.join("root"), &d.join("env"), extra)
+}
+
+fn slugs(report: &Value) -> Vec<String> {
+    let mut s: Vec<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap().to_string())
+        .collect();
+    s.sort();
+    s
+}
+
+fn assert_findings(case: &str, extra: &[&str], expected: &[&str]) {
+    let got = slugs(&doctor(case, extra));
+    let mut want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(got, want, "{case} {extra:?}");
+}
+
+const CASES: &[(&str, &[&str])] = &[
+    ("healthy", &[]),
+    ("container-no-gpu", &["device-nodes-missing", "libcuda-not-found"]),
+    ("driver-upgraded-no-reboot", &["driver-library-mismatch"]),
+    ("wsl2", &[]),
+    ("compat-older-than-driver", &["compat-libcuda-unsupported"]),
+    ("stub-first", &["stub-libcuda"]),
+    ("stub-unversioned", &[]),
+    ("conda-pip-toolkit", &[]),
+    ("nouveau", &["no-driver", "nouveau-loaded"]),
+    ("uvm-missing", &["nvidia-uvm-missing"]),
+    ("h200-nix-open-580", &[]),
+    ("jetson", &[]),
+];
+
+#[test]
+fn every_fixture_gives_exactly_its_findings() {
+    for (case, expected) in CASES {
+        assert_findings(case, &[], expected);
+    }
+}
+
+#[test]
+fn healthy_host_facts() {
+    let r = doctor("healthy", &[]);
+    assert_eq!(r["host"]["collected"], true);
+    assert_eq!(r["host"]["driver"]["version"], "550.90.07");
+    assert_eq!(r["host"]["gpus"][0]["name"], "NVIDIA H100 80GB HBM3");
+    assert_eq!(r["host"]["gpus"][0]["pci_device_id"], "0x2330");
+    // from the matrix: the H100's compute capability by PCI id, R550's CUDA version
+    assert_eq!(r["host"]["gpus"][0]["cc"], "9.0");
+    assert_eq!(r["host"]["driver"]["cuda"], "12.4");
+    assert_eq!(r["host"]["gpus"].as_array().unwrap().len(), 2);
+    let f = &r["host"]["facts"];
+    assert_eq!(f["kernel"]["flavour"], "proprietary");
+    assert_eq!(f["libcuda"][0]["version"], "550.90.07");
+    assert_eq!(f["libcuda"][0]["found_via"], "ld_so_conf");
+    assert_eq!(f["env"]["nvcc"][0], "/usr/local/cuda/bin/nvcc");
+}
+
+#[test]
+fn cuda_visible_devices_cases() {
+    for bad in [
+        "CUDA_VISIBLE_DEVICES=",
+        "CUDA_VISIBLE_DEVICES=-1",
+        "CUDA_VISIBLE_DEVICES=2",
+        "CUDA_VISIBLE_DEVICES=GPU-deadbeef",
+    ] {
+        assert_findings("healthy", &[bad], &["no-visible-devices"]);
+    }
+    for good in [
+        "CUDA_VISIBLE_DEVICES=0,7",
+        "CUDA_VISIBLE_DEVICES=GPU-7d2e",
+        "CUDA_VISIBLE_DEVICES=1,0",
+    ] {
+        assert_findings("healthy", &[good], &[]);
+    }
+}
+
+#[test]
+fn open_module_and_compat_candidate_order() {
+    let r = doctor("compat-older-than-driver", &[]);
+    let f = &r["host"]["facts"];
+    assert_eq!(f["kernel"]["flavour"], "open");
+    assert_eq!(f["libcuda"][0]["kind"], "compat");
+    assert_eq!(f["libcuda"][0]["version"], "550.54.14");
+    assert_eq!(f["libcuda"][1]["kind"], "driver");
+}
+
+#[test]
+fn container_and_wsl_are_recognised() {
+    let r = doctor("container-no-gpu", &[]);
+    let p = &r["host"]["facts"]["platform"];
+    assert_eq!(p["container"]["engine"], "docker");
+    assert_eq!(p["require_cuda"][0][0]["value"], "12.4");
+    assert_eq!(p["require_cuda"][1][2]["op"], "<");
+    let r = doctor("wsl2", &[]);
+    assert_eq!(r["host"]["facts"]["platform"]["wsl"]["dxg"], true);
+    assert_eq!(r["host"]["facts"]["libcuda"][0]["kind"], "wsl");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type().unwrap();
+        if t.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if t.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// Git keeps no file modes beyond +x, so the permission case is made from the healthy tree: an unprivileged
+/// uid that owns nothing, and nodes whose mode is set here.
+#[test]
+fn device_permission_denied_on_a_copy_of_the_healthy_tree() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    std::fs::write(
+        root.join("proc/self/status"),
+        "Name:\tcudadiag\nUid:\t4242\t4242\t4242\t4242\nGid:\t4242\t4242\t4242\t4242\nGroups:\t4242\n",
+    )
+    .unwrap();
+    let env = case_dir("healthy").join("env");
+    for (mode, expected) in [(0o600, vec!["device-permission-denied"]), (0o666, vec![])] {
+        for n in ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"] {
+            std::fs::set_permissions(root.join("dev").join(n), std::fs::Permissions::from_mode(mode))
+                .unwrap();
+        }
+        assert_eq!(slugs(&doctor_at(&root, &env, &[])), expected, "mode {mode:o}");
+    }
+}
+
+#[test]
+fn catalogue_lists_every_cudart_with_version_and_owner() {
+    let r = doctor("conda-pip-toolkit", &[]);
+    let libs = r["host"]["facts"]["libraries"].as_array().unwrap();
+    let find = |real: &str| {
+        libs.iter()
+            .find(|l| l["real_path"].as_str().unwrap().ends_with(real))
+            .unwrap_or_else(|| panic!("{real} not catalogued"))
+    };
+    let tk = find("cuda-12.4/targets/x86_64-linux/lib/libcublas.so.12.4.5.3");
+    assert_eq!(tk["version"], "12.4.5.3");
+    assert_eq!(tk["owner"]["kind"], "toolkit");
+    assert!(
+        tk["version_source"]
+            .as_str()
+            .unwrap()
+            .ends_with("version.json libcublas")
+    );
+    let conda = find("envs/ml/lib/libcudart.so.12.6.77");
+    assert_eq!(conda["version"], "12.6.77");
+    assert_eq!(conda["owner"]["kind"], "conda");
+    assert_eq!(conda["owner"]["name"], "cuda-cudart");
+    let pip = find("nvidia/cuda_runtime/lib/libcudart.so.12");
+    assert_eq!(pip["version"], "12.8.90");
+    assert_eq!(pip["owner"]["name"], "nvidia-cuda-runtime-cu12");
+    let cu13 = find("nvidia/cu13/lib/libcudart.so.13");
+    assert_eq!(cu13["version"], "13.0.96");
+    let vendored = find("torch/lib/libcudart-9335f6a2.so.12");
+    assert_eq!(vendored["owner"]["name"], "torch");
+    assert_eq!(vendored["kind"], "cudart");
+    // the torch wheel's own version is not the runtime's
+    assert_ne!(vendored["version"], "2.5.1");
+    let stub = find("stubs/libcuda.so");
+    assert_eq!(stub["kind"], "stub");
+    // dpkg owns the toolkit's cudart and the driver's libcuda; the library version is the upstream one
+    let deb = find("cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127");
+    assert_eq!(deb["owner"]["kind"], "deb");
+    assert_eq!(deb["owner"]["name"], "cuda-cudart-12-4");
+    assert_eq!(deb["owner"]["version"], "12.4.127-1");
+    assert_eq!(deb["version"], "12.4.127");
+    let drv = find("libcuda.so.550.90.07");
+    assert_eq!(drv["owner"]["name"], "libnvidia-compute-550");
+    assert_eq!(drv["version_source"], "file name libcuda.so.550.90.07");
+    // the unrelated numpy distribution owns nothing
+    assert!(libs.iter().all(|l| l["owner"]["name"] != "numpy"));
+}
+
+#[test]
+fn snapshot_gives_the_live_findings() {
+    let t = tempfile::tempdir().unwrap();
+    for (case, _) in CASES {
+        let d = case_dir(case);
+        let snap = t.path().join(format!("{case}.json"));
+        let mut args = vec!["snapshot".to_string(), "-o".into(), snap.display().to_string()];
+        args.extend(machine_args(&d.join("root"), &d.join("env"), &[]));
+        Command::cargo_bin("cudadiag")
+            .unwrap()
+            .args(&args)
+            .assert()
+            .success();
+        let live = doctor(case, &[]);
+        let replay = run_json(&[
+            "doctor".into(),
+            "--format".into(),
+            "json".into(),
+            "--facts".into(),
+            snap.display().to_string(),
+        ]);
+        assert_eq!(live["findings"], replay["findings"], "{case}");
+        assert_eq!(live["host"], replay["host"], "{case}");
+    }
+}
+
+#[test]
+fn inspect_with_facts_judges_against_the_snapshot_machine() {
+    let t = tempfile::tempdir().unwrap();
+    let snap = t.path().join("case.json");
+    let d = case_dir("stub-first");
+    let mut args = vec!["snapshot".to_string(), "-o".into(), snap.display().to_string()];
+    args.extend(machine_args(&d.join("root"), &d.join("env"), &[]));
+    Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(&args)
+        .assert()
+        .success();
+    let bin = env!("CARGO_BIN_EXE_cudadiag").to_string();
+    let r = run_json(&[
+        "inspect".into(),
+        "--format".into(),
+        "json".into(),
+        "--facts".into(),
+        snap.display().to_string(),
+        bin,
+    ]);
+    assert!(slugs(&r).contains(&"stub-libcuda".to_string()));
+    assert_eq!(r["host"]["driver"]["version"], "550.90.07");
+}
+
+#[test]
+fn bad_root_and_bad_snapshot_are_tool_errors() {
+    Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["doctor", "--root", "/nonexistent/cudadiag-root"])
+        .assert()
+        .code(2);
+    let t = tempfile::tempdir().unwrap();
+    let bad = t.path().join("bad.json");
+    std::fs::write(&bad, "{\"snapshot_version\": 1}").unwrap();
+    Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["doctor", "--facts", bad.to_str().unwrap()])
+        .assert()
+        .code(2);
+}
+
+/// The JSON contract (`shared/contract/check_report.py`, when the shared checkout is there), on every fixture.
+#[test]
+fn json_honours_the_contract() {
+    let checker = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/contract/check_report.py");
+    if !checker.exists() {
+        return;
+    }
+    for (case, _) in CASES {
+        let r = doctor(case, &[]);
+        let t = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(t.path(), serde_json::to_vec(&r).unwrap()).unwrap();
+        let out = std::process::Command::new("python3")
+            .arg(&checker)
+            .arg(t.path())
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok", "{case}");
+    }
+}
+
+/// Differential: the ld.so.cache reader against glibc's own `ldconfig -p` on the test machine's cache.
+#[test]
+fn ld_so_cache_agrees_with_ldconfig() {
+    let Ok(bytes) = std::fs::read("/etc/ld.so.cache") else {
+        return;
+    };
+    let Ok(out) = std::process::Command::new("ldconfig").arg("-p").output() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut theirs: Vec<(String, String)> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (left, path) = l.split_once(" => ")?;
+            let soname = left.trim().split(" (").next()?;
+            Some((soname.to_string(), path.trim().to_string()))
+        })
+        .collect();
+    let mut ours = cudadiag::host::libcuda::cache_pairs(&bytes);
+    theirs.sort();
+    ours.sort();
+    assert!(!ours.is_empty());
+    assert_eq!(ours, theirs);
+}
+
+/// A link loop and a dangling link among the libraries are recorded as problems; the run goes on.
+#[test]
+fn link_loops_are_problems_not_failures() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    let lib = root.join("usr/local/cuda-12.4/targets/x86_64-linux/lib");
+    std::os::unix::fs::symlink("libcublasLt.so.12", lib.join("libcublasLt.so.12")).unwrap();
+    std::os::unix::fs::symlink("libcufft.so.11.2.1", lib.join("libcufft.so.11")).unwrap();
+    std::os::unix::fs::symlink("..", lib.join("up")).unwrap();
+    let r = doctor_at(&root, &case_dir("healthy").join("env"), &[]);
+    assert!(slugs(&r).is_empty());
+    let problems = r["host"]["facts"]["problems"].as_array().unwrap();
+    let text = serde_json::to_string(problems).unwrap();
+    assert!(text.contains("libcublasLt.so.12"), "{text}");
+    assert!(text.contains("libcufft.so.11"), "{text}");
+    assert!(r["host"]["facts"]["libraries"].as_array().unwrap().len() > 3);
+}
+
+/// The smallest shared object `inspect` reads as a libcudart: a `.text` holding `cudaRuntimeGetVersion`
+/// (`mov dword [rdi], VERSION; xor eax, eax; ret`), named in `.symtab`.
+fn tiny_cudart(version: u32) -> Vec<u8> {
+    let mut text = vec![0xC7, 0x07];
+    text.extend_from_slice(&version.to_le_bytes());
+    text.extend_from_slice(&[0x31, 0xC0, 0xC3]);
+    let strtab = b"\0cudaRuntimeGetVersion\0".to_vec();
+    let shstrtab = b"\0.text\0.symtab\0.strtab\0.shstrtab\0".to_vec();
+    let (text_off, sym_off) = (64u64, 80u64);
+    let str_off = sym_off + 48;
+    let shstr_off = str_off + strtab.len() as u64;
+    let sh_off = (shstr_off + shstrtab.len() as u64 + 7) & !7;
+    let mut b = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    b.extend_from_slice(&3u16.to_le_bytes()); // ET_DYN
+    b.extend_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&0u64.to_le_bytes()); // entry
+    b.extend_from_slice(&0u64.to_le_bytes()); // phoff
+    b.extend_from_slice(&sh_off.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    for v in [64u16, 56, 0, 64, 5, 4] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    b.extend_from_slice(&text);
+    b.resize(sym_off as usize, 0);
+    b.extend_from_slice(&[0; 24]); // null symbol
+    b.extend_from_slice(&1u32.to_le_bytes()); // name
+    b.extend_from_slice(&[0x12, 0]); // GLOBAL FUNC
+    b.extend_from_slice(&1u16.to_le_bytes()); // .text
+    b.extend_from_slice(&0x1000u64.to_le_bytes());
+    b.extend_from_slice(&(text.len() as u64).to_le_bytes());
+    b.extend_from_slice(&strtab);
+    b.extend_from_slice(&shstrtab);
+    b.resize(sh_off as usize, 0);
+    let mut sh =
+        |name: u32, ty: u32, flags: u64, addr: u64, off: u64, size: u64, link: u32, info: u32, ent: u64| {
+            b.extend_from_slice(&name.to_le_bytes());
+            b.extend_from_slice(&ty.to_le_bytes());
+            for v in [flags, addr, off, size] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            b.extend_from_slice(&link.to_le_bytes());
+            b.extend_from_slice(&info.to_le_bytes());
+            b.extend_from_slice(&1u64.to_le_bytes());
+            b.extend_from_slice(&ent.to_le_bytes());
+        };
+    sh(0, 0, 0, 0, 0, 0, 0, 0, 0);
+    sh(1, 1, 6, 0x1000, text_off, text.len() as u64, 0, 0, 0);
+    sh(7, 2, 0, 0, sym_off, 48, 3, 1, 24);
+    sh(15, 3, 0, 0, str_off, strtab.len() as u64, 0, 0, 0);
+    sh(23, 3, 0, 0, shstr_off, shstrtab.len() as u64, 0, 0, 0);
+    b
+}
+
+/// A vendored copy with no version in its name or metadata still gets one: the constant its
+/// `cudaRuntimeGetVersion` stores.
+#[test]
+fn vendored_cudart_version_from_its_code() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("conda-pip-toolkit").join("root"), &root);
+    let vendored = root.join("root/.venv/lib/python3.11/site-packages/torch/lib/libcudart-9335f6a2.so.12");
+    std::fs::write(&vendored, tiny_cudart(12040)).unwrap();
+    let r = doctor_at(&root, &case_dir("conda-pip-toolkit").join("env"), &[]);
+    let libs = r["host"]["facts"]["libraries"].as_array().unwrap();
+    let l = libs
+        .iter()
+        .find(|l| l["path"].as_str().unwrap().ends_with("libcudart-9335f6a2.so.12"))
+        .unwrap();
+    assert_eq!(l["runtime_version"], "12.4");
+    assert_eq!(l["version"], "12.4");
+    assert_eq!(l["version_source"], "the constant cudaRuntimeGetVersion stores");
+    assert_eq!(l["owner"]["name"], "torch");
+    // near miss: the same bytes with an implausible constant give no version
+    std::fs::write(&vendored, tiny_cudart(7)).unwrap();
+    let r = doctor_at(&root, &case_dir("conda-pip-toolkit").join("env"), &[]);
+    let libs = r["host"]["facts"]["libraries"].as_array().unwrap();
+    let l = libs
+        .iter()
+        .find(|l| l["path"].as_str().unwrap().ends_with("libcudart-9335f6a2.so.12"))
+        .unwrap();
+    assert!(l["version"].is_null());
+}
+
+/// The binary ld.so.cache path: candidates in cache order, each with the version of its real file.
+#[test]
+fn driver_libraries_through_a_binary_ld_so_cache() {
+    let r = doctor("h200-nix-open-580", &[]);
+    let f = &r["host"]["facts"];
+    assert_eq!(r["host"]["driver"]["version"], "580.159.04");
+    assert_eq!(r["host"]["driver"]["cuda"], "13.0");
+    assert_eq!(r["host"]["gpus"][0]["cc"], "9.0");
+    assert_eq!(f["kernel"]["flavour"], "open");
+    let paths: Vec<&str> = f["libcuda"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["/usr/local/nvidia/lib64/libcuda.so.1", "/lib/libcuda.so.1"]
+    );
+    assert_eq!(f["libcuda"][0]["found_via"], "ld_so_cache");
+    assert_eq!(f["libcuda"][0]["version"], "580.159.04");
+    assert_eq!(
+        f["nvml"][0]["real_path"],
+        "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04"
+    );
+    // the driver's directories are catalogued through the cache too
+    let libs = f["libraries"].as_array().unwrap();
+    assert!(libs.iter().any(
+        |l| l["real_path"] == "/usr/local/nvidia/lib64/libcudadebugger.so.580.159.04"
+            && l["owner"]["kind"] == "driver"
+    ));
+    // /dev/nvidia-caps is a directory, not a node
+    let nodes = serde_json::to_string(&f["device_nodes"]).unwrap();
+    assert!(!nodes.contains("nvidia-caps"));
+}
+
+#[test]
+fn jetson_is_recognised() {
+    let r = doctor("jetson", &[]);
+    let f = &r["host"]["facts"];
+    assert!(f["platform"]["jetson"].as_str().unwrap().starts_with("# R35"));
+    assert_eq!(
+        f["libcuda"][0]["path"],
+        "/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1"
+    );
+    assert_eq!(f["identity"]["groups"], serde_json::json!([44, 1000]));
+}
