@@ -338,10 +338,21 @@ fn containers_found_through_wrappers_and_by_scan() {
         b.problems
     );
 
-    // No sections, no wrappers: the bounded scan finds the magic in a data section.
+    // No fatbin sections and a wrapper whose pointer a relocation would fill (0 here): the bounded scan finds
+    // the magic in a data section.
     let mut data = vec![0x11u8; 40];
     data.extend(&fatbin);
-    let b = read(&ElfSpec::host(vec![(".data.custom", data)]).bytes(), &deep());
+    let b = read(
+        &ElfSpec::host(vec![
+            (".data.custom", data.clone()),
+            (".nvFatBinSegment", wrapper(1, 0)),
+        ])
+        .bytes(),
+        &deep(),
+    );
     assert_eq!(archs(&b), ["sm_80", "compute_90", "sm_90"]);
     assert!(b.fatbins[0].found_by_scan);
+    // The near miss: a file that shows no sign of being a CUDA program is not scanned.
+    let b = read(&ElfSpec::host(vec![(".data.custom", data)]).bytes(), &deep());
+    assert!(b.device_code.is_empty());
 }

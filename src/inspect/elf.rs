@@ -226,8 +226,23 @@ pub fn fatbin_regions(elf: &Elf<'_>, input: &Input<'_>) -> (Vec<Region>, Vec<(us
             off += 24;
         }
     }
-    if regions.is_empty() {
-        // Unusual layouts: look for the container magic in the other data sections, within a bound.
+    // Unusual layouts: look for the container magic in the other data sections, within a bound, but only in
+    // files that show they are CUDA programs (they register fatbins or link the runtime): scanning every
+    // large host library for a magic number would cost more than everything else cudadiag does.
+    let cuda_evidence = elf
+        .libraries
+        .iter()
+        .any(|l| l.starts_with("libcudart.so") || l.starts_with("libcuda.so"))
+        || elf.dynsyms.iter().any(|s| {
+            elf.dynstrtab
+                .get_at(s.st_name)
+                .is_some_and(|n| n.starts_with("__cudaRegisterFatBinary"))
+        })
+        || elf
+            .section_headers
+            .iter()
+            .any(|sh| section_name(elf, sh) == ".nvFatBinSegment");
+    if regions.is_empty() && cuda_evidence {
         let mut budget = SCAN_LIMIT;
         for sh in &elf.section_headers {
             if sh.sh_type != SHT_PROGBITS || budget == 0 {
@@ -277,12 +292,18 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, input: &Input<'_>, has_device_cod
         };
     }
     // The static runtime defines its API in the binary itself.
+    // Exported symbols are cheap to check; the full .symtab is searched only when the binary carries device
+    // code (reading a 70 MB string table for every host library would cost more than all the rest).
     let defined = |name: &str| -> Option<(u64, u64)> {
         elf.dynsyms
             .iter()
             .find(|s| s.st_shndx != 0 && s.st_value != 0 && elf.dynstrtab.get_at(s.st_name) == Some(name))
             .map(|s| (s.st_value, s.st_size))
-            .or_else(|| super::elfparse::symtab_lookup(elf, input, name))
+            .or_else(|| {
+                has_device_code
+                    .then(|| super::elfparse::symtab_lookup(elf, input, name))
+                    .flatten()
+            })
     };
     let mut evidence = Vec::new();
     let get_version = defined("cudaRuntimeGetVersion");
