@@ -502,3 +502,50 @@ fn jetson_is_recognised() {
     );
     assert_eq!(f["identity"]["groups"], serde_json::json!([44, 1000]));
 }
+
+/// A Python environment found only through PATH (`/opt/app/.venv/bin/python3`, as on the H200 box where torch
+/// lives in `/opt/torch/.venv`) has its wheels' libraries catalogued; without it on PATH they are not.
+#[test]
+fn python_on_path_is_an_environment() {
+    let t = tempfile::tempdir().unwrap();
+    let venv = t.path().join("opt/app/.venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(venv.join("bin/python3"), "").unwrap();
+    let lib = venv.join("lib/python3.12/site-packages/nvidia/cuda_runtime/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/libkern.so"),
+        lib.join("libcudart.so.12"),
+    )
+    .unwrap();
+    let paths = |path_var: &str| -> Vec<String> {
+        let out = Command::cargo_bin("cudadiag")
+            .unwrap()
+            .args([
+                "doctor",
+                "--format",
+                "json",
+                "--clear-env",
+                "--env",
+                path_var,
+                "--root",
+            ])
+            .arg(t.path())
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["host"]["facts"]["libraries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|l| l["path"].as_str().map(str::to_string))
+            .collect()
+    };
+    let want = "/opt/app/.venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12";
+    assert!(
+        paths("PATH=/opt/app/.venv/bin:/usr/bin")
+            .iter()
+            .any(|p| p == want)
+    );
+    assert!(!paths("PATH=/usr/bin").iter().any(|p| p == want));
+}

@@ -205,6 +205,20 @@ fn scan_roots(root: &Root, env: &Env) -> Vec<ScanRoot> {
     for h in homes(root, env) {
         venvs.extend([h.join(".local"), h.join(".venv"), h.join("venv")]);
     }
+    // Every Python on PATH is an environment the user runs: `/opt/torch/.venv/bin/python3` → `/opt/torch/.venv`.
+    for dir in env
+        .get("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|d| d.ends_with("/bin"))
+    {
+        let bin = Path::new(dir);
+        if ["python3", "python"].iter().any(|p| root.exists(&bin.join(p)))
+            && let Some(prefix) = bin.parent()
+        {
+            venvs.push(prefix.to_path_buf());
+        }
+    }
     for v in &venvs {
         site_dirs_under(root, v, &mut sites);
     }
