@@ -5,7 +5,7 @@ use crate::cli::{AuditArgs, InitArgs};
 use crate::facts::Facts;
 use crate::inspect::{self, InspectOptions};
 use crate::policy::{self, Policy};
-use crate::report::{self, Paint, RenderOptions, Report};
+use crate::report::{self, Paint, Report};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -51,17 +51,7 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
         findings,
         verdicts,
     };
-    let render = RenderOptions {
-        format: args.output.format,
-        paint,
-        verbose: false,
-    };
-    report::render(&report, &render, out)?;
-    Ok(if report.fails(args.output.fail_on.threshold()) {
-        Outcome::Failed
-    } else {
-        Outcome::Clean
-    })
+    super::render(&report, &args.output, paint, false, out)
 }
 
 /// Writes the commented policy template.

@@ -8,7 +8,7 @@ use super::{Outcome, ToolError};
 use crate::cli::{DoctorArgs, SystemArgs};
 use crate::facts::{Facts, HostFacts};
 use crate::host::{self, CollectOptions};
-use crate::report::{self, Paint, RenderOptions, Report};
+use crate::report::Paint;
 use crate::system::{Env, Root};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -75,22 +75,5 @@ pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
         host: Some(host),
         ..Facts::default()
     };
-    let findings = crate::rules::evaluate(&facts, &matrix);
-    let verdicts = crate::rules::verdicts(&facts, &matrix);
-    let report = Report {
-        facts,
-        findings,
-        verdicts,
-    };
-    let render = RenderOptions {
-        format: args.output.format,
-        paint,
-        verbose: args.verbose,
-    };
-    report::render(&report, &render, out)?;
-    Ok(if report.fails(args.output.fail_on.threshold()) {
-        Outcome::Failed
-    } else {
-        Outcome::Clean
-    })
+    super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out)
 }

@@ -4,7 +4,7 @@ use super::{Outcome, ToolError};
 use crate::cli::InspectArgs;
 use crate::facts::Facts;
 use crate::inspect::{self, Depth, InspectOptions};
-use crate::report::{self, Paint, RenderOptions, Report};
+use crate::report::Paint;
 use std::io::Write;
 
 pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
@@ -38,22 +38,5 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
             &facts.binaries,
         )?);
     }
-    let findings = crate::rules::evaluate(&facts, &matrix);
-    let verdicts = crate::rules::verdicts(&facts, &matrix);
-    let report = Report {
-        facts,
-        findings,
-        verdicts,
-    };
-    let render = RenderOptions {
-        format: args.output.format,
-        paint,
-        verbose: args.verbose,
-    };
-    report::render(&report, &render, out)?;
-    Ok(if report.fails(args.output.fail_on.threshold()) {
-        Outcome::Failed
-    } else {
-        Outcome::Clean
-    })
+    super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out)
 }

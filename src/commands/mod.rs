@@ -41,6 +41,47 @@ impl From<std::io::Error> for ToolError {
     }
 }
 
+/// Evaluates the rules over `facts`, renders the report, and says how the run ended: the shared tail of
+/// every command that gives findings (`inspect`, `doctor`, `probe`).
+pub(crate) fn evaluate_and_render(
+    facts: crate::facts::Facts,
+    matrix: &crate::matrix::Matrix,
+    output: &crate::cli::OutputArgs,
+    paint: Paint,
+    verbose: bool,
+    out: &mut dyn Write,
+) -> Result<Outcome, ToolError> {
+    let findings = crate::rules::evaluate(&facts, matrix);
+    let verdicts = crate::rules::verdicts(&facts, matrix);
+    let report = crate::report::Report {
+        facts,
+        findings,
+        verdicts,
+    };
+    render(&report, output, paint, verbose, out)
+}
+
+/// Renders `report` and maps `--fail-on` to the outcome.
+pub(crate) fn render(
+    report: &crate::report::Report,
+    output: &crate::cli::OutputArgs,
+    paint: Paint,
+    verbose: bool,
+    out: &mut dyn Write,
+) -> Result<Outcome, ToolError> {
+    let options = crate::report::RenderOptions {
+        format: output.format,
+        paint,
+        verbose,
+    };
+    crate::report::render(report, &options, out)?;
+    Ok(if report.fails(output.fail_on.threshold()) {
+        Outcome::Failed
+    } else {
+        Outcome::Clean
+    })
+}
+
 /// Runs the parsed command line, writing the report to `out`.
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let paint = Paint::new(

@@ -4,7 +4,7 @@ use super::{Outcome, ToolError};
 use crate::cli::{ProbeArgs, ProbeOptionArgs, SystemArgs};
 use crate::facts::{BinaryFacts, Facts};
 use crate::probe::{self, ProbeFacts, ProbeOptions, ProbeRequest};
-use crate::report::{self, Paint, RenderOptions, Report};
+use crate::report::Paint;
 use std::io::Write;
 use std::time::Duration;
 
@@ -38,24 +38,7 @@ pub fn run(args: &ProbeArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
         ..Facts::default()
     };
     let matrix = super::targets::load_matrix(None)?;
-    let findings = crate::rules::evaluate(&facts, &matrix);
-    let verdicts = crate::rules::verdicts(&facts, &matrix);
-    let report = Report {
-        facts,
-        findings,
-        verdicts,
-    };
-    let render = RenderOptions {
-        format: args.output.format,
-        paint,
-        verbose: true,
-    };
-    report::render(&report, &render, out)?;
-    Ok(if report.fails(args.output.fail_on.threshold()) {
-        Outcome::Failed
-    } else {
-        Outcome::Clean
-    })
+    super::evaluate_and_render(facts, &matrix, &args.output, paint, true, out)
 }
 
 /// `cudadiag __probe`: the child. Reads its request on stdin, writes JSON lines on stdout.

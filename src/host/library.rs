@@ -163,12 +163,7 @@ fn runtime_constant(root: &Root, real: &Path) -> Option<String> {
     if !bytes.starts_with(b"\x7fELF") {
         return None;
     }
-    let facts = crate::inspect::bytes(
-        &real.display().to_string(),
-        &bytes,
-        &crate::inspect::InspectOptions::default(),
-    );
-    facts.into_iter().next()?.cudart.version
+    crate::inspect::elf::library_runtime_version(&bytes)
 }
 
 #[cfg(test)]

@@ -335,6 +335,26 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, input: &Input<'_>, has_device_cod
     }
 }
 
+/// The runtime version (`12.4`) a CUDA runtime library reports, read from its `cudaRuntimeGetVersion` (exported
+/// or, in a vendored copy, only in `.symtab`). For the library catalogue, which already knows the file is a
+/// libcudart.
+pub fn library_runtime_version(data: &[u8]) -> Option<String> {
+    let (elf, _) = super::elfparse::parse(data).ok()?;
+    let input = Input::bytes(data);
+    let (addr, size) = elf
+        .dynsyms
+        .iter()
+        .find(|s| {
+            s.st_shndx != 0
+                && s.st_value != 0
+                && elf.dynstrtab.get_at(s.st_name) == Some("cudaRuntimeGetVersion")
+        })
+        .map(|s| (s.st_value, s.st_size))
+        .or_else(|| super::elfparse::symtab_lookup(&elf, &input, "cudaRuntimeGetVersion"))?;
+    let (v, _) = version_from_function(&elf, data, addr, size)?;
+    Some(format!("{}.{}", v / 1000, (v % 1000) / 10))
+}
+
 /// The version `cudaRuntimeGetVersion` reports, read from its code: the function stores the constant itself
 /// or, as in CUDA 13's static runtime, tail-calls a small accessor that does
 /// (`test rdi,rdi; je …; mov dword [rdi], 13000; xor eax,eax; ret`). Direct calls and jumps are followed one
