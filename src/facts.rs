@@ -317,6 +317,10 @@ pub struct Facts {
     /// The loader's resolution of each ELF binary's libraries (`loader::resolve`), one per binary.
     #[serde(default)]
     pub libraries: Vec<crate::loader::Resolution>,
+    /// Device code of the libraries the binaries load (cuBLAS, cuDNN, a project's own `.so`): each found by the
+    /// loader and inspected like a binary, kept when it carries device code. `path` is the path ld.so loads.
+    #[serde(default)]
+    pub loaded: Vec<BinaryFacts>,
 }
 
 /// What a Python wheel declares about itself (`*.dist-info/METADATA`).

@@ -299,3 +299,39 @@ fn help_teaches() {
         assert!(text.contains(needle), "inspect --help lacks {needle}");
     }
 }
+
+/// The libraries a binary loads carry their own kernels: `uses_libkern` has no device code of its own, but the
+/// `libkern.so` its RUNPATH ($ORIGIN) finds has sm_75 SASS and compute_75 PTX, so a CC 7.0 GPU fails (209) and a
+/// CC 7.5 GPU runs it.
+#[test]
+fn device_code_of_loaded_libraries_decides_the_verdict() {
+    let run = |gpu: &str| {
+        cudadiag()
+            .args([
+                "inspect",
+                "--color",
+                "never",
+                "--gpu",
+                gpu,
+                "fixtures/cuda13/uses_libkern",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = run("7.0");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("no-kernel-image") && text.contains("libkern.so: no kernel image for CC 7.0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("is loaded by fixtures/cuda13/uses_libkern"),
+        "{text}"
+    );
+    assert!(text.contains("uses_libkern on CC 7.0 GPU: will fail"), "{text}");
+    let out = run("7.5");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("uses_libkern on CC 7.5 GPU: will run"), "{text}");
+}

@@ -25,6 +25,7 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         }
         facts.binaries.extend(binaries);
     }
+    facts.loaded = loaded_device_code(&facts, &root, &opts);
     if let Some(snapshot) = &args.facts {
         let mut host = super::snapshot::load_host(snapshot)?;
         crate::host::enrich::with_matrix(&mut host, &matrix);
@@ -39,4 +40,33 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         )?);
     }
     super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out)
+}
+
+/// Inspects every library the loader found for the binaries (not the binaries themselves, not the
+/// interpreter) and keeps those that carry device code: their kernels must run on the GPU too.
+fn loaded_device_code(
+    facts: &Facts,
+    root: &crate::system::Root,
+    opts: &InspectOptions,
+) -> Vec<crate::facts::BinaryFacts> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for r in &facts.libraries {
+        for o in r.objects.iter().skip(1) {
+            if !seen.insert(o.realpath.clone()) {
+                continue;
+            }
+            let host_path = root.host_path(std::path::Path::new(&o.realpath));
+            let Ok(found) = inspect::path(&host_path, opts) else {
+                continue;
+            };
+            for mut b in found {
+                if b.device_code.iter().any(|e| !e.relocatable) {
+                    b.path = o.path.clone();
+                    out.push(b);
+                }
+            }
+        }
+    }
+    out
 }

@@ -132,7 +132,48 @@ pub fn findings(facts: &Facts, m: &Matrix) -> Vec<Finding> {
             out.extend(kernel_image::ptx_only_too_new(b, drv.as_ref(), m));
         }
     }
+    // The libraries the binaries load carry their own kernels (cuBLAS, cuDNN): each must have an image too.
+    for l in &facts.loaded {
+        out.extend(driver::zstd(l, drv.as_ref(), m));
+        for t in &targets {
+            out.extend(
+                kernel_image::check(l, t, drv.as_ref(), m)
+                    .into_iter()
+                    .map(|f| loaded_by(f, facts, &l.path)),
+            );
+        }
+    }
     out
+}
+
+/// Adds which binaries load the library a finding is about.
+fn loaded_by(f: Finding, facts: &Facts, library: &str) -> Finding {
+    let users: Vec<&str> = facts
+        .libraries
+        .iter()
+        .filter(|r| r.objects.iter().skip(1).any(|o| o.path == library))
+        .map(|r| r.binary.as_str())
+        .collect();
+    if users.is_empty() {
+        f
+    } else {
+        f.because(format!("{library} is loaded by {}", users.join(", ")))
+    }
+}
+
+/// The loaded libraries with device code that `binary` loads.
+fn loaded_for<'a>(facts: &'a Facts, binary: &str) -> Vec<&'a BinaryFacts> {
+    let paths: Vec<&str> = facts
+        .libraries
+        .iter()
+        .filter(|r| r.binary == binary)
+        .flat_map(|r| r.objects.iter().skip(1).map(|o| o.path.as_str()))
+        .collect();
+    facts
+        .loaded
+        .iter()
+        .filter(|l| paths.contains(&l.path.as_str()))
+        .collect()
 }
 
 /// What will happen when a binary starts its kernels on a GPU.
@@ -178,8 +219,9 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
         {
             continue;
         }
+        let libs = loaded_for(facts, &b.path);
         for t in &targets {
-            if !has_loadable_code(b) {
+            if !has_loadable_code(b) && libs.is_empty() {
                 out.push(Verdict {
                     binary: b.path.clone(),
                     gpu: t.label.clone(),
@@ -192,7 +234,12 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
             let mut fs: Vec<Finding> = driver::gpu_unsupported(t, drv.as_ref(), m);
             fs.extend(driver::runtime(b, drv.as_ref(), m));
             fs.extend(driver::zstd(b, drv.as_ref(), m));
-            fs.extend(kernel_image::check(b, t, drv.as_ref(), m));
+            if has_loadable_code(b) {
+                fs.extend(kernel_image::check(b, t, drv.as_ref(), m));
+            }
+            for l in &libs {
+                fs.extend(kernel_image::check(l, t, drv.as_ref(), m));
+            }
             fs.sort_by_key(|f| std::cmp::Reverse(f.severity));
             let codes = fs.iter().map(|f| f.slug.clone()).collect();
             let (outcome, reason) = if let Some(e) = fs.iter().find(|f| f.severity == Severity::Error) {
