@@ -3,7 +3,7 @@
 
     bench_inspect.py FILE [--cudadiag PATH] [--cuobjdump PATH] [--runs N] [--warmup N]
 
-Runs ``cuobjdump --list-elf --list-ptx FILE`` and ``cudadiag inspect --format json FILE``
+Runs ``cuobjdump --list-elf --list-ptx FILE`` and ``cudadiag inspect --no-libraries --format json FILE`` (the listing cuobjdump gives, without library resolution)
 N times each (default 5, after 1 warm-up run each, alternating so that page-cache effects hit
 both alike), measures every run's wall time and its peak resident set size from the child's
 own rusage (``wait4``; ``ru_maxrss`` is in KiB on Linux; see Runner for how), and prints the medians and the
@@ -128,7 +128,7 @@ def main() -> int:
         tools[name] = path
     cmds = {
         "cuobjdump": [tools["cuobjdump"], "--list-elf", "--list-ptx", args.file],
-        "cudadiag": [tools["cudadiag"], "inspect", "--format", "json", args.file],
+        "cudadiag": [tools["cudadiag"], "inspect", "--no-libraries", "--format", "json", args.file],
     }
     ok_codes = {"cuobjdump": {0, 255}, "cudadiag": {0, 1}}  # 255: "no device code"; 1: findings
 

@@ -206,7 +206,7 @@ def norm_diag(kind: str, arch: str) -> Entry | None:
 
 
 def run_cudadiag(cudadiag: list[str], path: str, timeout: float) -> DiagResult:
-    cmd = cudadiag + ["inspect", "--format", "json", path]
+    cmd = cudadiag + ["inspect", "--no-libraries", "--format", "json", path]
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -283,6 +283,10 @@ pub struct InspectArgs {
     /// libraries; by default only uncompressed payloads and one cubin per container are read.
     #[arg(long)]
     pub deep: bool,
+    /// Do not resolve the libraries the binaries load (no loader tree, no library findings, no device code of
+    /// loaded libraries): the binaries' own facts only, as `cuobjdump` lists them.
+    #[arg(long)]
+    pub no_libraries: bool,
     /// Largest uncompressed size accepted for one fatbin entry, in MiB (bigger declarations are reported as
     /// damage, never allocated).
     #[arg(long, default_value_t = 256, value_name = "MIB")]

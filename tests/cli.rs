@@ -335,3 +335,34 @@ fn device_code_of_loaded_libraries_decides_the_verdict() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("uses_libkern on CC 7.5 GPU: will run"), "{text}");
 }
+
+/// `--no-libraries` reads the binaries alone: no loader resolution, so no library findings.
+#[test]
+fn no_libraries_skips_the_loader() {
+    let out = cudadiag()
+        .args([
+            "inspect",
+            "--format",
+            "json",
+            "--no-libraries",
+            "fixtures/cuda13/cudart_shared",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["libraries"].as_array().map(Vec::len), Some(0));
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["slug"] != "library-not-found")
+    );
+    assert_eq!(v["binaries"][0]["device_code"].as_array().map(Vec::len), Some(3));
+    let with = cudadiag()
+        .args(["inspect", "--format", "json", "fixtures/cuda13/cudart_shared"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&with.stdout).unwrap();
+    assert!(!v["libraries"].as_array().unwrap().is_empty());
+}

@@ -18,7 +18,7 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
     let mut files = crate::loader::Files::default();
     for path in &args.paths {
         let binaries = inspect::path(path, &opts).map_err(|e| ToolError(e.to_string()))?;
-        for b in &binaries {
+        for b in binaries.iter().filter(|_| !args.no_libraries) {
             facts
                 .libraries
                 .extend(crate::loader::resolve_with(&root, &env, path, b, &mut files));
