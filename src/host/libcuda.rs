@@ -133,9 +133,8 @@ fn glob(root: &Root, conf: &Path, pattern: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The paths the ld.so.cache lists for `soname`, in cache order. Reads the "glibc-ld.so.cache1.1" format
-/// (glibc `elf/cache.c`: a 48-byte header, then 24-byte entries `flags, key, value, osversion, hwcap` whose
-/// string offsets count from the header), alone or after an old-format part.
+/// The paths the ld.so.cache lists for `soname`, in cache order (read by the loader's cache parser,
+/// `loader::cache`, which follows glibc's `elf/cache.c` in all three formats).
 pub fn cache_entries(bytes: &[u8], soname: &str) -> Vec<String> {
     cache_pairs(bytes)
         .into_iter()
@@ -144,35 +143,11 @@ pub fn cache_entries(bytes: &[u8], soname: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every `(soname, path)` pair of a new-format ld.so.cache, in cache order.
+/// Every `(soname, path)` pair of an ld.so.cache, in cache order; an unreadable cache has none.
 pub fn cache_pairs(bytes: &[u8]) -> Vec<(String, String)> {
-    const NEW: &[u8] = b"glibc-ld.so.cache1.1";
-    let Some(start) = memchr::memmem::find(bytes, NEW) else {
-        return Vec::new();
-    };
-    let u32_at = |off: usize| -> Option<u32> {
-        let b = bytes.get(off..off + 4)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let cstr = |off: usize| -> Option<&str> {
-        let tail = bytes.get(off..)?;
-        let end = memchr::memchr(0, tail)?;
-        std::str::from_utf8(&tail[..end]).ok()
-    };
-    let Some(n) = u32_at(start + 20) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for i in 0..n as usize {
-        let e = start + 48 + i * 24;
-        let (Some(key), Some(value)) = (u32_at(e + 4), u32_at(e + 8)) else {
-            break;
-        };
-        if let (Some(k), Some(v)) = (cstr(start + key as usize), cstr(start + value as usize)) {
-            out.push((k.to_string(), v.to_string()));
-        }
-    }
-    out
+    crate::loader::cache::LdCache::parse(bytes)
+        .map(|c| c.entries.into_iter().map(|e| (e.name, e.path)).collect())
+        .unwrap_or_default()
 }
 
 /// The kind of a driver library, from where it lives.
