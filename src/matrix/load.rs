@@ -33,19 +33,16 @@ impl fmt::Display for MatrixError {
 const RELEASES: &[&str] = &["rc", "ga", "ga2", "update1", "update2", "update3", "update4"];
 
 struct Ctx<'a> {
-    text: &'a str,
+    /// Offsets of the line breaks of the text, for [`Ctx::line`].
+    newlines: Vec<usize>,
     origin: &'a str,
     sources: &'a BTreeMap<String, String>,
 }
 
 impl Ctx<'_> {
+    /// The 1-based line of a byte offset (every row records one).
     fn line(&self, offset: usize) -> usize {
-        let end = offset.min(self.text.len());
-        self.text.as_bytes()[..end]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
+        self.newlines.partition_point(|&n| n < offset) + 1
     }
 
     fn err<T>(&self, offset: usize, message: impl Into<String>) -> Result<T, MatrixError> {
@@ -140,7 +137,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
         });
     }
     let cx = Ctx {
-        text,
+        newlines: memchr::memchr_iter(b'\n', text.as_bytes()).collect(),
         origin,
         sources: &raw.sources,
     };
@@ -387,6 +384,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
         }
     };
     let mut gpus: Vec<GpuRow> = Vec::new();
+    let mut gpu_names: std::collections::HashSet<String> = std::collections::HashSet::new();
     for t in &raw.gpu {
         let at = t.span().start;
         let r = t.get_ref();
@@ -403,16 +401,13 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
         if r.names.is_empty() {
             return cx.err(at, "a [[gpu]] row needs at least one name");
         }
+        // Another row's name (two spellings of one name in the same row are fine: "Tesla T4", "NVIDIA T4").
         for n in &r.names {
-            let key = query::normalize(n);
-            if gpus
-                .iter()
-                .flat_map(|g| &g.names)
-                .any(|m| query::normalize(m) == key)
-            {
+            if gpu_names.contains(&query::normalize(n)) {
                 return cx.err(at, format!("GPU name \"{n}\" appears twice"));
             }
         }
+        gpu_names.extend(r.names.iter().map(|n| query::normalize(n)));
         let mut pci_ids = Vec::new();
         for p in &r.pci_ids {
             match u16::from_str_radix(p, 16) {
