@@ -26,7 +26,10 @@ pub fn fill(root: &Root, res: &mut Resolution) {
         .libraries
         .iter()
         .filter(|l| {
+            // A bare `libX.so` dlopen name is a stem, not a failure (`rules::loader::library_not_found`).
+            let stem_only = l.dlopen && l.soname.ends_with(".so");
             !l.soname.contains('/')
+                && !stem_only
                 && (l.how == How::NotFound
                     || l.intended.as_ref().is_some_and(|i| {
                         l.object

@@ -63,8 +63,13 @@ pub fn requests(obj: &LoadedObject, cudart_static: bool, strings: &[(String, u64
         );
     }
     for (s, off) in strings {
-        // An unversioned `libcuda.so` is the toolkit's link-time stub name, not what anything dlopens.
-        if !is_soname(s) || s == "libcuda.so" {
+        // An unversioned `libcuda.so` is the toolkit's link-time stub name, not what anything dlopens; a
+        // library's own name without its version (`libcupti.so` in `libcupti.so.13`) is about itself.
+        let own = obj.soname.as_deref().is_some_and(|so| {
+            so.strip_prefix(s.as_str())
+                .is_some_and(|t| t.is_empty() || t.starts_with('.'))
+        });
+        if !is_soname(s) || s == "libcuda.so" || own {
             continue;
         }
         add(
@@ -106,6 +111,12 @@ mod tests {
         assert!(requests(&o, false, &[]).is_empty());
         let r = requests(&o, false, &[("libnvidia-ml.so.1".into(), 0x10)]);
         assert_eq!(r[0].0, "libnvidia-ml.so.1");
+        // A library's own name, unversioned, is not a load.
+        let cupti = LoadedObject {
+            soname: Some("libcupti.so.13".into()),
+            ..LoadedObject::default()
+        };
+        assert!(requests(&cupti, false, &[("libcupti.so".into(), 0x10)]).is_empty());
         // A program with the static runtime loads the driver too; a stub name in its strings does not count.
         let r = requests(&o, true, &[("libcuda.so".into(), 0x20)]);
         assert_eq!(r.len(), 1);
