@@ -287,6 +287,10 @@ pub struct InspectArgs {
     /// loaded libraries): the binaries' own facts only, as `cuobjdump` lists them.
     #[arg(long)]
     pub no_libraries: bool,
+    /// Do not read device code, neither the binaries' nor their libraries': the loader tree, library and host
+    /// findings only. The fast answer to `cannot open shared object file` on a large tree.
+    #[arg(long, conflicts_with_all = ["deep", "no_libraries"])]
+    pub no_device_code: bool,
     /// Largest uncompressed size accepted for one fatbin entry, in MiB (bigger declarations are reported as
     /// damage, never allocated).
     #[arg(long, default_value_t = 256, value_name = "MIB")]

@@ -110,10 +110,12 @@ pub struct ElfFacts {
     pub version_needs: Vec<VersionNeed>,
     /// `DT_VERDEF`: the versions this object defines (the first is its own base name).
     pub version_defs: Vec<String>,
+    /// Defined, exported dynamic symbols.
+    pub defined_count: usize,
     /// Undefined dynamic symbols (what this object needs from others).
-    pub undefined_symbols: Vec<DynSymbol>,
-    /// Defined, exported dynamic symbols (what this object provides).
-    pub defined_symbols: Vec<DynSymbol>,
+    pub undefined_count: usize,
+    /// The undefined dynamic symbols that carry a version (the ones ld.so checks by version).
+    pub versioned_undefined: Vec<DynSymbol>,
     /// The object has a `.symtab` (it is not stripped).
     pub has_symtab: bool,
 }

@@ -72,7 +72,7 @@ fn resolution_matches_glibc_on_system_files() {
             continue; // static, or not something ld.so loads
         }
         // Only the loader facts: the fatbin reader is not under test here, and this keeps the test fast.
-        let Ok(view) = inspect::loader_view(f, &[]) else {
+        let Ok(view) = inspect::loader_view(f, inspect::RodataScan::CudaObjects) else {
             continue;
         };
         let b = BinaryFacts {

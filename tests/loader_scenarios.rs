@@ -421,7 +421,8 @@ fn cuda_libraries_loaded_with_dlopen_are_resolved_from_their_caller() {
         &[],
         &["-Wl,--enable-new-dtags", &runpath],
     );
-    // A library that names NVML in its read-only data, as frameworks do before dlopen-ing it.
+    // A library of the CUDA stack (it needs the runtime) that names NVML in its read-only data, as frameworks
+    // do before dlopen-ing it; and one outside the stack that names it too, which is not searched.
     let src = build::source(
         d,
         "nvml-user",
@@ -435,10 +436,26 @@ fn cuda_libraries_loaded_with_dlopen_are_resolved_from_their_caller() {
         &user.to_string_lossy(),
         &src.to_string_lossy(),
         "-Wl,-soname,libuser.so.1",
+        "-Wl,--no-as-needed",
+        &cudart.to_string_lossy(),
+    ]);
+    let src = build::source(
+        d,
+        "other",
+        "const char *name = \"libnvidia-ml.so.1\";\nconst char *g(void) { return name; }\n",
+    );
+    let other = d.join("rt/libother.so.1");
+    build::cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &other.to_string_lossy(),
+        &src.to_string_lossy(),
+        "-Wl,-soname,libother.so.1",
     ]);
     let main = exe(
         &d.join("main"),
-        &[&cudart, &user],
+        &[&cudart, &user, &other],
         &[&format!("-Wl,-rpath,{}", d.join("rt").display())],
     );
     let r = resolve(&main, &[]);
@@ -455,6 +472,11 @@ fn cuda_libraries_loaded_with_dlopen_are_resolved_from_their_caller() {
     let nvml = first(&r, "libnvidia-ml.so.1");
     assert!(nvml.dlopen);
     assert!(nvml.reason.as_deref().is_some_and(|w| w.contains(".rodata")));
+    assert_eq!(nvml.needed_by, user.to_string_lossy());
+    assert!(
+        r.libraries.iter().all(|l| l.needed_by != other.to_string_lossy()),
+        "a library outside the CUDA stack is not searched for dlopen names"
+    );
     // Near miss: a library that names nothing loads nothing at run time.
     assert!(
         r.libraries

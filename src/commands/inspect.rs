@@ -9,7 +9,13 @@ use std::io::Write;
 
 pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let opts = InspectOptions {
-        depth: if args.deep { Depth::Full } else { Depth::Headers },
+        depth: if args.no_device_code {
+            Depth::NoDeviceCode
+        } else if args.deep {
+            Depth::Full
+        } else {
+            Depth::Headers
+        },
         max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
     };
     let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
@@ -25,7 +31,9 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         }
         facts.binaries.extend(binaries);
     }
-    facts.loaded = loaded_device_code(&facts, &root, &opts);
+    if !args.no_device_code {
+        facts.loaded = loaded_device_code(&facts, &root, &opts);
+    }
     if let Some(snapshot) = &args.facts {
         let mut host = super::snapshot::load_host(snapshot)?;
         crate::host::enrich::with_matrix(&mut host, &matrix);

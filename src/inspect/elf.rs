@@ -30,10 +30,14 @@ pub fn facts(elf: &Elf<'_>) -> ElfFacts {
     let mut version_needs = Vec::new();
     if let Some(verneed) = &elf.verneed {
         for need in verneed.iter() {
-            let file = elf.dynstrtab.get_at(need.vn_file).unwrap_or("").to_string();
+            let file = super::elfparse::dynstr(elf, need.vn_file)
+                .unwrap_or("")
+                .to_string();
             let mut versions = Vec::new();
             for aux in need.iter() {
-                let name = elf.dynstrtab.get_at(aux.vna_name).unwrap_or("").to_string();
+                let name = super::elfparse::dynstr(elf, aux.vna_name)
+                    .unwrap_or("")
+                    .to_string();
                 version_names.insert(aux.vna_other, name.clone());
                 versions.push(name);
             }
@@ -44,14 +48,18 @@ pub fn facts(elf: &Elf<'_>) -> ElfFacts {
     if let Some(verdef) = &elf.verdef {
         for def in verdef.iter() {
             if let Some(aux) = def.iter().next() {
-                let name = elf.dynstrtab.get_at(aux.vda_name).unwrap_or("").to_string();
+                let name = super::elfparse::dynstr(elf, aux.vda_name)
+                    .unwrap_or("")
+                    .to_string();
                 version_names.insert(def.vd_ndx, name.clone());
                 version_defs.push(name);
             }
         }
     }
-    let mut undefined_symbols = Vec::new();
-    let mut defined_symbols = Vec::new();
+    // Every symbol is counted; only the undefined ones that carry a version are named (the version is read
+    // first, from `.gnu.version`, so a C++ library's hundred thousand unversioned imports cost no string reads).
+    let (mut defined_count, mut undefined_count) = (0, 0);
+    let mut versioned_undefined = Vec::new();
     for (i, sym) in elf.dynsyms.iter().enumerate() {
         if sym.st_name == 0 {
             continue;
@@ -67,25 +75,27 @@ pub fn facts(elf: &Elf<'_>) -> ElfFacts {
         ) {
             continue;
         }
-        let Some(name) = elf.dynstrtab.get_at(sym.st_name) else {
+        if sym.st_shndx != 0 {
+            // What an object defines is asked of its hash table when something needs it
+            // (`inspect::defines_versioned`), not copied out here.
+            defined_count += 1;
+            continue;
+        }
+        undefined_count += 1;
+        let versym = elf.versym.as_ref().and_then(|v| v.get_at(i));
+        let Some(v) = versym.filter(|v| v.version() > 1) else {
             continue;
         };
-        let versym = elf.versym.as_ref().and_then(|v| v.get_at(i));
-        let (version, hidden) = match versym {
-            Some(v) if v.version() > 1 => (version_names.get(&v.version()).cloned(), v.is_hidden()),
-            _ => (None, false),
+        let Some(name) = super::elfparse::dynstr(elf, sym.st_name) else {
+            continue;
         };
         let symbol = DynSymbol {
             name: name.to_string(),
-            version,
-            hidden,
+            version: version_names.get(&v.version()).cloned(),
+            hidden: v.is_hidden(),
             weak: bind == STB_WEAK,
         };
-        if sym.st_shndx == 0 {
-            undefined_symbols.push(symbol);
-        } else {
-            defined_symbols.push(symbol);
-        }
+        versioned_undefined.push(symbol);
     }
     ElfFacts {
         class: if elf.is_64 {
@@ -108,8 +118,9 @@ pub fn facts(elf: &Elf<'_>) -> ElfFacts {
         nodeflib: flags_1 & DF_1_NODEFLIB != 0,
         version_needs,
         version_defs,
-        undefined_symbols,
-        defined_symbols,
+        defined_count,
+        undefined_count,
+        versioned_undefined,
         has_symtab: super::elfparse::has_symtab(elf),
     }
 }
@@ -229,20 +240,20 @@ pub fn fatbin_regions(elf: &Elf<'_>, input: &Input<'_>) -> (Vec<Region>, Vec<(us
     // Unusual layouts: look for the container magic in the other data sections, within a bound, but only in
     // files that show they are CUDA programs (they register fatbins or link the runtime): scanning every
     // large host library for a magic number would cost more than everything else cudadiag does.
-    let cuda_evidence = elf
-        .libraries
-        .iter()
-        .any(|l| l.starts_with("libcudart.so") || l.starts_with("libcuda.so"))
-        || elf.dynsyms.iter().any(|s| {
-            elf.dynstrtab
-                .get_at(s.st_name)
-                .is_some_and(|n| n.starts_with("__cudaRegisterFatBinary"))
-        })
-        || elf
-            .section_headers
+    let cuda_evidence = || {
+        elf.libraries
             .iter()
-            .any(|sh| section_name(elf, sh) == ".nvFatBinSegment");
-    if regions.is_empty() && cuda_evidence {
+            .any(|l| l.starts_with("libcudart.so") || l.starts_with("libcuda.so"))
+            || elf.dynsyms.iter().any(|s| {
+                super::elfparse::dynstr(elf, s.st_name)
+                    .is_some_and(|n| n.starts_with("__cudaRegisterFatBinary"))
+            })
+            || elf
+                .section_headers
+                .iter()
+                .any(|sh| section_name(elf, sh) == ".nvFatBinSegment")
+    };
+    if regions.is_empty() && cuda_evidence() {
         let mut budget = SCAN_LIMIT;
         for sh in &elf.section_headers {
             if sh.sh_type != SHT_PROGBITS || budget == 0 {
@@ -295,9 +306,7 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, input: &Input<'_>, has_device_cod
     // Exported symbols are cheap to check; the full .symtab is searched only when the binary carries device
     // code (reading a 70 MB string table for every host library would cost more than all the rest).
     let defined = |name: &str| -> Option<(u64, u64)> {
-        elf.dynsyms
-            .iter()
-            .find(|s| s.st_shndx != 0 && s.st_value != 0 && elf.dynstrtab.get_at(s.st_name) == Some(name))
+        super::elfparse::dynsym_lookup(elf, data, name)
             .map(|s| (s.st_value, s.st_size))
             .or_else(|| {
                 has_device_code
@@ -311,7 +320,7 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, input: &Input<'_>, has_device_cod
         evidence.push("defines cudaRuntimeGetVersion".to_string());
     } else if defined("__cudaRegisterFatBinary").is_some() {
         evidence.push("defines __cudaRegisterFatBinary".to_string());
-    } else if has_device_code && contains(input, b"cudaErrorCudartUnloading") {
+    } else if has_device_code && rodata_contains(elf, input, b"cudaErrorCudartUnloading") {
         evidence.push("contains the CUDA runtime's error-name table (stripped static cudart)".to_string());
     }
     if evidence.is_empty() {
@@ -341,14 +350,7 @@ pub fn cudart(elf: &Elf<'_>, facts: &ElfFacts, input: &Input<'_>, has_device_cod
 pub fn library_runtime_version(data: &[u8]) -> Option<String> {
     let (elf, _) = super::elfparse::parse(data).ok()?;
     let input = Input::bytes(data);
-    let (addr, size) = elf
-        .dynsyms
-        .iter()
-        .find(|s| {
-            s.st_shndx != 0
-                && s.st_value != 0
-                && elf.dynstrtab.get_at(s.st_name) == Some("cudaRuntimeGetVersion")
-        })
+    let (addr, size) = super::elfparse::dynsym_lookup(&elf, data, "cudaRuntimeGetVersion")
         .map(|s| (s.st_value, s.st_size))
         .or_else(|| super::elfparse::symtab_lookup(&elf, &input, "cudaRuntimeGetVersion"))?;
     let (v, _) = version_from_function(&elf, data, addr, size)?;
@@ -408,14 +410,21 @@ fn version_from_accessor_pattern(elf: &Elf<'_>, input: &Input<'_>) -> Option<(u3
     })
 }
 
-/// Whether `needle` occurs in the input (read in chunks, not through the map).
-fn contains(input: &Input<'_>, needle: &[u8]) -> bool {
+/// Whether `needle` occurs in the read-only data (`.rodata*`), read in chunks, not through the map. The
+/// runtime's tables are there; the rest of a large library (its device code above all) is not read.
+fn rodata_contains(elf: &Elf<'_>, input: &Input<'_>, needle: &[u8]) -> bool {
     let finder = memchr::memmem::Finder::new(needle);
-    input
-        .chunks(0, input.len(), 1 << 20, needle.len(), |_, c| {
-            finder.find(c).map(|_| ())
-        })
-        .is_some()
+    elf.section_headers.iter().any(|sh| {
+        let Some((start, end)) = file_range(sh, input.len()) else {
+            return false;
+        };
+        section_name(elf, sh).starts_with(".rodata")
+            && input
+                .chunks(start, end, 1 << 20, needle.len(), |_, c| {
+                    finder.find(c).map(|_| ())
+                })
+                .is_some()
+    })
 }
 
 /// The version constant `cudaRuntimeGetVersion` stores (`13000` for 13.0): the first x86-64

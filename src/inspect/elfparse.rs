@@ -9,7 +9,7 @@
 
 use super::input::Input;
 use goblin::container::{Container, Ctx, Endian};
-use goblin::elf::dynamic::{DT_RPATH, DT_RUNPATH, Dynamic};
+use goblin::elf::dynamic::{DT_NEEDED, DT_RPATH, DT_RUNPATH, Dynamic};
 use goblin::elf::section_header::{SHT_DYNSYM, SHT_SYMTAB, SectionHeader};
 use goblin::elf::{Elf, ProgramHeader, Symtab, program_header, symver};
 use goblin::strtab::Strtab;
@@ -63,24 +63,33 @@ pub fn parse(bytes: &[u8]) -> goblin::error::Result<(Elf<'_>, Vec<String>)> {
     };
     if let Some(dynamic) = &dynamic {
         let info = &dynamic.info;
-        match Strtab::parse(bytes, info.strtab, info.strsz, 0) {
-            Ok(t) => elf.dynstrtab = t,
-            Err(e) => damage.push(format!("dynamic string table: {e}")),
+        // Unparsed: strings are read where they are asked for ([`dynstr`]). Splitting the whole table up
+        // front (goblin's `Strtab::parse`) costs megabytes of work for a C++ library's mangled names.
+        match info
+            .strtab
+            .checked_add(info.strsz)
+            .and_then(|end| bytes.get(info.strtab..end))
+        {
+            Some(table) => elf.dynstrtab = Strtab::new(table, 0),
+            None => damage.push(format!(
+                "dynamic string table: {} bytes at 0x{:x} do not fit in the file",
+                info.strsz, info.strtab
+            )),
         }
         if info.soname != 0 {
-            elf.soname = elf.dynstrtab.get_at(info.soname);
-        }
-        if info.needed_count > 0 {
-            elf.libraries = dynamic.get_libraries(&elf.dynstrtab);
+            elf.soname = dynstr(&elf, info.soname);
         }
         for d in &dynamic.dyns {
-            let list = match d.d_tag {
-                DT_RPATH => &mut elf.rpaths,
-                DT_RUNPATH => &mut elf.runpaths,
-                _ => continue,
+            if !matches!(d.d_tag, DT_NEEDED | DT_RPATH | DT_RUNPATH) {
+                continue;
+            }
+            let Some(s) = dynstr(&elf, d.d_val as usize) else {
+                continue;
             };
-            if let Some(path) = elf.dynstrtab.get_at(d.d_val as usize) {
-                list.push(path);
+            match d.d_tag {
+                DT_NEEDED => elf.libraries.push(s),
+                DT_RPATH => elf.rpaths.push(s),
+                _ => elf.runpaths.push(s),
             }
         }
         // The symbol count comes from the .dynsym section header, or (no section headers, as ld.so sees a
@@ -126,6 +135,86 @@ pub fn parse(bytes: &[u8]) -> goblin::error::Result<(Elf<'_>, Vec<String>)> {
         Err(e) => damage.push(format!("version needs: {e}")),
     }
     Ok((elf, damage))
+}
+
+/// The string at `offset` of `.dynstr` (`None`: out of the table, or not UTF-8).
+pub fn dynstr<'a>(elf: &Elf<'a>, offset: usize) -> Option<&'a str> {
+    // goblin deprecates `get` in favour of `get_at`, which needs the table split up front; for the few strings
+    // asked of a large table, reading one string where it lies is the cheaper way.
+    #[allow(deprecated)]
+    elf.dynstrtab.get(offset)?.ok()
+}
+
+/// The exported (defined) dynamic symbol `name`, found as ld.so finds it: through `DT_GNU_HASH` when the file
+/// has one (a few probes instead of a walk over every symbol), else by walking `.dynsym`.
+pub fn dynsym_lookup(elf: &Elf<'_>, bytes: &[u8], name: &str) -> Option<goblin::elf::Sym> {
+    let defined = |s: &goblin::elf::Sym| s.st_shndx != 0 && s.st_value != 0;
+    let gnu_hash = elf.dynamic.as_ref().and_then(|d| d.info.gnu_hash);
+    if let (Some(off), true) = (gnu_hash, elf.little_endian) {
+        return gnu_hash_find(elf, bytes, off as usize, name).filter(defined);
+    }
+    elf.dynsyms
+        .iter()
+        .find(|s| defined(s) && dynstr(elf, s.st_name) == Some(name))
+}
+
+/// `DT_GNU_HASH` lookup (the layout of `dl_new_hash`/`do_lookup_x` in glibc): the bucket of the name's hash
+/// gives the first symbol of a chain; chain words hold the hashes with bit 0 marking the chain's end.
+fn gnu_hash_find(elf: &Elf<'_>, data: &[u8], off: usize, name: &str) -> Option<goblin::elf::Sym> {
+    let mut found = None;
+    gnu_hash_each(elf, data, off, name, |_, sym| {
+        found = Some(sym);
+        true
+    });
+    found
+}
+
+/// Calls `f(index, symbol)` for each `.dynsym` entry named `name` in the `DT_GNU_HASH` chain (a name may be
+/// defined in several versions); stops when `f` returns true. Returns false when the table is unreadable.
+pub fn gnu_hash_each(
+    elf: &Elf<'_>,
+    data: &[u8],
+    off: usize,
+    name: &str,
+    mut f: impl FnMut(usize, goblin::elf::Sym) -> bool,
+) -> bool {
+    let word = |at: usize| -> Option<u32> {
+        let b = data.get(at..at.checked_add(4)?)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let h = name
+        .bytes()
+        .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
+    let mut walk = || -> Option<()> {
+        let (nbuckets, symoffset, bloom) = (word(off)?, word(off + 4)?, word(off + 8)?);
+        if nbuckets == 0 {
+            return Some(());
+        }
+        let buckets = off
+            .checked_add(16)?
+            .checked_add((bloom as usize).checked_mul(if elf.is_64 { 8 } else { 4 })?)?;
+        let chains = buckets.checked_add((nbuckets as usize).checked_mul(4)?)?;
+        let mut i = word(buckets.checked_add((h % nbuckets) as usize * 4)?)?;
+        if i < symoffset {
+            return Some(());
+        }
+        // A chain is as long as the symbol table at most.
+        for _ in 0..elf.dynsyms.len() {
+            let ch = word(chains.checked_add((i - symoffset) as usize * 4)?)?;
+            if ch | 1 == h | 1 {
+                let sym = elf.dynsyms.get(i as usize)?;
+                if dynstr(elf, sym.st_name) == Some(name) && f(i as usize, sym) {
+                    return Some(());
+                }
+            }
+            if ch & 1 != 0 {
+                return Some(());
+            }
+            i = i.checked_add(1)?;
+        }
+        Some(())
+    };
+    walk().is_some()
 }
 
 /// Number of `.dynsym` entries from `DT_GNU_HASH` (the table does not store it: the last chain ends it).

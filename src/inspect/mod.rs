@@ -27,6 +27,8 @@ pub enum Depth {
     Headers,
     /// Decompress and parse every payload (kernel names, PTX directives, every toolkit note).
     Full,
+    /// No device code at all: the host ELF's facts only (for questions about loading, not running).
+    NoDeviceCode,
 }
 
 /// Knobs for [`path`] and [`bytes`].
@@ -195,6 +197,11 @@ fn host_elf(input: &Input<'_>, facts: &mut BinaryFacts, opts: &InspectOptions) {
         }
     };
     let elf_facts = elf::facts(&elf);
+    if opts.depth == Depth::NoDeviceCode {
+        facts.cudart = elf::cudart(&elf, &elf_facts, input, false);
+        facts.elf = Some(elf_facts);
+        return;
+    }
     let (regions, wrapper_problems) = elf::fatbin_regions(&elf, input);
     for (offset, message) in wrapper_problems {
         facts.problems.push(Problem {
@@ -312,54 +319,301 @@ fn raw_ptx(data: &[u8], facts: &mut BinaryFacts) {
     });
 }
 
-/// What the loader emulation needs from one ELF file: its loader facts, and the NUL-terminated strings of its
-/// read-only data that contain one of `needles` (library names passed to `dlopen`), with their file offsets.
+/// What the loader emulation needs from one ELF file: its loader facts, and where to look for the names of
+/// the libraries it passes to `dlopen`.
 #[derive(Debug, Clone)]
 pub struct LoaderView {
     /// Loader facts, `None` when the file is not a host ELF that goblin can read.
     pub elf: Option<crate::facts::ElfFacts>,
-    /// Strings of `.rodata` holding a needle, with their file offsets.
-    pub strings: Vec<(String, u64)>,
+    /// The file ranges of `.rodata` to search for `dlopen` names (empty: the object is not searched).
+    pub rodata: Vec<(u64, u64)>,
 }
 
-/// Reads only the parts of an ELF file the loader needs: the dynamic section, symbol versions and, for
-/// `needles`, the matching strings of `.rodata`. Fatbins are not touched, so resolving a large tree stays fast.
-pub fn loader_view(path: &Path, needles: &[&[u8]]) -> std::io::Result<LoaderView> {
+/// Names of libraries that make an object part of a CUDA stack: an object that needs one of them, or is one,
+/// may `dlopen` other CUDA libraries. Prefixes of sonames.
+pub const CUDA_LIBRARY_PREFIXES: &[&str] = &[
+    "libcuda.so",
+    "libcudart",
+    "libcublas",
+    "libcufft",
+    "libcurand",
+    "libcusolver",
+    "libcusparse",
+    "libcufile",
+    "libcudnn",
+    "libcupti",
+    "libnvrtc",
+    "libnvJitLink",
+    "libnvidia-ml",
+    "libnccl",
+    "libnvshmem",
+    "libnpp",
+    "libnvToolsExt",
+    "libnvblas",
+    "libcutensor",
+];
+
+/// Which objects [`loader_view`] searches for `dlopen` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RodataScan {
+    /// Every object (the inspected binary itself: whatever it is, its own strings are worth reading).
+    Always,
+    /// Only objects of a CUDA stack: ones that carry device code, need a CUDA library or are one. A system or
+    /// framework library with no tie to CUDA does not load CUDA libraries, and reading the `.rodata` of every
+    /// library in a tree (hundreds of MB for PyTorch's) would cost more than resolving the tree.
+    CudaObjects,
+}
+
+/// Reads only the parts of an ELF file the loader needs: the dynamic section, symbol versions and, for the
+/// objects `scan` selects, where their `.rodata` lies ([`rodata_strings`] searches it). Fatbins are not
+/// touched, so resolving a large tree stays fast.
+pub fn loader_view(path: &Path, scan: RodataScan) -> std::io::Result<LoaderView> {
     let (_file, map) = source::map(path)?;
     let data: &[u8] = &map;
     let Some((elf, _damage)) = elfparse::parse(data).ok() else {
         return Ok(LoaderView {
             elf: None,
-            strings: Vec::new(),
+            rodata: Vec::new(),
         });
     };
-    let mut strings = Vec::new();
-    if !needles.is_empty() {
-        for sh in &elf.section_headers {
-            if elf.shdr_strtab.get_at(sh.sh_name) != Some(".rodata") {
-                continue;
-            }
-            let start = sh.sh_offset as usize;
-            let Some(section) = data.get(start..start.saturating_add(sh.sh_size as usize)) else {
-                continue;
-            };
-            for needle in needles {
-                for hit in memchr::memmem::find_iter(section, needle) {
-                    let from = memchr::memrchr(0, &section[..hit]).map_or(0, |p| p + 1);
-                    let to = memchr::memchr(0, &section[hit..]).map_or(section.len(), |p| hit + p);
-                    if to - from > 256 {
-                        continue;
-                    }
-                    let s = String::from_utf8_lossy(&section[from..to]).into_owned();
-                    if !strings.iter().any(|(x, _)| *x == s) {
-                        strings.push((s, (start + from) as u64));
-                    }
-                }
+    let cuda_name = |n: &str| CUDA_LIBRARY_PREFIXES.iter().any(|p| n.starts_with(p));
+    let section = |sh: &goblin::elf::SectionHeader| elf.shdr_strtab.get_at(sh.sh_name);
+    let wanted = scan == RodataScan::Always
+        || elf.libraries.iter().any(|n| cuda_name(n))
+        || elf.soname.is_some_and(cuda_name)
+        || elf
+            .section_headers
+            .iter()
+            .any(|sh| matches!(section(sh), Some(".nv_fatbin" | ".nvFatBinSegment")));
+    let rodata = if wanted {
+        elf.section_headers
+            .iter()
+            .filter(|sh| section(sh) == Some(".rodata"))
+            .filter(|sh| {
+                sh.sh_offset
+                    .checked_add(sh.sh_size)
+                    .is_some_and(|e| e <= data.len() as u64)
+            })
+            .map(|sh| (sh.sh_offset, sh.sh_size))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(LoaderView {
+        elf: Some(elf::facts(&elf)),
+        rodata,
+    })
+}
+
+/// For each `(name, version)` of `queries`: does the ELF file at `path` define `name` in `version` (hidden or
+/// default), as ld.so's `check_match` would accept for a versioned reference? Found through `DT_GNU_HASH`, or
+/// a walk of `.dynsym` when the file has none. `None` when the file cannot be read.
+pub fn defines_versioned(path: &Path, queries: &[(&str, &str)]) -> Option<Vec<bool>> {
+    let (_file, map) = source::map(path).ok()?;
+    let data: &[u8] = &map;
+    let (elf, _) = elfparse::parse(data).ok()?;
+    let mut names: std::collections::HashMap<u16, &str> = std::collections::HashMap::new();
+    if let Some(verdef) = &elf.verdef {
+        for def in verdef.iter() {
+            if let Some(name) = def
+                .iter()
+                .next()
+                .and_then(|aux| elfparse::dynstr(&elf, aux.vda_name))
+            {
+                names.insert(def.vd_ndx, name);
             }
         }
     }
-    Ok(LoaderView {
-        elf: Some(elf::facts(&elf)),
-        strings,
-    })
+    let version_of = |i: usize| -> Option<&str> {
+        let v = elf.versym.as_ref()?.get_at(i)?;
+        names.get(&v.version()).copied()
+    };
+    let defined = |s: &goblin::elf::Sym| s.st_shndx != 0;
+    let gnu_hash = elf
+        .dynamic
+        .as_ref()
+        .and_then(|d| d.info.gnu_hash)
+        .filter(|_| elf.little_endian);
+    let linear: Option<std::collections::HashSet<(&str, &str)>> = gnu_hash.is_none().then(|| {
+        elf.dynsyms
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| defined(s))
+            .filter_map(|(i, s)| Some((elfparse::dynstr(&elf, s.st_name)?, version_of(i)?)))
+            .collect()
+    });
+    Some(
+        queries
+            .iter()
+            .map(|&(name, version)| match (&linear, gnu_hash) {
+                (Some(set), _) => set.contains(&(name, version)),
+                (None, Some(off)) => {
+                    let mut hit = false;
+                    elfparse::gnu_hash_each(&elf, data, off as usize, name, |i, s| {
+                        hit = defined(&s) && version_of(i) == Some(version);
+                        hit
+                    });
+                    hit
+                }
+                (None, None) => false,
+            })
+            .collect(),
+    )
+}
+
+/// Longest string [`rodata_strings`] keeps (library names are short; longer strings are messages).
+pub const RODATA_STRING_MAX: usize = 256;
+
+/// One part of a `.rodata` search: the bytes `start..end` are read; a part that is not the first of its
+/// section (`from_start` false) skips hits in its first [`RODATA_STRING_MAX`] bytes and one that is not the
+/// last (`to_end` false) leaves hits in its last ones, so that parts overlapping by that much together see
+/// every string whole and exactly once per part boundary. [`rodata_parts`] cuts a section so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RodataPart {
+    /// First byte read (file offset).
+    pub start: u64,
+    /// End of the bytes read (file offset, exclusive).
+    pub end: u64,
+    /// The part begins its section: hits from its first byte count.
+    pub from_start: bool,
+    /// The part ends its section: hits up to its last byte count.
+    pub to_end: bool,
+}
+
+/// Cuts the section `start..start + size` into parts of about `piece` bytes, for several threads.
+pub fn rodata_parts(start: u64, size: u64, piece: u64) -> Vec<RodataPart> {
+    let max = RODATA_STRING_MAX as u64;
+    let end = start.saturating_add(size);
+    let piece = piece.max(8 * max);
+    let mut parts = Vec::new();
+    let mut at = start;
+    while at < end {
+        let next = if end - at <= piece + piece / 2 {
+            end
+        } else {
+            at + piece
+        };
+        parts.push(RodataPart {
+            start: if at == start { at } else { at - max },
+            end: if next == end { end } else { next + max },
+            from_start: at == start,
+            to_end: next == end,
+        });
+        at = next;
+    }
+    parts
+}
+
+/// The NUL-terminated strings in `part` of the file at `path` that contain one of `needles` (library names
+/// passed to `dlopen`), with their file offsets. Read with positioned reads in 1 MiB chunks: one pass over a
+/// large `.rodata` that way costs less than faulting it in through a map.
+pub fn rodata_strings(path: &Path, part: RodataPart, needles: &[&[u8]]) -> Vec<(String, u64)> {
+    const MAX: usize = RODATA_STRING_MAX;
+    let mut strings: Vec<(String, u64)> = Vec::new();
+    if part.end <= part.start {
+        return strings;
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return strings;
+    };
+    // Every library name holds ".so", a pair of bytes rare enough in read-only data for a vectorised search;
+    // the string around each hit is then checked for the needles.
+    let finder = memchr::memmem::Finder::new(b".so");
+    let mut buf = vec![0u8; (1 << 20) + 2 * MAX];
+    let (start, end) = (part.start, part.end);
+    let mut off = start;
+    while off < end {
+        let len = (buf.len() as u64).min(end - off) as usize;
+        let Ok(()) = std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf[..len], off) else {
+            break;
+        };
+        let chunk = &buf[..len];
+        let last = off + len as u64 >= end;
+        // Chunks overlap by 2 * MAX bytes. A chunk takes the hits in `first..stop`: each of those has its
+        // whole string inside the chunk; the next chunk starts with the hits from `stop` on, MAX into it.
+        let first = if off == start && part.from_start { 0 } else { MAX };
+        let stop = if last && part.to_end {
+            len
+        } else {
+            len.saturating_sub(MAX)
+        };
+        let mut at = first;
+        while at < stop
+            && let Some(i) = finder.find(&chunk[at..stop])
+        {
+            let hit = at + i;
+            at = hit + 1;
+            let lo = hit.saturating_sub(MAX);
+            let from = memchr::memrchr(0, &chunk[lo..hit]).map_or(lo, |p| lo + p + 1);
+            let hi = (hit + MAX).min(len);
+            let to = memchr::memchr(0, &chunk[hit..hi]).map_or(hi, |p| hit + p);
+            at = at.max(to.min(stop));
+            let string = &chunk[from..to];
+            if string.len() >= MAX || !needles.iter().any(|n| memchr::memmem::find(string, n).is_some()) {
+                continue;
+            }
+            let s = String::from_utf8_lossy(string).into_owned();
+            if !strings.iter().any(|(x, _)| *x == s) {
+                strings.push((s, off + from as u64));
+            }
+        }
+        if last {
+            break;
+        }
+        off += (len - 2 * MAX) as u64;
+    }
+    strings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names placed across chunk and part boundaries are each found whole, once, at their offset; fragments
+    /// and long strings are not.
+    #[test]
+    fn rodata_strings_sees_every_name_across_boundaries() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("rodata");
+        let mut data = vec![b'x'; 3 << 20];
+        // Names around the 1 MiB chunk edges and every 64 KiB (parts below are 64 KiB).
+        let mut placed = Vec::new();
+        let mut at = 100usize;
+        let mut k = 0;
+        while at + 64 < data.len() {
+            let name = format!("libcuda.so.{k}");
+            data[at - 1] = 0;
+            data[at..at + name.len()].copy_from_slice(name.as_bytes());
+            data[at + name.len()] = 0;
+            placed.push((name, at as u64));
+            k += 1;
+            at += if k % 2 == 0 { 65_531 } else { 1 << 20 } - 700 + k;
+        }
+        // A name at the very start and one at the very end of the range.
+        data[0] = b'l';
+        let head = b"libnvrtc.so.13\0";
+        data[..head.len()].copy_from_slice(head);
+        let n = data.len();
+        let tail = b"\0libnvidia-ml.so.1";
+        data[n - tail.len()..].copy_from_slice(tail);
+        // Too long to be a name, and a name with no needle.
+        data[2_000_000] = 0;
+        data[2_000_001..2_000_400].fill(b'y');
+        data[2_000_400..2_000_412].copy_from_slice(b"libcuda.so.9");
+        data[2_000_412] = 0;
+        std::fs::write(&path, &data).unwrap();
+        let mut want: Vec<(String, u64)> = placed;
+        want.push(("libnvrtc.so.13".into(), 0));
+        want.push(("libnvidia-ml.so.1".into(), (n - tail.len() + 1) as u64));
+        want.sort_by_key(|w| w.1);
+        for piece in [64 << 10, 1 << 20, 16 << 20] {
+            let mut got: Vec<(String, u64)> = rodata_parts(0, n as u64, piece)
+                .into_iter()
+                .flat_map(|p| rodata_strings(&path, p, &[b"libcuda.so", b"libnvrtc", b"libnvidia-ml.so"]))
+                .collect();
+            got.sort_by_key(|g| g.1);
+            got.dedup();
+            assert_eq!(got, want, "parts of {piece} bytes");
+        }
+    }
 }

@@ -210,8 +210,10 @@ pub struct LoadedObject {
     pub version_defs: Vec<String>,
     /// Undefined dynamic symbols that carry a version.
     pub needs: Vec<DynSymbol>,
-    /// Defined dynamic symbols that carry a version.
-    pub provides: Vec<DynSymbol>,
+    /// Of [`LoadedObject::needs`], the strong references to a version some object of the process defines, but
+    /// that no object defines in that version: ld.so's `undefined symbol: NAME, version V`. (A version no
+    /// object defines is the `version 'V' not found` error instead, read from the version tables.)
+    pub unbound: Vec<DynSymbol>,
 }
 
 /// What an object is in the process.

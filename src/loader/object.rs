@@ -53,6 +53,75 @@ pub struct Candidate {
     pub id: (u64, u64),
     /// Its loader facts.
     pub view: LoaderView,
+    /// Where the file is read on this host (under the root).
+    pub host: std::path::PathBuf,
+    /// Its `.rodata` strings that name a library it may `dlopen` ([`DLOPEN_NEEDLES`]), filled on demand
+    /// ([`fill_strings`]).
+    pub strings: std::cell::OnceCell<Vec<(String, u64)>>,
+}
+
+/// Searches the `.rodata` of every candidate in `cands` whose strings are not read yet, on several threads,
+/// each taking parts of a few MB: for a large tree (PyTorch's CUDA libraries hold 150 MB of read-only data,
+/// 46 MB of it in cuBLASLt) this is most of the loader's reading.
+pub fn fill_strings(cands: &[Rc<Candidate>]) {
+    const PIECE: u64 = 4 << 20;
+    let todo: Vec<&Candidate> = cands
+        .iter()
+        .map(|c| &**c)
+        .filter(|c| c.strings.get().is_none())
+        .collect();
+    let jobs: Vec<(usize, &std::path::Path, inspect::RodataPart)> = todo
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            c.view.rodata.iter().flat_map(move |&(start, size)| {
+                inspect::rodata_parts(start, size, PIECE)
+                    .into_iter()
+                    .map(move |p| (i, c.host.as_path(), p))
+            })
+        })
+        .collect();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut mine = Vec::new();
+        loop {
+            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(&(i, path, part)) = jobs.get(k) else {
+                break;
+            };
+            mine.push((i, inspect::rodata_strings(path, part, DLOPEN_NEEDLES)));
+        }
+        mine
+    };
+    let found: Vec<(usize, Vec<(String, u64)>)> = if workers <= 1 {
+        work()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    };
+    let mut per: Vec<Vec<(String, u64)>> = vec![Vec::new(); todo.len()];
+    for (i, strings) in found {
+        for (s, off) in strings {
+            let list = &mut per[i];
+            match list.iter_mut().find(|(x, _)| *x == s) {
+                // The first occurrence in the file, whichever thread saw it.
+                Some(e) => e.1 = e.1.min(off),
+                None => list.push((s, off)),
+            }
+        }
+    }
+    for (c, mut strings) in todo.into_iter().zip(per) {
+        strings.sort_by_key(|&(_, off)| off);
+        let _ = c.strings.set(strings);
+    }
 }
 
 /// Reads and remembers candidate files, and what is read once per machine (the platform, `ld.so.cache`).
@@ -62,6 +131,11 @@ pub struct Files {
     seen: HashMap<String, Rc<Candidate>>,
     platforms: HashMap<(u16, bool, Option<String>), Rc<Platform>>,
     ld_cache: Option<Rc<(Option<LdCache>, String)>>,
+    /// Directories already resolved to real paths (`None`: missing), so that a name tried in the same
+    /// directory for every library costs one `lstat`, not one per component of the directory.
+    dirs: HashMap<String, Option<std::path::PathBuf>>,
+    /// [`super::search::Context::intended`] answers, by platform, directories and name.
+    pub(super) intended: HashMap<String, Option<super::Intended>>,
 }
 
 impl Files {
@@ -95,12 +169,26 @@ impl Files {
             .clone()
     }
 
+    /// The real path of the machine path `path`, its directory resolved once per run.
+    fn resolve(&mut self, root: &Root, path: &str) -> Option<std::path::PathBuf> {
+        let p = Path::new(path);
+        let (Some(dir), Some(name)) = (p.parent(), p.file_name()) else {
+            return root.resolve(p).ok();
+        };
+        let real_dir = self
+            .dirs
+            .entry(dir.to_string_lossy().into_owned())
+            .or_insert_with(|| root.resolve(dir).ok())
+            .clone()?;
+        root.resolve_from(real_dir, Path::new(name)).ok()
+    }
+
     /// Verifies `path` (a machine path) for the loader of `p`.
     pub fn verify(&mut self, root: &Root, p: &Platform, path: &str) -> Verdict {
         use std::os::unix::fs::MetadataExt;
-        let real = match root.resolve(Path::new(path)) {
-            Ok(r) => r,
-            Err(_) => return Verdict::Absent,
+        let real = match self.resolve(root, path) {
+            Some(r) => r,
+            None => return Verdict::Absent,
         };
         let real_s = real.to_string_lossy().into_owned();
         if let Some(c) = self.seen.get(&real_s) {
@@ -122,7 +210,7 @@ impl Files {
         if let Some(v) = check_header(&head[..n], p) {
             return v;
         }
-        let view = match inspect::loader_view(&host, DLOPEN_NEEDLES) {
+        let view = match inspect::loader_view(&host, inspect::RodataScan::CudaObjects) {
             Ok(v) => v,
             Err(e) => return Verdict::Unreadable(e.to_string()),
         };
@@ -133,6 +221,8 @@ impl Files {
             realpath: real_s.clone(),
             id: (meta.dev(), meta.ino()),
             view,
+            host,
+            strings: std::cell::OnceCell::new(),
         });
         self.seen.insert(real_s, c.clone());
         Verdict::Ok(c)

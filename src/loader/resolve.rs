@@ -39,18 +39,8 @@ fn object_from(path: String, realpath: String, e: &ElfFacts, role: Role) -> Load
         nodeflib: e.nodeflib,
         version_needs: e.version_needs.clone(),
         version_defs: e.version_defs.clone(),
-        needs: e
-            .undefined_symbols
-            .iter()
-            .filter(|s| s.version.is_some())
-            .cloned()
-            .collect(),
-        provides: e
-            .defined_symbols
-            .iter()
-            .filter(|s| s.version.is_some())
-            .cloned()
-            .collect(),
+        needs: e.versioned_undefined.clone(),
+        unbound: Vec::new(),
     }
 }
 
@@ -224,13 +214,15 @@ pub fn resolve_with(
         names: vec![vec![main_path]],
         ids: vec![file_id(path)],
         views: vec![
-            crate::inspect::loader_view(path, super::object::DLOPEN_NEEDLES)
+            crate::inspect::loader_view(path, crate::inspect::RodataScan::Always)
                 .ok()
                 .map(|view| {
                     Rc::new(Candidate {
                         realpath: String::new(),
                         id: (0, 0),
                         view,
+                        host: path.to_path_buf(),
+                        strings: std::cell::OnceCell::new(),
                     })
                 }),
         ],
@@ -282,9 +274,13 @@ pub fn resolve_with(
     let mut i = 0;
     while i < st.res.objects.len() {
         let before = st.res.objects.len();
+        if st.views[i].as_ref().is_some_and(|c| c.strings.get().is_none()) {
+            let pending: Vec<Rc<Candidate>> = st.views[i..].iter().flatten().cloned().collect();
+            super::object::fill_strings(&pending);
+        }
         let strings = st.views[i]
             .as_ref()
-            .map(|c| c.view.strings.clone())
+            .and_then(|c| c.strings.get().cloned())
             .unwrap_or_default();
         let cudart_static = i == 0 && b.cudart.linkage == crate::facts::CudartLinkage::Static;
         for (name, reason) in super::dlopen::requests(&st.res.objects[i], cudart_static, &strings) {
@@ -295,8 +291,69 @@ pub fn resolve_with(
         }
         i += 1;
     }
+    bind_versioned(&mut st.res, &st.views);
     super::copies::fill(root, &mut st.res);
     Some(st.res)
+}
+
+/// Looks up every versioned symbol each object needs in the objects that define its version, as ld.so's
+/// symbol lookup (`check_match` in `elf/dl-lookup.c`) accepts a definition of the right name and version from
+/// any object in scope. Each defining file is opened once and asked through its hash table, so only the
+/// symbols something needs are read. Fills [`LoadedObject::unbound`].
+fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
+    // (consumer, index in its needs) per query, grouped by the objects defining the version.
+    let mut queries: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
+    let mut wanted: Vec<(usize, usize)> = Vec::new();
+    for (ci, o) in res.objects.iter().enumerate() {
+        for (si, s) in o.needs.iter().enumerate() {
+            let Some(v) = s.version.as_deref() else { continue };
+            // Only versions the consumer needs from another file; weak references may stay unresolved.
+            let from_file = o.version_needs.iter().any(|n| n.versions.iter().any(|x| x == v));
+            if s.weak || !from_file {
+                continue;
+            }
+            let providers: Vec<usize> = res
+                .objects
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.version_defs.iter().any(|d| d == v))
+                .map(|(pi, _)| pi)
+                .collect();
+            if providers.is_empty() {
+                continue;
+            }
+            wanted.push((ci, si));
+            for pi in providers {
+                queries.entry(pi).or_default().push((ci, si));
+            }
+        }
+    }
+    let mut bound: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
+    for (pi, qs) in &queries {
+        let Some(Some(cand)) = views.get(*pi) else {
+            continue;
+        };
+        let asked: Vec<(&str, &str)> = qs
+            .iter()
+            .map(|&(ci, si)| {
+                let s = &res.objects[ci].needs[si];
+                (s.name.as_str(), s.version.as_deref().unwrap_or(""))
+            })
+            .collect();
+        match crate::inspect::defines_versioned(&cand.host, &asked) {
+            Some(answers) => {
+                bound.extend(qs.iter().zip(answers).filter(|(_, a)| *a).map(|(q, _)| *q));
+            }
+            // An unreadable provider proves nothing: count its symbols as there.
+            None => bound.extend(qs.iter().copied()),
+        }
+    }
+    for (ci, si) in wanted {
+        if !bound.contains(&(ci, si)) {
+            let s = res.objects[ci].needs[si].clone();
+            res.objects[ci].unbound.push(s);
+        }
+    }
 }
 
 fn file_id(path: &Path) -> Option<(u64, u64)> {

@@ -467,17 +467,30 @@ impl Context<'_> {
             self.platform,
             self.secure,
         );
+        // Every library of a directory shares its RUNPATH, and most names are asked by many of them: the
+        // answer depends only on the directories, the name and the platform.
+        let mut key = format!("{}:{}:{how:?}:{name}", self.platform.machine, self.platform.is_64);
+        for d in &dirs {
+            key.push('\0');
+            key.push_str(d);
+        }
+        if let Some(known) = files.intended.get(&key) {
+            return known.clone();
+        }
         let mut scratch = Vec::new();
         let mut oc = None;
-        let (path, c) = self
+        let found = self
             .open_path(files, name, &dirs, how, None, &mut scratch, &mut oc)
-            .ok()??;
-        Some(Intended {
-            how,
-            version: super::version_from_name(&c.realpath),
-            realpath: c.realpath.clone(),
-            path,
-        })
+            .ok()
+            .flatten()
+            .map(|(path, c)| Intended {
+                how,
+                version: super::version_from_name(&c.realpath),
+                realpath: c.realpath.clone(),
+                path,
+            });
+        files.intended.insert(key, found.clone());
+        found
     }
 }
 

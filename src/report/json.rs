@@ -283,8 +283,8 @@ fn binary(b: &BinaryFacts) -> Binary<'_> {
             nodeflib: e.nodeflib,
             version_needs: &e.version_needs,
             version_defs: &e.version_defs,
-            defined_symbols: e.defined_symbols.len(),
-            undefined_symbols: e.undefined_symbols.len(),
+            defined_symbols: e.defined_count,
+            undefined_symbols: e.undefined_count,
             stripped: !e.has_symtab,
         }),
         cudart: Cudart {

@@ -4,10 +4,13 @@
 
 use crate::findings::{Code, Finding, Severity};
 use crate::loader::{How, Library, Resolution, StepResult};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The driver library, loaded with `dlopen` by every CUDA runtime.
 pub const LIBCUDA: &str = "libcuda.so.1";
+
+/// NVML, the driver's management library, loaded with `dlopen` by frameworks, NCCL and cuFile.
+pub const LIBNVML: &str = "libnvidia-ml.so.1";
 
 /// Every loader finding for every resolution.
 pub fn evaluate(resolutions: &[Resolution]) -> Vec<Finding> {
@@ -104,6 +107,10 @@ pub fn fix_for_missing(l: &Library) -> String {
 pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
+    let libcuda_found = r
+        .libraries
+        .iter()
+        .any(|l| l.soname == LIBCUDA && l.how != How::NotFound);
     for l in &r.libraries {
         if l.how != How::NotFound || !seen.insert(l.soname.clone()) {
             continue;
@@ -111,6 +118,16 @@ pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
         // The driver library is the driver rules' question (`libcuda-not-found`, `no-driver`): they know whether
         // this machine is meant to have one. Its resolution and trail stay in the facts for them to cite.
         if l.dlopen && l.soname == LIBCUDA {
+            continue;
+        }
+        // NVML comes with the driver too: without libcuda as well, the driver is absent and that is the finding.
+        // (NVML alone missing is real: a container given the `compute` capability but not `utility`.)
+        if l.dlopen && l.soname == LIBNVML && !libcuda_found {
+            continue;
+        }
+        // A bare `libX.so` in `.rodata` is a stem the library completes with a version before it calls dlopen
+        // (cuDNN 9 adds ".9" to `libcudnn_ops.so`) or one name of several it tries; its absence is no error.
+        if l.dlopen && l.soname.ends_with(".so") {
             continue;
         }
         let error = l.error.as_deref().unwrap_or("cannot open shared object file");
@@ -219,16 +236,9 @@ pub fn library_shadowed(r: &Resolution) -> Vec<Finding> {
 
 /// `symbol-version-missing`: the provider ld.so picks lacks a version (`version 'V' not found`, fatal at load,
 /// `_dl_check_map_versions` in `elf/dl-version.c`) or no object of the process defines a versioned symbol the
-/// consumer needs (`undefined symbol: NAME, version V`). Symbol lookup (`check_match` in `elf/dl-lookup.c`)
-/// accepts a definition of the right name and version from any object in scope, so every object is searched.
+/// consumer needs (`undefined symbol: NAME, version V`; the loader's lookup fills `unbound`).
 pub fn symbol_version_missing(r: &Resolution) -> Vec<Finding> {
     let mut out = Vec::new();
-    let defined: HashSet<(&str, &str)> = r
-        .objects
-        .iter()
-        .flat_map(|o| o.provides.iter())
-        .filter_map(|s| Some((s.name.as_str(), s.version.as_deref()?)))
-        .collect();
     for (ci, consumer) in r.objects.iter().enumerate() {
         let mut missing_symbols: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for need in &consumer.version_needs {
@@ -277,23 +287,11 @@ pub fn symbol_version_missing(r: &Resolution) -> Vec<Finding> {
                 );
             }
         }
-        for s in &consumer.needs {
-            let Some(v) = s.version.as_deref() else {
-                continue;
-            };
-            // Only versions the consumer needs from another file; weak references may stay unresolved.
-            let from_file = consumer
-                .version_needs
-                .iter()
-                .any(|n| n.versions.iter().any(|x| x == v));
-            if s.weak || !from_file || defined.contains(&(s.name.as_str(), v)) {
-                continue;
+        // The loader looked each versioned reference up in the objects defining its version.
+        for s in &consumer.unbound {
+            if let Some(v) = s.version.as_deref() {
+                missing_symbols.entry(v).or_default().push(&s.name);
             }
-            // A version no provider defines is already reported as `version not found`.
-            if !r.objects.iter().any(|o| o.version_defs.iter().any(|d| d == v)) {
-                continue;
-            }
-            missing_symbols.entry(v).or_default().push(&s.name);
         }
         for (v, names) in missing_symbols {
             let providers: Vec<String> = r

@@ -102,10 +102,17 @@ impl Root {
     /// The machine's real path of `path` (absolute, every link resolved inside the root, no `.` or `..`).
     /// Fails on a missing component or a link loop.
     pub fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
+        self.resolve_from(PathBuf::from("/"), path)
+    }
+
+    /// [`Root::resolve`] of `rest` taken relative to `base`, a directory already resolved (a real path of the
+    /// machine): only the components of `rest` are examined. For the loader, which tries one name in each of
+    /// a few directories many times over.
+    pub fn resolve_from(&self, base: PathBuf, rest: &Path) -> io::Result<PathBuf> {
         let mut pending: Vec<std::ffi::OsString> = Vec::new();
-        push_components(path, &mut pending);
+        push_components(rest, &mut pending);
         pending.reverse();
-        let mut out = PathBuf::from("/");
+        let mut out = base;
         let mut links = 0usize;
         while let Some(part) = pending.pop() {
             if part == ".." {
