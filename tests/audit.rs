@@ -343,68 +343,194 @@ fn absolute_and_stubs_rpaths_and_severity_overrides() {
         .code(1);
 }
 
+/// The OASIS SARIF 2.1.0 schema, Errata 01 (`tests/data/README.md` says where it comes from), with format checks
+/// on, under the draft it declares.
+fn sarif_schema() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(root().join("tests/data/sarif-schema-2.1.0.json")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(schema["$schema"], "http://json-schema.org/draft-04/schema#");
+    assert!(
+        schema["id"]
+            .as_str()
+            .unwrap()
+            .ends_with("/errata01/os/schemas/sarif-schema-2.1.0.json")
+    );
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap()
+}
+
+/// Every schema violation of `doc`, as "path: message".
+fn violations(schema: &jsonschema::Validator, doc: &serde_json::Value) -> Vec<String> {
+    schema
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
+/// Artifact locations that are not RFC 3986 URI references. The draft-04 schema names the format
+/// `uri-reference`, which draft-04 validators do not know, so it is checked here with draft-07's checker.
+fn bad_uris(doc: &serde_json::Value) -> Vec<String> {
+    let check = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft7)
+        .should_validate_formats(true)
+        .build(&serde_json::json!({"type": "string", "format": "uri-reference"}))
+        .unwrap();
+    let mut bad = Vec::new();
+    for r in doc["runs"][0]["results"].as_array().unwrap() {
+        for l in r["locations"].as_array().into_iter().flatten() {
+            let uri = &l["physicalLocation"]["artifactLocation"]["uri"];
+            if !check.is_valid(uri) {
+                bad.push(uri.to_string());
+            }
+        }
+    }
+    bad
+}
+
 #[test]
-fn sarif_junit_and_github_formats() {
+fn sarif_output_validates_against_the_oasis_schema() {
+    let schema = sarif_schema();
+    // A directory whose name needs percent-encoding in a URI, holding a failing wheel.
     let dir = tempfile::tempdir().unwrap();
+    let dist = dir.path().join("dist & co <ü> #1");
+    std::fs::create_dir(&dist).unwrap();
     let whl = wheel(
-        dir.path(),
+        &dist,
+        "f-1.0-py3-none-any.whl",
+        &[
+            ("f/libcuda.so.1", fixture("libkern.so")),
+            ("f/_ext.so", fixture("sm80")),
+        ],
+        &[],
+    );
+    let p = policy(dir.path(), RELEASE);
+    let sarif = |inputs: &[&Path]| {
+        let out = cudadiag(dir.path())
+            .args(["audit", "--format", "sarif", "--policy"])
+            .arg(&p)
+            .args(inputs)
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), doc)
+    };
+    // Failing: findings with locations (a forbidden library, missing SASS and PTX, an old runtime).
+    let (code, doc) = sarif(&[&whl, &root().join("fixtures/cuda13/sm80")]);
+    assert_eq!(code, Some(1));
+    assert_eq!(violations(&schema, &doc), Vec::<String>::new());
+    assert_eq!(bad_uris(&doc), Vec::<String>::new());
+    let results = doc["runs"][0]["results"].as_array().unwrap();
+    let rules = doc["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap();
+    for slug in [
+        "policy-forbidden-library",
+        "policy-missing-arch",
+        "policy-missing-ptx",
+    ] {
+        assert!(rules.iter().any(|r| r["name"] == slug), "{slug}: {rules:?}");
+    }
+    for r in results {
+        let idx = r["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[idx]["id"], r["ruleId"]);
+        assert!(
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].is_string(),
+            "{r}"
+        );
+    }
+    let uri = results
+        .iter()
+        .map(|r| {
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                .as_str()
+                .unwrap()
+        })
+        .find(|u| u.ends_with("!f/libcuda.so.1"))
+        .unwrap();
+    assert!(
+        uri.ends_with("/dist%20&%20co%20%3C%C3%BC%3E%20%231/f-1.0-py3-none-any.whl!f/libcuda.so.1"),
+        "{uri}"
+    );
+    // Passing: no results, still a valid log with its tool and rules.
+    let (code, pass) = sarif(&[&root().join("fixtures/cuda13/multi")]);
+    assert_eq!(code, Some(0));
+    assert_eq!(pass["runs"][0]["results"], serde_json::json!([]));
+    assert_eq!(violations(&schema, &pass), Vec::<String>::new());
+    // The validator is live: broken logs are rejected where they are broken.
+    let mut fatal = doc.clone();
+    fatal["runs"][0]["results"][0]["level"] = "fatal".into();
+    let v = violations(&schema, &fatal);
+    assert!(
+        v.iter().any(|e| e.starts_with("/runs/0/results/0/level")),
+        "{v:?}"
+    );
+    let mut no_runs = doc.clone();
+    no_runs.as_object_mut().unwrap().remove("runs");
+    assert!(!violations(&schema, &no_runs).is_empty());
+    let mut no_message = pass.clone();
+    no_message["runs"][0]["results"] = serde_json::json!([{"ruleId": "CD600"}]);
+    assert!(!violations(&schema, &no_message).is_empty());
+    let mut bad_uri = doc.clone();
+    bad_uri["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] =
+        "dist dir/a.whl".into();
+    assert_eq!(bad_uris(&bad_uri), ["\"dist dir/a.whl\""]);
+}
+
+#[test]
+fn junit_parses_as_xml_and_github_annotations_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let dist = dir.path().join("a&b <c>");
+    std::fs::create_dir(&dist).unwrap();
+    let whl = wheel(
+        &dist,
         "f-1.0-py3-none-any.whl",
         &[("f/libcuda.so.1", fixture("libkern.so"))],
         &[],
     );
     let p = policy(dir.path(), "");
-    let run = |format: &str| {
+    let run = |format: &str, input: &Path| {
         cudadiag(dir.path())
             .args(["audit", "--format", format, "--policy"])
             .arg(&p)
-            .arg(&whl)
+            .arg(input)
             .output()
             .unwrap()
     };
-    // SARIF 2.1.0: the required top-level shape, a rule for every result, locations as URIs.
-    let out = run("sarif");
-    assert_eq!(out.status.code(), Some(1));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["version"], "2.1.0");
-    assert!(v["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
-    let run0 = &v["runs"][0];
-    assert_eq!(run0["tool"]["driver"]["name"], "cudadiag");
-    let rules = run0["tool"]["driver"]["rules"].as_array().unwrap();
-    let results = run0["results"].as_array().unwrap();
-    assert!(!results.is_empty());
-    for r in results {
-        let idx = r["ruleIndex"].as_u64().unwrap() as usize;
-        assert_eq!(rules[idx]["id"], r["ruleId"]);
-        assert!(["error", "warning", "note", "none"].contains(&r["level"].as_str().unwrap()));
-        assert!(r["message"]["text"].as_str().is_some());
-        let uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-            .as_str()
+    // JUnit: well-formed XML (Python's strict expat parser), one failure with the markup escaped; and a
+    // passing run with none.
+    let parse = |xml: &[u8]| {
+        let file = dir.path().join("junit.xml");
+        std::fs::write(&file, xml).unwrap();
+        let parsed = std::process::Command::new("python3")
+            .arg("-c")
+            .arg("import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(r.tag, r.get('failures'), len(r.findall('.//testcase')), len(r.findall('.//failure'))); print([c.get('name') for c in r.iter('testcase')])")
+            .arg(&file)
+            .output()
             .unwrap();
-        assert!(uri.ends_with("f-1.0-py3-none-any.whl!f/libcuda.so.1"), "{uri}");
-    }
-    // JUnit: well-formed XML (checked by Python's parser), one failure.
-    let out = run("junit");
-    let xml = dir.path().join("junit.xml");
-    std::fs::write(&xml, &out.stdout).unwrap();
-    let parsed = std::process::Command::new("python3")
-        .arg("-c")
-        .arg("import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(r.tag, r.get('failures'), len(r.findall('.//testcase')), len(r.findall('.//failure')))")
-        .arg(&xml)
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&parsed.stdout).trim(),
-        "testsuites 1 1 1",
-        "{}",
-        String::from_utf8_lossy(&parsed.stderr)
+        assert!(
+            parsed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&parsed.stderr)
+        );
+        String::from_utf8_lossy(&parsed.stdout).to_string()
+    };
+    let out = run("junit", &whl);
+    assert_eq!(out.status.code(), Some(1));
+    let parsed = parse(&out.stdout);
+    assert!(parsed.starts_with("testsuites 1 1 1\n"), "{parsed}");
+    assert!(
+        parsed.contains("a&b <c>/f-1.0-py3-none-any.whl!f/libcuda.so.1"),
+        "{parsed}"
     );
+    let out = run("junit", &root().join("fixtures/cuda13/multi"));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(parse(&out.stdout).starts_with("testsuites 0 1 0\n"));
     // GitHub annotations.
-    let out = run("github");
+    let out = run("github", &whl);
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().find(|l| l.starts_with("::error ")).unwrap();
     assert!(
         line.contains("file=") && line.contains("title=CD603 policy-forbidden-library::"),
         "{line}"
     );
-    assert!(!line.contains('\n'));
 }
