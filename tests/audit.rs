@@ -200,7 +200,7 @@ fn bundled_libcuda_in_a_wheel_is_forbidden() {
             ("pkg/_ext.so", fixture("cudart_shared")),
             ("pkg/__init__.py", b"".to_vec()),
         ],
-        &["nvidia-cuda-runtime-cu12"],
+        &["nvidia-cuda-runtime==13.0.96"],
     );
     let out = cudadiag(dir.path())
         .arg("audit")
@@ -226,7 +226,7 @@ fn bundled_libcuda_in_a_wheel_is_forbidden() {
         dir.path(),
         "clean-1.0-py3-none-any.whl",
         &[("pkg/_ext.so", fixture("cudart_shared"))],
-        &[],
+        &["nvidia-cuda-runtime==13.0.96"],
     );
     cudadiag(dir.path())
         .arg("audit")
@@ -533,4 +533,369 @@ fn junit_parses_as_xml_and_github_annotations_are_one_line() {
         line.contains("file=") && line.contains("title=CD603 policy-forbidden-library::"),
         "{line}"
     );
+}
+
+/// A shared object whose DT_NEEDED are `needed`, linked by `cc` against empty stand-ins with those SONAMEs.
+fn elf_needing(needed: &[&str]) -> Vec<u8> {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("ext.c");
+    std::fs::write(&src, "int ext(void) { return 0; }\n").unwrap();
+    let cc = |out: &Path, extra: &[String]| {
+        let ok = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(out)
+            .arg(&src)
+            .args(extra)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    let mut args = vec![
+        "-Wl,--no-as-needed".to_string(),
+        format!("-L{}", work.path().display()),
+    ];
+    for n in needed {
+        cc(&work.path().join(n), &[format!("-Wl,-soname,{n}")]);
+        args.push(format!("-l:{n}"));
+    }
+    let out = work.path().join("ext.so");
+    cc(&out, &args);
+    std::fs::read(out).unwrap()
+}
+
+/// A stand-in CUDA library to bundle in a wheel: an ELF shared object with that SONAME.
+fn stand_in(soname: &str) -> Vec<u8> {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("lib.c");
+    std::fs::write(&src, "int lib(void) { return 0; }\n").unwrap();
+    let out = work.path().join(soname);
+    let ok = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .arg(format!("-Wl,-soname,{soname}"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    std::fs::read(out).unwrap()
+}
+
+/// `audit --format json` of `inputs`, checked against the JSON contract; (exit code, report).
+fn audit_json(
+    dir: &Path,
+    policy: &Path,
+    inputs: &[&Path],
+    extra: &[&str],
+) -> (Option<i32>, serde_json::Value) {
+    let out = cudadiag(dir)
+        .args(["audit", "--format", "json", "--policy"])
+        .arg(policy)
+        .args(extra)
+        .args(inputs)
+        .output()
+        .unwrap();
+    let checker = root().join("../shared/contract/check_report.py");
+    assert!(checker.exists(), "CI provides ../shared/contract/check_report.py");
+    let report = dir.join("report.json");
+    std::fs::write(&report, &out.stdout).unwrap();
+    let check = std::process::Command::new("python3")
+        .arg(&checker)
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    (out.status.code(), serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn findings<'a>(v: &'a serde_json::Value, slug: &str) -> Vec<&'a serde_json::Value> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["slug"] == slug)
+        .collect()
+}
+
+fn library<'a>(v: &'a serde_json::Value, soname: &str) -> &'a serde_json::Value {
+    v["wheels"][0]["cuda_libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["soname"] == soname)
+        .unwrap_or_else(|| panic!("{soname}: {}", v["wheels"]))
+}
+
+#[test]
+fn a_declared_dependency_provides_the_cuda_library_a_binary_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(dir.path(), "[targets]\ncuda-majors = [12]\n");
+    let ext = elf_needing(&["libcublas.so.12", "libcudart.so.12"]);
+    let whl = wheel(
+        dir.path(),
+        "pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext.clone())],
+        &[
+            "numpy>=2",
+            "nvidia-cublas-cu12==12.4.5.8; platform_system == \"Linux\"",
+            "nvidia-cuda-runtime-cu12; sys_platform == \"linux\" and python_version >= \"3.9\"",
+        ],
+    );
+    let (code, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+    assert!(findings(&v, "library-not-found").is_empty());
+    let l = library(&v, "libcublas.so.12");
+    assert_eq!(l["provided"], "dependency");
+    assert_eq!(l["distribution"], "nvidia-cublas-cu12");
+    assert_eq!(l["major"], 12);
+    assert!(
+        l["by"]
+            .as_str()
+            .unwrap()
+            .starts_with("nvidia-cublas-cu12==12.4.5.8")
+    );
+    assert_eq!(library(&v, "libcudart.so.12")["provided"], "dependency");
+    let reqs = v["wheels"][0]["requirements"].as_array().unwrap();
+    assert_eq!(
+        reqs[0]["cuda"],
+        serde_json::Value::Null,
+        "numpy installs no CUDA library"
+    );
+    assert_eq!(reqs[1]["installed"], "always");
+    // The human report says where each library comes from.
+    let out = cudadiag(dir.path())
+        .args(["audit", "--policy"])
+        .arg(&p)
+        .arg(&whl)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("libcublas.so.12  from nvidia-cublas-cu12==12.4.5.8 → nvidia-cublas-cu12, CUDA 12"),
+        "{text}"
+    );
+    // The near miss: a dependency whose marker does not hold on Linux provides nothing.
+    let windows = wheel(
+        dir.path(),
+        "win-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext)],
+        &[
+            "nvidia-cublas-cu12; platform_system == \"Windows\"",
+            "nvidia-cuda-runtime-cu12",
+        ],
+    );
+    let (code, v) = audit_json(dir.path(), &p, &[&windows], &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(library(&v, "libcublas.so.12")["provided"], "missing");
+    assert_eq!(v["wheels"][0]["requirements"][0]["installed"], "never");
+}
+
+#[test]
+fn a_cuda_library_neither_bundled_nor_declared_is_library_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(dir.path(), "");
+    let ext = elf_needing(&["libcublas.so.12", "libcudart.so.12", "libm.so.6"]);
+    let whl = wheel(
+        dir.path(),
+        "pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext.clone())],
+        &["nvidia-cuda-runtime-cu12==12.8.90"],
+    );
+    let (code, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert_eq!(code, Some(1));
+    let nf = findings(&v, "library-not-found");
+    assert_eq!(nf.len(), 1, "{nf:?}");
+    let f = nf[0];
+    assert_eq!(f["severity"], "error");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("libcublas.so.12 will not be found"),
+        "{f}"
+    );
+    // The help names the package of the binary's CUDA major (12, from libcudart.so.12), not cu13's.
+    let help = f["help"].as_str().unwrap();
+    assert!(
+        help.contains("`nvidia-cublas-cu12`") && !help.contains("nvidia-cublas`"),
+        "{help}"
+    );
+    assert_eq!(library(&v, "libcublas.so.12")["provided"], "missing");
+    // libm is not a CUDA library: not listed, no finding.
+    assert!(
+        v["wheels"][0]["cuda_libraries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["soname"] != "libm.so.6")
+    );
+    // Bundled in the wheel: found there.
+    let bundled = wheel(
+        dir.path(),
+        "bundled-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[
+            ("pkg/_ext.so", ext.clone()),
+            ("pkg.libs/libcublas.so.12", stand_in("libcublas.so.12")),
+        ],
+        &["nvidia-cuda-runtime-cu12==12.8.90"],
+    );
+    let (code, v) = audit_json(dir.path(), &p, &[&bundled], &[]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+    let l = library(&v, "libcublas.so.12");
+    assert_eq!(
+        (l["provided"].as_str(), l["by"].as_str()),
+        (Some("bundled"), Some("pkg.libs/libcublas.so.12"))
+    );
+    // Provided only by an extra: a warning that names the extra.
+    let extra = wheel(
+        dir.path(),
+        "extra-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext)],
+        &[
+            "nvidia-cuda-runtime-cu12==12.8.90",
+            "cuda-toolkit[cublas]==12.*; extra == \"ctk\"",
+        ],
+    );
+    let (code, v) = audit_json(dir.path(), &p, &[&extra], &[]);
+    assert_eq!(code, Some(0));
+    let nf = findings(&v, "library-not-found");
+    assert_eq!(nf.len(), 1);
+    assert_eq!(nf[0]["severity"], "warning");
+    assert!(
+        nf[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("only with the [ctk] extra"),
+        "{}",
+        nf[0]
+    );
+    assert_eq!(library(&v, "libcublas.so.12")["provided"], "extra");
+    let (code, _) = audit_json(dir.path(), &p, &[&extra], &["--fail-on", "warning"]);
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn a_declared_dependency_counts_for_cuda_majors_and_mixed_majors() {
+    let dir = tempfile::tempdir().unwrap();
+    let ext = elf_needing(&["libcudart.so.13", "libcufft.so.11"]);
+    let whl = wheel(
+        dir.path(),
+        "pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext)],
+        &["nvidia-cuda-runtime==13.0.96", "nvidia-cufft-cu12==11.4.1.4"],
+    );
+    // The CUDA 12 cuFFT is declared; the policy allows CUDA 13 only.
+    let p = policy(dir.path(), "[targets]\ncuda-majors = [13]\n");
+    let (code, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert_eq!(code, Some(1));
+    let forbidden = findings(&v, "policy-forbidden-library");
+    assert_eq!(forbidden.len(), 1, "{forbidden:?}");
+    let f = forbidden[0];
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("declares `nvidia-cufft-cu12`, a CUDA 12 package"),
+        "{f}"
+    );
+    assert!(
+        f["evidence"]
+            .to_string()
+            .contains("cudadiag.toml:2 (targets.cuda-majors)"),
+        "{f}"
+    );
+    // libcufft.so.11 carries no CUDA major in its name; its package does: the binary mixes 12 and 13.
+    let mixed = findings(&v, "multiple-cuda-majors");
+    assert_eq!(mixed.len(), 1, "{mixed:?}");
+    let evidence = mixed[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("CUDA 12: libcufft.so.11 from nvidia-cufft-cu12")
+            && evidence.contains("CUDA 13: shared CUDA runtime 13.0"),
+        "{evidence}"
+    );
+    // The near misses: both majors allowed; and one major throughout.
+    let p = policy(dir.path(), "[targets]\ncuda-majors = [12, 13]\n");
+    let (_, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert!(findings(&v, "policy-forbidden-library").is_empty());
+    let one = wheel(
+        dir.path(),
+        "one-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", elf_needing(&["libcudart.so.13", "libcufft.so.12"]))],
+        &["cuda-toolkit[cudart,cufft]==13.0.2"],
+    );
+    let p = policy(dir.path(), "[targets]\ncuda-majors = [13]\n");
+    let (code, v) = audit_json(dir.path(), &p, &[&one], &[]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+    assert!(findings(&v, "multiple-cuda-majors").is_empty());
+    assert_eq!(library(&v, "libcufft.so.12")["distribution"], "nvidia-cufft");
+}
+
+#[test]
+fn a_pinned_runtime_dependency_is_the_runtime_min_driver_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let ext = elf_needing(&["libcudart.so.12"]);
+    let make = |name: &str, members: &[(&str, Vec<u8>)], requires: &[&str]| {
+        wheel(dir.path(), name, members, requires)
+    };
+    let pinned = make(
+        "pinned-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext.clone())],
+        &["nvidia-cuda-runtime-cu12==12.8.90"],
+    );
+    let range = make(
+        "range-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext.clone())],
+        &["nvidia-cuda-runtime-cu12>=12.0"],
+    );
+    // 535.104.05 is the CUDA 12.2 driver: a 12.8 runtime runs on it only through minor-version compatibility.
+    let p = policy(dir.path(), "[targets]\nmin-driver = \"535.104.05\"\n");
+    let (code, v) = audit_json(dir.path(), &p, &[&pinned], &["--fail-on", "warning"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["binaries"][0]["cudart"]["version"], "12.8");
+    let mvc = findings(&v, "minor-version-compat");
+    assert_eq!(mvc.len(), 1, "{}", v["findings"]);
+    assert!(
+        mvc[0]["evidence"]
+            .to_string()
+            .contains("`nvidia-cuda-runtime-cu12==12.8.90`, which pins runtime version 12.8"),
+        "{}",
+        mvc[0]
+    );
+    // A range pins nothing: only the major is known, which the 12.2 driver supports.
+    let (code, v) = audit_json(dir.path(), &p, &[&range], &["--fail-on", "warning"]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+    assert_eq!(v["binaries"][0]["cudart"]["version"], serde_json::Value::Null);
+    // Below CUDA 12's floor (R520, CUDA 11.8) it is policy-min-driver, and the pinned version is what it asks for.
+    let p = policy(dir.path(), "[targets]\nmin-driver = \"520.61.05\"\n");
+    let (code, v) = audit_json(dir.path(), &p, &[&pinned], &[]);
+    assert_eq!(code, Some(1));
+    let md = findings(&v, "policy-min-driver");
+    assert_eq!(md.len(), 1);
+    assert!(
+        md[0]["message"].as_str().unwrap().contains("CUDA 12.8 runtime"),
+        "{}",
+        md[0]
+    );
+    // A wheel that bundles libcudart loads its own copy: the dependency's pin does not apply.
+    let bundled = make(
+        "bundled-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[
+            ("pkg/_ext.so", ext),
+            ("pkg.libs/libcudart.so.12", stand_in("libcudart.so.12")),
+        ],
+        &["nvidia-cuda-runtime-cu12==12.8.90"],
+    );
+    let p = policy(dir.path(), "[targets]\nmin-driver = \"535.104.05\"\n");
+    let (_, v) = audit_json(dir.path(), &p, &[&bundled], &[]);
+    let ext_facts = v["binaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["path"].as_str().unwrap().ends_with("!pkg/_ext.so"))
+        .unwrap();
+    assert_eq!(ext_facts["cudart"]["version"], serde_json::Value::Null);
+    assert!(findings(&v, "minor-version-compat").is_empty());
 }
