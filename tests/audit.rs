@@ -823,14 +823,19 @@ fn a_declared_dependency_counts_for_cuda_majors_and_mixed_majors() {
     let one = wheel(
         dir.path(),
         "one-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
-        &[("pkg/_ext.so", elf_needing(&["libcudart.so.13", "libcufft.so.12"]))],
-        &["cuda-toolkit[cudart,cufft]==13.0.2"],
+        &[(
+            "pkg/_ext.so",
+            elf_needing(&["libcudart.so.13", "libcufft.so.12", "libcusparse.so.12"]),
+        )],
+        // CUDA 13's cuFFT and cuSPARSE keep sonames 12 (torch 2.15's libtorch_cuda.so needs both).
+        &["cuda-toolkit[cudart,cufft,cusparse]==13.0.2"],
     );
     let p = policy(dir.path(), "[targets]\ncuda-majors = [13]\n");
     let (code, v) = audit_json(dir.path(), &p, &[&one], &[]);
     assert_eq!(code, Some(0), "{}", v["findings"]);
     assert!(findings(&v, "multiple-cuda-majors").is_empty());
     assert_eq!(library(&v, "libcufft.so.12")["distribution"], "nvidia-cufft");
+    assert_eq!(library(&v, "libcusparse.so.12")["major"], 13);
 }
 
 #[test]

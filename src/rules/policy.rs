@@ -157,7 +157,8 @@ pub fn cuda_majors(b: &BinaryFacts) -> Vec<(u32, String)> {
     if let Some(elf) = &b.elf {
         for n in &elf.needed {
             // Only libraries whose soname major is the CUDA major: cuFFT (libcufft.so.11 in CUDA 12), cuRAND
-            // (.so.10 in CUDA 11 and 12) and cuSOLVER (.so.11 in both) version themselves apart.
+            // (.so.10 in CUDA 11, 12 and 13), cuSOLVER (.so.11 in both) and cuSPARSE (libcusparse.so.12 in CUDA
+            // 12 and 13: the nvidia-cusparse 12.7 wheel of CUDA 13.2) version themselves apart.
             let cuda_lib = [
                 "libcudart.so",
                 "libcublas.so",
@@ -165,7 +166,6 @@ pub fn cuda_majors(b: &BinaryFacts) -> Vec<(u32, String)> {
                 "libnvrtc.so",
                 "libnvJitLink.so",
                 "libcupti.so",
-                "libcusparse.so",
                 "libnpp",
                 "libnvjpeg.so",
             ]
