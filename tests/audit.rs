@@ -904,3 +904,41 @@ fn a_pinned_runtime_dependency_is_the_runtime_min_driver_checks() {
     assert_eq!(ext_facts["cudart"]["version"], serde_json::Value::Null);
     assert!(findings(&v, "minor-version-compat").is_empty());
 }
+
+#[test]
+fn a_large_wheel_member_is_inspected_from_a_temporary_file_with_the_same_facts() {
+    // Past 32 MiB a member is inflated to an anonymous temporary file and mapped (src/inspect/wheel.rs,
+    // SPILL_OVER); below, into memory. Zeros after the ELF's last byte change none of its facts but its size.
+    let dir = tempfile::tempdir().unwrap();
+    let small = fixture("multi");
+    let mut large = small.clone();
+    large.resize(40 << 20, 0);
+    let whl = wheel(
+        dir.path(),
+        "big-1.0-py3-none-any.whl",
+        &[("pkg/small.so", small), ("pkg/large.so", large)],
+        &[],
+    );
+    let p = policy(dir.path(), "");
+    let (_, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    let facts = |name: &str| {
+        let mut b = v["binaries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["path"].as_str().unwrap().ends_with(name))
+            .unwrap()
+            .clone();
+        let size = b["size"].as_u64().unwrap();
+        for k in ["path", "size"] {
+            b.as_object_mut().unwrap().remove(k);
+        }
+        (size, b)
+    };
+    let (small_size, small) = facts("!pkg/small.so");
+    let (large_size, large) = facts("!pkg/large.so");
+    assert_eq!(large_size, 40 << 20);
+    assert!(small_size < large_size);
+    assert!(!small["device_code"].as_array().unwrap().is_empty());
+    assert_eq!(small, large);
+}

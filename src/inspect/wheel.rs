@@ -1,7 +1,11 @@
 //! Python wheels and directories: every binary inside, for `audit`.
 //!
-//! A wheel is a zip archive. Its ELF members (and raw cubins/fatbins) are inflated one at a time into memory,
-//! never more than [`MAX_MEMBER`] bytes each, and inspected under the name `x.whl!path/in/wheel.so`. The wheel's
+//! A wheel is a zip archive. Its ELF members (and raw cubins/fatbins) are inflated one at a time, never more
+//! than [`MAX_MEMBER`] bytes each, and inspected under the name `x.whl!path/in/wheel.so`. Small members are
+//! inflated into memory; one larger than [`SPILL_OVER`] (libtorch_cuda.so inflates to about 1 GB) goes to an
+//! anonymous temporary file (`O_TMPFILE` in `$TMPDIR`: it never has a name and vanishes when closed), which
+//! is then mapped and read like any file, so that only the pages inspection touches count against memory.
+//! Where no temporary file can be made, the member is inflated into memory as before. The wheel's
 //! `*.dist-info/METADATA` gives its name, version and declared dependencies (`Requires-Dist`), which say what
 //! pip installs beside it (`nvidia-cuda-runtime-cu12`, …): context for the audit. Each is parsed as PEP 508
 //! says, and its environment marker is evaluated for Linux and the wheel's own tags (the CPU and Python of its
@@ -15,8 +19,11 @@ use crate::facts::{BinaryFacts, Installed, Problem, ProblemKind, Requirement, Wh
 use std::io::Read;
 use std::path::Path;
 
-/// Largest wheel member inflated into memory (libtorch_cuda.so is about 0.5 GB).
+/// Largest wheel member inspected (libtorch_cuda.so is about 1 GB).
 pub const MAX_MEMBER: u64 = 4 << 30;
+
+/// Members larger than this are inflated to a temporary file rather than into memory.
+pub const SPILL_OVER: u64 = 32 << 20;
 
 /// Whether the first bytes (or the name) say this is something `inspect` reads.
 pub fn looks_binary(head: &[u8], name: &str) -> bool {
@@ -169,6 +176,29 @@ pub fn wheel(
             ));
             continue;
         }
+        if member.size() > SPILL_OVER {
+            match spill(&mut member, &head[..n]) {
+                Ok(tmp) => {
+                    match super::open_file(&label, &tmp, opts) {
+                        Ok(b) => binaries.extend(b),
+                        Err(e) => binaries.push(unreadable(&label, &format!("inflated, then: {e}"))),
+                    }
+                    continue;
+                }
+                Err(Spill::Inflate(e)) => {
+                    binaries.push(unreadable(&label, &format!("cannot be inflated: {e}")));
+                    continue;
+                }
+                Err(Spill::Write(e)) => {
+                    binaries.push(unreadable(
+                        &label,
+                        &format!("cannot be inflated to a temporary file: {e}"),
+                    ));
+                    continue;
+                }
+                Err(Spill::NoTemp) => {} // inflate into memory below
+            }
+        }
         let mut data = Vec::with_capacity(member.size() as usize);
         data.extend_from_slice(&head[..n]);
         match member.by_ref().take(MAX_MEMBER).read_to_end(&mut data) {
@@ -177,6 +207,35 @@ pub fn wheel(
         }
     }
     wheels.push(facts);
+}
+
+/// Why a member could not be inflated to a temporary file.
+enum Spill {
+    /// No temporary file could be created (read-only or missing `$TMPDIR`).
+    NoTemp,
+    /// The member's compressed data is damaged.
+    Inflate(std::io::Error),
+    /// Writing the temporary file failed (disk full).
+    Write(std::io::Error),
+}
+
+/// Inflates the rest of `member` (after the `head` already read) into an anonymous temporary file.
+fn spill(member: &mut impl Read, head: &[u8]) -> Result<std::fs::File, Spill> {
+    use std::io::Write;
+    let mut file = tempfile::tempfile().map_err(|_| Spill::NoTemp)?;
+    file.write_all(head).map_err(Spill::Write)?;
+    let mut member = member.take(MAX_MEMBER);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = match member.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Spill::Inflate(e)),
+        };
+        file.write_all(&buf[..n]).map_err(Spill::Write)?;
+    }
+    Ok(file)
 }
 
 fn read_metadata(text: &str, facts: &mut WheelFacts) {
@@ -552,6 +611,21 @@ mod tests {
         assert_eq!(f.name.as_deref(), Some("cupy-cuda12x"));
         assert_eq!(f.version.as_deref(), Some("14.2.0"));
         assert_eq!(f.requires.len(), 2);
+    }
+
+    #[test]
+    fn spilled_members_read_back_whole() {
+        use std::io::{Read, Seek};
+        let rest: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        let mut f = match spill(&mut rest.as_slice(), b"HEAD") {
+            Ok(f) => f,
+            Err(_) => panic!("no temporary file"),
+        };
+        f.rewind().unwrap();
+        let mut back = Vec::new();
+        f.read_to_end(&mut back).unwrap();
+        assert_eq!(&back[..4], b"HEAD");
+        assert!(back[4..] == rest[..]);
     }
 
     fn env() -> Env {
