@@ -200,7 +200,7 @@ fn bundled_libcuda_in_a_wheel_is_forbidden() {
             ("pkg/_ext.so", fixture("cudart_shared")),
             ("pkg/__init__.py", b"".to_vec()),
         ],
-        &["nvidia-cuda-runtime-cu12"],
+        &["nvidia-cuda-runtime==13.0.96"],
     );
     let out = cudadiag(dir.path())
         .arg("audit")
@@ -226,7 +226,7 @@ fn bundled_libcuda_in_a_wheel_is_forbidden() {
         dir.path(),
         "clean-1.0-py3-none-any.whl",
         &[("pkg/_ext.so", fixture("cudart_shared"))],
-        &[],
+        &["nvidia-cuda-runtime==13.0.96"],
     );
     cudadiag(dir.path())
         .arg("audit")
@@ -343,68 +343,602 @@ fn absolute_and_stubs_rpaths_and_severity_overrides() {
         .code(1);
 }
 
+/// The OASIS SARIF 2.1.0 schema, Errata 01 (`tests/data/README.md` says where it comes from), with format checks
+/// on, under the draft it declares.
+fn sarif_schema() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(root().join("tests/data/sarif-schema-2.1.0.json")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(schema["$schema"], "http://json-schema.org/draft-04/schema#");
+    assert!(
+        schema["id"]
+            .as_str()
+            .unwrap()
+            .ends_with("/errata01/os/schemas/sarif-schema-2.1.0.json")
+    );
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap()
+}
+
+/// Every schema violation of `doc`, as "path: message".
+fn violations(schema: &jsonschema::Validator, doc: &serde_json::Value) -> Vec<String> {
+    schema
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
+/// Artifact locations that are not RFC 3986 URI references. The draft-04 schema names the format
+/// `uri-reference`, which draft-04 validators do not know, so it is checked here with draft-07's checker.
+fn bad_uris(doc: &serde_json::Value) -> Vec<String> {
+    let check = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft7)
+        .should_validate_formats(true)
+        .build(&serde_json::json!({"type": "string", "format": "uri-reference"}))
+        .unwrap();
+    let mut bad = Vec::new();
+    for r in doc["runs"][0]["results"].as_array().unwrap() {
+        for l in r["locations"].as_array().into_iter().flatten() {
+            let uri = &l["physicalLocation"]["artifactLocation"]["uri"];
+            if !check.is_valid(uri) {
+                bad.push(uri.to_string());
+            }
+        }
+    }
+    bad
+}
+
 #[test]
-fn sarif_junit_and_github_formats() {
+fn sarif_output_validates_against_the_oasis_schema() {
+    let schema = sarif_schema();
+    // A directory whose name needs percent-encoding in a URI, holding a failing wheel.
     let dir = tempfile::tempdir().unwrap();
+    let dist = dir.path().join("dist & co <ü> #1");
+    std::fs::create_dir(&dist).unwrap();
     let whl = wheel(
-        dir.path(),
+        &dist,
+        "f-1.0-py3-none-any.whl",
+        &[
+            ("f/libcuda.so.1", fixture("libkern.so")),
+            ("f/_ext.so", fixture("sm80")),
+        ],
+        &[],
+    );
+    let p = policy(dir.path(), RELEASE);
+    let sarif = |inputs: &[&Path]| {
+        let out = cudadiag(dir.path())
+            .args(["audit", "--format", "sarif", "--policy"])
+            .arg(&p)
+            .args(inputs)
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), doc)
+    };
+    // Failing: findings with locations (a forbidden library, missing SASS and PTX, an old runtime).
+    let (code, doc) = sarif(&[&whl, &root().join("fixtures/cuda13/sm80")]);
+    assert_eq!(code, Some(1));
+    assert_eq!(violations(&schema, &doc), Vec::<String>::new());
+    assert_eq!(bad_uris(&doc), Vec::<String>::new());
+    let results = doc["runs"][0]["results"].as_array().unwrap();
+    let rules = doc["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap();
+    for slug in [
+        "policy-forbidden-library",
+        "policy-missing-arch",
+        "policy-missing-ptx",
+    ] {
+        assert!(rules.iter().any(|r| r["name"] == slug), "{slug}: {rules:?}");
+    }
+    for r in results {
+        let idx = r["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[idx]["id"], r["ruleId"]);
+        assert!(
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].is_string(),
+            "{r}"
+        );
+    }
+    let uri = results
+        .iter()
+        .map(|r| {
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                .as_str()
+                .unwrap()
+        })
+        .find(|u| u.ends_with("!f/libcuda.so.1"))
+        .unwrap();
+    assert!(
+        uri.ends_with("/dist%20&%20co%20%3C%C3%BC%3E%20%231/f-1.0-py3-none-any.whl!f/libcuda.so.1"),
+        "{uri}"
+    );
+    // Passing: no results, still a valid log with its tool and rules.
+    let (code, pass) = sarif(&[&root().join("fixtures/cuda13/multi")]);
+    assert_eq!(code, Some(0));
+    assert_eq!(pass["runs"][0]["results"], serde_json::json!([]));
+    assert_eq!(violations(&schema, &pass), Vec::<String>::new());
+    // The validator is live: broken logs are rejected where they are broken.
+    let mut fatal = doc.clone();
+    fatal["runs"][0]["results"][0]["level"] = "fatal".into();
+    let v = violations(&schema, &fatal);
+    assert!(
+        v.iter().any(|e| e.starts_with("/runs/0/results/0/level")),
+        "{v:?}"
+    );
+    let mut no_runs = doc.clone();
+    no_runs.as_object_mut().unwrap().remove("runs");
+    assert!(!violations(&schema, &no_runs).is_empty());
+    let mut no_message = pass.clone();
+    no_message["runs"][0]["results"] = serde_json::json!([{"ruleId": "CD600"}]);
+    assert!(!violations(&schema, &no_message).is_empty());
+    let mut bad_uri = doc.clone();
+    bad_uri["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] =
+        "dist dir/a.whl".into();
+    assert_eq!(bad_uris(&bad_uri), ["\"dist dir/a.whl\""]);
+}
+
+#[test]
+fn junit_parses_as_xml_and_github_annotations_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let dist = dir.path().join("a&b <c>");
+    std::fs::create_dir(&dist).unwrap();
+    let whl = wheel(
+        &dist,
         "f-1.0-py3-none-any.whl",
         &[("f/libcuda.so.1", fixture("libkern.so"))],
         &[],
     );
     let p = policy(dir.path(), "");
-    let run = |format: &str| {
+    let run = |format: &str, input: &Path| {
         cudadiag(dir.path())
             .args(["audit", "--format", format, "--policy"])
             .arg(&p)
-            .arg(&whl)
+            .arg(input)
             .output()
             .unwrap()
     };
-    // SARIF 2.1.0: the required top-level shape, a rule for every result, locations as URIs.
-    let out = run("sarif");
-    assert_eq!(out.status.code(), Some(1));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["version"], "2.1.0");
-    assert!(v["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
-    let run0 = &v["runs"][0];
-    assert_eq!(run0["tool"]["driver"]["name"], "cudadiag");
-    let rules = run0["tool"]["driver"]["rules"].as_array().unwrap();
-    let results = run0["results"].as_array().unwrap();
-    assert!(!results.is_empty());
-    for r in results {
-        let idx = r["ruleIndex"].as_u64().unwrap() as usize;
-        assert_eq!(rules[idx]["id"], r["ruleId"]);
-        assert!(["error", "warning", "note", "none"].contains(&r["level"].as_str().unwrap()));
-        assert!(r["message"]["text"].as_str().is_some());
-        let uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-            .as_str()
+    // JUnit: well-formed XML (Python's strict expat parser), one failure with the markup escaped; and a
+    // passing run with none.
+    let parse = |xml: &[u8]| {
+        let file = dir.path().join("junit.xml");
+        std::fs::write(&file, xml).unwrap();
+        let parsed = std::process::Command::new("python3")
+            .arg("-c")
+            .arg("import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(r.tag, r.get('failures'), len(r.findall('.//testcase')), len(r.findall('.//failure'))); print([c.get('name') for c in r.iter('testcase')])")
+            .arg(&file)
+            .output()
             .unwrap();
-        assert!(uri.ends_with("f-1.0-py3-none-any.whl!f/libcuda.so.1"), "{uri}");
-    }
-    // JUnit: well-formed XML (checked by Python's parser), one failure.
-    let out = run("junit");
-    let xml = dir.path().join("junit.xml");
-    std::fs::write(&xml, &out.stdout).unwrap();
-    let parsed = std::process::Command::new("python3")
-        .arg("-c")
-        .arg("import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(r.tag, r.get('failures'), len(r.findall('.//testcase')), len(r.findall('.//failure')))")
-        .arg(&xml)
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&parsed.stdout).trim(),
-        "testsuites 1 1 1",
-        "{}",
-        String::from_utf8_lossy(&parsed.stderr)
+        assert!(
+            parsed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&parsed.stderr)
+        );
+        String::from_utf8_lossy(&parsed.stdout).to_string()
+    };
+    let out = run("junit", &whl);
+    assert_eq!(out.status.code(), Some(1));
+    let parsed = parse(&out.stdout);
+    assert!(parsed.starts_with("testsuites 1 1 1\n"), "{parsed}");
+    assert!(
+        parsed.contains("a&b <c>/f-1.0-py3-none-any.whl!f/libcuda.so.1"),
+        "{parsed}"
     );
+    let out = run("junit", &root().join("fixtures/cuda13/multi"));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(parse(&out.stdout).starts_with("testsuites 0 1 0\n"));
     // GitHub annotations.
-    let out = run("github");
+    let out = run("github", &whl);
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().find(|l| l.starts_with("::error ")).unwrap();
     assert!(
         line.contains("file=") && line.contains("title=CD603 policy-forbidden-library::"),
         "{line}"
     );
-    assert!(!line.contains('\n'));
+}
+
+/// A shared object whose DT_NEEDED are `needed`, linked by `cc` against empty stand-ins with those SONAMEs.
+fn elf_needing(needed: &[&str]) -> Vec<u8> {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("ext.c");
+    std::fs::write(&src, "int ext(void) { return 0; }\n").unwrap();
+    let cc = |out: &Path, extra: &[String]| {
+        let ok = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(out)
+            .arg(&src)
+            .args(extra)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    let mut args = vec![
+        "-Wl,--no-as-needed".to_string(),
+        format!("-L{}", work.path().display()),
+    ];
+    for n in needed {
+        cc(&work.path().join(n), &[format!("-Wl,-soname,{n}")]);
+        args.push(format!("-l:{n}"));
+    }
+    let out = work.path().join("ext.so");
+    cc(&out, &args);
+    std::fs::read(out).unwrap()
+}
+
+/// A stand-in CUDA library to bundle in a wheel: an ELF shared object with that SONAME.
+fn stand_in(soname: &str) -> Vec<u8> {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("lib.c");
+    std::fs::write(&src, "int lib(void) { return 0; }\n").unwrap();
+    let out = work.path().join(soname);
+    let ok = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .arg(format!("-Wl,-soname,{soname}"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    std::fs::read(out).unwrap()
+}
+
+/// `audit --format json` of `inputs`, checked against the JSON contract; (exit code, report).
+fn audit_json(
+    dir: &Path,
+    policy: &Path,
+    inputs: &[&Path],
+    extra: &[&str],
+) -> (Option<i32>, serde_json::Value) {
+    let out = cudadiag(dir)
+        .args(["audit", "--format", "json", "--policy"])
+        .arg(policy)
+        .args(extra)
+        .args(inputs)
+        .output()
+        .unwrap();
+    let checker = root().join("../shared/contract/check_report.py");
+    assert!(checker.exists(), "CI provides ../shared/contract/check_report.py");
+    let report = dir.join("report.json");
+    std::fs::write(&report, &out.stdout).unwrap();
+    let check = std::process::Command::new("python3")
+        .arg(&checker)
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    (out.status.code(), serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn findings<'a>(v: &'a serde_json::Value, slug: &str) -> Vec<&'a serde_json::Value> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["slug"] == slug)
+        .collect()
+}
+
+fn library<'a>(v: &'a serde_json::Value, soname: &str) -> &'a serde_json::Value {
+    v["wheels"][0]["cuda_libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["soname"] == soname)
+        .unwrap_or_else(|| panic!("{soname}: {}", v["wheels"]))
+}
+
+#[test]
+fn a_declared_dependency_provides_the_cuda_library_a_binary_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(dir.path(), "[targets]\ncuda-majors = [12]\n");
+    let ext = elf_needing(&["libcublas.so.12", "libcudart.so.12"]);
+    let whl = wheel(
+        dir.path(),
+        "pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext.clone())],
+        &[
+            "numpy>=2",
+            "nvidia-cublas-cu12==12.4.5.8; platform_system == \"Linux\"",
+            "nvidia-cuda-runtime-cu12; sys_platform == \"linux\" and python_version >= \"3.9\"",
+        ],
+    );
+    let (code, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+    assert!(findings(&v, "library-not-found").is_empty());
+    let l = library(&v, "libcublas.so.12");
+    assert_eq!(l["provided"], "dependency");
+    assert_eq!(l["distribution"], "nvidia-cublas-cu12");
+    assert_eq!(l["major"], 12);
+    assert!(
+        l["by"]
+            .as_str()
+            .unwrap()
+            .starts_with("nvidia-cublas-cu12==12.4.5.8")
+    );
+    assert_eq!(library(&v, "libcudart.so.12")["provided"], "dependency");
+    let reqs = v["wheels"][0]["requirements"].as_array().unwrap();
+    assert_eq!(
+        reqs[0]["cuda"],
+        serde_json::Value::Null,
+        "numpy installs no CUDA library"
+    );
+    assert_eq!(reqs[1]["installed"], "always");
+    // The human report says where each library comes from.
+    let out = cudadiag(dir.path())
+        .args(["audit", "--policy"])
+        .arg(&p)
+        .arg(&whl)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("libcublas.so.12  from nvidia-cublas-cu12==12.4.5.8 → nvidia-cublas-cu12, CUDA 12"),
+        "{text}"
+    );
+    // The near miss: a dependency whose marker does not hold on Linux provides nothing.
+    let windows = wheel(
+        dir.path(),
+        "win-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext)],
+        &[
+            "nvidia-cublas-cu12; platform_system == \"Windows\"",
+            "nvidia-cuda-runtime-cu12",
+        ],
+    );
+    let (code, v) = audit_json(dir.path(), &p, &[&windows], &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(library(&v, "libcublas.so.12")["provided"], "missing");
+    assert_eq!(v["wheels"][0]["requirements"][0]["installed"], "never");
+}
+
+#[test]
+fn a_cuda_library_neither_bundled_nor_declared_is_library_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(dir.path(), "");
+    let ext = elf_needing(&["libcublas.so.12", "libcudart.so.12", "libm.so.6"]);
+    let whl = wheel(
+        dir.path(),
+        "pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext.clone())],
+        &["nvidia-cuda-runtime-cu12==12.8.90"],
+    );
+    let (code, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert_eq!(code, Some(1));
+    let nf = findings(&v, "library-not-found");
+    assert_eq!(nf.len(), 1, "{nf:?}");
+    let f = nf[0];
+    assert_eq!(f["severity"], "error");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("libcublas.so.12 will not be found"),
+        "{f}"
+    );
+    // The help names the package of the binary's CUDA major (12, from libcudart.so.12), not cu13's.
+    let help = f["help"].as_str().unwrap();
+    assert!(
+        help.contains("`nvidia-cublas-cu12`") && !help.contains("nvidia-cublas`"),
+        "{help}"
+    );
+    assert_eq!(library(&v, "libcublas.so.12")["provided"], "missing");
+    // libm is not a CUDA library: not listed, no finding.
+    assert!(
+        v["wheels"][0]["cuda_libraries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["soname"] != "libm.so.6")
+    );
+    // Bundled in the wheel: found there.
+    let bundled = wheel(
+        dir.path(),
+        "bundled-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[
+            ("pkg/_ext.so", ext.clone()),
+            ("pkg.libs/libcublas.so.12", stand_in("libcublas.so.12")),
+        ],
+        &["nvidia-cuda-runtime-cu12==12.8.90"],
+    );
+    let (code, v) = audit_json(dir.path(), &p, &[&bundled], &[]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+    let l = library(&v, "libcublas.so.12");
+    assert_eq!(
+        (l["provided"].as_str(), l["by"].as_str()),
+        (Some("bundled"), Some("pkg.libs/libcublas.so.12"))
+    );
+    // Provided only by an extra: a warning that names the extra.
+    let extra = wheel(
+        dir.path(),
+        "extra-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext)],
+        &[
+            "nvidia-cuda-runtime-cu12==12.8.90",
+            "cuda-toolkit[cublas]==12.*; extra == \"ctk\"",
+        ],
+    );
+    let (code, v) = audit_json(dir.path(), &p, &[&extra], &[]);
+    assert_eq!(code, Some(0));
+    let nf = findings(&v, "library-not-found");
+    assert_eq!(nf.len(), 1);
+    assert_eq!(nf[0]["severity"], "warning");
+    assert!(
+        nf[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("only with the [ctk] extra"),
+        "{}",
+        nf[0]
+    );
+    assert_eq!(library(&v, "libcublas.so.12")["provided"], "extra");
+    let (code, _) = audit_json(dir.path(), &p, &[&extra], &["--fail-on", "warning"]);
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn a_declared_dependency_counts_for_cuda_majors_and_mixed_majors() {
+    let dir = tempfile::tempdir().unwrap();
+    let ext = elf_needing(&["libcudart.so.13", "libcufft.so.11"]);
+    let whl = wheel(
+        dir.path(),
+        "pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext)],
+        &["nvidia-cuda-runtime==13.0.96", "nvidia-cufft-cu12==11.4.1.4"],
+    );
+    // The CUDA 12 cuFFT is declared; the policy allows CUDA 13 only.
+    let p = policy(dir.path(), "[targets]\ncuda-majors = [13]\n");
+    let (code, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert_eq!(code, Some(1));
+    let forbidden = findings(&v, "policy-forbidden-library");
+    assert_eq!(forbidden.len(), 1, "{forbidden:?}");
+    let f = forbidden[0];
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("declares `nvidia-cufft-cu12`, a CUDA 12 package"),
+        "{f}"
+    );
+    assert!(
+        f["evidence"]
+            .to_string()
+            .contains("cudadiag.toml:2 (targets.cuda-majors)"),
+        "{f}"
+    );
+    // libcufft.so.11 carries no CUDA major in its name; its package does: the binary mixes 12 and 13.
+    let mixed = findings(&v, "multiple-cuda-majors");
+    assert_eq!(mixed.len(), 1, "{mixed:?}");
+    let evidence = mixed[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("CUDA 12: libcufft.so.11 from nvidia-cufft-cu12")
+            && evidence.contains("CUDA 13: shared CUDA runtime 13.0"),
+        "{evidence}"
+    );
+    // The near misses: both majors allowed; and one major throughout.
+    let p = policy(dir.path(), "[targets]\ncuda-majors = [12, 13]\n");
+    let (_, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert!(findings(&v, "policy-forbidden-library").is_empty());
+    let one = wheel(
+        dir.path(),
+        "one-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[(
+            "pkg/_ext.so",
+            elf_needing(&["libcudart.so.13", "libcufft.so.12", "libcusparse.so.12"]),
+        )],
+        // CUDA 13's cuFFT and cuSPARSE keep sonames 12 (torch 2.15's libtorch_cuda.so needs both).
+        &["cuda-toolkit[cudart,cufft,cusparse]==13.0.2"],
+    );
+    let p = policy(dir.path(), "[targets]\ncuda-majors = [13]\n");
+    let (code, v) = audit_json(dir.path(), &p, &[&one], &[]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+    assert!(findings(&v, "multiple-cuda-majors").is_empty());
+    assert_eq!(library(&v, "libcufft.so.12")["distribution"], "nvidia-cufft");
+    assert_eq!(library(&v, "libcusparse.so.12")["major"], 13);
+}
+
+#[test]
+fn a_pinned_runtime_dependency_is_the_runtime_min_driver_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let ext = elf_needing(&["libcudart.so.12"]);
+    let make = |name: &str, members: &[(&str, Vec<u8>)], requires: &[&str]| {
+        wheel(dir.path(), name, members, requires)
+    };
+    let pinned = make(
+        "pinned-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext.clone())],
+        &["nvidia-cuda-runtime-cu12==12.8.90"],
+    );
+    let range = make(
+        "range-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[("pkg/_ext.so", ext.clone())],
+        &["nvidia-cuda-runtime-cu12>=12.0"],
+    );
+    // 535.104.05 is the CUDA 12.2 driver: a 12.8 runtime runs on it only through minor-version compatibility.
+    let p = policy(dir.path(), "[targets]\nmin-driver = \"535.104.05\"\n");
+    let (code, v) = audit_json(dir.path(), &p, &[&pinned], &["--fail-on", "warning"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["binaries"][0]["cudart"]["version"], "12.8");
+    let mvc = findings(&v, "minor-version-compat");
+    assert_eq!(mvc.len(), 1, "{}", v["findings"]);
+    assert!(
+        mvc[0]["evidence"]
+            .to_string()
+            .contains("`nvidia-cuda-runtime-cu12==12.8.90`, which pins runtime version 12.8"),
+        "{}",
+        mvc[0]
+    );
+    // A range pins nothing: only the major is known, which the 12.2 driver supports.
+    let (code, v) = audit_json(dir.path(), &p, &[&range], &["--fail-on", "warning"]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+    assert_eq!(v["binaries"][0]["cudart"]["version"], serde_json::Value::Null);
+    // Below CUDA 12's floor (R520, CUDA 11.8) it is policy-min-driver, and the pinned version is what it asks for.
+    let p = policy(dir.path(), "[targets]\nmin-driver = \"520.61.05\"\n");
+    let (code, v) = audit_json(dir.path(), &p, &[&pinned], &[]);
+    assert_eq!(code, Some(1));
+    let md = findings(&v, "policy-min-driver");
+    assert_eq!(md.len(), 1);
+    assert!(
+        md[0]["message"].as_str().unwrap().contains("CUDA 12.8 runtime"),
+        "{}",
+        md[0]
+    );
+    // A wheel that bundles libcudart loads its own copy: the dependency's pin does not apply.
+    let bundled = make(
+        "bundled-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[
+            ("pkg/_ext.so", ext),
+            ("pkg.libs/libcudart.so.12", stand_in("libcudart.so.12")),
+        ],
+        &["nvidia-cuda-runtime-cu12==12.8.90"],
+    );
+    let p = policy(dir.path(), "[targets]\nmin-driver = \"535.104.05\"\n");
+    let (_, v) = audit_json(dir.path(), &p, &[&bundled], &[]);
+    let ext_facts = v["binaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["path"].as_str().unwrap().ends_with("!pkg/_ext.so"))
+        .unwrap();
+    assert_eq!(ext_facts["cudart"]["version"], serde_json::Value::Null);
+    assert!(findings(&v, "minor-version-compat").is_empty());
+}
+
+#[test]
+fn a_large_wheel_member_is_inspected_from_a_temporary_file_with_the_same_facts() {
+    // Past 32 MiB a member is inflated to an anonymous temporary file and mapped (src/inspect/wheel.rs,
+    // SPILL_OVER); below, into memory. Zeros after the ELF's last byte change none of its facts but its size.
+    let dir = tempfile::tempdir().unwrap();
+    let small = fixture("multi");
+    let mut large = small.clone();
+    large.resize(40 << 20, 0);
+    let whl = wheel(
+        dir.path(),
+        "big-1.0-py3-none-any.whl",
+        &[("pkg/small.so", small), ("pkg/large.so", large)],
+        &[],
+    );
+    let p = policy(dir.path(), "");
+    let (_, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    let facts = |name: &str| {
+        let mut b = v["binaries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["path"].as_str().unwrap().ends_with(name))
+            .unwrap()
+            .clone();
+        let size = b["size"].as_u64().unwrap();
+        for k in ["path", "size"] {
+            b.as_object_mut().unwrap().remove(k);
+        }
+        (size, b)
+    };
+    let (small_size, small) = facts("!pkg/small.so");
+    let (large_size, large) = facts("!pkg/large.so");
+    assert_eq!(large_size, 40 << 20);
+    assert!(small_size < large_size);
+    assert!(!small["device_code"].as_array().unwrap().is_empty());
+    assert_eq!(small, large);
 }

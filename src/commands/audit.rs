@@ -29,19 +29,23 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     let (binaries, wheels) = inspect::wheel::collect(&args.paths, &InspectOptions::default())
         .map_err(|e| ToolError(e.to_string()))?;
     let matrix = super::targets::load_matrix(args.matrix.as_deref())?;
+    let pip = crate::rules::wheel::Table::bundled().map_err(ToolError)?;
     // The release's targets, not this machine's: audit runs on CI runners without GPUs.
-    let facts = Facts {
+    let mut facts = Facts {
         binaries,
         wheels,
         host: crate::rules::policy::target_host(&policy),
         ..Facts::default()
     };
+    // What pip installs beside each wheel, before the rules: a pinned runtime is the version they check.
+    crate::rules::wheel::resolve(&mut facts, &pip);
     // Host-only libraries are normal in a release: `no-device-code` is not a release question.
     let findings: Vec<_> = crate::rules::evaluate(&facts, &matrix)
         .into_iter()
         .filter(|f| f.slug != crate::findings::Code::NoDeviceCode.info().slug)
         .collect();
     let mut findings = crate::rules::policy::min_driver(findings, &policy);
+    findings.extend(crate::rules::wheel::evaluate(&facts, &pip));
     findings.extend(crate::rules::policy::evaluate(&facts, &policy, &matrix));
     let mut findings = crate::rules::policy::apply(findings, &policy, policy::today());
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));

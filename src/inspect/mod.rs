@@ -80,6 +80,16 @@ pub fn path(path: &Path, opts: &InspectOptions) -> Result<Vec<BinaryFacts>, Insp
     Ok(inspect_input(&display, &input, opts))
 }
 
+/// Inspects a file already open (a wheel member inflated to a temporary file), named `name` in the facts.
+pub fn open_file(
+    name: &str,
+    file: &std::fs::File,
+    opts: &InspectOptions,
+) -> std::io::Result<Vec<BinaryFacts>> {
+    let map = source::map_open(file)?;
+    Ok(inspect_input(name, &Input::file(&map, file, 0), opts))
+}
+
 /// Inspects bytes already in memory, named `name` in the facts.
 pub fn bytes(name: &str, data: &[u8], opts: &InspectOptions) -> Vec<BinaryFacts> {
     inspect_input(name, &Input::bytes(data), opts)

@@ -40,12 +40,22 @@ pub fn map(path: &Path) -> std::io::Result<(Option<File>, Source)> {
     if !meta.is_file() || meta.len() == 0 {
         return std::fs::read(path).map(|v| (None, Source::Owned(v)));
     }
+    let map = map_open(&file)?;
+    Ok((Some(file), map))
+}
+
+/// Maps a regular file that is already open (a wheel member inflated to a temporary file).
+pub fn map_open(file: &File) -> std::io::Result<Source> {
+    if file.metadata()?.len() == 0 {
+        return Ok(Source::Owned(Vec::new()));
+    }
     // SAFETY: the map is read-only and private to this process. Another process truncating the file while we
     // read it could raise SIGBUS; cudadiag is a short-lived reader of files the user pointed it at, the same
     // trade-off ripgrep makes, and the alternative (reading 450 MB libraries whole) breaks the memory budget.
+    // A temporary file of our own has no name, so no other process can reach it.
     #[allow(unsafe_code)]
-    let map = unsafe { memmap2::Mmap::map(&file) }?;
+    let map = unsafe { memmap2::Mmap::map(file) }?;
     // Pages are touched sparsely (headers here and there): no read-ahead.
     let _ = map.advise(memmap2::Advice::Random);
-    Ok((Some(file), Source::Mapped(map)))
+    Ok(Source::Mapped(map))
 }

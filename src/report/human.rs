@@ -20,6 +20,7 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
             }
         }
     }
+    super::human_wheel::render(&report.facts.wheels, p, out)?;
     // The machine section is for machines read (doctor, --facts); what-if targets show in the verdicts.
     if let Some(h) = report.facts.host.as_ref().filter(|h| h.observed) {
         super::human_host::render(h, p, opts.verbose, out)?;
@@ -193,8 +194,13 @@ pub fn summary_line(b: &BinaryFacts) -> String {
                 .unwrap_or_default()
         )),
         CudartLinkage::Dynamic => parts.push(format!(
-            "cudart shared ({})",
-            b.cudart.soname.as_deref().unwrap_or("libcudart.so")
+            "cudart shared ({}){}",
+            b.cudart.soname.as_deref().unwrap_or("libcudart.so"),
+            b.cudart
+                .version
+                .as_deref()
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default()
         )),
         CudartLinkage::None => {}
     }

@@ -25,6 +25,11 @@ struct Wire<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     probe: Option<&'a crate::probe::ProbeFacts>,
     findings: &'a [Finding],
+    /// Python wheels read by `audit` (additive to the contract): name, version, `Requires-Dist` verbatim and
+    /// parsed (`requirements`, with when pip installs each and what CUDA it brings), and `cuda_libraries`, where
+    /// each CUDA library its binaries need comes from (`bundled`, `dependency`, `extra`, `missing`).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    wheels: &'a [crate::facts::WheelFacts],
     /// One verdict per binary and GPU (additive to the contract; empty when no GPU is known).
     verdicts: &'a [crate::rules::Verdict],
     summary: Summary,
@@ -327,6 +332,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         host: host(report.facts.host.as_ref()),
         probe: report.facts.probe.as_ref(),
         findings: &report.findings,
+        wheels: &report.facts.wheels,
         verdicts: &report.verdicts,
         summary: report.summary(),
     };

@@ -3,11 +3,18 @@
 //! One run; the catalogue entries of the codes that occur are the rules (`id` = code, `name` = slug); each
 //! finding is a result whose location is the audited file (a wheel member as `x.whl!path/in/wheel.so`), with
 //! the evidence as related text and the help in the rule. Only what is in the report is written.
+//!
+//! `tests/audit.rs` validates this output against the OASIS schema (`tests/data/sarif-schema-2.1.0.json`, the
+//! Errata 01 revision that `$schema` names) and checks every location is an RFC 3986 URI reference.
 
 use super::Report;
 use crate::findings::{self, Finding};
 use serde_json::{Value, json};
 use std::io::{self, Write};
+
+/// The schema the log conforms to: SARIF 2.1.0 with Errata 01, where OASIS publishes it.
+pub const SCHEMA: &str =
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 
 fn level(f: &Finding) -> &'static str {
     f.severity.as_str()
@@ -61,7 +68,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         })
         .collect();
     let log = json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
             "tool": { "driver": {
@@ -77,17 +84,35 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out)
 }
 
-/// A relative URI reference for a path: `/` separators, `%` and spaces escaped, wheel members kept readable.
+/// A relative URI reference (RFC 3986) for a path: `/` separators kept, wheel members kept readable (`!` is a
+/// sub-delimiter, allowed in a path); every byte outside the unreserved and path characters is percent-encoded
+/// (UTF-8 for non-ASCII), and a `:` in the first segment too, where it would read as a scheme (§4.2).
 fn uri(path: &str) -> String {
+    let path = path.trim_start_matches("./");
+    let first_slash = path.find('/').unwrap_or(path.len());
     let mut s = String::with_capacity(path.len());
-    for c in path.trim_start_matches("./").chars() {
-        match c {
-            '%' => s.push_str("%25"),
-            ' ' => s.push_str("%20"),
-            '#' => s.push_str("%23"),
-            '?' => s.push_str("%3F"),
-            _ => s.push(c),
+    for (i, b) in path.bytes().enumerate() {
+        let keep =
+            b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=@/".contains(&b) || (b == b':' && i > first_slash);
+        if keep {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uri;
+
+    #[test]
+    fn uris_are_rfc3986_references() {
+        assert_eq!(uri("./dist/a b.whl!pkg/x.so"), "dist/a%20b.whl!pkg/x.so");
+        assert_eq!(uri("/abs/50%/é#?"), "/abs/50%25/%C3%A9%23%3F");
+        assert_eq!(uri("x:y.so"), "x%3Ay.so");
+        assert_eq!(uri("dir/x:y.so"), "dir/x:y.so");
+        assert_eq!(uri("a\\b|c<d>"), "a%5Cb%7Cc%3Cd%3E");
+    }
 }

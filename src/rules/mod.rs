@@ -12,6 +12,7 @@ pub mod kernel_image;
 pub mod loader;
 pub mod policy;
 pub mod probe;
+pub mod wheel;
 
 use crate::facts::Facts;
 use crate::findings::Finding;

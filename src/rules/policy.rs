@@ -4,7 +4,9 @@
 //! Every finding cites the policy line that asked for it, as cargo-deny does.
 
 use super::{compat, kernel_image};
-use crate::facts::{BinaryFacts, CodeKind, CudartLinkage, DriverFacts, Facts, GpuFacts, HostFacts};
+use crate::facts::{
+    BinaryFacts, CodeKind, CudartLinkage, DriverFacts, Facts, GpuFacts, HostFacts, Installed, WheelFacts,
+};
 use crate::findings::{Code, Finding};
 use crate::matrix::{Cc, Matrix};
 use crate::policy::{CudartRule, Lined, Policy};
@@ -145,12 +147,18 @@ pub fn cuda_majors(b: &BinaryFacts) -> Vec<(u32, String)> {
     if let Some(v) = &b.cudart.version
         && let Some(m) = v.split('.').next().and_then(|m| m.parse().ok())
     {
-        add(m, format!("static CUDA runtime {v}"));
+        let how = match b.cudart.linkage {
+            CudartLinkage::Static => "static ",
+            CudartLinkage::Dynamic => "shared ",
+            CudartLinkage::None => "",
+        };
+        add(m, format!("{how}CUDA runtime {v}"));
     }
     if let Some(elf) = &b.elf {
         for n in &elf.needed {
             // Only libraries whose soname major is the CUDA major: cuFFT (libcufft.so.11 in CUDA 12), cuRAND
-            // (.so.10 in CUDA 11 and 12) and cuSOLVER (.so.11 in both) version themselves apart.
+            // (.so.10 in CUDA 11, 12 and 13), cuSOLVER (.so.11 in both) and cuSPARSE (libcusparse.so.12 in CUDA
+            // 12 and 13: the nvidia-cusparse 12.7 wheel of CUDA 13.2) version themselves apart.
             let cuda_lib = [
                 "libcudart.so",
                 "libcublas.so",
@@ -158,7 +166,6 @@ pub fn cuda_majors(b: &BinaryFacts) -> Vec<(u32, String)> {
                 "libnvrtc.so",
                 "libnvJitLink.so",
                 "libcupti.so",
-                "libcusparse.so",
                 "libnpp",
                 "libnvjpeg.so",
             ]
@@ -410,6 +417,49 @@ pub fn min_driver(findings: Vec<Finding>, policy: &Policy) -> Vec<Finding> {
         .collect()
 }
 
+/// `policy-forbidden-library` for a wheel's declared dependencies of a CUDA major the policy does not allow:
+/// pip installs them beside it (`rules::wheel` says what each installs).
+pub fn declared_majors(w: &WheelFacts, policy: &Policy) -> Vec<Finding> {
+    let Some(majors) = &policy.cuda_majors else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for r in w.requirements.iter().filter(|r| r.installed != Installed::Never) {
+        let Some(major) = r.cuda.as_ref().and_then(|c| c.major) else {
+            continue;
+        };
+        if majors.value.contains(&major) {
+            continue;
+        }
+        let when = match (r.installed, r.extra.as_deref()) {
+            (Installed::WithExtra, Some(e)) => format!(" with the [{e}] extra"),
+            _ => String::new(),
+        };
+        out.push(
+            Finding::new(
+                Code::PolicyForbiddenLibrary,
+                format!(
+                    "{}: declares `{}`, a CUDA {major} package, the policy allows CUDA {:?}",
+                    w.path, r.name, majors.value
+                ),
+                "pip installs it beside the wheel, so users need drivers and libraries of that major too; depend \
+                 on the packages of an allowed major (-cu12 names for CUDA 12, suffix-less nvidia-* or \
+                 cuda-toolkit==13.* for CUDA 13).",
+            )
+            .because(format!("Requires-Dist: {} (installed{when})", r.text))
+            .because(format!(
+                "{} is CUDA {major} [pip_cuda.toml]",
+                r.cuda
+                    .as_ref()
+                    .map_or(r.name.clone(), |c| c.distributions.join(", "))
+            ))
+            .because(cite(policy, majors, "targets.cuda-majors"))
+            .at(&w.path),
+        );
+    }
+    out
+}
+
 /// Every policy finding for the audited facts (before [`apply`]).
 pub fn evaluate(facts: &Facts, policy: &Policy, m: &Matrix) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -417,6 +467,9 @@ pub fn evaluate(facts: &Facts, policy: &Policy, m: &Matrix) -> Vec<Finding> {
         out.extend(forbidden(b, policy));
         out.extend(missing_arch(b, policy, m));
         out.extend(missing_ptx(b, policy));
+    }
+    for w in &facts.wheels {
+        out.extend(declared_majors(w, policy));
     }
     out
 }
