@@ -65,7 +65,7 @@ def glibc(ldso, path):
 
 def ours(cudadiag, paths):
     env_args = [a for k, v in ENV.items() for a in ('--env', f'{k}={v}')]
-    r = subprocess.run([cudadiag, 'inspect', '--format', 'json', '--clear-env', *env_args, '--fail-on', 'never', *paths],
+    r = subprocess.run([cudadiag, 'inspect', '--no-device-code', '--format', 'json', '--clear-env', *env_args, '--fail-on', 'never', *paths],
                        capture_output=True, text=True, timeout=600)
     doc = json.loads(r.stdout)
     per = {}
