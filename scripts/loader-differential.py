@@ -69,8 +69,15 @@ def ours(cudadiag, paths):
                        capture_output=True, text=True, timeout=600)
     doc = json.loads(r.stdout)
     per = {}
+    # Objects mapped only at run time: the dlopen'ed CUDA libraries and what they bring in. ld.so's trace lists
+    # the startup image alone, so their dependencies (libcuda.so.1 needs libm.so.6, say) are left out here.
+    runtime = {}
     for l in doc['libraries']:
-        if l['dlopen']:
+        rt = runtime.setdefault(l['binary'], set())
+        if (l['dlopen'] or l['needed_by'] in rt) and l['how'] != 'already_loaded' and l['path']:
+            rt.add(l['path'])
+    for l in doc['libraries']:
+        if l['dlopen'] or l['needed_by'] in runtime.get(l['binary'], ()):
             continue
         m = per.setdefault(l['binary'], {})
         if l['how'] == 'already_loaded':

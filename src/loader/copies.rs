@@ -43,6 +43,14 @@ pub fn fill(root: &Root, res: &mut Resolution) {
         return;
     }
     let stems: BTreeSet<&str> = wanted.iter().map(|w| stem(w)).collect();
+    let prefixes: Vec<String> = stems.iter().map(|s| format!("{s}.so")).collect();
+    let matches = |name: &str| prefixes.iter().any(|p| name.starts_with(p.as_str()));
+    // The walks are for the library that is missing ("where is the right one?"); a shadowed library's other
+    // copy is already known (the one its RUNPATH names), and the search path's own directories are read.
+    let missing = res
+        .libraries
+        .iter()
+        .any(|l| l.how == How::NotFound && wanted.contains(&l.soname));
     let mut found: BTreeSet<String> = BTreeSet::new();
     let mut dirs: BTreeSet<String> = res.system_dirs.iter().cloned().collect();
     dirs.extend(ld_so_conf_dirs(root, "/etc/ld.so.conf", 0));
@@ -62,7 +70,7 @@ pub fn fill(root: &Root, res: &mut Resolution) {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            if stems.iter().any(|s| name.starts_with(&format!("{s}.so"))) {
+            if matches(&name) {
                 found.insert(p.to_string_lossy().into_owned());
             }
         }
@@ -73,7 +81,10 @@ pub fn fill(root: &Root, res: &mut Resolution) {
     let mut budget = WALK_BUDGET;
     // Toolkits and conda live under /usr/local and /opt; pip wheels' libraries under site-packages/nvidia.
     let mut tops: Vec<(String, usize)> = vec![("/usr/local".into(), 6), ("/opt".into(), 7)];
-    for base in ["/usr/lib", "/usr/local/lib"] {
+    if !missing {
+        tops.clear();
+    }
+    for base in ["/usr/lib", "/usr/local/lib"].into_iter().filter(|_| missing) {
         for d in root.read_dir(Path::new(base)).unwrap_or_default() {
             let name = d
                 .file_name()
@@ -98,7 +109,7 @@ pub fn fill(root: &Root, res: &mut Resolution) {
             }
             budget -= 1;
             let name = entry.file_name().to_string_lossy();
-            if stems.iter().any(|s| name.starts_with(&format!("{s}.so")))
+            if matches(&name)
                 && let Ok(rel) = entry.path().strip_prefix(root.dir())
             {
                 found.insert(Path::new("/").join(rel).to_string_lossy().into_owned());
