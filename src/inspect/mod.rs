@@ -370,7 +370,8 @@ pub enum RodataScan {
     Always,
     /// Only objects of a CUDA stack: ones that carry device code, need a CUDA library or are one. A system or
     /// framework library with no tie to CUDA does not load CUDA libraries, and reading the `.rodata` of every
-    /// library in a tree (hundreds of MB for PyTorch's) would cost more than resolving the tree.
+    /// library in a tree (hundreds of MB for PyTorch's) would cost more than resolving the tree. The driver's
+    /// libraries are not searched either: what they load is the driver's own.
     CudaObjects,
 }
 
@@ -388,13 +389,19 @@ pub fn loader_view(path: &Path, scan: RodataScan) -> std::io::Result<LoaderView>
     };
     let cuda_name = |n: &str| CUDA_LIBRARY_PREFIXES.iter().any(|p| n.starts_with(p));
     let section = |sh: &goblin::elf::SectionHeader| elf.shdr_strtab.get_at(sh.sh_name);
+    // The driver's own libraries (libcuda, NVML and the rest of libnvidia-*) load only driver components,
+    // none of which the needles name: their large read-only data is not searched.
+    let driver = elf
+        .soname
+        .is_some_and(|n| n.starts_with("libcuda.so") || n.starts_with("libnvidia-"));
     let wanted = scan == RodataScan::Always
-        || elf.libraries.iter().any(|n| cuda_name(n))
-        || elf.soname.is_some_and(cuda_name)
-        || elf
-            .section_headers
-            .iter()
-            .any(|sh| matches!(section(sh), Some(".nv_fatbin" | ".nvFatBinSegment")));
+        || (!driver && elf.libraries.iter().any(|n| cuda_name(n)))
+        || (!driver && elf.soname.is_some_and(cuda_name))
+        || (!driver
+            && elf
+                .section_headers
+                .iter()
+                .any(|sh| matches!(section(sh), Some(".nv_fatbin" | ".nvFatBinSegment"))));
     let rodata = if wanted {
         elf.section_headers
             .iter()
