@@ -1,4 +1,4 @@
-//! Other copies of a library on disk, for a library that was not found or was shadowed: the answer to "where
+//! Other copies of a library on disk, for a library that was not found: the answer to "where
 //! is the right one?", which neither ld.so nor libtree gives.
 //!
 //! Looked for, under the root, in the default directories, the directories of `/etc/ld.so.conf` (and its
@@ -19,8 +19,8 @@ fn stem(name: &str) -> &str {
     name.split(".so").next().unwrap_or(name)
 }
 
-/// Fills [`super::Library::copies`] for every library not found, and for every library whose own
-/// RUNPATH/RPATH copy lost.
+/// Fills [`super::Library::copies`] for every library not found. (A shadowed library's other copy is known
+/// already: [`super::Library::intended`].)
 pub fn fill(root: &Root, res: &mut Resolution) {
     let wanted: BTreeSet<String> = res
         .libraries
@@ -28,14 +28,7 @@ pub fn fill(root: &Root, res: &mut Resolution) {
         .filter(|l| {
             // A bare `libX.so` dlopen name is a stem, not a failure (`rules::loader::library_not_found`).
             let stem_only = l.dlopen && l.soname.ends_with(".so");
-            !l.soname.contains('/')
-                && !stem_only
-                && (l.how == How::NotFound
-                    || l.intended.as_ref().is_some_and(|i| {
-                        l.object
-                            .and_then(|o| res.objects.get(o))
-                            .is_some_and(|o| o.realpath != i.realpath)
-                    }))
+            !l.soname.contains('/') && !stem_only && l.how == How::NotFound
         })
         .map(|l| l.soname.clone())
         .collect();
@@ -45,12 +38,6 @@ pub fn fill(root: &Root, res: &mut Resolution) {
     let stems: BTreeSet<&str> = wanted.iter().map(|w| stem(w)).collect();
     let prefixes: Vec<String> = stems.iter().map(|s| format!("{s}.so")).collect();
     let matches = |name: &str| prefixes.iter().any(|p| name.starts_with(p.as_str()));
-    // The walks are for the library that is missing ("where is the right one?"); a shadowed library's other
-    // copy is already known (the one its RUNPATH names), and the search path's own directories are read.
-    let missing = res
-        .libraries
-        .iter()
-        .any(|l| l.how == How::NotFound && wanted.contains(&l.soname));
     let mut found: BTreeSet<String> = BTreeSet::new();
     let mut dirs: BTreeSet<String> = res.system_dirs.iter().cloned().collect();
     dirs.extend(ld_so_conf_dirs(root, "/etc/ld.so.conf", 0));
@@ -81,10 +68,7 @@ pub fn fill(root: &Root, res: &mut Resolution) {
     let mut budget = WALK_BUDGET;
     // Toolkits and conda live under /usr/local and /opt; pip wheels' libraries under site-packages/nvidia.
     let mut tops: Vec<(String, usize)> = vec![("/usr/local".into(), 6), ("/opt".into(), 7)];
-    if !missing {
-        tops.clear();
-    }
-    for base in ["/usr/lib", "/usr/local/lib"].into_iter().filter(|_| missing) {
+    for base in ["/usr/lib", "/usr/local/lib"] {
         for d in root.read_dir(Path::new(base)).unwrap_or_default() {
             let name = d
                 .file_name()
