@@ -3,9 +3,9 @@
 # Usage: scripts/loader-bench.sh FILE [RUNS]      (CUDADIAG=path/to/cudadiag to use a built binary, no cargo)
 # Prints the median wall time of each over RUNS runs (default 20) and the ratios. For the DESIGN.md budget
 # ("no slower than ldd"), point it at libtorch_cuda.so inside a pip layout (site-packages/torch/lib), where its
-# RUNPATH reaches the nvidia/* wheels. Three cudadiag rows:
-#   loader only    `inspect --no-device-code`: the tree, its dlopen'ed CUDA libraries, library and host
-#                  findings (what ldd answers, and more);
+# RUNPATH reaches the nvidia/* wheels. Two cudadiag rows:
+#   loader only    `inspect --no-device-code --no-host`: the tree, its dlopen'ed CUDA libraries, library
+#                  findings (what ldd answers, and more), without reading the machine's driver and GPUs;
 #   full inspect   also lists the device code of the binary and of every library with kernels, for the verdict.
 set -eu
 file=$1
@@ -32,7 +32,7 @@ libs=$($bin inspect --no-device-code --format json --fail-on never "$file" |
 echo "file: $file ($libs)"
 echo "cpus: $(nproc)"
 ldd_us=$(time_of ldd "$file")
-loader_us=$(time_of "$bin" inspect --no-device-code --fail-on never "$file")
+loader_us=$(time_of "$bin" inspect --no-device-code --no-host --fail-on never "$file")
 full_us=$(time_of "$bin" inspect --fail-on never "$file")
 echo "ldd:                       $ldd_us us (median of $runs)"
 echo "cudadiag (loader only):    $loader_us us  ratio to ldd $(awk "BEGIN {printf \"%.2f\", $loader_us / $ldd_us}")"

@@ -287,6 +287,10 @@ pub struct InspectArgs {
     /// loaded libraries): the binaries' own facts only, as `cuobjdump` lists them.
     #[arg(long)]
     pub no_libraries: bool,
+    /// Judge the binaries alone, without this machine's driver, GPUs and environment (which `inspect` reads
+    /// otherwise, unless `--facts`, `--gpu` or `--driver` name another machine).
+    #[arg(long, conflicts_with = "facts")]
+    pub no_host: bool,
     /// Do not read device code, neither the binaries' nor their libraries': the loader tree, library and host
     /// findings only. The fast answer to `cannot open shared object file` on a large tree.
     #[arg(long, conflicts_with_all = ["deep", "no_libraries"])]

@@ -323,6 +323,9 @@ pub struct Facts {
     /// loader and inspected like a binary, kept when it carries device code. `path` is the path ld.so loads.
     #[serde(default)]
     pub loaded: Vec<BinaryFacts>,
+    /// Why no machine is judged (`inspect` on a machine without NVIDIA GPU or driver), for the report.
+    #[serde(skip)]
+    pub host_note: Option<String>,
 }
 
 /// What a Python wheel declares about itself (`*.dist-info/METADATA`).

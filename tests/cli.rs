@@ -154,10 +154,12 @@ fn human_summary_line_snapshot() {
         ]
     );
     assert!(text.contains("3 binaries: "), "{text}");
-    // Static binaries whose libraries are all on the machine: no findings, exit 0.
+    // Static binaries whose libraries are all on the machine: no findings, exit 0 (judged alone: the test
+    // machine may or may not have a GPU).
     let out = cudadiag()
         .args([
             "inspect",
+            "--no-host",
             "--color",
             "never",
             "fixtures/cuda13/multi",
@@ -365,4 +367,62 @@ fn no_libraries_skips_the_loader() {
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&with.stdout).unwrap();
     assert!(!v["libraries"].as_array().unwrap().is_empty());
+}
+
+/// `inspect` judges the binary for the machine it runs on (read through `--root`), with no `--facts`: the
+/// developer's "why does it fail here?". A machine without any NVIDIA GPU or driver is not judged, and says so.
+#[test]
+fn inspect_judges_for_this_machine_unless_it_has_no_nvidia_gpu() {
+    let case = std::path::Path::new("fixtures/hosts/healthy");
+    let mut args: Vec<String> = [
+        "inspect",
+        "--no-libraries",
+        "--color",
+        "never",
+        "--clear-env",
+        "--root",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(case.join("root").display().to_string());
+    for line in std::fs::read_to_string(case.join("env")).unwrap().lines() {
+        if !line.trim().is_empty() {
+            args.extend(["--env".to_string(), line.to_string()]);
+        }
+    }
+    args.push("fixtures/cuda13/sm80".into());
+    let out = cudadiag().args(&args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("error[CD100] no-kernel-image"), "{text}");
+    assert!(
+        text.contains("on NVIDIA H100 80GB HBM3 (CC 9.0): will fail"),
+        "{text}"
+    );
+    // --no-host: the binary alone, nothing about the machine.
+    let i = args.iter().position(|a| a == "--no-libraries").unwrap();
+    args.insert(i, "--no-host".into());
+    let out = cudadiag().args(&args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(!text.contains("H100"), "{text}");
+    // An empty machine: judged alone, with the reason on the summary.
+    let empty = tempfile::tempdir().unwrap();
+    let out = cudadiag()
+        .args([
+            "inspect",
+            "--no-libraries",
+            "--color",
+            "never",
+            "--clear-env",
+            "--root",
+        ])
+        .arg(empty.path())
+        .arg("fixtures/cuda13/sm80")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("no NVIDIA GPU or driver on this machine"), "{text}");
 }

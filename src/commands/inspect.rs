@@ -34,10 +34,25 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
     if !args.no_device_code {
         facts.loaded = loaded_device_code(&facts, &root, &opts);
     }
+    let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
     if let Some(snapshot) = &args.facts {
         let mut host = super::snapshot::load_host(snapshot)?;
         crate::host::enrich::with_matrix(&mut host, &matrix);
         facts.host = Some(host);
+    } else if !what_if && !args.no_host {
+        // "Will it run here?": the machine's driver, GPUs, device nodes and environment, read through the root.
+        // A machine with no trace of NVIDIA (a build box, a laptop) is not judged: the binaries are, alone.
+        let mut host = super::doctor::collect(&super::doctor::checked_root(&args.system)?, &env, true);
+        if nvidia_present(&host) {
+            crate::host::enrich::with_matrix(&mut host, &matrix);
+            facts.host = Some(host);
+        } else {
+            facts.host_note = Some(
+                "no NVIDIA GPU or driver on this machine: the binaries are judged alone (--gpu/--driver or \
+                 --facts judge them for another machine; `cudadiag doctor` explains this one)"
+                    .into(),
+            );
+        }
     }
     super::targets::apply(&args.target, &mut facts, &matrix)?;
     if args.probe {
@@ -48,6 +63,19 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         )?);
     }
     super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out)
+}
+
+/// Does the machine show any NVIDIA GPU or driver (a GPU on the bus, the kernel module, `/proc/driver/nvidia`,
+/// device nodes)? A stub or compat `libcuda` alone (a build container with a toolkit) does not count.
+fn nvidia_present(h: &crate::facts::HostFacts) -> bool {
+    h.driver.is_some()
+        || !h.gpus.is_empty()
+        || !h.device_nodes.is_empty()
+        || h.kernel.nvrm_line.is_some()
+        || h.kernel
+            .modules
+            .iter()
+            .any(|m| m.starts_with("nvidia") || m == "nouveau")
 }
 
 /// Inspects every library the loader found for the binaries (not the binaries themselves, not the

@@ -54,6 +54,9 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
         count(s.warnings, "warning", p),
         count(s.notes, "note", p)
     )?;
+    if let Some(note) = &report.facts.host_note {
+        writeln!(out, "({note})")?;
+    }
     verdicts(report, p, out)
 }
 
