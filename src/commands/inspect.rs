@@ -78,6 +78,19 @@ fn nvidia_present(h: &crate::facts::HostFacts) -> bool {
             .any(|m| m.starts_with("nvidia") || m == "nouveau")
 }
 
+/// Is a loaded library's device code evidence of the GPUs it supports? Not for NVIDIA's own CUDA libraries
+/// (cuBLAS, cuFFT, cuDNN, NCCL…): they load most kernels from their own archives or build them at run time
+/// (CUDA 13.2's `libcufft.so.12` holds one standard fatbin entry, SASS sm_75, yet runs on every GPU CUDA 13
+/// supports), so judging their `.nv_fatbin` alone would call a working PyTorch install broken on an H200.
+/// Their GPU support is the toolkit's. A project's or a framework's own libraries are judged.
+fn judged_library(o: &crate::loader::LoadedObject) -> bool {
+    let name = o
+        .soname
+        .as_deref()
+        .unwrap_or_else(|| o.realpath.rsplit('/').next().unwrap_or(""));
+    !inspect::CUDA_LIBRARY_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// Inspects every library the loader found for the binaries (not the binaries themselves, not the
 /// interpreter) and keeps those that carry device code: their kernels must run on the GPU too.
 fn loaded_device_code(
@@ -89,7 +102,7 @@ fn loaded_device_code(
     let mut out = Vec::new();
     for r in &facts.libraries {
         for o in r.objects.iter().skip(1) {
-            if !seen.insert(o.realpath.clone()) {
+            if !judged_library(o) || !seen.insert(o.realpath.clone()) {
                 continue;
             }
             let host_path = root.host_path(std::path::Path::new(&o.realpath));
@@ -105,4 +118,33 @@ fn loaded_device_code(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvidia_libraries_are_not_judged_by_their_fatbins() {
+        let lib = |soname: Option<&str>, realpath: &str| crate::loader::LoadedObject {
+            soname: soname.map(str::to_string),
+            realpath: realpath.into(),
+            ..Default::default()
+        };
+        assert!(!judged_library(&lib(
+            Some("libcufft.so.12"),
+            "/x/libcufft.so.12.2.0.57"
+        )));
+        assert!(!judged_library(&lib(
+            Some("libcudnn_ops.so.9"),
+            "/x/libcudnn_ops.so.9"
+        )));
+        assert!(!judged_library(&lib(None, "/x/libnccl.so.2.30.7")));
+        assert!(judged_library(&lib(Some("libkern.so"), "/x/libkern.so")));
+        assert!(judged_library(&lib(Some("libc10_cuda.so"), "/x/libc10_cuda.so")));
+        assert!(judged_library(&lib(
+            Some("libtorchvision_ops.so"),
+            "/x/libtorchvision_ops.so"
+        )));
+    }
 }

@@ -358,6 +358,7 @@ pub const CUDA_LIBRARY_PREFIXES: &[&str] = &[
     "libnccl",
     "libnvshmem",
     "libnpp",
+    "libnvjpeg",
     "libnvToolsExt",
     "libnvblas",
     "libcutensor",
