@@ -66,9 +66,12 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
 }
 
 /// Does the machine show any NVIDIA GPU or driver (a GPU on the bus, the kernel module, `/proc/driver/nvidia`,
-/// device nodes)? A stub or compat `libcuda` alone (a build container with a toolkit) does not count.
+/// device nodes, a WSL or Jetson platform)? A stub or compat `libcuda` alone (a build container with a
+/// toolkit) does not count.
 fn nvidia_present(h: &crate::facts::HostFacts) -> bool {
-    h.driver.is_some()
+    crate::rules::host::wsl(h)
+        || crate::rules::host::jetson(h)
+        || h.driver.is_some()
         || !h.gpus.is_empty()
         || !h.device_nodes.is_empty()
         || h.kernel.nvrm_line.is_some()

@@ -41,13 +41,13 @@ pub fn cmp_versions(a: &str, b: &str) -> Ordering {
     parse(a).cmp(&parse(b))
 }
 
-fn wsl(h: &HostFacts) -> bool {
+pub(crate) fn wsl(h: &HostFacts) -> bool {
     h.platform.wsl.is_some()
 }
 
 /// Jetson's integrated GPU is not a PCI device, and older L4T releases drive it with nvgpu, which has no
 /// `/proc/driver/nvidia`: the PCI and procfs checks say nothing there.
-fn jetson(h: &HostFacts) -> bool {
+pub(crate) fn jetson(h: &HostFacts) -> bool {
     h.platform.jetson.is_some()
 }
 
