@@ -45,16 +45,9 @@ pub fn facts(elf: &Elf<'_>) -> ElfFacts {
         }
     }
     let mut version_defs = Vec::new();
-    if let Some(verdef) = &elf.verdef {
-        for def in verdef.iter() {
-            if let Some(aux) = def.iter().next() {
-                let name = super::elfparse::dynstr(elf, aux.vda_name)
-                    .unwrap_or("")
-                    .to_string();
-                version_names.insert(def.vd_ndx, name.clone());
-                version_defs.push(name);
-            }
-        }
+    for (ndx, name) in super::elfparse::verdef_names(elf) {
+        version_names.insert(ndx, name.to_string());
+        version_defs.push(name.to_string());
     }
     // Every symbol is counted; only the undefined ones that carry a version are named (the version is read
     // first, from `.gnu.version`, so a C++ library's hundred thousand unversioned imports cost no string reads).

@@ -145,6 +145,21 @@ pub fn dynstr<'a>(elf: &Elf<'a>, offset: usize) -> Option<&'a str> {
     elf.dynstrtab.get(offset)?.ok()
 }
 
+/// `DT_VERDEF`, in order: each version's index (as `.gnu.version` refers to it) and name (`""` when its
+/// string is unreadable).
+pub fn verdef_names<'a>(elf: &Elf<'a>) -> Vec<(u16, &'a str)> {
+    let Some(verdef) = &elf.verdef else {
+        return Vec::new();
+    };
+    verdef
+        .iter()
+        .filter_map(|def| {
+            let aux = def.iter().next()?;
+            Some((def.vd_ndx, dynstr(elf, aux.vda_name).unwrap_or("")))
+        })
+        .collect()
+}
+
 /// The exported (defined) dynamic symbol `name`, found as ld.so finds it: through `DT_GNU_HASH` when the file
 /// has one (a few probes instead of a walk over every symbol), else by walking `.dynsym`.
 pub fn dynsym_lookup(elf: &Elf<'_>, bytes: &[u8], name: &str) -> Option<goblin::elf::Sym> {

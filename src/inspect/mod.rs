@@ -430,18 +430,7 @@ pub fn defines_versioned(path: &Path, queries: &[(&str, &str)]) -> Option<Vec<bo
     let (_file, map) = source::map(path).ok()?;
     let data: &[u8] = &map;
     let (elf, _) = elfparse::parse(data).ok()?;
-    let mut names: std::collections::HashMap<u16, &str> = std::collections::HashMap::new();
-    if let Some(verdef) = &elf.verdef {
-        for def in verdef.iter() {
-            if let Some(name) = def
-                .iter()
-                .next()
-                .and_then(|aux| elfparse::dynstr(&elf, aux.vda_name))
-            {
-                names.insert(def.vd_ndx, name);
-            }
-        }
-    }
+    let names: std::collections::HashMap<u16, &str> = elfparse::verdef_names(&elf).into_iter().collect();
     let version_of = |i: usize| -> Option<&str> {
         let v = elf.versym.as_ref()?.get_at(i)?;
         names.get(&v.version()).copied()
