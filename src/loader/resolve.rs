@@ -304,6 +304,12 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
     // (consumer, index in its needs) per query, grouped by the objects defining the version.
     let mut queries: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
     let mut wanted: Vec<(usize, usize)> = Vec::new();
+    let mut defining: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (pi, p) in res.objects.iter().enumerate() {
+        for d in &p.version_defs {
+            defining.entry(d.as_str()).or_default().push(pi);
+        }
+    }
     for (ci, o) in res.objects.iter().enumerate() {
         for (si, s) in o.needs.iter().enumerate() {
             let Some(v) = s.version.as_deref() else { continue };
@@ -312,25 +318,20 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
             if s.weak || !from_file {
                 continue;
             }
-            let providers: Vec<usize> = res
-                .objects
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.version_defs.iter().any(|d| d == v))
-                .map(|(pi, _)| pi)
-                .collect();
-            if providers.is_empty() {
+            let Some(providers) = defining.get(v) else {
                 continue;
-            }
+            };
             wanted.push((ci, si));
-            for pi in providers {
+            for &pi in providers {
                 queries.entry(pi).or_default().push((ci, si));
             }
         }
     }
     let mut bound: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
     for (pi, qs) in &queries {
+        // A provider that could not be read proves nothing: its symbols count as there.
         let Some(Some(cand)) = views.get(*pi) else {
+            bound.extend(qs.iter().copied());
             continue;
         };
         let asked: Vec<(&str, &str)> = qs
@@ -344,7 +345,6 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
             Some(answers) => {
                 bound.extend(qs.iter().zip(answers).filter(|(_, a)| *a).map(|(q, _)| *q));
             }
-            // An unreadable provider proves nothing: count its symbols as there.
             None => bound.extend(qs.iter().copied()),
         }
     }
