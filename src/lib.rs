@@ -13,6 +13,7 @@ pub mod host;
 pub mod inspect;
 pub mod loader;
 pub mod matrix;
+pub mod parallel;
 pub mod policy;
 pub mod probe;
 pub mod report;

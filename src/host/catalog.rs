@@ -422,40 +422,13 @@ pub fn scan(root: &Root, env: &Env, progress: Option<&AtomicUsize>) -> (Vec<Libr
         sr.dir = real;
         roots.push(sr);
     }
-    let threads = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(1, 8);
-    let chunks: Vec<Vec<ScanRoot>> = (0..threads)
-        .map(|t| roots.iter().skip(t).step_by(threads).cloned().collect())
-        .collect();
+    let walked = crate::parallel::map(&roots, 8, |sr| walk(root, sr, progress));
     let mut results: Vec<(usize, Found)> = Vec::new();
     let mut problems = Vec::new();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = chunks
-            .iter()
-            .map(|chunk| {
-                s.spawn(move || {
-                    let mut out = Vec::new();
-                    let mut probs = Vec::new();
-                    for sr in chunk {
-                        let (f, p) = walk(root, sr, progress);
-                        out.push((sr.dir.clone(), f));
-                        probs.extend(p);
-                    }
-                    (out, probs)
-                })
-            })
-            .collect();
-        for h in handles {
-            if let Ok((out, probs)) = h.join() {
-                for (dir, f) in out {
-                    let order = roots.iter().position(|r| r.dir == dir).unwrap_or(usize::MAX);
-                    results.extend(f.into_iter().map(|x| (order, x)));
-                }
-                problems.extend(probs);
-            }
-        }
-    });
+    for (order, (found, probs)) in walked.into_iter().enumerate() {
+        results.extend(found.into_iter().map(|x| (order, x)));
+        problems.extend(probs);
+    }
     results.sort_by(|a, b| (a.0, &a.1.path).cmp(&(b.0, &b.1.path)));
     let mut seen_paths = std::collections::HashSet::new();
     let found: Vec<Found> = results

@@ -544,36 +544,16 @@ fn apply(index: usize, decoded: Decoded, out: &mut BinaryFacts) {
 /// Reads the payloads the walk queued: on several threads when there are many (a `--deep` read of a
 /// 2,800-entry library), each thread holding at most one decompressed entry at a time.
 pub fn read_payloads(data: &Input<'_>, pending: &[Pending], out: &mut BinaryFacts, opts: &InspectOptions) {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(16);
-    let run = |jobs: &[Pending], code: &[DeviceCode]| -> Vec<(usize, Decoded)> {
-        jobs.iter()
-            .map(|j| {
-                let decoded = match data.read(j.start, j.len) {
-                    Some(stored) => decode(&stored, &code[j.index], opts),
-                    None => Decoded::Damaged("payload could not be read".into()),
-                };
-                (j.index, decoded)
-            })
-            .collect()
-    };
-    let results: Vec<(usize, Decoded)> = if threads <= 1 || pending.len() < 16 {
-        run(pending, &out.device_code)
-    } else {
-        let code = &out.device_code;
-        let per = pending.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = pending
-                .chunks(per)
-                .map(|jobs| scope.spawn(move || run(jobs, code)))
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
-        })
-    };
+    let code = &out.device_code;
+    // A few payloads are not worth the threads.
+    let threads = if pending.len() < 16 { 1 } else { 16 };
+    let results = crate::parallel::map(pending, threads, |j| {
+        let decoded = match data.read(j.start, j.len) {
+            Some(stored) => decode(&stored, &code[j.index], opts),
+            None => Decoded::Damaged("payload could not be read".into()),
+        };
+        (j.index, decoded)
+    });
     for (index, decoded) in results {
         apply(index, decoded, out);
     }

@@ -81,32 +81,9 @@ pub fn fill_strings(cands: &[Rc<Candidate>]) {
             })
         })
         .collect();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(jobs.len());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut mine = Vec::new();
-        loop {
-            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(&(i, path, part)) = jobs.get(k) else {
-                break;
-            };
-            mine.push((i, inspect::rodata_strings(path, part, DLOPEN_NEEDLES)));
-        }
-        mine
-    };
-    let found: Vec<(usize, Vec<(String, u64)>)> = if workers <= 1 {
-        work()
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
-        })
-    };
+    let found = crate::parallel::map(&jobs, usize::MAX, |&(i, path, part)| {
+        (i, inspect::rodata_strings(path, part, DLOPEN_NEEDLES))
+    });
     let mut per: Vec<Vec<(String, u64)>> = vec![Vec::new(); todo.len()];
     for (i, strings) in found {
         for (s, off) in strings {
