@@ -136,7 +136,7 @@ pub fn machine_name(machine: u16) -> String {
     }
 }
 
-fn section_name<'a>(elf: &'a Elf<'_>, sh: &goblin::elf::SectionHeader) -> &'a str {
+pub(super) fn section_name<'a>(elf: &'a Elf<'_>, sh: &goblin::elf::SectionHeader) -> &'a str {
     elf.shdr_strtab.get_at(sh.sh_name).unwrap_or("")
 }
 

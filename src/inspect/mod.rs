@@ -364,6 +364,11 @@ pub const CUDA_LIBRARY_PREFIXES: &[&str] = &[
     "libcutensor",
 ];
 
+/// Is `soname` (or a file name) one of the CUDA libraries of [`CUDA_LIBRARY_PREFIXES`]?
+pub fn is_cuda_library(soname: &str) -> bool {
+    CUDA_LIBRARY_PREFIXES.iter().any(|p| soname.starts_with(p))
+}
+
 /// Which objects [`loader_view`] searches for `dlopen` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RodataScan {
@@ -388,25 +393,24 @@ pub fn loader_view(path: &Path, scan: RodataScan) -> std::io::Result<LoaderView>
             rodata: Vec::new(),
         });
     };
-    let cuda_name = |n: &str| CUDA_LIBRARY_PREFIXES.iter().any(|p| n.starts_with(p));
-    let section = |sh: &goblin::elf::SectionHeader| elf.shdr_strtab.get_at(sh.sh_name);
+    let section = |sh| elf::section_name(&elf, sh);
     // The driver's own libraries (libcuda, NVML and the rest of libnvidia-*) load only driver components,
     // none of which the needles name: their large read-only data is not searched.
     let driver = elf
         .soname
         .is_some_and(|n| n.starts_with("libcuda.so") || n.starts_with("libnvidia-"));
     let wanted = scan == RodataScan::Always
-        || (!driver && elf.libraries.iter().any(|n| cuda_name(n)))
-        || (!driver && elf.soname.is_some_and(cuda_name))
+        || (!driver && elf.libraries.iter().any(|n| is_cuda_library(n)))
+        || (!driver && elf.soname.is_some_and(is_cuda_library))
         || (!driver
             && elf
                 .section_headers
                 .iter()
-                .any(|sh| matches!(section(sh), Some(".nv_fatbin" | ".nvFatBinSegment"))));
+                .any(|sh| matches!(section(sh), ".nv_fatbin" | ".nvFatBinSegment")));
     let rodata = if wanted {
         elf.section_headers
             .iter()
-            .filter(|sh| section(sh) == Some(".rodata"))
+            .filter(|sh| section(sh) == ".rodata")
             .filter(|sh| {
                 sh.sh_offset
                     .checked_add(sh.sh_size)

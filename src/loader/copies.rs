@@ -26,9 +26,8 @@ pub fn fill(root: &Root, res: &mut Resolution) {
         .libraries
         .iter()
         .filter(|l| {
-            // A bare `libX.so` dlopen name is a stem, not a failure (`rules::loader::library_not_found`).
-            let stem_only = l.dlopen && l.soname.ends_with(".so");
-            !l.soname.contains('/') && !stem_only && l.how == How::NotFound
+            // A stem is not a failure (`rules::loader::library_not_found`): nothing to look for.
+            !l.soname.contains('/') && !l.is_dlopen_stem() && l.how == How::NotFound
         })
         .map(|l| l.soname.clone())
         .collect();

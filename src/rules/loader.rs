@@ -127,7 +127,7 @@ pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
         }
         // A bare `libX.so` in `.rodata` is a stem the library completes with a version before it calls dlopen
         // (cuDNN 9 adds ".9" to `libcudnn_ops.so`) or one name of several it tries; its absence is no error.
-        if l.dlopen && l.soname.ends_with(".so") {
+        if l.is_dlopen_stem() {
             continue;
         }
         let error = l.error.as_deref().unwrap_or("cannot open shared object file");
