@@ -17,6 +17,13 @@ fn cudadiag(dir: &Path) -> Command {
     c
 }
 
+/// `cudadiag audit --policy POLICY`, in `dir`; the inputs come after.
+fn audit(dir: &Path, policy: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = cudadiag(dir);
+    c.arg("audit").arg("--policy").arg(policy);
+    c
+}
+
 fn policy(dir: &Path, text: &str) -> PathBuf {
     let p = dir.join("cudadiag.toml");
     std::fs::write(&p, text).unwrap();
@@ -73,10 +80,7 @@ const RELEASE: &str = "[targets]\nsass = [\"sm_80\", \"sm_90\"]\nptx = \"compute
 fn policy_passes_on_multi_arch_and_fails_on_single_arch() {
     let dir = tempfile::tempdir().unwrap();
     let p = policy(dir.path(), RELEASE);
-    let out = cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
+    let out = audit(dir.path(), &p)
         .arg(root().join("fixtures/cuda13/multi"))
         .output()
         .unwrap();
@@ -111,25 +115,16 @@ fn policy_passes_on_multi_arch_and_fails_on_single_arch() {
     assert!(arch["message"].as_str().unwrap().contains("sm_90"));
     // sm_80 SASS satisfies an sm_86 target (same major, lower minor), but an sm_90a target needs an sm_90a cubin.
     let p = policy(dir.path(), "[targets]\nsass = [\"sm_86\"]\n");
-    cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
+    audit(dir.path(), &p)
         .arg(root().join("fixtures/cuda13/sm80"))
         .assert()
         .success();
     let p = policy(dir.path(), "[targets]\nsass = [\"sm_90a\"]\n");
-    cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
+    audit(dir.path(), &p)
         .arg(root().join("fixtures/cuda13/sm90a"))
         .assert()
         .success();
-    cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
+    audit(dir.path(), &p)
         .arg(root().join("fixtures/cuda13/multi"))
         .assert()
         .code(1);
@@ -156,10 +151,7 @@ fn min_driver_is_checked_against_runtime_and_compression() {
     assert!(f["message"].as_str().unwrap().contains("575.57.08"), "{f}");
     // The near miss: the R580 driver runs CUDA 13.0.
     let p = policy(dir.path(), "[targets]\nmin-driver = \"580.65.06\"\n");
-    cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
+    audit(dir.path(), &p)
         .arg(root().join("fixtures/cuda13/no_compress"))
         .assert()
         .success();
@@ -176,10 +168,7 @@ fn missing_or_broken_policy_is_a_usage_error_with_the_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cudadiag init"));
     let p = policy(dir.path(), "[targets]\nsass = [\"sm_80\"]\nptx = \"sm_90\"\n");
-    let out = cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
+    let out = audit(dir.path(), &p)
         .arg(root().join("fixtures/cuda13/multi"))
         .output()
         .unwrap();
@@ -202,13 +191,7 @@ fn bundled_libcuda_in_a_wheel_is_forbidden() {
         ],
         &["nvidia-cuda-runtime==13.0.96"],
     );
-    let out = cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
-        .arg(&whl)
-        .output()
-        .unwrap();
+    let out = audit(dir.path(), &p).arg(&whl).output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -228,13 +211,7 @@ fn bundled_libcuda_in_a_wheel_is_forbidden() {
         &[("pkg/_ext.so", fixture("cudart_shared"))],
         &["nvidia-cuda-runtime==13.0.96"],
     );
-    cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
-        .arg(&clean)
-        .assert()
-        .success();
+    audit(dir.path(), &p).arg(&clean).assert().success();
 }
 
 #[test]
@@ -250,13 +227,7 @@ fn waivers_silence_and_stale_waivers_are_reported() {
         dir.path(),
         "[[waiver]]\ncode = \"policy-forbidden-library\"\npath = \"*libcuda.so.1\"\nreason = \"test rig only\"\nexpires = \"2999-01-01\"\n\n[[waiver]]\ncode = \"CD600\"\nreason = \"no longer needed\"\n",
     );
-    let out = cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
-        .arg(&whl)
-        .output()
-        .unwrap();
+    let out = audit(dir.path(), &p).arg(&whl).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(!text.contains("error[CD603]"), "{text}");
@@ -269,13 +240,7 @@ fn waivers_silence_and_stale_waivers_are_reported() {
         dir.path(),
         "[[waiver]]\ncode = \"policy-forbidden-library\"\nreason = \"was fine once\"\nexpires = \"2020-01-01\"\n",
     );
-    let out = cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
-        .arg(&whl)
-        .output()
-        .unwrap();
+    let out = audit(dir.path(), &p).arg(&whl).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -299,13 +264,7 @@ fn absolute_and_stubs_rpaths_and_severity_overrides() {
         .unwrap();
     assert!(ok.success());
     let p = policy(dir.path(), "[libraries]\ncudart = \"any\"\n");
-    let out = cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
-        .arg(&bin)
-        .output()
-        .unwrap();
+    let out = audit(dir.path(), &p).arg(&bin).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1));
     assert!(text.contains("stubs/ directory"), "{text}");
@@ -320,21 +279,9 @@ fn absolute_and_stubs_rpaths_and_severity_overrides() {
         dir.path(),
         "[libraries]\nallow-absolute-rpath = true\nallow-stubs = true\n",
     );
-    cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
-        .arg(&bin)
-        .assert()
-        .success();
+    audit(dir.path(), &p).arg(&bin).assert().success();
     let p = policy(dir.path(), "[severity]\npolicy-forbidden-library = \"warning\"\n");
-    cudadiag(dir.path())
-        .arg("audit")
-        .arg("--policy")
-        .arg(&p)
-        .arg(&bin)
-        .assert()
-        .success();
+    audit(dir.path(), &p).arg(&bin).assert().success();
     cudadiag(dir.path())
         .args(["audit", "--fail-on", "warning", "--policy"])
         .arg(&p)
