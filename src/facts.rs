@@ -41,6 +41,9 @@ pub struct BinaryFacts {
     pub fatbins: Vec<FatbinContainer>,
     /// Every device-code entry of every container, in file order (duplicates kept).
     pub device_code: Vec<DeviceCode>,
+    /// The device code was not read (`inspect --no-device-code`): an empty `device_code` then says nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub device_code_skipped: bool,
     /// Problems met while reading this binary; each becomes a finding.
     pub problems: Vec<Problem>,
 }

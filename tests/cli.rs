@@ -426,3 +426,51 @@ fn inspect_judges_for_this_machine_unless_it_has_no_nvidia_gpu() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("no NVIDIA GPU or driver on this machine"), "{text}");
 }
+
+/// `--no-device-code` reads no fatbin: the report says the device code was not read, never that there is none,
+/// and gives no verdict on kernels it did not look at.
+#[test]
+fn no_device_code_flag_does_not_claim_the_binary_has_none() {
+    let args = [
+        "inspect",
+        "--gpu",
+        "9.0",
+        "--driver",
+        "580.65.06",
+        "--color",
+        "never",
+    ];
+    let out = cudadiag()
+        .args(args)
+        .args(["--no-device-code", "fixtures/cuda13/sm80"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("device code not read"), "{text}");
+    assert!(!text.contains("no-device-code"), "{text}");
+    assert!(!text.contains("no device code"), "{text}");
+    assert!(!text.contains("verdict"), "{text}");
+    let out = cudadiag()
+        .args(args)
+        .args(["--no-device-code", "--format", "json", "fixtures/cuda13/sm80"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["binaries"][0]["device_code_skipped"], true);
+    assert!(
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["slug"] != "no-device-code")
+    );
+    // Read, the same binary is judged: no kernel image for CC 9.0.
+    let out = cudadiag()
+        .args(args)
+        .arg("fixtures/cuda13/sm80")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("SASS sm_80"), "{text}");
+    assert!(text.contains("will fail"), "{text}");
+}

@@ -208,6 +208,7 @@ fn host_elf(input: &Input<'_>, facts: &mut BinaryFacts, opts: &InspectOptions) {
     };
     let elf_facts = elf::facts(&elf);
     if opts.depth == Depth::NoDeviceCode {
+        facts.device_code_skipped = true;
         facts.cudart = elf::cudart(&elf, &elf_facts, input, false);
         facts.elf = Some(elf_facts);
         return;

@@ -166,7 +166,9 @@ pub fn summary_line(b: &BinaryFacts) -> String {
     if !nvvm.is_empty() {
         parts.push(format!("LTO-IR {}", arch_list(&nvvm, false)));
     }
-    if b.device_code.is_empty() && b.format == Some(crate::facts::Format::Elf) {
+    if b.device_code_skipped {
+        parts.push("device code not read".to_string());
+    } else if b.device_code.is_empty() && b.format == Some(crate::facts::Format::Elf) {
         parts.push("no device code".to_string());
     }
     let mut toolkits = Vec::new();

@@ -159,6 +159,9 @@ struct Binary<'a> {
     elf: Option<Elf<'a>>,
     cudart: Cudart<'a>,
     device_code: Vec<Entry<'a>>,
+    /// Present (true) when the device code was not read (`--no-device-code`): `device_code` is then empty.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    device_code_skipped: bool,
     /// NVVM IR entries (`-dlto`): not loadable by the driver, so not part of `device_code`.
     nvvm: Vec<Entry<'a>>,
     fatbins: &'a [crate::facts::FatbinContainer],
@@ -308,6 +311,7 @@ fn binary(b: &BinaryFacts) -> Binary<'_> {
             .filter(|e| e.kind != CodeKind::Nvvm)
             .map(entry)
             .collect(),
+        device_code_skipped: b.device_code_skipped,
         nvvm: b
             .device_code
             .iter()

@@ -52,7 +52,11 @@ pub fn unrecognized(b: &BinaryFacts) -> Option<Finding> {
 
 /// `no-device-code`: an ELF file with no CUDA device code at all (a note: host-only code is normal).
 pub fn no_device_code(b: &BinaryFacts) -> Option<Finding> {
-    if b.format != Some(Format::Elf) || !b.device_code.is_empty() || !b.fatbins.is_empty() {
+    if b.format != Some(Format::Elf)
+        || b.device_code_skipped
+        || !b.device_code.is_empty()
+        || !b.fatbins.is_empty()
+    {
         return None;
     }
     if b.problems.iter().any(|p| p.kind == ProblemKind::Binary) {

@@ -212,7 +212,10 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
     let targets = targets(host, m);
     let mut out = Vec::new();
     for b in &facts.binaries {
+        // Unread device code (`--no-device-code`) gives no verdict: its findings about the driver and the
+        // runtime still come, but "will run" cannot be said of kernels nobody looked at.
         if b.format.is_none()
+            || b.device_code_skipped
             || b.problems
                 .iter()
                 .any(|p| p.kind == crate::facts::ProblemKind::Unrecognized)
