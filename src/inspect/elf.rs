@@ -22,7 +22,7 @@ pub const DF_1_NODEFLIB: u64 = 0x800;
 pub const SCAN_LIMIT: usize = 1 << 30;
 
 /// Copies the loader-relevant facts out of a parsed ELF.
-pub fn facts(elf: &Elf<'_>) -> ElfFacts {
+pub fn facts(elf: &Elf<'_>, bytes: &[u8]) -> ElfFacts {
     let flags_1 = elf.dynamic.as_ref().map_or(0, |d| d.info.flags_1);
     let split =
         |v: &[&str]| -> Vec<String> { v.iter().flat_map(|s| s.split(':')).map(str::to_string).collect() };
@@ -53,42 +53,41 @@ pub fn facts(elf: &Elf<'_>) -> ElfFacts {
     // first, from `.gnu.version`, so a C++ library's hundred thousand unversioned imports cost no string reads).
     let (mut defined_count, mut undefined_count) = (0, 0);
     let mut versioned_undefined = Vec::new();
-    for (i, sym) in elf.dynsyms.iter().enumerate() {
-        if sym.st_name == 0 {
+    let syms = super::elfparse::RawDynsyms::new(elf, bytes);
+    for i in 0..syms.len() {
+        let Some(sym) = syms.get(i) else { break };
+        if sym.name == 0 {
             continue;
         }
-        let bind = sym.st_bind();
+        let bind = sym.bind();
         if bind != STB_GLOBAL && bind != STB_WEAK && bind != goblin::elf::sym::STB_GNU_UNIQUE {
             continue;
         }
-        let ty = sym.st_type();
         if !matches!(
-            ty,
+            sym.kind(),
             STT_FUNC | STT_OBJECT | STT_NOTYPE | STT_GNU_IFUNC | STT_TLS | STT_COMMON
         ) {
             continue;
         }
-        if sym.st_shndx != 0 {
+        if sym.shndx != 0 {
             // What an object defines is asked of its hash table when something needs it
             // (`inspect::defines_versioned`), not copied out here.
             defined_count += 1;
             continue;
         }
         undefined_count += 1;
-        let versym = elf.versym.as_ref().and_then(|v| v.get_at(i));
-        let Some(v) = versym.filter(|v| v.version() > 1) else {
+        let Some(v) = syms.version(i).filter(|v| v & 0x7fff > 1) else {
             continue;
         };
-        let Some(name) = super::elfparse::dynstr(elf, sym.st_name) else {
+        let Some(name) = super::elfparse::dynstr(elf, sym.name as usize) else {
             continue;
         };
-        let symbol = DynSymbol {
+        versioned_undefined.push(DynSymbol {
             name: name.to_string(),
-            version: version_names.get(&v.version()).cloned(),
-            hidden: v.is_hidden(),
+            version: version_names.get(&(v & 0x7fff)).cloned(),
+            hidden: v & 0x8000 != 0,
             weak: bind == STB_WEAK,
-        };
-        versioned_undefined.push(symbol);
+        });
     }
     ElfFacts {
         class: if elf.is_64 {

@@ -333,3 +333,110 @@ pub fn symtab_lookup(elf: &Elf<'_>, input: &Input<'_>, name: &str) -> Option<(u6
         },
     )
 }
+
+/// `.dynsym` and its version table read in place: the fields cudadiag asks of every symbol, without building
+/// a goblin `Sym` per entry (a C++ library exports a hundred thousand; parsing each was most of the time of
+/// reading a large tree's ELF facts).
+pub struct RawDynsyms<'a> {
+    syms: &'a [u8],
+    versym: &'a [u8],
+    is_64: bool,
+    little: bool,
+}
+
+/// One `.dynsym` entry's `st_name`, `st_info` and `st_shndx`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawSym {
+    /// Offset of the name in `.dynstr`.
+    pub name: u32,
+    /// Binding (high nibble) and type (low nibble).
+    pub info: u8,
+    /// Section index: 0 (`SHN_UNDEF`) for an import.
+    pub shndx: u16,
+}
+
+impl RawSym {
+    /// `STB_*`.
+    pub fn bind(self) -> u8 {
+        self.info >> 4
+    }
+    /// `STT_*`.
+    pub fn kind(self) -> u8 {
+        self.info & 0xf
+    }
+}
+
+impl<'a> RawDynsyms<'a> {
+    /// The table [`parse`] found (its size checked there), with `DT_VERSYM` (or, without it, the
+    /// `SHT_GNU_VERSYM` section) when it fits in the file.
+    pub fn new(elf: &Elf<'a>, bytes: &'a [u8]) -> Self {
+        let entsize = if elf.is_64 { 24 } else { 16 };
+        let count = elf.dynsyms.len();
+        let slice = |off: usize, len: usize| off.checked_add(len).and_then(|end| bytes.get(off..end));
+        let syms = match (&elf.dynamic, count) {
+            (Some(d), 1..) => slice(d.info.symtab, count * entsize).unwrap_or(&[]),
+            _ => &[],
+        };
+        let from_dynamic = elf
+            .dynamic
+            .as_ref()
+            .map(|d| d.info.versym as usize)
+            .filter(|&off| off != 0);
+        let from_section = || {
+            elf.section_headers
+                .iter()
+                .find(|s| s.sh_type == goblin::elf::section_header::SHT_GNU_VERSYM)
+                .map(|s| s.sh_offset as usize)
+        };
+        let versym = from_dynamic
+            .or_else(from_section)
+            .and_then(|off| slice(off, syms.len() / entsize * 2))
+            .unwrap_or(&[]);
+        RawDynsyms {
+            syms,
+            versym,
+            is_64: elf.is_64,
+            little: elf.little_endian,
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.syms.len() / if self.is_64 { 24 } else { 16 }
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+
+    fn u16_at(&self, b: &[u8], at: usize) -> Option<u16> {
+        let b: [u8; 2] = b.get(at..at + 2)?.try_into().ok()?;
+        Some(if self.little {
+            u16::from_le_bytes(b)
+        } else {
+            u16::from_be_bytes(b)
+        })
+    }
+
+    /// Entry `i`.
+    pub fn get(&self, i: usize) -> Option<RawSym> {
+        let (size, info_at, shndx_at) = if self.is_64 { (24, 4, 6) } else { (16, 12, 14) };
+        let e = self.syms.get(i.checked_mul(size)?..(i + 1).checked_mul(size)?)?;
+        let name: [u8; 4] = e[..4].try_into().ok()?;
+        Some(RawSym {
+            name: if self.little {
+                u32::from_le_bytes(name)
+            } else {
+                u32::from_be_bytes(name)
+            },
+            info: e[info_at],
+            shndx: self.u16_at(e, shndx_at)?,
+        })
+    }
+
+    /// Entry `i`'s `.gnu.version` value as stored (bit 15: hidden); `None` without a version table.
+    pub fn version(&self, i: usize) -> Option<u16> {
+        self.u16_at(self.versym, i.checked_mul(2)?)
+    }
+}

@@ -206,7 +206,7 @@ fn host_elf(input: &Input<'_>, facts: &mut BinaryFacts, opts: &InspectOptions) {
             return;
         }
     };
-    let elf_facts = elf::facts(&elf);
+    let elf_facts = elf::facts(&elf, data);
     if opts.depth == Depth::NoDeviceCode {
         facts.device_code_skipped = true;
         facts.cudart = elf::cudart(&elf, &elf_facts, input, false);
@@ -423,7 +423,7 @@ pub fn loader_view(path: &Path, scan: RodataScan) -> std::io::Result<LoaderView>
         Vec::new()
     };
     Ok(LoaderView {
-        elf: Some(elf::facts(&elf)),
+        elf: Some(elf::facts(&elf, data)),
         rodata,
     })
 }
