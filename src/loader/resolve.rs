@@ -334,16 +334,24 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
             bound.extend(qs.iter().copied());
             continue;
         };
-        let asked: Vec<(&str, &str)> = qs
+        // Many consumers need the same symbol (`memcpy@GLIBC_2.14`): each is asked once.
+        let mut unique: HashMap<(&str, &str), usize> = HashMap::new();
+        let slots: Vec<usize> = qs
             .iter()
             .map(|&(ci, si)| {
                 let s = &res.objects[ci].needs[si];
-                (s.name.as_str(), s.version.as_deref().unwrap_or(""))
+                let key = (s.name.as_str(), s.version.as_deref().unwrap_or(""));
+                let n = unique.len();
+                *unique.entry(key).or_insert(n)
             })
             .collect();
+        let mut asked = vec![("", ""); unique.len()];
+        for (key, i) in unique {
+            asked[i] = key;
+        }
         match crate::inspect::defines_versioned(&cand.host, &asked) {
             Some(answers) => {
-                bound.extend(qs.iter().zip(answers).filter(|(_, a)| *a).map(|(q, _)| *q));
+                bound.extend(qs.iter().zip(slots).filter(|&(_, i)| answers[i]).map(|(q, _)| *q));
             }
             None => bound.extend(qs.iter().copied()),
         }

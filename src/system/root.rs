@@ -86,12 +86,14 @@ impl Root {
     /// Entries of a directory of the machine, as machine paths, sorted by name.
     pub fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
         let resolved = self.resolve(path)?;
-        let mut names: Vec<_> = std::fs::read_dir(self.host_path(&resolved))?
+        let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(self.host_path(&resolved))?
             .filter_map(|e| e.ok())
-            .map(|e| path.join(e.file_name()))
+            .map(|e| e.file_name())
             .collect();
-        names.sort();
-        Ok(names)
+        // One directory's entries: ordering the names' bytes orders the paths (and costs far less than
+        // comparing paths component by component in a directory of thousands).
+        names.sort_unstable();
+        Ok(names.into_iter().map(|n| path.join(n)).collect())
     }
 
     /// Does `path` exist (links followed inside the root)?
