@@ -18,31 +18,33 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         },
         max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
     };
-    let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
-    let mut facts = Facts::default();
-    let (root, env) = (args.system.root(), args.system.env());
-    let mut files = crate::loader::Files::default();
-    for path in &args.paths {
-        let binaries = inspect::path(path, &opts).map_err(|e| ToolError(e.to_string()))?;
-        for b in binaries.iter().filter(|_| !args.no_libraries) {
-            facts
-                .libraries
-                .extend(crate::loader::resolve_with(&root, &env, path, b, &mut files));
-        }
-        facts.binaries.extend(binaries);
-    }
-    if !args.no_device_code {
-        facts.loaded = loaded_device_code(&facts, &root, &opts);
-    }
     let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
+    let read_host = args.facts.is_none() && !what_if && !args.no_host;
+    let (root, env) = (args.system.root(), args.system.env());
+    let host_root = if read_host {
+        Some(super::doctor::checked_root(&args.system)?)
+    } else {
+        None
+    };
+    // The matrix and this machine's facts are independent of the binaries: they are read on other threads
+    // while the binaries and their libraries are (on a large tree, that hides their cost entirely).
+    let (facts, matrix, host) = std::thread::scope(|s| {
+        let matrix = s.spawn(|| super::targets::load_matrix(args.target.matrix.as_deref()));
+        let host = host_root
+            .as_ref()
+            .map(|r| s.spawn(|| super::doctor::collect(r, &env, true)));
+        let facts = binaries_and_libraries(args, &opts, &root, &env);
+        (facts, join(matrix), host.map(join))
+    });
+    let matrix = matrix?;
+    let mut facts = facts?;
     if let Some(snapshot) = &args.facts {
         let mut host = super::snapshot::load_host(snapshot)?;
         crate::host::enrich::with_matrix(&mut host, &matrix);
         facts.host = Some(host);
-    } else if !what_if && !args.no_host {
+    } else if let Some(mut host) = host {
         // "Will it run here?": the machine's driver, GPUs, device nodes and environment, read through the root.
         // A machine with no trace of NVIDIA (a build box, a laptop) is not judged: the binaries are, alone.
-        let mut host = super::doctor::collect(&super::doctor::checked_root(&args.system)?, &env, true);
         if nvidia_present(&host) {
             crate::host::enrich::with_matrix(&mut host, &matrix);
             facts.host = Some(host);
@@ -63,6 +65,36 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         )?);
     }
     super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out)
+}
+
+/// The result of a scoped thread (its panic, if any, carried on).
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// The binaries' facts, their libraries' resolution and (unless `--no-device-code`) the device code of the
+/// libraries they load.
+fn binaries_and_libraries(
+    args: &InspectArgs,
+    opts: &InspectOptions,
+    root: &crate::system::Root,
+    env: &crate::system::Env,
+) -> Result<Facts, ToolError> {
+    let mut facts = Facts::default();
+    let mut files = crate::loader::Files::default();
+    for path in &args.paths {
+        let binaries = inspect::path(path, opts).map_err(|e| ToolError(e.to_string()))?;
+        for b in binaries.iter().filter(|_| !args.no_libraries) {
+            facts
+                .libraries
+                .extend(crate::loader::resolve_with(root, env, path, b, &mut files));
+        }
+        facts.binaries.extend(binaries);
+    }
+    if !args.no_device_code {
+        facts.loaded = loaded_device_code(&facts, root, opts);
+    }
+    Ok(facts)
 }
 
 /// Does the machine show any NVIDIA GPU or driver (a GPU on the bus, the kernel module, `/proc/driver/nvidia`,
