@@ -1,7 +1,10 @@
-//! One way to spread independent jobs over threads, for the readers that need it (fatbin payloads, `.rodata`
-//! searches, the library catalogue's directory walks).
+//! Spreading independent jobs over threads, for the readers that need it: [`map`] for a batch known up front
+//! (fatbin payloads, the library catalogue's directory walks), [`Pool`] for jobs that arrive while the caller
+//! goes on with other work (the loader's `.rodata` searches, started as each library is found).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// `f` applied to every job, on up to `max_threads` threads (never more than the machine has, nor than there
 /// are jobs); each thread takes the next job when it finishes one, so a few large jobs do not hold up the
@@ -35,6 +38,167 @@ pub fn map<T: Sync, R: Send>(jobs: &[T], max_threads: usize, f: impl Fn(&T) -> R
     done.into_iter().map(|(_, r)| r).collect()
 }
 
+/// A job for a [`Pool`].
+type Job = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    ready: Condvar,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A job that panicked poisons nothing we rely on: the queue is consistent between operations.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Worker threads that run submitted jobs in the background, in submission order, while the submitting thread
+/// goes on; a thread waiting for a result can [`Pool::help`] instead of sleeping. Threads start with the first
+/// job (a pool never used costs nothing) and are joined when the pool is dropped, after the queue is drained.
+pub struct Pool {
+    shared: Arc<Shared>,
+    threads: usize,
+    workers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("threads", &self.threads).finish()
+    }
+}
+
+impl Default for Pool {
+    /// One worker per core but one: the submitting thread has its own work, and helps when it waits.
+    fn default() -> Pool {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Pool::new(cores.saturating_sub(1).max(1))
+    }
+}
+
+impl Pool {
+    /// A pool of `threads` workers (at least one).
+    pub fn new(threads: usize) -> Pool {
+        Pool {
+            shared: Arc::default(),
+            threads: threads.max(1),
+            workers: Vec::new(),
+        }
+    }
+
+    /// Queues `job`.
+    pub fn submit(&mut self, job: impl FnOnce() + Send + 'static) {
+        lock(&self.shared.queue).jobs.push_back(Box::new(job));
+        self.shared.ready.notify_one();
+        if self.workers.is_empty() {
+            for _ in 0..self.threads {
+                let shared = self.shared.clone();
+                let spawned = std::thread::Builder::new().spawn(move || {
+                    loop {
+                        let job = {
+                            let mut q = lock(&shared.queue);
+                            loop {
+                                if let Some(job) = q.jobs.pop_front() {
+                                    break Some(job);
+                                }
+                                if q.closed {
+                                    break None;
+                                }
+                                q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                            }
+                        };
+                        match job {
+                            Some(job) => job(),
+                            None => return,
+                        }
+                    }
+                });
+                // No thread (a limit on threads): the jobs run on the caller's `help`.
+                if let Ok(handle) = spawned {
+                    self.workers.push(handle);
+                }
+            }
+        }
+    }
+
+    /// Runs one queued job on the calling thread; false when none is queued.
+    pub fn help(&self) -> bool {
+        let job = lock(&self.shared.queue).jobs.pop_front();
+        match job {
+            Some(job) => {
+                job();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        lock(&self.shared.queue).closed = true;
+        self.shared.ready.notify_all();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+/// The result of a job split in parts that run on a [`Pool`]: parts report with [`Parts::add`], and
+/// [`Parts::wait`] returns every report once all are in, helping the pool meanwhile.
+#[derive(Debug)]
+pub struct Parts<T> {
+    state: Mutex<(usize, Vec<T>)>,
+    done: Condvar,
+}
+
+impl<T> Parts<T> {
+    /// Expects `parts` reports.
+    pub fn new(parts: usize) -> Parts<T> {
+        Parts {
+            state: Mutex::new((parts, Vec::new())),
+            done: Condvar::new(),
+        }
+    }
+
+    /// One part's report.
+    pub fn add(&self, items: impl IntoIterator<Item = T>) {
+        let mut st = lock(&self.state);
+        st.1.extend(items);
+        st.0 = st.0.saturating_sub(1);
+        if st.0 == 0 {
+            self.done.notify_all();
+        }
+    }
+
+    /// Every report, once all parts are in (running queued jobs of `pool` while some are not).
+    pub fn wait(&self, pool: &Pool) -> Vec<T>
+    where
+        T: Clone,
+    {
+        loop {
+            {
+                let st = lock(&self.state);
+                if st.0 == 0 {
+                    return st.1.clone();
+                }
+            }
+            if pool.help() {
+                continue;
+            }
+            let mut st = lock(&self.state);
+            while st.0 != 0 {
+                st = self.done.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -44,5 +208,26 @@ mod tests {
         assert_eq!(out, jobs.iter().map(|j| j * j).collect::<Vec<_>>());
         assert!(super::map(&[] as &[u8], 8, |&b| b).is_empty());
         assert_eq!(super::map(&[3u8], 1, |&b| b + 1), [4]);
+    }
+
+    #[test]
+    fn pool_runs_every_part_and_wait_collects_them() {
+        use super::{Parts, Pool};
+        use std::sync::Arc;
+        for threads in [1, 4] {
+            let mut pool = Pool::new(threads);
+            let parts = Arc::new(Parts::new(100));
+            for i in 0..100u32 {
+                let p = parts.clone();
+                pool.submit(move || p.add([i, i + 1000]));
+            }
+            let mut got = parts.wait(&pool);
+            got.sort_unstable();
+            let mut want: Vec<u32> = (0..100).chain(1000..1100).collect();
+            want.sort_unstable();
+            assert_eq!(got, want);
+        }
+        // Zero parts: nothing to wait for.
+        assert!(Parts::<u8>::new(0).wait(&Pool::new(1)).is_empty());
     }
 }

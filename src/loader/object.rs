@@ -10,11 +10,13 @@
 use super::cache::LdCache;
 use super::platform::Platform;
 use crate::inspect::{self, LoaderView};
+use crate::parallel::{Parts, Pool};
 use crate::system::Root;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// Strings searched in `.rodata` for `dlopen` names (see [`super::dlopen`]).
 pub const DLOPEN_NEEDLES: &[&[u8]] = &[
@@ -55,49 +57,28 @@ pub struct Candidate {
     pub view: LoaderView,
     /// Where the file is read on this host (under the root).
     pub host: std::path::PathBuf,
-    /// Its `.rodata` strings that name a library it may `dlopen` ([`DLOPEN_NEEDLES`]), filled on demand
-    /// ([`fill_strings`]).
-    pub strings: std::cell::OnceCell<Vec<(String, u64)>>,
+    /// The search of its `.rodata` for strings that name a library it may `dlopen` ([`DLOPEN_NEEDLES`]),
+    /// running on [`Files`]' pool from the moment the file was read; `None`: nothing to search.
+    pub strings: Option<Arc<Parts<(String, u64)>>>,
 }
 
-/// Searches the `.rodata` of every candidate in `cands` whose strings are not read yet, on several threads,
-/// each taking parts of a few MB: for a large tree (PyTorch's CUDA libraries hold 150 MB of read-only data,
-/// 46 MB of it in cuBLASLt) this is most of the loader's reading.
-pub fn fill_strings(cands: &[Rc<Candidate>]) {
-    const PIECE: u64 = 4 << 20;
-    let todo: Vec<&Candidate> = cands
-        .iter()
-        .map(|c| &**c)
-        .filter(|c| c.strings.get().is_none())
-        .collect();
-    let jobs: Vec<(usize, &std::path::Path, inspect::RodataPart)> = todo
-        .iter()
-        .enumerate()
-        .flat_map(|(i, c)| {
-            c.view.rodata.iter().flat_map(move |&(start, size)| {
-                inspect::rodata_parts(start, size, PIECE)
-                    .into_iter()
-                    .map(move |p| (i, c.host.as_path(), p))
-            })
-        })
-        .collect();
-    let found = crate::parallel::map(&jobs, usize::MAX, |&(i, path, part)| {
-        (i, inspect::rodata_strings(path, part, DLOPEN_NEEDLES))
-    });
-    let mut per: Vec<Vec<(String, u64)>> = vec![Vec::new(); todo.len()];
-    for (i, strings) in found {
-        for (s, off) in strings {
-            let list = &mut per[i];
+impl Candidate {
+    /// Its `.rodata` strings that name a library it may `dlopen`, in file order, each once (at its first
+    /// offset); waits for the search to finish, helping it along.
+    pub fn dlopen_strings(&self, files: &Files) -> Vec<(String, u64)> {
+        let Some(parts) = &self.strings else {
+            return Vec::new();
+        };
+        let mut list: Vec<(String, u64)> = Vec::new();
+        for (s, off) in parts.wait(&files.pool) {
             match list.iter_mut().find(|(x, _)| *x == s) {
-                // The first occurrence in the file, whichever thread saw it.
+                // The first occurrence in the file, whichever part saw it.
                 Some(e) => e.1 = e.1.min(off),
                 None => list.push((s, off)),
             }
         }
-    }
-    for (c, mut strings) in todo.into_iter().zip(per) {
-        strings.sort_by_key(|&(_, off)| off);
-        let _ = c.strings.set(strings);
+        list.sort_by_key(|&(_, off)| off);
+        list
     }
 }
 
@@ -111,11 +92,39 @@ pub struct Files {
     /// Directories already resolved to real paths (`None`: missing), so that a name tried in the same
     /// directory for every library costs one `lstat`, not one per component of the directory.
     dirs: HashMap<String, Option<std::path::PathBuf>>,
+    /// What each host path met while resolving is ([`Root::link_of`]): the same directories are reached
+    /// through many spellings (`torch/lib/../../nvidia/cu13/lib`, `nvidia/cu13/lib`).
+    links: HashMap<std::path::PathBuf, Result<Option<std::path::PathBuf>, std::io::ErrorKind>>,
     /// [`super::search::Context::intended`] answers, by platform, directories and name.
     pub(super) intended: HashMap<String, Option<super::Intended>>,
+    /// Where the `.rodata` searches run, while the tree is resolved.
+    pool: Pool,
 }
 
 impl Files {
+    /// Starts searching the `.rodata` ranges of `view` (in the file at `host`) for `dlopen` names, on the
+    /// pool, in parts of a few MB: for a large tree (PyTorch's CUDA libraries hold 150 MB of read-only data,
+    /// 46 MB of it in cuBLASLt) this is most of the loader's reading, and it runs while the rest of the tree
+    /// is resolved.
+    pub fn search_rodata(&mut self, view: &LoaderView, host: &Path) -> Option<Arc<Parts<(String, u64)>>> {
+        const PIECE: u64 = 4 << 20;
+        let parts: Vec<inspect::RodataPart> = view
+            .rodata
+            .iter()
+            .flat_map(|&(start, size)| inspect::rodata_parts(start, size, PIECE))
+            .collect();
+        if parts.is_empty() {
+            return None;
+        }
+        let found = Arc::new(Parts::new(parts.len()));
+        for part in parts {
+            let (found, host) = (found.clone(), host.to_path_buf());
+            self.pool
+                .submit(move || found.add(inspect::rodata_strings(&host, part, DLOPEN_NEEDLES)));
+        }
+        Some(found)
+    }
+
     /// The loader's view of the machine for objects of `machine`/`is_64` with interpreter `interp`.
     pub fn platform(&mut self, root: &Root, machine: u16, is_64: bool, interp: Option<&str>) -> Rc<Platform> {
         self.platforms
@@ -149,14 +158,26 @@ impl Files {
     /// The real path of the machine path `path`, its directory resolved once per run.
     fn resolve(&mut self, root: &Root, path: &str) -> Option<std::path::PathBuf> {
         let p = Path::new(path);
-        let (Some(dir), Some(name)) = (p.parent(), p.file_name()) else {
-            return root.resolve(p).ok();
+        let links = &mut self.links;
+        let mut link_of = |host: &Path| -> std::io::Result<Option<std::path::PathBuf>> {
+            links
+                .entry(host.to_path_buf())
+                .or_insert_with(|| root.link_of(host).map_err(|e| e.kind()))
+                .clone()
+                .map_err(std::io::Error::from)
         };
-        let real_dir = self
-            .dirs
-            .entry(dir.to_string_lossy().into_owned())
-            .or_insert_with(|| root.resolve(dir).ok())
-            .clone()?;
+        let (Some(dir), Some(name)) = (p.parent(), p.file_name()) else {
+            return root.resolve_from_with("/".into(), p, &mut link_of).ok();
+        };
+        let real_dir = match self.dirs.get(&*dir.to_string_lossy()) {
+            Some(known) => known.clone(),
+            None => {
+                let real = root.resolve_from_with("/".into(), dir, &mut link_of).ok();
+                self.dirs.insert(dir.to_string_lossy().into_owned(), real.clone());
+                real
+            }
+        }?;
+        // The file itself is looked up afresh (one `lstat`): it is tried once per directory anyway.
         root.resolve_from(real_dir, Path::new(name)).ok()
     }
 
@@ -194,12 +215,13 @@ impl Files {
         if view.elf.is_none() {
             return Verdict::Invalid("invalid ELF header".into());
         }
+        let strings = self.search_rodata(&view, &host);
         let c = Rc::new(Candidate {
             realpath: real_s.clone(),
             id: (meta.dev(), meta.ino()),
             view,
             host,
-            strings: std::cell::OnceCell::new(),
+            strings,
         });
         self.seen.insert(real_s, c.clone());
         Verdict::Ok(c)

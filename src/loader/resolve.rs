@@ -198,6 +198,17 @@ pub fn resolve_with(
         secure,
     };
     let main = object_from(main_path.clone(), main_real, e, Role::Main);
+    let main_view = crate::inspect::loader_view(path, crate::inspect::RodataScan::Always)
+        .ok()
+        .map(|view| {
+            Rc::new(Candidate {
+                realpath: String::new(),
+                id: (0, 0),
+                strings: files.search_rodata(&view, path),
+                view,
+                host: path.to_path_buf(),
+            })
+        });
     let mut st = State {
         ctx,
         files,
@@ -213,19 +224,7 @@ pub fn resolve_with(
         },
         names: vec![vec![main_path]],
         ids: vec![file_id(path)],
-        views: vec![
-            crate::inspect::loader_view(path, crate::inspect::RodataScan::Always)
-                .ok()
-                .map(|view| {
-                    Rc::new(Candidate {
-                        realpath: String::new(),
-                        id: (0, 0),
-                        view,
-                        host: path.to_path_buf(),
-                        strings: std::cell::OnceCell::new(),
-                    })
-                }),
-        ],
+        views: vec![main_view],
         missing: HashMap::new(),
     };
     if let Some(s) = &e.soname {
@@ -274,13 +273,9 @@ pub fn resolve_with(
     let mut i = 0;
     while i < st.res.objects.len() {
         let before = st.res.objects.len();
-        if st.views[i].as_ref().is_some_and(|c| c.strings.get().is_none()) {
-            let pending: Vec<Rc<Candidate>> = st.views[i..].iter().flatten().cloned().collect();
-            super::object::fill_strings(&pending);
-        }
         let strings = st.views[i]
             .as_ref()
-            .and_then(|c| c.strings.get().cloned())
+            .map(|c| c.dlopen_strings(st.files))
             .unwrap_or_default();
         let cudart_static = i == 0 && b.cudart.linkage == crate::facts::CudartLinkage::Static;
         for (name, reason) in super::dlopen::requests(&st.res.objects[i], cudart_static, &strings) {
@@ -298,69 +293,106 @@ pub fn resolve_with(
 
 /// Looks up every versioned symbol each object needs in the objects that define its version, as ld.so's
 /// symbol lookup (`check_match` in `elf/dl-lookup.c`) accepts a definition of the right name and version from
-/// any object in scope. Each defining file is opened once and asked through its hash table, so only the
-/// symbols something needs are read. Fills [`LoadedObject::unbound`].
+/// any object in scope. Each distinct `name@version` is asked once, first of the object its `DT_VERNEED`
+/// entry names (`memcpy@GLIBC_2.14` of libc.so.6), then, if not found there, of the other objects defining
+/// that version (glibc 2.34 moved `pthread_create@GLIBC_2.2.5` from libpthread into libc). Each file is
+/// opened once per round and asked through its hash table. Fills [`LoadedObject::unbound`].
 fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
-    // (consumer, index in its needs) per query, grouped by the objects defining the version.
-    let mut queries: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
-    let mut wanted: Vec<(usize, usize)> = Vec::new();
     let mut defining: HashMap<&str, Vec<usize>> = HashMap::new();
     for (pi, p) in res.objects.iter().enumerate() {
         for d in &p.version_defs {
             defining.entry(d.as_str()).or_default().push(pi);
         }
     }
+    // Each distinct (name, version): the consumers' references, the file their DT_VERNEED names, and the
+    // objects defining the version.
+    struct Query<'a> {
+        refs: Vec<(usize, usize)>,
+        file: &'a str,
+        providers: &'a [usize],
+        bound: bool,
+    }
+    let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut queries: Vec<Query> = Vec::new();
     for (ci, o) in res.objects.iter().enumerate() {
         for (si, s) in o.needs.iter().enumerate() {
             let Some(v) = s.version.as_deref() else { continue };
             // Only versions the consumer needs from another file; weak references may stay unresolved.
-            let from_file = o.version_needs.iter().any(|n| n.versions.iter().any(|x| x == v));
-            if s.weak || !from_file {
+            let Some(need) = o.version_needs.iter().find(|n| n.versions.iter().any(|x| x == v)) else {
+                continue;
+            };
+            if s.weak {
                 continue;
             }
             let Some(providers) = defining.get(v) else {
                 continue;
             };
-            wanted.push((ci, si));
-            for &pi in providers {
-                queries.entry(pi).or_default().push((ci, si));
+            let n = queries.len();
+            let q = *index.entry((s.name.as_str(), v)).or_insert(n);
+            if q == n {
+                queries.push(Query {
+                    refs: Vec::new(),
+                    file: need.file.as_str(),
+                    providers,
+                    bound: false,
+                });
             }
+            queries[q].refs.push((ci, si));
         }
     }
-    let mut bound: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
-    for (pi, qs) in &queries {
-        // A provider that could not be read proves nothing: its symbols count as there.
-        let Some(Some(cand)) = views.get(*pi) else {
-            bound.extend(qs.iter().copied());
-            continue;
-        };
-        // Many consumers need the same symbol (`memcpy@GLIBC_2.14`): each is asked once.
-        let mut unique: HashMap<(&str, &str), usize> = HashMap::new();
-        let slots: Vec<usize> = qs
-            .iter()
-            .map(|&(ci, si)| {
-                let s = &res.objects[ci].needs[si];
-                let key = (s.name.as_str(), s.version.as_deref().unwrap_or(""));
-                let n = unique.len();
-                *unique.entry(key).or_insert(n)
+    let names: Vec<(&str, &str)> = {
+        let mut v = vec![("", ""); queries.len()];
+        for (&key, &i) in &index {
+            v[i] = key;
+        }
+        v
+    };
+    let answers_to = |q: &Query, pi: usize| res.objects[pi].soname.as_deref() == Some(q.file);
+    for round in 0..2 {
+        // Round 0: each query of the object its DT_VERNEED names (or, if none of the providers is that
+        // object, of every provider); round 1: the queries still open, of every other provider.
+        let mut asked: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (qi, q) in queries.iter().enumerate().filter(|(_, q)| !q.bound) {
+            let primary = q.providers.iter().any(|&pi| answers_to(q, pi));
+            for &pi in q.providers {
+                let first = !primary || answers_to(q, pi);
+                if (round == 0) == first {
+                    asked.entry(pi).or_default().push(qi);
+                }
+            }
+        }
+        // Each provider is one job: mapped, parsed, asked through its hash table.
+        let jobs: Vec<(Option<&Path>, Vec<usize>)> = asked
+            .into_iter()
+            .map(|(pi, qis)| {
+                (
+                    views.get(pi).and_then(|v| v.as_ref()).map(|c| c.host.as_path()),
+                    qis,
+                )
             })
             .collect();
-        let mut asked = vec![("", ""); unique.len()];
-        for (key, i) in unique {
-            asked[i] = key;
-        }
-        match crate::inspect::defines_versioned(&cand.host, &asked) {
-            Some(answers) => {
-                bound.extend(qs.iter().zip(slots).filter(|&(_, i)| answers[i]).map(|(q, _)| *q));
+        let answered = crate::parallel::map(&jobs, usize::MAX, |(host, qis)| {
+            let list: Vec<(&str, &str)> = qis.iter().map(|&qi| names[qi]).collect();
+            host.and_then(|h| crate::inspect::defines_versioned(h, &list))
+        });
+        for ((_, qis), answers) in jobs.iter().zip(answered) {
+            // A provider that could not be read proves nothing: its symbols count as there.
+            for (k, &qi) in qis.iter().enumerate() {
+                if answers.as_ref().is_none_or(|a| a[k]) {
+                    queries[qi].bound = true;
+                }
             }
-            None => bound.extend(qs.iter().copied()),
         }
     }
-    for (ci, si) in wanted {
-        if !bound.contains(&(ci, si)) {
-            let s = res.objects[ci].needs[si].clone();
-            res.objects[ci].unbound.push(s);
-        }
+    let mut unbound: Vec<(usize, usize)> = queries
+        .into_iter()
+        .filter(|q| !q.bound)
+        .flat_map(|q| q.refs)
+        .collect();
+    unbound.sort_unstable();
+    for (ci, si) in unbound {
+        let s = res.objects[ci].needs[si].clone();
+        res.objects[ci].unbound.push(s);
     }
 }
 

@@ -111,6 +111,28 @@ impl Root {
     /// machine): only the components of `rest` are examined. For the loader, which tries one name in each of
     /// a few directories many times over.
     pub fn resolve_from(&self, base: PathBuf, rest: &Path) -> io::Result<PathBuf> {
+        self.resolve_from_with(base, rest, &mut |host| self.link_of(host))
+    }
+
+    /// What `host` (a host path) is for path resolution: `Some(target)` for a symbolic link, `None` for
+    /// anything else that exists, an error when it is missing or unreadable.
+    pub fn link_of(&self, host: &Path) -> io::Result<Option<PathBuf>> {
+        let meta = std::fs::symlink_metadata(host)?;
+        if meta.file_type().is_symlink() {
+            std::fs::read_link(host).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// [`Root::resolve_from`] with the link lookups answered by `link_of` (a caller that resolves many
+    /// paths through the same directories remembers them; see [`Root::link_of`]).
+    pub fn resolve_from_with(
+        &self,
+        base: PathBuf,
+        rest: &Path,
+        link_of: &mut dyn FnMut(&Path) -> io::Result<Option<PathBuf>>,
+    ) -> io::Result<PathBuf> {
         let mut pending: Vec<std::ffi::OsString> = Vec::new();
         push_components(rest, &mut pending);
         pending.reverse();
@@ -126,8 +148,7 @@ impl Root {
             }
             out.push(&part);
             let host = self.host_path(&out);
-            let meta = std::fs::symlink_metadata(&host)?;
-            if meta.file_type().is_symlink() {
+            if let Some(target) = link_of(&host)? {
                 links += 1;
                 if links > MAX_LINKS {
                     return Err(io::Error::other(format!(
@@ -135,7 +156,6 @@ impl Root {
                         out.display()
                     )));
                 }
-                let target = std::fs::read_link(&host)?;
                 out.pop();
                 if target.is_absolute() {
                     out = PathBuf::from("/");
