@@ -60,11 +60,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Worker threads that run submitted jobs in the background, in submission order, while the submitting thread
 /// goes on; a thread waiting for a result can [`Pool::help`] instead of sleeping. Threads start with the first
-/// job (a pool never used costs nothing) and are joined when the pool is dropped, after the queue is drained.
+/// job (a pool never used costs nothing) and end when the pool is dropped and the queue is drained.
 pub struct Pool {
     shared: Arc<Shared>,
     threads: usize,
-    workers: Vec<std::thread::JoinHandle<()>>,
+    workers: usize,
 }
 
 impl std::fmt::Debug for Pool {
@@ -87,7 +87,7 @@ impl Pool {
         Pool {
             shared: Arc::default(),
             threads: threads.max(1),
-            workers: Vec::new(),
+            workers: 0,
         }
     }
 
@@ -95,7 +95,7 @@ impl Pool {
     pub fn submit(&mut self, job: impl FnOnce() + Send + 'static) {
         lock(&self.shared.queue).jobs.push_back(Box::new(job));
         self.shared.ready.notify_one();
-        if self.workers.is_empty() {
+        if self.workers == 0 {
             for _ in 0..self.threads {
                 let shared = self.shared.clone();
                 let spawned = std::thread::Builder::new().spawn(move || {
@@ -119,8 +119,8 @@ impl Pool {
                     }
                 });
                 // No thread (a limit on threads): the jobs run on the caller's `help`.
-                if let Ok(handle) = spawned {
-                    self.workers.push(handle);
+                if spawned.is_ok() {
+                    self.workers += 1;
                 }
             }
         }
@@ -140,12 +140,11 @@ impl Pool {
 }
 
 impl Drop for Pool {
+    /// Closes the queue: workers finish what is queued and exit on their own. They are not joined, so that
+    /// the caller does not wait for idle threads to wake up and wind down (a run's last step).
     fn drop(&mut self) {
         lock(&self.shared.queue).closed = true;
         self.shared.ready.notify_all();
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
     }
 }
 

@@ -145,6 +145,25 @@ pub fn dynstr<'a>(elf: &Elf<'a>, offset: usize) -> Option<&'a str> {
     elf.dynstrtab.get(offset)?.ok()
 }
 
+/// Is the `.dynstr` string at `offset` exactly `name`? (Compared as bytes, where it lies.)
+fn dynstr_is(elf: &Elf<'_>, data: &[u8], offset: usize, name: &str) -> bool {
+    let Some(info) = elf.dynamic.as_ref().map(|d| &d.info) else {
+        return false;
+    };
+    let Some(table) = info
+        .strtab
+        .checked_add(info.strsz)
+        .and_then(|end| data.get(info.strtab..end))
+    else {
+        return false;
+    };
+    let n = name.len();
+    offset
+        .checked_add(n)
+        .and_then(|end| Some((table.get(offset..end)?, table.get(end)?)))
+        .is_some_and(|(s, &nul)| s == name.as_bytes() && nul == 0)
+}
+
 /// `DT_VERDEF`, in order: each version's index (as `.gnu.version` refers to it) and name (`""` when its
 /// string is unreadable).
 pub fn verdef_names<'a>(elf: &Elf<'a>) -> Vec<(u16, &'a str)> {
@@ -218,7 +237,7 @@ pub fn gnu_hash_each(
             let ch = word(chains.checked_add((i - symoffset) as usize * 4)?)?;
             if ch | 1 == h | 1 {
                 let sym = elf.dynsyms.get(i as usize)?;
-                if dynstr(elf, sym.st_name) == Some(name) && f(i as usize, sym) {
+                if dynstr_is(elf, data, sym.st_name, name) && f(i as usize, sym) {
                     return Some(());
                 }
             }

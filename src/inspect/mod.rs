@@ -435,11 +435,18 @@ pub fn defines_versioned(path: &Path, queries: &[(&str, &str)]) -> Option<Vec<bo
     let (_file, map) = source::map(path).ok()?;
     let data: &[u8] = &map;
     let (elf, _) = elfparse::parse(data).ok()?;
-    let names: std::collections::HashMap<u16, &str> = elfparse::verdef_names(&elf).into_iter().collect();
-    let version_of = |i: usize| -> Option<&str> {
-        let v = elf.versym.as_ref()?.get_at(i)?;
-        names.get(&v.version()).copied()
-    };
+    // Version names by index (indexes are small: one per DT_VERDEF entry).
+    let mut names: Vec<Option<&str>> = Vec::new();
+    for (ndx, name) in elfparse::verdef_names(&elf) {
+        let ndx = usize::from(ndx & 0x7fff);
+        if names.len() <= ndx {
+            names.resize(ndx + 1, None);
+        }
+        names[ndx] = Some(name);
+    }
+    let raw = elfparse::RawDynsyms::new(&elf, data);
+    let version_of =
+        |i: usize| -> Option<&str> { names.get(usize::from(raw.version(i)? & 0x7fff)).copied()? };
     let defined = |s: &goblin::elf::Sym| s.st_shndx != 0;
     let gnu_hash = elf
         .dynamic

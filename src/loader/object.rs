@@ -102,6 +102,11 @@ pub struct Files {
 }
 
 impl Files {
+    /// The worker threads of this run's background reads.
+    pub fn pool(&mut self) -> &mut Pool {
+        &mut self.pool
+    }
+
     /// Starts searching the `.rodata` ranges of `view` (in the file at `host`) for `dlopen` names, on the
     /// pool, in parts of a few MB: for a large tree (PyTorch's CUDA libraries hold 150 MB of read-only data,
     /// 46 MB of it in cuBLASLt) this is most of the loader's reading, and it runs while the rest of the tree

@@ -98,11 +98,16 @@ impl Platform {
         }
         .to_string();
         let (hwcaps, isa_level) = if machine == EM_X86_64 && is_64 {
+            // The first processor's flags: read no further (the kernel builds the file as it is read, and
+            // on a machine with hundreds of CPUs the rest costs milliseconds).
+            use std::io::BufRead;
             let flags = root
-                .read_to_string(Path::new("/proc/cpuinfo"))
+                .open(Path::new("/proc/cpuinfo"))
                 .ok()
-                .and_then(|t| {
-                    t.lines()
+                .and_then(|f| {
+                    std::io::BufReader::new(f)
+                        .lines()
+                        .map_while(Result::ok)
                         .find(|l| l.starts_with("flags"))
                         .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
                 })

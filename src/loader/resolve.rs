@@ -286,7 +286,7 @@ pub fn resolve_with(
         }
         i += 1;
     }
-    bind_versioned(&mut st.res, &st.views);
+    bind_versioned(&mut st.res, &st.views, st.files.pool());
     super::copies::fill(root, &mut st.res);
     Some(st.res)
 }
@@ -297,8 +297,8 @@ pub fn resolve_with(
 /// entry names (`memcpy@GLIBC_2.14` of libc.so.6), then, if not found there, of the other objects defining
 /// that version (glibc 2.34 moved `pthread_create@GLIBC_2.2.5` from libpthread into libc). Each file is
 /// opened once per round and asked through its hash table. Fills [`LoadedObject::unbound`].
-fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
-    let mut defining: HashMap<&str, Vec<usize>> = HashMap::new();
+fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>], pool: &mut crate::parallel::Pool) {
+    let mut defining: foldhash::HashMap<&str, Vec<usize>> = foldhash::HashMap::default();
     for (pi, p) in res.objects.iter().enumerate() {
         for d in &p.version_defs {
             defining.entry(d.as_str()).or_default().push(pi);
@@ -312,13 +312,21 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
         providers: &'a [usize],
         bound: bool,
     }
-    let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut index: foldhash::HashMap<(&str, &str), usize> = foldhash::HashMap::default();
     let mut queries: Vec<Query> = Vec::new();
     for (ci, o) in res.objects.iter().enumerate() {
+        // Which file the consumer's DT_VERNEED names for each version (the first, as a version name may be
+        // needed of two files).
+        let mut file_of: foldhash::HashMap<&str, &str> = foldhash::HashMap::default();
+        for n in &o.version_needs {
+            for v in &n.versions {
+                file_of.entry(v.as_str()).or_insert(n.file.as_str());
+            }
+        }
         for (si, s) in o.needs.iter().enumerate() {
             let Some(v) = s.version.as_deref() else { continue };
             // Only versions the consumer needs from another file; weak references may stay unresolved.
-            let Some(need) = o.version_needs.iter().find(|n| n.versions.iter().any(|x| x == v)) else {
+            let Some(&file) = file_of.get(v) else {
                 continue;
             };
             if s.weak {
@@ -332,7 +340,7 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
             if q == n {
                 queries.push(Query {
                     refs: Vec::new(),
-                    file: need.file.as_str(),
+                    file,
                     providers,
                     bound: false,
                 });
@@ -351,7 +359,7 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
     for round in 0..2 {
         // Round 0: each query of the object its DT_VERNEED names (or, if none of the providers is that
         // object, of every provider); round 1: the queries still open, of every other provider.
-        let mut asked: HashMap<usize, Vec<usize>> = HashMap::new();
+        let mut asked: foldhash::HashMap<usize, Vec<usize>> = foldhash::HashMap::default();
         for (qi, q) in queries.iter().enumerate().filter(|(_, q)| !q.bound) {
             let primary = q.providers.iter().any(|&pi| answers_to(q, pi));
             for &pi in q.providers {
@@ -361,7 +369,7 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
                 }
             }
         }
-        // Each provider is one job: mapped, parsed, asked through its hash table.
+        // Each provider is one job on the pool: mapped, parsed, asked through its hash table.
         let jobs: Vec<(Option<&Path>, Vec<usize>)> = asked
             .into_iter()
             .map(|(pi, qis)| {
@@ -371,10 +379,23 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>]) {
                 )
             })
             .collect();
-        let answered = crate::parallel::map(&jobs, usize::MAX, |(host, qis)| {
-            let list: Vec<(&str, &str)> = qis.iter().map(|&qi| names[qi]).collect();
-            host.and_then(|h| crate::inspect::defines_versioned(h, &list))
-        });
+        let done = std::sync::Arc::new(crate::parallel::Parts::new(jobs.len()));
+        for (ji, (host, qis)) in jobs.iter().enumerate() {
+            let list: Vec<(String, String)> = qis
+                .iter()
+                .map(|&qi| (names[qi].0.to_string(), names[qi].1.to_string()))
+                .collect();
+            let (host, done) = (host.map(Path::to_path_buf), done.clone());
+            pool.submit(move || {
+                let asked: Vec<(&str, &str)> = list.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                let answers = host.and_then(|h| crate::inspect::defines_versioned(&h, &asked));
+                done.add([(ji, answers)]);
+            });
+        }
+        let mut answered: Vec<Option<Vec<bool>>> = vec![None; jobs.len()];
+        for (ji, answers) in done.wait(pool) {
+            answered[ji] = answers;
+        }
         for ((_, qis), answers) in jobs.iter().zip(answered) {
             // A provider that could not be read proves nothing: its symbols count as there.
             for (k, &qi) in qis.iter().enumerate() {

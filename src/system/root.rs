@@ -68,7 +68,12 @@ impl Root {
         std::fs::read(self.host_path(&self.resolve(path)?))
     }
 
-    /// Reads a text file of the machine.
+    /// Opens a file of the machine for reading, links followed inside the root.
+    pub fn open(&self, path: &Path) -> io::Result<std::fs::File> {
+        std::fs::File::open(self.host_path(&self.resolve(path)?))
+    }
+
+    /// Reads the whole text file `path`, links followed inside the root.
     pub fn read_to_string(&self, path: &Path) -> io::Result<String> {
         std::fs::read_to_string(self.host_path(&self.resolve(path)?))
     }
