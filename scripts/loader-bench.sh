@@ -3,9 +3,13 @@
 # Usage: scripts/loader-bench.sh FILE [RUNS]      (CUDADIAG=path/to/cudadiag to use a built binary, no cargo)
 # Prints the median wall time of each over RUNS runs (default 20) and the ratios. For the DESIGN.md budget
 # ("no slower than ldd"), point it at libtorch_cuda.so inside a pip layout (site-packages/torch/lib), where its
-# RUNPATH reaches the nvidia/* wheels. Two cudadiag rows:
-#   loader only    `inspect --no-device-code --no-host`: the tree, its dlopen'ed CUDA libraries, library
-#                  findings (what ldd answers, and more), without reading the machine's driver and GPUs;
+# RUNPATH reaches the nvidia/* wheels. Two ldd rows:
+#   ldd            the path of every NEEDED library (no symbol is checked: `undefined symbol` goes unseen);
+#   ldd -r         also performs the relocations, which is how ld.so finds a missing (versioned) symbol;
+# and two cudadiag rows:
+#   loader only    `inspect --no-device-code --no-host`: the tree, its dlopen'ed CUDA libraries, every
+#                  versioned symbol checked against its provider, library findings, without reading the
+#                  machine's driver and GPUs;
 #   full inspect   also lists the device code of the binary and of every library with kernels, for the verdict.
 set -eu
 file=$1
@@ -32,8 +36,10 @@ libs=$($bin inspect --no-device-code --format json --fail-on never "$file" |
 echo "file: $file ($libs)"
 echo "cpus: $(nproc)"
 ldd_us=$(time_of ldd "$file")
+lddr_us=$(time_of ldd -r "$file")
 loader_us=$(time_of "$bin" inspect --no-device-code --no-host --fail-on never "$file")
 full_us=$(time_of "$bin" inspect --fail-on never "$file")
 echo "ldd:                       $ldd_us us (median of $runs)"
-echo "cudadiag (loader only):    $loader_us us  ratio to ldd $(awk "BEGIN {printf \"%.2f\", $loader_us / $ldd_us}")"
+echo "ldd -r:                    $lddr_us us  ratio to ldd $(awk "BEGIN {printf \"%.2f\", $lddr_us / $ldd_us}")"
+echo "cudadiag (loader only):    $loader_us us  ratio to ldd $(awk "BEGIN {printf \"%.2f\", $loader_us / $ldd_us}"), to ldd -r $(awk "BEGIN {printf \"%.2f\", $loader_us / $lddr_us}")"
 echo "cudadiag (full inspect):   $full_us us  ratio to ldd $(awk "BEGIN {printf \"%.2f\", $full_us / $ldd_us}")"
