@@ -15,7 +15,14 @@ fn escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' && c != '\r' => {}
+            // Not an XML 1.0 character (C0 controls but tab and newlines, U+FFFE, U+FFFF): a replacement
+            // character keeps the spot visible (a path with a control byte in its name) and the file valid.
+            c if ((c as u32) < 0x20 && c != '\n' && c != '\t' && c != '\r')
+                || c == '\u{FFFE}'
+                || c == '\u{FFFF}' =>
+            {
+                out.push('\u{FFFD}')
+            }
             c => out.push(c),
         }
     }
@@ -105,6 +112,9 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 mod tests {
     #[test]
     fn escapes_markup_and_control_characters() {
-        assert_eq!(super::escape("a<b>&\"'\u{1}c"), "a&lt;b&gt;&amp;&quot;&apos;c");
+        assert_eq!(
+            super::escape("a<b>&\"'\u{1}c\u{FFFE}\u{FFFF}\u{FFFD}\u{10000}\t"),
+            "a&lt;b&gt;&amp;&quot;&apos;\u{FFFD}c\u{FFFD}\u{FFFD}\u{FFFD}\u{10000}\t"
+        );
     }
 }
