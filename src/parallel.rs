@@ -91,9 +91,30 @@ impl Pool {
         }
     }
 
-    /// Queues `job`.
+    /// How many worker threads the pool runs (or will run).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Queues `job` behind the others.
     pub fn submit(&mut self, job: impl FnOnce() + Send + 'static) {
-        lock(&self.shared.queue).jobs.push_back(Box::new(job));
+        self.queue(Box::new(job), false);
+    }
+
+    /// Queues `job` ahead of the others (a result the caller will soon wait for).
+    pub fn submit_first(&mut self, job: impl FnOnce() + Send + 'static) {
+        self.queue(Box::new(job), true);
+    }
+
+    fn queue(&mut self, job: Job, first: bool) {
+        {
+            let mut q = lock(&self.shared.queue);
+            if first {
+                q.jobs.push_front(job);
+            } else {
+                q.jobs.push_back(job);
+            }
+        }
         self.shared.ready.notify_one();
         if self.workers == 0 {
             for _ in 0..self.threads {

@@ -62,7 +62,11 @@ fn resolution_matches_glibc_on_system_files() {
     let files = sample();
     assert!(files.len() >= 50, "too few ELF files to compare: {}", files.len());
     let (root, env) = (Root::host(), Env::empty());
-    let mut shared = cudadiag::loader::Files::default();
+    // Four workers whatever the machine has: the read-ahead of likely files (on only with spare cores) and
+    // the background `.rodata` searches are both in play, and must change no answer (checked below against a
+    // resolution with a single worker, which reads nothing ahead).
+    let mut shared = cudadiag::loader::Files::with_threads(4);
+    let mut plain = cudadiag::loader::Files::with_threads(1);
     let (mut compared, mut differences) = (0usize, Vec::new());
     for f in &files {
         let Some(want) = build::glibc_list(f, &[]) else {
@@ -83,6 +87,15 @@ fn resolution_matches_glibc_on_system_files() {
             differences.push(format!("{}: glibc resolves it, cudadiag does not", f.display()));
             continue;
         };
+        if compared < 2000 {
+            let alone = cudadiag::loader::resolve_with(&root, &env, f, &b, &mut plain);
+            assert_eq!(
+                alone.as_ref(),
+                Some(&r),
+                "{}: read ahead or not, one answer",
+                f.display()
+            );
+        }
         for (name, path) in want {
             compared += 1;
             let got = r

@@ -54,7 +54,7 @@ pub struct Candidate {
     /// `(st_dev, st_ino)`, which ld.so compares to reuse an object loaded under another name.
     pub id: (u64, u64),
     /// Its loader facts.
-    pub view: LoaderView,
+    pub view: Arc<LoaderView>,
     /// Where the file is read on this host (under the root).
     pub host: std::path::PathBuf,
     /// The search of its `.rodata` for strings that name a library it may `dlopen` ([`DLOPEN_NEEDLES`]),
@@ -97,14 +97,54 @@ pub struct Files {
     links: HashMap<std::path::PathBuf, Result<Option<std::path::PathBuf>, std::io::ErrorKind>>,
     /// [`super::search::Context::intended`] answers, by platform, directories and name.
     pub(super) intended: HashMap<String, Option<super::Intended>>,
-    /// Where the `.rodata` searches run, while the tree is resolved.
+    /// Where the `.rodata` searches and the read-ahead run, while the tree is resolved.
     pool: Pool,
+    /// Files read ahead on the pool ([`Files::read_ahead`]), by real path; taken by [`Files::verify`].
+    ahead: HashMap<String, Arc<Parts<Option<Arc<LoaderView>>>>>,
 }
 
 impl Files {
+    /// A `Files` whose background work runs on `threads` worker threads (the default: one per core but
+    /// one). With three or more, the files a new object will likely need are read ahead
+    /// ([`Files::read_ahead`]).
+    pub fn with_threads(threads: usize) -> Files {
+        Files {
+            pool: Pool::new(threads),
+            ..Files::default()
+        }
+    }
+
     /// The worker threads of this run's background reads.
     pub fn pool(&mut self) -> &mut Pool {
         &mut self.pool
+    }
+
+    /// Starts reading, on the pool, the loader facts of the files at `paths` (machine paths the loader is
+    /// likely to try next: a new object's needed names in its RUNPATH or RPATH and in `ld.so.cache`), so that
+    /// [`Files::verify`] finds them parsed. Parsing is a pure function of the file: a file read ahead and not
+    /// chosen costs only the work. Missing files, files already read and paths already queued are skipped.
+    pub fn read_ahead(&mut self, root: &Root, paths: impl IntoIterator<Item = String>) {
+        // Speculative work pays only with cores to spare: on two, the workers are busy with `.rodata`
+        // (measured: 2 ms slower on a 2-core box, 1-3 ms faster on 16 cores for PyTorch's tree).
+        if self.pool.threads() < 3 {
+            return;
+        }
+        for path in paths {
+            let Some(real) = self.resolve(root, &path) else {
+                continue;
+            };
+            let real_s = real.to_string_lossy().into_owned();
+            if self.seen.contains_key(&real_s) || self.ahead.contains_key(&real_s) {
+                continue;
+            }
+            let host = root.host_path(&real);
+            let done = Arc::new(Parts::new(1));
+            self.ahead.insert(real_s, done.clone());
+            self.pool.submit_first(move || {
+                let view = inspect::loader_view(&host, inspect::RodataScan::CudaObjects).ok();
+                done.add([view.map(Arc::new)]);
+            });
+        }
     }
 
     /// Starts searching the `.rodata` ranges of `view` (in the file at `host`) for `dlopen` names, on the
@@ -213,9 +253,16 @@ impl Files {
         if let Some(v) = check_header(&head[..n], p) {
             return v;
         }
-        let view = match inspect::loader_view(&host, inspect::RodataScan::CudaObjects) {
-            Ok(v) => v,
-            Err(e) => return Verdict::Unreadable(e.to_string()),
+        let ahead = self
+            .ahead
+            .remove(&real_s)
+            .and_then(|done| done.wait(&self.pool).into_iter().next().flatten());
+        let view = match ahead {
+            Some(v) => v,
+            None => match inspect::loader_view(&host, inspect::RodataScan::CudaObjects) {
+                Ok(v) => Arc::new(v),
+                Err(e) => return Verdict::Unreadable(e.to_string()),
+            },
         };
         if view.elf.is_none() {
             return Verdict::Invalid("invalid ELF header".into());

@@ -139,10 +139,45 @@ impl State<'_> {
                     self.names.push(names);
                     self.ids.push(Some(cand.id));
                     self.views.push(Some(cand));
+                    self.read_ahead(self.res.objects.len() - 1);
                 }
             }
         }
         self.res.libraries.push(lib);
+    }
+
+    /// Starts reading the files object `i`'s needed libraries are most likely found in (its own RUNPATH, or
+    /// RPATH, and `ld.so.cache`), on other threads, while the breadth-first walk goes on: see
+    /// [`Files::read_ahead`]. The search itself is unchanged; it only finds them parsed.
+    fn read_ahead(&mut self, i: usize) {
+        let o = &self.res.objects[i];
+        let own = if o.runpath.is_empty() {
+            &o.rpath
+        } else {
+            &o.runpath
+        };
+        let dirs = super::search::expand_list(
+            own,
+            Some(&super::search::origin_of(o, self.ctx.cwd)),
+            self.ctx.platform,
+            self.ctx.secure,
+        );
+        let mut paths = Vec::new();
+        for name in o.needed.iter().filter(|n| !n.contains('/')) {
+            if self.lookup(name).is_some() {
+                continue;
+            }
+            paths.extend(dirs.iter().map(|d| super::search::join(d, name)));
+            if let (Some(cache), Some(id)) = (self.ctx.cache, self.ctx.platform.cache_id) {
+                let p = self.ctx.platform;
+                paths.extend(
+                    cache
+                        .lookup(name, id, &p.hwcaps, p.isa_level)
+                        .map(|e| e.path.clone()),
+                );
+            }
+        }
+        self.files.read_ahead(self.ctx.root, paths);
     }
 
     /// Breadth-first over DT_NEEDED of every object from `from` on.
@@ -205,7 +240,7 @@ pub fn resolve_with(
                 realpath: String::new(),
                 id: (0, 0),
                 strings: files.search_rodata(&view, path),
-                view,
+                view: std::sync::Arc::new(view),
                 host: path.to_path_buf(),
             })
         });
@@ -268,6 +303,7 @@ pub fn resolve_with(
     for (n, why) in preloads {
         st.request(0, &n, Kind::Preload, Some(format!("listed in {why}")));
     }
+    st.read_ahead(0);
     st.deps_from(0);
     // Run-time loads: every object, including the ones these loads bring in.
     let mut i = 0;

@@ -128,7 +128,7 @@ pub fn expand_list(entries: &[String], origin: Option<&str>, p: &Platform, secur
     out
 }
 
-fn join(dir: &str, name: &str) -> String {
+pub(super) fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() {
         name.to_string()
     } else if dir == "/" {
