@@ -343,6 +343,8 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>], pool: &
     // Each distinct (name, version): the consumers' references, the file their DT_VERNEED names, and the
     // objects defining the version.
     struct Query<'a> {
+        /// `(name, version)`.
+        key: (&'a str, &'a str),
         refs: Vec<(usize, usize)>,
         file: &'a str,
         providers: &'a [usize],
@@ -371,10 +373,12 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>], pool: &
             let Some(providers) = defining.get(v) else {
                 continue;
             };
+            let key = (s.name.as_str(), v);
             let n = queries.len();
-            let q = *index.entry((s.name.as_str(), v)).or_insert(n);
+            let q = *index.entry(key).or_insert(n);
             if q == n {
                 queries.push(Query {
+                    key,
                     refs: Vec::new(),
                     file,
                     providers,
@@ -384,13 +388,6 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>], pool: &
             queries[q].refs.push((ci, si));
         }
     }
-    let names: Vec<(&str, &str)> = {
-        let mut v = vec![("", ""); queries.len()];
-        for (&key, &i) in &index {
-            v[i] = key;
-        }
-        v
-    };
     let answers_to = |q: &Query, pi: usize| res.objects[pi].soname.as_deref() == Some(q.file);
     for round in 0..2 {
         // Round 0: each query of the object its DT_VERNEED names (or, if none of the providers is that
@@ -419,7 +416,7 @@ fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>], pool: &
         for (ji, (host, qis)) in jobs.iter().enumerate() {
             let list: Vec<(String, String)> = qis
                 .iter()
-                .map(|&qi| (names[qi].0.to_string(), names[qi].1.to_string()))
+                .map(|&qi| (queries[qi].key.0.to_string(), queries[qi].key.1.to_string()))
                 .collect();
             let (host, done) = (host.map(Path::to_path_buf), done.clone());
             pool.submit(move || {
