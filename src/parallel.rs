@@ -29,13 +29,15 @@ pub fn map<T: Sync, R: Send>(jobs: &[T], max_threads: usize, f: impl Fn(&T) -> R
     };
     let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
+        handles.into_iter().flat_map(join).collect()
     });
     done.sort_by_key(|&(i, _)| i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The result of a scoped thread, its panic (if any) carried on to the joining thread.
+pub fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// A job for a [`Pool`].

@@ -34,6 +34,7 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
             .as_ref()
             .map(|r| s.spawn(|| super::doctor::collect(r, &env, true)));
         let facts = binaries_and_libraries(args, &opts, &root, &env);
+        use crate::parallel::join;
         (facts, join(matrix), host.map(join))
     });
     let matrix = matrix?;
@@ -65,11 +66,6 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         )?);
     }
     super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out)
-}
-
-/// The result of a scoped thread (its panic, if any, carried on).
-fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// The binaries' facts, their libraries' resolution and (unless `--no-device-code`) the device code of the
