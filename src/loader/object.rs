@@ -222,8 +222,10 @@ impl Files {
                 real
             }
         }?;
-        // The file itself is looked up afresh (one `lstat`): it is tried once per directory anyway.
-        root.resolve_from(real_dir, Path::new(name)).ok()
+        // The file through the same memo: the read-ahead, the search and the RUNPATH-intended lookup try the
+        // same paths.
+        root.resolve_from_with(real_dir, Path::new(name), &mut link_of)
+            .ok()
     }
 
     /// Verifies `path` (a machine path) for the loader of `p`.
