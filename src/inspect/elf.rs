@@ -236,10 +236,12 @@ pub fn fatbin_regions(elf: &Elf<'_>, input: &Input<'_>) -> (Vec<Region>, Vec<(us
         elf.libraries
             .iter()
             .any(|l| l.starts_with("libcudart.so") || l.starts_with("libcuda.so"))
-            || elf.dynsyms.iter().any(|s| {
-                super::elfparse::dynstr(elf, s.st_name)
-                    .is_some_and(|n| n.starts_with("__cudaRegisterFatBinary"))
-            })
+            || {
+                let syms = super::elfparse::RawDynsyms::new(elf, data);
+                (0..syms.len()).filter_map(|i| syms.get(i)).any(|s| {
+                    super::elfparse::dynstr_starts_with(elf, data, s.name as usize, "__cudaRegisterFatBinary")
+                })
+            }
             || elf
                 .section_headers
                 .iter()

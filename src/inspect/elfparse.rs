@@ -145,23 +145,24 @@ pub fn dynstr<'a>(elf: &Elf<'a>, offset: usize) -> Option<&'a str> {
     elf.dynstrtab.get(offset)?.ok()
 }
 
-/// Is the `.dynstr` string at `offset` exactly `name`? (Compared as bytes, where it lies.)
+/// `.dynstr` from `offset` to the end of the table, as bytes where they lie (no string split out, no UTF-8
+/// check).
+fn dynstr_from<'a>(elf: &Elf<'_>, data: &'a [u8], offset: usize) -> Option<&'a [u8]> {
+    let info = &elf.dynamic.as_ref()?.info;
+    let table = data.get(info.strtab..info.strtab.checked_add(info.strsz)?)?;
+    table.get(offset..)
+}
+
+/// Is the `.dynstr` string at `offset` exactly `name`?
 fn dynstr_is(elf: &Elf<'_>, data: &[u8], offset: usize, name: &str) -> bool {
-    let Some(info) = elf.dynamic.as_ref().map(|d| &d.info) else {
-        return false;
-    };
-    let Some(table) = info
-        .strtab
-        .checked_add(info.strsz)
-        .and_then(|end| data.get(info.strtab..end))
-    else {
-        return false;
-    };
-    let n = name.len();
-    offset
-        .checked_add(n)
-        .and_then(|end| Some((table.get(offset..end)?, table.get(end)?)))
-        .is_some_and(|(s, &nul)| s == name.as_bytes() && nul == 0)
+    dynstr_from(elf, data, offset)
+        .is_some_and(|s| s.starts_with(name.as_bytes()) && s.get(name.len()) == Some(&0))
+}
+
+/// Does the `.dynstr` string at `offset` start with `prefix`?
+pub fn dynstr_starts_with(elf: &Elf<'_>, data: &[u8], offset: usize, prefix: &str) -> bool {
+    dynstr_from(elf, data, offset)
+        .is_some_and(|s| s.starts_with(prefix.as_bytes()) && !s[..prefix.len()].contains(&0))
 }
 
 /// `DT_VERDEF`, in order: each version's index (as `.gnu.version` refers to it) and name (`""` when its
@@ -506,7 +507,20 @@ mod tests {
                     }
                     if let Some(name) = dynstr(&elf, sym.st_name) {
                         assert!(dynstr_is(&elf, &bytes, sym.st_name, name));
+                        assert!(dynstr_starts_with(&elf, &bytes, sym.st_name, name));
+                        assert!(dynstr_starts_with(
+                            &elf,
+                            &bytes,
+                            sym.st_name,
+                            name.get(..name.len() / 2).unwrap_or("")
+                        ));
                         assert!(!dynstr_is(&elf, &bytes, sym.st_name, &format!("{name}x")));
+                        assert!(!dynstr_starts_with(
+                            &elf,
+                            &bytes,
+                            sym.st_name,
+                            &format!("{name}x")
+                        ));
                     }
                 }
                 checked += usize::from(!raw.is_empty());
