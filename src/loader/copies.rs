@@ -37,33 +37,86 @@ pub fn fill(root: &Root, res: &mut Resolution) {
     let stems: BTreeSet<&str> = wanted.iter().map(|w| stem(w)).collect();
     let prefixes: Vec<String> = stems.iter().map(|s| format!("{s}.so")).collect();
     let matches = |name: &str| prefixes.iter().any(|p| name.starts_with(p.as_str()));
-    let mut found: BTreeSet<String> = BTreeSet::new();
-    let mut dirs: BTreeSet<String> = res.system_dirs.iter().cloned().collect();
-    dirs.extend(ld_so_conf_dirs(root, "/etc/ld.so.conf", 0));
+    let mut dirs: BTreeSet<&str> = res.system_dirs.iter().map(String::as_str).collect();
+    let conf = ld_so_conf_dirs(root, "/etc/ld.so.conf", 0);
+    dirs.extend(conf.iter().map(String::as_str));
     for l in &res.libraries {
         for s in &l.trail {
             if let Some(d) = &s.dir {
-                dirs.insert(d.clone());
+                dirs.insert(d);
             }
         }
     }
-    let scan_dir = |dir: &str, found: &mut BTreeSet<String>| {
-        let Ok(entries) = root.read_dir(Path::new(dir)) else {
-            return;
+    // The directories the loader knows of, and the trees where toolkits and wheels live, are read at once.
+    let (mut found, walked) = std::thread::scope(|s| {
+        let walked = s.spawn(|| walk_tops(root, &matches));
+        (in_dirs(root, &dirs, &matches), crate::parallel::join(walked))
+    });
+    found.extend(walked);
+    for lib in &mut res.libraries {
+        if !wanted.contains(&lib.soname) {
+            continue;
+        }
+        let st = stem(&lib.soname);
+        let chosen = lib.path.clone();
+        let mut copies: Vec<Copy> = Vec::new();
+        for p in &found {
+            let name = p.rsplit('/').next().unwrap_or(p);
+            // Only shared objects of that library (`libfoo.so`, `libfoo.so.1.2`), not `libfoo.so.1-gdb.py`.
+            if !name.starts_with(&format!("{st}.so"))
+                || !super::dlopen::is_soname(name)
+                || Some(p) == chosen.as_ref()
+            {
+                continue;
+            }
+            let real = root
+                .resolve(Path::new(p))
+                .map(|r| r.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| p.clone());
+            if !root.metadata(Path::new(p)).is_ok_and(|m| m.is_file()) {
+                continue;
+            }
+            copies.push(Copy {
+                path: p.clone(),
+                same_name: name == lib.soname,
+                version: super::version_from_name(&real).or_else(|| super::version_from_name(p)),
+            });
+        }
+        lib.copies = copies;
+    }
+}
+
+/// The entries of `dirs` whose names `matches`, as machine paths. Each directory is read once, under its
+/// first spelling: `/lib/x86_64-linux-gnu` and `/usr/lib/x86_64-linux-gnu` are one directory where /lib is a
+/// link. Only the names that match are kept (a system directory holds thousands).
+fn in_dirs(root: &Root, dirs: &BTreeSet<&str>, matches: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut seen: BTreeSet<std::path::PathBuf> = BTreeSet::new();
+    for d in dirs {
+        let Ok(real) = root.resolve(Path::new(d)) else {
+            continue;
         };
-        for p in entries {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+        if !seen.insert(real.clone()) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(root.host_path(&real)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
             if matches(&name) {
-                found.insert(p.to_string_lossy().into_owned());
+                found.insert(format!("{}/{name}", d.trim_end_matches('/')));
             }
         }
-    };
-    for d in &dirs {
-        scan_dir(d, &mut found);
     }
+    found
+}
+
+/// The files whose names `matches` under the trees where toolkits, conda and the system Python's wheels live
+/// (`/usr/local`, `/opt`, `…/python3*/{site,dist}-packages/nvidia`), within [`WALK_BUDGET`] entries.
+fn walk_tops(root: &Root, matches: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
     let mut budget = WALK_BUDGET;
     // Toolkits and conda live under /usr/local and /opt; pip wheels' libraries under site-packages/nvidia.
     let mut tops: Vec<(String, usize)> = vec![("/usr/local".into(), 6), ("/opt".into(), 7)];
@@ -99,37 +152,7 @@ pub fn fill(root: &Root, res: &mut Resolution) {
             }
         }
     }
-    for lib in &mut res.libraries {
-        if !wanted.contains(&lib.soname) {
-            continue;
-        }
-        let st = stem(&lib.soname);
-        let chosen = lib.path.clone();
-        let mut copies: Vec<Copy> = Vec::new();
-        for p in &found {
-            let name = p.rsplit('/').next().unwrap_or(p);
-            // Only shared objects of that library (`libfoo.so`, `libfoo.so.1.2`), not `libfoo.so.1-gdb.py`.
-            if !name.starts_with(&format!("{st}.so"))
-                || !super::dlopen::is_soname(name)
-                || Some(p) == chosen.as_ref()
-            {
-                continue;
-            }
-            let real = root
-                .resolve(Path::new(p))
-                .map(|r| r.to_string_lossy().into_owned())
-                .unwrap_or_else(|_| p.clone());
-            if !root.metadata(Path::new(p)).is_ok_and(|m| m.is_file()) {
-                continue;
-            }
-            copies.push(Copy {
-                path: p.clone(),
-                same_name: name == lib.soname,
-                version: super::version_from_name(&real).or_else(|| super::version_from_name(p)),
-            });
-        }
-        lib.copies = copies;
-    }
+    found
 }
 
 /// The directories of an `ld.so.conf` and its `include` globs (`*` and `?` in the last component).
