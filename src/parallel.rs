@@ -198,16 +198,14 @@ impl<T> Parts<T> {
         }
     }
 
-    /// Every report, once all parts are in (running queued jobs of `pool` while some are not).
-    pub fn wait(&self, pool: &Pool) -> Vec<T>
-    where
-        T: Clone,
-    {
+    /// Every report, once all parts are in (running queued jobs of `pool` while some are not). The reports
+    /// are taken: a second call returns none.
+    pub fn wait(&self, pool: &Pool) -> Vec<T> {
         loop {
             {
-                let st = lock(&self.state);
+                let mut st = lock(&self.state);
                 if st.0 == 0 {
-                    return st.1.clone();
+                    return std::mem::take(&mut st.1);
                 }
             }
             if pool.help() {

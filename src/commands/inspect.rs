@@ -90,6 +90,7 @@ fn binaries_and_libraries(
     if !args.no_device_code {
         facts.loaded = loaded_device_code(&facts, root, opts);
     }
+    files.drop_in_background();
     Ok(facts)
 }
 

@@ -21,74 +21,44 @@ pub const DF_1_NODEFLIB: u64 = 0x800;
 /// The fallback magic scan reads at most this many bytes of a file.
 pub const SCAN_LIMIT: usize = 1 << 30;
 
-/// Copies the loader-relevant facts out of a parsed ELF.
+/// Copies the loader-relevant facts out of a parsed ELF: [`loader_facts`] and [`symbol_facts`].
 pub fn facts(elf: &Elf<'_>, bytes: &[u8]) -> ElfFacts {
+    let mut f = loader_facts(elf);
+    let s = symbol_facts(elf, bytes);
+    f.defined_count = s.defined_count;
+    f.undefined_count = s.undefined_count;
+    f.versioned_undefined = s.versioned_undefined;
+    f
+}
+
+/// What the loader's walk needs of an ELF: its header, dynamic section and version tables, without a look at
+/// its dynamic symbols (`defined_count`, `undefined_count` and `versioned_undefined` are left empty; a C++
+/// library has tens of thousands of symbols, which the walk never needs: see [`symbol_facts`]).
+pub fn loader_facts(elf: &Elf<'_>) -> ElfFacts {
     let flags_1 = elf.dynamic.as_ref().map_or(0, |d| d.info.flags_1);
     let split =
         |v: &[&str]| -> Vec<String> { v.iter().flat_map(|s| s.split(':')).map(str::to_string).collect() };
-    let mut version_names: HashMap<u16, String> = HashMap::new();
     let mut version_needs = Vec::new();
     if let Some(verneed) = &elf.verneed {
         for need in verneed.iter() {
             let file = super::elfparse::dynstr(elf, need.vn_file)
                 .unwrap_or("")
                 .to_string();
-            let mut versions = Vec::new();
-            for aux in need.iter() {
-                let name = super::elfparse::dynstr(elf, aux.vna_name)
-                    .unwrap_or("")
-                    .to_string();
-                version_names.insert(aux.vna_other, name.clone());
-                versions.push(name);
-            }
+            let versions = need
+                .iter()
+                .map(|aux| {
+                    super::elfparse::dynstr(elf, aux.vna_name)
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .collect();
             version_needs.push(VersionNeed { file, versions });
         }
     }
-    let mut version_defs = Vec::new();
-    for (ndx, name) in super::elfparse::verdef_names(elf) {
-        version_names.insert(ndx, name.to_string());
-        version_defs.push(name.to_string());
-    }
-    // Every symbol is counted; only the undefined ones that carry a version are named (the version is read
-    // first, from `.gnu.version`, so a C++ library's hundred thousand unversioned imports cost no string reads).
-    let (mut defined_count, mut undefined_count) = (0, 0);
-    let mut versioned_undefined = Vec::new();
-    let syms = super::elfparse::RawDynsyms::new(elf, bytes);
-    for i in 0..syms.len() {
-        let Some(sym) = syms.get(i) else { break };
-        if sym.name == 0 {
-            continue;
-        }
-        let bind = sym.bind();
-        if bind != STB_GLOBAL && bind != STB_WEAK && bind != goblin::elf::sym::STB_GNU_UNIQUE {
-            continue;
-        }
-        if !matches!(
-            sym.kind(),
-            STT_FUNC | STT_OBJECT | STT_NOTYPE | STT_GNU_IFUNC | STT_TLS | STT_COMMON
-        ) {
-            continue;
-        }
-        if sym.shndx != 0 {
-            // What an object defines is asked of its hash table when something needs it
-            // (`inspect::defines_versioned`), not copied out here.
-            defined_count += 1;
-            continue;
-        }
-        undefined_count += 1;
-        let Some(v) = syms.version(i).filter(|v| v & 0x7fff > 1) else {
-            continue;
-        };
-        let Some(name) = super::elfparse::dynstr(elf, sym.name as usize) else {
-            continue;
-        };
-        versioned_undefined.push(DynSymbol {
-            name: name.to_string(),
-            version: version_names.get(&(v & 0x7fff)).cloned(),
-            hidden: v & 0x8000 != 0,
-            weak: bind == STB_WEAK,
-        });
-    }
+    let version_defs = super::elfparse::verdef_names(elf)
+        .into_iter()
+        .map(|(_, name)| name.to_string())
+        .collect();
     ElfFacts {
         class: if elf.is_64 {
             ElfClass::Elf64
@@ -110,11 +80,80 @@ pub fn facts(elf: &Elf<'_>, bytes: &[u8]) -> ElfFacts {
         nodeflib: flags_1 & DF_1_NODEFLIB != 0,
         version_needs,
         version_defs,
-        defined_count,
-        undefined_count,
-        versioned_undefined,
+        defined_count: 0,
+        undefined_count: 0,
+        versioned_undefined: Vec::new(),
         has_symtab: super::elfparse::has_symtab(elf),
     }
+}
+
+/// The dynamic-symbol part of [`ElfFacts`].
+#[derive(Debug, Clone, Default)]
+pub struct SymbolFacts {
+    /// Defined, exported dynamic symbols.
+    pub defined_count: usize,
+    /// Undefined dynamic symbols.
+    pub undefined_count: usize,
+    /// The undefined dynamic symbols that carry a version.
+    pub versioned_undefined: Vec<DynSymbol>,
+}
+
+/// Counts the dynamic symbols and names the undefined ones that carry a version. Every symbol is counted; only
+/// the versioned undefined ones are named (the version is read first, from `.gnu.version`, so a C++ library's
+/// hundred thousand unversioned imports cost no string reads).
+pub fn symbol_facts(elf: &Elf<'_>, bytes: &[u8]) -> SymbolFacts {
+    let mut version_names: HashMap<u16, &str> = HashMap::new();
+    if let Some(verneed) = &elf.verneed {
+        for need in verneed.iter() {
+            for aux in need.iter() {
+                version_names.insert(
+                    aux.vna_other,
+                    super::elfparse::dynstr(elf, aux.vna_name).unwrap_or(""),
+                );
+            }
+        }
+    }
+    for (ndx, name) in super::elfparse::verdef_names(elf) {
+        version_names.insert(ndx, name);
+    }
+    let mut out = SymbolFacts::default();
+    let syms = super::elfparse::RawDynsyms::new(elf, bytes);
+    for i in 0..syms.len() {
+        let Some(sym) = syms.get(i) else { break };
+        if sym.name == 0 {
+            continue;
+        }
+        let bind = sym.bind();
+        if bind != STB_GLOBAL && bind != STB_WEAK && bind != goblin::elf::sym::STB_GNU_UNIQUE {
+            continue;
+        }
+        if !matches!(
+            sym.kind(),
+            STT_FUNC | STT_OBJECT | STT_NOTYPE | STT_GNU_IFUNC | STT_TLS | STT_COMMON
+        ) {
+            continue;
+        }
+        if sym.shndx != 0 {
+            // What an object defines is asked of its hash table when something needs it
+            // (`inspect::exports::Exports`), not copied out here.
+            out.defined_count += 1;
+            continue;
+        }
+        out.undefined_count += 1;
+        let Some(v) = syms.version(i).filter(|v| v & 0x7fff > 1) else {
+            continue;
+        };
+        let Some(name) = super::elfparse::dynstr(elf, sym.name as usize) else {
+            continue;
+        };
+        out.versioned_undefined.push(DynSymbol {
+            name: name.to_string(),
+            version: version_names.get(&(v & 0x7fff)).map(|s| s.to_string()),
+            hidden: v & 0x8000 != 0,
+            weak: bind == STB_WEAK,
+        });
+    }
+    out
 }
 
 /// A short name for `e_machine`, as `readelf` spells the common ones.

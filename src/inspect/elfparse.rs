@@ -420,6 +420,16 @@ impl<'a> RawDynsyms<'a> {
         }
     }
 
+    /// The table's bytes.
+    pub fn table(&self) -> &'a [u8] {
+        self.syms
+    }
+
+    /// The `.gnu.version` bytes, one 16-bit entry per symbol (empty without a version table).
+    pub fn versions(&self) -> &'a [u8] {
+        self.versym
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.syms.len() / if self.is_64 { 24 } else { 16 }

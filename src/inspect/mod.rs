@@ -9,10 +9,11 @@ pub mod cubin;
 pub mod decompress;
 pub mod elf;
 pub mod elfparse;
+pub mod exports;
 pub mod fatbin;
 pub mod input;
 pub mod ptx;
-mod source;
+pub(crate) mod source;
 pub mod wheel;
 
 use crate::facts::{BinaryFacts, CodeKind, Compression, DeviceCode, Format, Problem, ProblemKind};
@@ -334,7 +335,12 @@ fn raw_ptx(data: &[u8], facts: &mut BinaryFacts) {
 /// the libraries it passes to `dlopen`.
 #[derive(Debug, Clone)]
 pub struct LoaderView {
-    /// Loader facts, `None` when the file is not a host ELF that goblin can read.
+    /// The file's bytes, mapped once for the whole run: the symbol reads that come later
+    /// ([`versioned_imports`], [`defines_versioned`]) share the map instead of mapping the file again (in a
+    /// process with threads, each unmap costs every core a TLB flush).
+    pub data: std::sync::Arc<source::Source>,
+    /// Loader facts ([`elf::loader_facts`]: no symbol counts), `None` when the file is not a host ELF that
+    /// goblin can read.
     pub elf: Option<crate::facts::ElfFacts>,
     /// The file ranges of `.rodata` to search for `dlopen` names (empty: the object is not searched).
     pub rodata: Vec<(u64, u64)>,
@@ -382,17 +388,23 @@ pub enum RodataScan {
     CudaObjects,
 }
 
-/// Reads only the parts of an ELF file the loader needs: the dynamic section, symbol versions and, for the
-/// objects `scan` selects, where their `.rodata` lies ([`rodata_strings`] searches it). Fatbins are not
-/// touched, so resolving a large tree stays fast.
+/// Reads only the parts of an ELF file the loader's walk needs: the dynamic section, the version tables and,
+/// for the objects `scan` selects, where their `.rodata` lies ([`rodata_strings`] searches it). Neither fatbins
+/// nor dynamic symbols are touched ([`versioned_imports`] reads those), so resolving a large tree stays fast.
 pub fn loader_view(path: &Path, scan: RodataScan) -> std::io::Result<LoaderView> {
     let (_file, map) = source::map(path)?;
+    Ok(loader_view_of(std::sync::Arc::new(map), scan))
+}
+
+/// [`loader_view`] of a file already read.
+pub fn loader_view_of(map: std::sync::Arc<source::Source>, scan: RodataScan) -> LoaderView {
     let data: &[u8] = &map;
     let Some((elf, _damage)) = elfparse::parse(data).ok() else {
-        return Ok(LoaderView {
+        return LoaderView {
             elf: None,
             rodata: Vec::new(),
-        });
+            data: map.clone(),
+        };
     };
     let section = |sh| elf::section_name(&elf, sh);
     // The driver's own libraries (libcuda, NVML and the rest of libnvidia-*) load only driver components,
@@ -422,62 +434,21 @@ pub fn loader_view(path: &Path, scan: RodataScan) -> std::io::Result<LoaderView>
     } else {
         Vec::new()
     };
-    Ok(LoaderView {
-        elf: Some(elf::facts(&elf, data)),
+    let elf_facts = elf::loader_facts(&elf);
+    drop(elf);
+    LoaderView {
+        elf: Some(elf_facts),
         rodata,
-    })
+        data: map,
+    }
 }
 
-/// For each `(name, version)` of `queries`: does the ELF file at `path` define `name` in `version` (hidden or
-/// default), as ld.so's `check_match` would accept for a versioned reference? Found through `DT_GNU_HASH`, or
-/// a walk of `.dynsym` when the file has none. `None` when the file cannot be read.
-pub fn defines_versioned(path: &Path, queries: &[(&str, &str)]) -> Option<Vec<bool>> {
-    let (_file, map) = source::map(path).ok()?;
-    let data: &[u8] = &map;
+/// The undefined dynamic symbols of the ELF file `data` that carry a version (what ld.so checks by version
+/// when it binds them; [`exports::Exports`] answers for the providers), read apart from [`loader_view`]: the
+/// loader's walk does not wait for them. `None` when the bytes cannot be read as ELF.
+pub fn versioned_imports(data: &[u8]) -> Option<Vec<crate::facts::DynSymbol>> {
     let (elf, _) = elfparse::parse(data).ok()?;
-    // Version names by index (indexes are small: one per DT_VERDEF entry).
-    let mut names: Vec<Option<&str>> = Vec::new();
-    for (ndx, name) in elfparse::verdef_names(&elf) {
-        let ndx = usize::from(ndx & 0x7fff);
-        if names.len() <= ndx {
-            names.resize(ndx + 1, None);
-        }
-        names[ndx] = Some(name);
-    }
-    let raw = elfparse::RawDynsyms::new(&elf, data);
-    let version_of =
-        |i: usize| -> Option<&str> { names.get(usize::from(raw.version(i)? & 0x7fff)).copied()? };
-    let defined = |s: &goblin::elf::Sym| s.st_shndx != 0;
-    let gnu_hash = elf
-        .dynamic
-        .as_ref()
-        .and_then(|d| d.info.gnu_hash)
-        .filter(|_| elf.little_endian);
-    let linear: Option<std::collections::HashSet<(&str, &str)>> = gnu_hash.is_none().then(|| {
-        elf.dynsyms
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| defined(s))
-            .filter_map(|(i, s)| Some((elfparse::dynstr(&elf, s.st_name)?, version_of(i)?)))
-            .collect()
-    });
-    Some(
-        queries
-            .iter()
-            .map(|&(name, version)| match (&linear, gnu_hash) {
-                (Some(set), _) => set.contains(&(name, version)),
-                (None, Some(off)) => {
-                    let mut hit = false;
-                    elfparse::gnu_hash_each(&elf, data, off as usize, name, |i, s| {
-                        hit = defined(&s) && version_of(i) == Some(version);
-                        hit
-                    });
-                    hit
-                }
-                (None, None) => false,
-            })
-            .collect(),
-    )
+    Some(elf::symbol_facts(&elf, data).versioned_undefined)
 }
 
 /// Longest string [`rodata_strings`] keeps (library names are short; longer strings are messages).
@@ -594,7 +565,7 @@ mod tests {
     use super::*;
 
     /// Names placed across chunk and part boundaries are each found whole, once, at their offset; fragments
-    /// and long strings are not.
+    /// and long strings are not; a section is read from its first byte.
     #[test]
     fn rodata_strings_sees_every_name_across_boundaries() {
         let t = tempfile::tempdir().unwrap();
@@ -625,13 +596,17 @@ mod tests {
         data[2_000_001..2_000_400].fill(b'y');
         data[2_000_400..2_000_412].copy_from_slice(b"libcuda.so.9");
         data[2_000_412] = 0;
-        std::fs::write(&path, &data).unwrap();
-        let mut want: Vec<(String, u64)> = placed;
-        want.push(("libnvrtc.so.13".into(), 0));
-        want.push(("libnvidia-ml.so.1".into(), (n - tail.len() + 1) as u64));
+        // The section starts 4,219 bytes into the file, after bytes that are not NUL.
+        const AT: u64 = 4_219;
+        let mut file = vec![b'z'; AT as usize];
+        file.extend_from_slice(&data);
+        std::fs::write(&path, &file).unwrap();
+        let mut want: Vec<(String, u64)> = placed.into_iter().map(|(s, o)| (s, o + AT)).collect();
+        want.push(("libnvrtc.so.13".into(), AT));
+        want.push(("libnvidia-ml.so.1".into(), AT + (n - tail.len() + 1) as u64));
         want.sort_by_key(|w| w.1);
         for piece in [64 << 10, 1 << 20, 16 << 20] {
-            let mut got: Vec<(String, u64)> = rodata_parts(0, n as u64, piece)
+            let mut got: Vec<(String, u64)> = rodata_parts(AT, n as u64, piece)
                 .into_iter()
                 .flat_map(|p| rodata_strings(&path, p, &[b"libcuda.so", b"libnvrtc", b"libnvidia-ml.so"]))
                 .collect();

@@ -17,6 +17,15 @@ pub enum Source {
     Owned(Vec<u8>),
 }
 
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Mapped(m) => write!(f, "Mapped({} bytes)", m.len()),
+            Source::Owned(v) => write!(f, "Owned({} bytes)", v.len()),
+        }
+    }
+}
+
 impl Deref for Source {
     type Target = [u8];
     fn deref(&self) -> &[u8] {

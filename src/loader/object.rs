@@ -9,13 +9,14 @@
 
 use super::cache::LdCache;
 use super::platform::Platform;
+use crate::facts::DynSymbol;
+use crate::inspect::exports::Exports;
 use crate::inspect::{self, LoaderView};
 use crate::parallel::{Parts, Pool};
 use crate::system::Root;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
-use std::rc::Rc;
 use std::sync::Arc;
 
 /// Strings searched in `.rodata` for `dlopen` names (see [`super::dlopen`]).
@@ -33,7 +34,7 @@ pub const DLOPEN_NEEDLES: &[&[u8]] = &[
 #[derive(Debug, Clone)]
 pub enum Verdict {
     /// Loadable: its real path, file identity and view.
-    Ok(Rc<Candidate>),
+    Ok(Arc<Candidate>),
     /// No such file (or a component is not a directory, or the name is a directory).
     Absent,
     /// ELF of the other class: skipped.
@@ -57,38 +58,33 @@ pub struct Candidate {
     pub view: Arc<LoaderView>,
     /// Where the file is read on this host (under the root).
     pub host: std::path::PathBuf,
-    /// The search of its `.rodata` for strings that name a library it may `dlopen` ([`DLOPEN_NEEDLES`]),
-    /// running on [`Files`]' pool from the moment the file was read; `None`: nothing to search.
-    pub strings: Option<Arc<Parts<(String, u64)>>>,
 }
 
-impl Candidate {
-    /// Its `.rodata` strings that name a library it may `dlopen`, in file order, each once (at its first
-    /// offset); waits for the search to finish, helping it along.
-    pub fn dlopen_strings(&self, files: &Files) -> Vec<(String, u64)> {
-        let Some(parts) = &self.strings else {
-            return Vec::new();
-        };
-        let mut list: Vec<(String, u64)> = Vec::new();
-        for (s, off) in parts.wait(&files.pool) {
-            match list.iter_mut().find(|(x, _)| *x == s) {
-                // The first occurrence in the file, whichever part saw it.
-                Some(e) => e.1 = e.1.min(off),
-                None => list.push((s, off)),
-            }
-        }
-        list.sort_by_key(|&(_, off)| off);
-        list
-    }
+/// What is read of a loaded object on [`Files`]' pool while the walk goes on ([`Files::read_loaded`]): the
+/// search of its `.rodata` for strings that name a library it may `dlopen` ([`DLOPEN_NEEDLES`]), and its
+/// versioned imports.
+#[derive(Debug, Default)]
+pub struct Background {
+    strings: Option<Arc<Parts<(String, u64)>>>,
+    symbols: Option<Arc<Parts<Symbols>>>,
+}
+
+/// The symbol side of a loaded object, read in the background.
+#[derive(Debug, Default)]
+pub struct Symbols {
+    /// Its versioned imports, when asked for (`None`: not asked, or unreadable).
+    pub imports: Option<Vec<DynSymbol>>,
+    /// Its exports, for an object that defines versions (`None`: it defines none, or is unreadable).
+    pub exports: Option<Arc<Exports>>,
 }
 
 /// Reads and remembers candidate files, and what is read once per machine (the platform, `ld.so.cache`).
 /// One `Files` serves one root.
 #[derive(Debug, Default)]
 pub struct Files {
-    seen: HashMap<String, Rc<Candidate>>,
-    platforms: HashMap<(u16, bool, Option<String>), Rc<Platform>>,
-    ld_cache: Option<Rc<(Option<LdCache>, String)>>,
+    seen: HashMap<String, Arc<Candidate>>,
+    platforms: HashMap<(u16, bool, Option<String>), Arc<Platform>>,
+    ld_cache: Option<Arc<(Option<LdCache>, String)>>,
     /// Directories already resolved to real paths (`None`: missing), so that a name tried in the same
     /// directory for every library costs one `lstat`, not one per component of the directory.
     dirs: HashMap<String, Option<std::path::PathBuf>>,
@@ -112,6 +108,14 @@ impl Files {
             pool: Pool::new(threads),
             ..Files::default()
         }
+    }
+
+    /// Ends a run without waiting for its files to be unmapped: they are dropped on a thread of their own.
+    /// Unmapping a few dozen libraries from a process with many threads costs every core a TLB flush each;
+    /// the caller, about to report and exit, need not wait for that.
+    pub fn drop_in_background(self) {
+        // Where no thread can be made, the files are dropped here.
+        let _ = std::thread::Builder::new().spawn(move || drop(self));
     }
 
     /// The worker threads of this run's background reads.
@@ -147,42 +151,89 @@ impl Files {
         }
     }
 
-    /// Starts searching the `.rodata` ranges of `view` (in the file at `host`) for `dlopen` names, on the
-    /// pool, in parts of a few MB: for a large tree (PyTorch's CUDA libraries hold 150 MB of read-only data,
-    /// 46 MB of it in cuBLASLt) this is most of the loader's reading, and it runs while the rest of the tree
-    /// is resolved.
-    pub fn search_rodata(&mut self, view: &LoaderView, host: &Path) -> Option<Arc<Parts<(String, u64)>>> {
+    /// Starts the background reads of an object the process loads, from `view` of the file at `host`: the
+    /// search of its `.rodata` ranges for `dlopen` names, in parts of a few MB (for a large tree this is most
+    /// of the loader's reading: PyTorch's CUDA libraries hold 150 MB of read-only data, 46 MB of it in
+    /// cuBLASLt), and its symbols: with `imports`, its versioned imports ([`inspect::versioned_imports`]),
+    /// and, if it defines versions, its [`Exports`]. Only objects the process loads are read so: a candidate
+    /// the search verifies and passes over costs only its headers.
+    pub fn read_loaded(&mut self, view: &LoaderView, host: &Path, imports: bool) -> Background {
         const PIECE: u64 = 4 << 20;
+        let mut b = Background::default();
+        let exports = view.elf.as_ref().is_some_and(|e| !e.version_defs.is_empty());
+        if imports || exports {
+            let done = Arc::new(Parts::new(1));
+            let (d, data) = (done.clone(), view.data.clone());
+            self.pool.submit(move || {
+                d.add([Symbols {
+                    imports: imports.then(|| inspect::versioned_imports(&data)).flatten(),
+                    exports: exports.then(|| Exports::of(data)).flatten().map(Arc::new),
+                }])
+            });
+            b.symbols = Some(done);
+        }
         let parts: Vec<inspect::RodataPart> = view
             .rodata
             .iter()
             .flat_map(|&(start, size)| inspect::rodata_parts(start, size, PIECE))
             .collect();
-        if parts.is_empty() {
-            return None;
+        if !parts.is_empty() {
+            let found = Arc::new(Parts::new(parts.len()));
+            for part in parts {
+                let (found, host) = (found.clone(), host.to_path_buf());
+                self.pool
+                    .submit(move || found.add(inspect::rodata_strings(&host, part, DLOPEN_NEEDLES)));
+            }
+            b.strings = Some(found);
         }
-        let found = Arc::new(Parts::new(parts.len()));
-        for part in parts {
-            let (found, host) = (found.clone(), host.to_path_buf());
-            self.pool
-                .submit(move || found.add(inspect::rodata_strings(&host, part, DLOPEN_NEEDLES)));
+        b
+    }
+
+    /// The `.rodata` strings of a loaded object that name a library it may `dlopen`, in file order, each once
+    /// (at its first offset); waits for the search to finish, helping it along.
+    pub fn dlopen_strings(&self, b: &Background) -> Vec<(String, u64)> {
+        let Some(parts) = &b.strings else {
+            return Vec::new();
+        };
+        let mut list: Vec<(String, u64)> = Vec::new();
+        for (s, off) in parts.wait(&self.pool) {
+            match list.iter_mut().find(|(x, _)| *x == s) {
+                // The first occurrence in the file, whichever part saw it.
+                Some(e) => e.1 = e.1.min(off),
+                None => list.push((s, off)),
+            }
         }
-        Some(found)
+        list.sort_by_key(|&(_, off)| off);
+        list
+    }
+
+    /// The symbols of a loaded object read with [`Files::read_loaded`] (waiting for them, helping the pool).
+    pub fn symbols(&self, b: &Background) -> Symbols {
+        b.symbols
+            .as_ref()
+            .and_then(|s| s.wait(&self.pool).into_iter().next())
+            .unwrap_or_default()
     }
 
     /// The loader's view of the machine for objects of `machine`/`is_64` with interpreter `interp`.
-    pub fn platform(&mut self, root: &Root, machine: u16, is_64: bool, interp: Option<&str>) -> Rc<Platform> {
+    pub fn platform(
+        &mut self,
+        root: &Root,
+        machine: u16,
+        is_64: bool,
+        interp: Option<&str>,
+    ) -> Arc<Platform> {
         self.platforms
             .entry((machine, is_64, interp.map(str::to_string)))
-            .or_insert_with(|| Rc::new(Platform::detect(root, machine, is_64, interp)))
+            .or_insert_with(|| Arc::new(Platform::detect(root, machine, is_64, interp)))
             .clone()
     }
 
     /// `/etc/ld.so.cache`, parsed, with a one-line description (or why it cannot be used).
-    pub fn ld_cache(&mut self, root: &Root) -> Rc<(Option<LdCache>, String)> {
+    pub fn ld_cache(&mut self, root: &Root) -> Arc<(Option<LdCache>, String)> {
         self.ld_cache
             .get_or_insert_with(|| {
-                Rc::new(match root.read(Path::new("/etc/ld.so.cache")) {
+                Arc::new(match root.read(Path::new("/etc/ld.so.cache")) {
                     Ok(d) => match LdCache::parse(&d) {
                         Ok(c) => {
                             let note = format!(
@@ -240,49 +291,65 @@ impl Files {
             return Verdict::Ok(c.clone());
         }
         let host = root.host_path(&real);
-        let meta = match std::fs::metadata(&host) {
-            Ok(m) => m,
-            Err(_) => return Verdict::Absent,
+        // One open and one map per file for the whole run: the header check, the loader facts and, later, the
+        // symbol reads all use this map.
+        let (file, meta) = match std::fs::File::open(&host).and_then(|f| f.metadata().map(|m| (f, m))) {
+            Ok(x) => x,
+            Err(e) if is_absent(&e) => return Verdict::Absent,
+            Err(e) => return Verdict::Unreadable(e.to_string()),
         };
         if meta.is_dir() {
             return Verdict::Absent;
         }
-        let mut head = [0u8; 64];
-        let n = match std::fs::File::open(&host).and_then(|mut f| read_up_to(&mut f, &mut head)) {
-            Ok(n) => n,
-            Err(e) => return Verdict::Unreadable(e.to_string()),
-        };
-        if let Some(v) = check_header(&head[..n], p) {
-            return v;
+        if !meta.is_file() {
+            // A device or a pipe: its first bytes decide, as `open_verify`'s read does; nothing more is read.
+            let mut head = [0u8; 64];
+            let n = match read_up_to(&mut &file, &mut head) {
+                Ok(n) => n,
+                Err(e) => return Verdict::Unreadable(e.to_string()),
+            };
+            return check_header(&head[..n], p)
+                .unwrap_or_else(|| Verdict::Invalid("not a regular file".into()));
         }
         let ahead = self
             .ahead
             .remove(&real_s)
             .and_then(|done| done.wait(&self.pool).into_iter().next().flatten());
-        let view = match ahead {
-            Some(v) => v,
-            None => match inspect::loader_view(&host, inspect::RodataScan::CudaObjects) {
-                Ok(v) => Arc::new(v),
+        let data = match &ahead {
+            Some(v) => v.data.clone(),
+            None => match inspect::source::map_open(&file) {
+                Ok(m) => Arc::new(m),
                 Err(e) => return Verdict::Unreadable(e.to_string()),
             },
+        };
+        if let Some(v) = check_header(&data[..data.len().min(64)], p) {
+            return v;
+        }
+        let view = match ahead {
+            Some(v) => v,
+            None => Arc::new(inspect::loader_view_of(data, inspect::RodataScan::CudaObjects)),
         };
         if view.elf.is_none() {
             return Verdict::Invalid("invalid ELF header".into());
         }
-        let strings = self.search_rodata(&view, &host);
-        let c = Rc::new(Candidate {
+        let c = Arc::new(Candidate {
             realpath: real_s.clone(),
             id: (meta.dev(), meta.ino()),
             view,
             host,
-            strings,
         });
         self.seen.insert(real_s, c.clone());
         Verdict::Ok(c)
     }
 }
 
-fn read_up_to(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+/// An `open` error that means no file is there (ld.so goes on to the next directory).
+fn is_absent(e: &std::io::Error) -> bool {
+    // ENOENT, ENOTDIR, ENAMETOOLONG, ELOOP (Linux numbers: the loader emulation reads Linux machines).
+    e.kind() == std::io::ErrorKind::NotFound || matches!(e.raw_os_error(), Some(2 | 20 | 36 | 40))
+}
+
+fn read_up_to(f: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match f.read(&mut buf[n..])? {

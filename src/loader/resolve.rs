@@ -10,14 +10,15 @@
 //! run, each as `_dl_open` from its caller: the caller's RPATH/RUNPATH rules apply, and the new object has no
 //! `l_loader` (`__RTLD_CALLMAP`), so its own dependencies do not inherit the caller's RPATH.
 
-use super::object::{Candidate, Files, Verdict};
+use super::object::{Background, Candidate, Files, Verdict};
 use super::search::Context;
 use super::{How, Library, LoadedObject, Resolution, Role, Step, StepResult};
 use crate::facts::{BinaryFacts, ElfClass, ElfFacts};
+use crate::inspect::exports::Exports;
 use crate::system::{Env, Root};
 use std::collections::HashMap;
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::Arc;
 
 fn object_from(path: String, realpath: String, e: &ElfFacts, role: Role) -> LoadedObject {
     LoadedObject {
@@ -51,7 +52,9 @@ struct State<'a> {
     /// Names each object answers to (`l_libname` + `l_name` + soname).
     names: Vec<Vec<String>>,
     ids: Vec<Option<(u64, u64)>>,
-    views: Vec<Option<Rc<Candidate>>>,
+    views: Vec<Option<Arc<Candidate>>>,
+    /// Per object, what is read of it in the background ([`Files::read_loaded`]).
+    reads: Vec<Background>,
     missing: HashMap<String, usize>,
 }
 
@@ -135,15 +138,23 @@ impl State<'_> {
                     let mut names = vec![name.to_string(), path];
                     names.extend(o.soname.clone());
                     lib.object = Some(self.res.objects.len());
-                    self.res.objects.push(o);
-                    self.names.push(names);
-                    self.ids.push(Some(cand.id));
-                    self.views.push(Some(cand));
+                    self.load(o, names, cand);
                     self.read_ahead(self.res.objects.len() - 1);
                 }
             }
         }
         self.res.libraries.push(lib);
+    }
+
+    /// Adds a library (or the interpreter) to the process, and starts reading on the pool what the walk
+    /// does not wait for: its `.rodata` strings and its versioned imports.
+    fn load(&mut self, o: LoadedObject, names: Vec<String>, cand: Arc<Candidate>) {
+        self.reads
+            .push(self.files.read_loaded(&cand.view, &cand.host, true));
+        self.res.objects.push(o);
+        self.names.push(names);
+        self.ids.push(Some(cand.id));
+        self.views.push(Some(cand));
     }
 
     /// Starts reading the files object `i`'s needed libraries are most likely found in (its own RUNPATH, or
@@ -233,17 +244,21 @@ pub fn resolve_with(
         secure,
     };
     let main = object_from(main_path.clone(), main_real, e, Role::Main);
+    // The binary's own facts, symbols included, are `b`'s: only its `.rodata` is still to be read.
     let main_view = crate::inspect::loader_view(path, crate::inspect::RodataScan::Always)
         .ok()
         .map(|view| {
-            Rc::new(Candidate {
+            Arc::new(Candidate {
                 realpath: String::new(),
                 id: (0, 0),
-                strings: files.search_rodata(&view, path),
-                view: std::sync::Arc::new(view),
+                view: Arc::new(view),
                 host: path.to_path_buf(),
             })
         });
+    let main_reads = main_view
+        .as_ref()
+        .map(|c| files.read_loaded(&c.view, &c.host, false))
+        .unwrap_or_default();
     let mut st = State {
         ctx,
         files,
@@ -260,6 +275,7 @@ pub fn resolve_with(
         names: vec![vec![main_path]],
         ids: vec![file_id(path)],
         views: vec![main_view],
+        reads: vec![main_reads],
         missing: HashMap::new(),
     };
     if let Some(s) = &e.soname {
@@ -277,10 +293,7 @@ pub fn resolve_with(
         );
         let mut names = vec![platform.interpreter.clone()];
         names.extend(o.soname.clone());
-        st.res.objects.push(o);
-        st.names.push(names);
-        st.ids.push(Some(c.id));
-        st.views.push(Some(c.clone()));
+        st.load(o, names, c.clone());
     }
     // LD_PRELOAD (space or colon separated), then /etc/ld.so.preload.
     let mut preloads: Vec<(String, String)> = Vec::new();
@@ -309,10 +322,7 @@ pub fn resolve_with(
     let mut i = 0;
     while i < st.res.objects.len() {
         let before = st.res.objects.len();
-        let strings = st.views[i]
-            .as_ref()
-            .map(|c| c.dlopen_strings(st.files))
-            .unwrap_or_default();
+        let strings = st.files.dlopen_strings(&st.reads[i]);
         let cudart_static = i == 0 && b.cudart.linkage == crate::facts::CudartLinkage::Static;
         for (name, reason) in super::dlopen::requests(&st.res.objects[i], cudart_static, &strings) {
             st.request(i, &name, Kind::Dlopen, Some(reason));
@@ -322,131 +332,116 @@ pub fn resolve_with(
         }
         i += 1;
     }
-    bind_versioned(&mut st.res, &st.views, st.files.pool());
+    let mut exports = Vec::new();
+    for (o, reads) in st.res.objects.iter_mut().zip(&st.reads) {
+        let s = st.files.symbols(reads);
+        if let Some(needs) = s.imports {
+            o.needs = needs;
+        }
+        exports.push(s.exports);
+    }
+    // The symbol checks run on the pool while the copies of missing libraries are looked for here.
+    let binding = bind_versioned(&mut st.res, exports, st.files.pool());
     super::copies::fill(root, &mut st.res);
+    binding.finish(&mut st.res, st.files.pool());
     Some(st.res)
 }
 
 /// Looks up every versioned symbol each object needs in the objects that define its version, as ld.so's
 /// symbol lookup (`check_match` in `elf/dl-lookup.c`) accepts a definition of the right name and version from
-/// any object in scope. Each distinct `name@version` is asked once, first of the object its `DT_VERNEED`
-/// entry names (`memcpy@GLIBC_2.14` of libc.so.6), then, if not found there, of the other objects defining
-/// that version (glibc 2.34 moved `pthread_create@GLIBC_2.2.5` from libpthread into libc). Each file is
-/// opened once per round and asked through its hash table. Fills [`LoadedObject::unbound`].
-fn bind_versioned(res: &mut Resolution, views: &[Option<Rc<Candidate>>], pool: &mut crate::parallel::Pool) {
-    let mut defining: foldhash::HashMap<&str, Vec<usize>> = foldhash::HashMap::default();
+/// any object in scope: first in the object its `DT_VERNEED` entry names (`memcpy@GLIBC_2.14` of libc.so.6),
+/// then, if not found there, in the other objects defining that version (glibc 2.34 moved
+/// `pthread_create@GLIBC_2.2.5` from libpthread into libc). A provider that could not be read proves nothing:
+/// its symbols count as there. Each consumer is one job on the pool, asking the providers' [`Exports`] (their
+/// hash tables, located once); [`Binding::finish`] fills [`LoadedObject::unbound`].
+fn bind_versioned(
+    res: &mut Resolution,
+    exports: Vec<Option<Arc<Exports>>>,
+    pool: &mut crate::parallel::Pool,
+) -> Binding {
+    struct Scope {
+        /// Version name → the objects defining it.
+        defining: HashMap<String, Vec<usize>>,
+        sonames: Vec<Option<String>>,
+        exports: Vec<Option<Arc<Exports>>>,
+    }
+    let mut defining: HashMap<String, Vec<usize>> = HashMap::new();
     for (pi, p) in res.objects.iter().enumerate() {
         for d in &p.version_defs {
-            defining.entry(d.as_str()).or_default().push(pi);
+            defining.entry(d.clone()).or_default().push(pi);
         }
     }
-    // Each distinct (name, version): the consumers' references, the file their DT_VERNEED names, and the
-    // objects defining the version.
-    struct Query<'a> {
-        /// `(name, version)`.
-        key: (&'a str, &'a str),
-        refs: Vec<(usize, usize)>,
-        file: &'a str,
-        providers: &'a [usize],
-        bound: bool,
-    }
-    let mut index: foldhash::HashMap<(&str, &str), usize> = foldhash::HashMap::default();
-    let mut queries: Vec<Query> = Vec::new();
-    for (ci, o) in res.objects.iter().enumerate() {
+    let scope = Arc::new(Scope {
+        defining,
+        sonames: res.objects.iter().map(|o| o.soname.clone()).collect(),
+        exports,
+    });
+    let consumers: Vec<usize> = (0..res.objects.len())
+        .filter(|&ci| !res.objects[ci].needs.is_empty())
+        .collect();
+    let done = Arc::new(crate::parallel::Parts::new(consumers.len()));
+    for &ci in &consumers {
+        let o = &mut res.objects[ci];
+        let needs = std::mem::take(&mut o.needs);
         // Which file the consumer's DT_VERNEED names for each version (the first, as a version name may be
         // needed of two files).
-        let mut file_of: foldhash::HashMap<&str, &str> = foldhash::HashMap::default();
+        let mut file_of: HashMap<String, String> = HashMap::new();
         for n in &o.version_needs {
             for v in &n.versions {
-                file_of.entry(v.as_str()).or_insert(n.file.as_str());
+                file_of.entry(v.clone()).or_insert_with(|| n.file.clone());
             }
         }
-        for (si, s) in o.needs.iter().enumerate() {
-            let Some(v) = s.version.as_deref() else { continue };
-            // Only versions the consumer needs from another file; weak references may stay unresolved.
-            let Some(&file) = file_of.get(v) else {
-                continue;
+        let (scope, done) = (scope.clone(), done.clone());
+        pool.submit(move || {
+            let defines = |pi: usize, name: &str, v: &str| {
+                scope.exports[pi].as_ref().is_none_or(|e| e.defines(name, v))
             };
-            if s.weak {
-                continue;
-            }
-            let Some(providers) = defining.get(v) else {
-                continue;
-            };
-            let key = (s.name.as_str(), v);
-            let n = queries.len();
-            let q = *index.entry(key).or_insert(n);
-            if q == n {
-                queries.push(Query {
-                    key,
-                    refs: Vec::new(),
-                    file,
-                    providers,
-                    bound: false,
-                });
-            }
-            queries[q].refs.push((ci, si));
-        }
-    }
-    let answers_to = |q: &Query, pi: usize| res.objects[pi].soname.as_deref() == Some(q.file);
-    for round in 0..2 {
-        // Round 0: each query of the object its DT_VERNEED names (or, if none of the providers is that
-        // object, of every provider); round 1: the queries still open, of every other provider.
-        let mut asked: foldhash::HashMap<usize, Vec<usize>> = foldhash::HashMap::default();
-        for (qi, q) in queries.iter().enumerate().filter(|(_, q)| !q.bound) {
-            let primary = q.providers.iter().any(|&pi| answers_to(q, pi));
-            for &pi in q.providers {
-                let first = !primary || answers_to(q, pi);
-                if (round == 0) == first {
-                    asked.entry(pi).or_default().push(qi);
+            let mut unbound = Vec::new();
+            for (si, s) in needs.iter().enumerate() {
+                let Some(v) = s.version.as_deref() else { continue };
+                // Only versions the consumer needs from another file; weak references may stay unresolved.
+                let Some(file) = file_of.get(v) else { continue };
+                if s.weak {
+                    continue;
+                }
+                let Some(providers) = scope.defining.get(v) else {
+                    continue;
+                };
+                let named = |pi: usize| scope.sonames[pi].as_deref() == Some(file.as_str());
+                let primary = providers.iter().any(|&pi| named(pi));
+                let bound = if primary {
+                    providers.iter().any(|&pi| named(pi) && defines(pi, &s.name, v))
+                        || providers.iter().any(|&pi| !named(pi) && defines(pi, &s.name, v))
+                } else {
+                    providers.iter().any(|&pi| defines(pi, &s.name, v))
+                };
+                if !bound {
+                    unbound.push(si);
                 }
             }
-        }
-        // Each provider is one job on the pool: mapped, parsed, asked through its hash table.
-        let jobs: Vec<(Option<&Path>, Vec<usize>)> = asked
-            .into_iter()
-            .map(|(pi, qis)| {
-                (
-                    views.get(pi).and_then(|v| v.as_ref()).map(|c| c.host.as_path()),
-                    qis,
-                )
-            })
-            .collect();
-        let done = std::sync::Arc::new(crate::parallel::Parts::new(jobs.len()));
-        for (ji, (host, qis)) in jobs.iter().enumerate() {
-            let list: Vec<(String, String)> = qis
-                .iter()
-                .map(|&qi| (queries[qi].key.0.to_string(), queries[qi].key.1.to_string()))
-                .collect();
-            let (host, done) = (host.map(Path::to_path_buf), done.clone());
-            pool.submit(move || {
-                let asked: Vec<(&str, &str)> = list.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-                let answers = host.and_then(|h| crate::inspect::defines_versioned(&h, &asked));
-                done.add([(ji, answers)]);
-            });
-        }
-        let mut answered: Vec<Option<Vec<bool>>> = vec![None; jobs.len()];
-        for (ji, answers) in done.wait(pool) {
-            answered[ji] = answers;
-        }
-        for ((_, qis), answers) in jobs.iter().zip(answered) {
-            // A provider that could not be read proves nothing: its symbols count as there.
-            for (k, &qi) in qis.iter().enumerate() {
-                if answers.as_ref().is_none_or(|a| a[k]) {
-                    queries[qi].bound = true;
-                }
-            }
-        }
+            done.add([(ci, needs, unbound)]);
+        });
     }
-    let mut unbound: Vec<(usize, usize)> = queries
-        .into_iter()
-        .filter(|q| !q.bound)
-        .flat_map(|q| q.refs)
-        .collect();
-    unbound.sort_unstable();
-    for (ci, si) in unbound {
-        let s = res.objects[ci].needs[si].clone();
-        res.objects[ci].unbound.push(s);
+    Binding { done }
+}
+
+/// The symbol checks of [`bind_versioned`], running: per consumer, its needs (moved out of the object while
+/// they are checked) and the indexes of the unbound ones.
+type Checked = (usize, Vec<crate::facts::DynSymbol>, Vec<usize>);
+
+/// [`bind_versioned`]'s jobs, on the pool.
+struct Binding {
+    done: Arc<crate::parallel::Parts<Checked>>,
+}
+
+impl Binding {
+    /// Waits for every consumer's check (helping the pool) and fills [`LoadedObject::unbound`].
+    fn finish(self, res: &mut Resolution, pool: &crate::parallel::Pool) {
+        for (ci, needs, unbound) in self.done.wait(pool) {
+            let o = &mut res.objects[ci];
+            o.unbound = unbound.iter().map(|&si| needs[si].clone()).collect();
+            o.needs = needs;
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use super::object::{Candidate, Files, Verdict};
 use super::platform::Platform;
 use super::{How, Intended, LoadedObject, Step, StepResult};
 use crate::system::Root;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Everything a search reads.
 pub struct Context<'a> {
@@ -44,7 +44,7 @@ pub struct Context<'a> {
 /// The result of one search.
 pub struct Outcome {
     /// The file chosen, how, through whose RPATH, and the candidate.
-    pub found: Option<(String, How, Option<usize>, Rc<Candidate>)>,
+    pub found: Option<(String, How, Option<usize>, Arc<Candidate>)>,
     /// Every step.
     pub trail: Vec<Step>,
     /// The error ld.so stops with when nothing is found or a bad file is met.
@@ -158,7 +158,7 @@ impl Context<'_> {
         of: Option<&str>,
         trail: &mut Vec<Step>,
         other_class: &mut Option<String>,
-    ) -> Result<Option<(String, Rc<Candidate>)>, String> {
+    ) -> Result<Option<(String, Arc<Candidate>)>, String> {
         for dir in dirs {
             let mut tries: Vec<String> = self
                 .platform
