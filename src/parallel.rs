@@ -35,6 +35,14 @@ pub fn map<T: Sync, R: Send>(jobs: &[T], max_threads: usize, f: impl Fn(&T) -> R
     done.into_iter().map(|(_, r)| r).collect()
 }
 
+/// Drops `value` on a thread of its own: for what a run built up (thousands of strings, maps of large files)
+/// and no longer needs, so that reporting and exiting do not wait for it to be freed and unmapped. Where no
+/// thread can be made, it is dropped here.
+pub fn drop_in_background<T: Send + 'static>(value: T) {
+    // A failed spawn drops the closure, and the value with it, on this thread.
+    let _ = std::thread::Builder::new().spawn(move || drop(value));
+}
+
 /// The result of a scoped thread, its panic (if any) carried on to the joining thread.
 pub fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
     h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))

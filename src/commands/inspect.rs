@@ -65,7 +65,9 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
             &facts.binaries,
         )?);
     }
-    super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out)
+    let outcome = super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out);
+    crate::parallel::drop_in_background(matrix);
+    outcome
 }
 
 /// The binaries' facts, their libraries' resolution and (unless `--no-device-code`) the device code of the

@@ -58,7 +58,10 @@ pub(crate) fn evaluate_and_render(
         findings,
         verdicts,
     };
-    render(&report, output, paint, verbose, out)
+    let outcome = render(&report, output, paint, verbose, out);
+    // A large tree's report is tens of thousands of strings: the exit need not wait for them to be freed.
+    crate::parallel::drop_in_background(report);
+    outcome
 }
 
 /// Renders `report` and maps `--fail-on` to the outcome.

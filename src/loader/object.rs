@@ -97,6 +97,8 @@ pub struct Files {
     pool: Pool,
     /// Files read ahead on the pool ([`Files::read_ahead`]), by real path; taken by [`Files::verify`].
     ahead: HashMap<String, Arc<Parts<Option<Arc<LoaderView>>>>>,
+    /// [`Files::verify`]'s answers, per loader (`e_machine`, 64-bit) and machine path.
+    verdicts: HashMap<(u16, bool), HashMap<String, Verdict>>,
 }
 
 impl Files {
@@ -114,8 +116,7 @@ impl Files {
     /// Unmapping a few dozen libraries from a process with many threads costs every core a TLB flush each;
     /// the caller, about to report and exit, need not wait for that.
     pub fn drop_in_background(self) {
-        // Where no thread can be made, the files are dropped here.
-        let _ = std::thread::Builder::new().spawn(move || drop(self));
+        crate::parallel::drop_in_background(self);
     }
 
     /// The worker threads of this run's background reads.
@@ -281,6 +282,20 @@ impl Files {
 
     /// Verifies `path` (a machine path) for the loader of `p`.
     pub fn verify(&mut self, root: &Root, p: &Platform, path: &str) -> Verdict {
+        // The same paths come back many times (each requester's RUNPATH is tried for names already loaded,
+        // for the shadowing check): the answer is a function of the path and the platform.
+        if let Some(v) = self.verdicts.get(&(p.machine, p.is_64)).and_then(|m| m.get(path)) {
+            return v.clone();
+        }
+        let v = self.verify_uncached(root, p, path);
+        self.verdicts
+            .entry((p.machine, p.is_64))
+            .or_default()
+            .insert(path.to_string(), v.clone());
+        v
+    }
+
+    fn verify_uncached(&mut self, root: &Root, p: &Platform, path: &str) -> Verdict {
         use std::os::unix::fs::MetadataExt;
         let real = match self.resolve(root, path) {
             Some(r) => r,
@@ -288,7 +303,10 @@ impl Files {
         };
         let real_s = real.to_string_lossy().into_owned();
         if let Some(c) = self.seen.get(&real_s) {
-            return Verdict::Ok(c.clone());
+            // Read before, perhaps for a loader of another class or machine (`doctor` resolves 32-bit and
+            // 64-bit programs with one `Files`).
+            let data = &c.view.data;
+            return check_header(&data[..data.len().min(64)], p).unwrap_or_else(|| Verdict::Ok(c.clone()));
         }
         let host = root.host_path(&real);
         // One open and one map per file for the whole run: the header check, the loader facts and, later, the

@@ -239,15 +239,19 @@ pub fn library_shadowed(r: &Resolution) -> Vec<Finding> {
 /// consumer needs (`undefined symbol: NAME, version V`; the loader's lookup fills `unbound`).
 pub fn symbol_version_missing(r: &Resolution) -> Vec<Finding> {
     let mut out = Vec::new();
+    // The object each request gave, by requester and name (the first request, as ld.so answers the rest
+    // from it).
+    let mut answered: std::collections::HashMap<(usize, &str), Option<usize>> =
+        std::collections::HashMap::new();
+    for l in &r.libraries {
+        answered
+            .entry((l.needed_by_index, l.soname.as_str()))
+            .or_insert(l.object);
+    }
     for (ci, consumer) in r.objects.iter().enumerate() {
         let mut missing_symbols: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for need in &consumer.version_needs {
-            let Some(pi) = r
-                .libraries
-                .iter()
-                .find(|l| l.needed_by_index == ci && l.soname == need.file)
-                .and_then(|l| l.object)
-            else {
+            let Some(pi) = answered.get(&(ci, need.file.as_str())).copied().flatten() else {
                 continue;
             };
             let Some(provider) = r.objects.get(pi) else {
