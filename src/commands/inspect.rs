@@ -81,7 +81,14 @@ fn binaries_and_libraries(
     let mut facts = Facts::default();
     let mut files = crate::loader::Files::default();
     for path in &args.paths {
-        let binaries = inspect::path(path, opts).map_err(|e| ToolError(e.to_string()))?;
+        // What the loader reads of the machine first (ld.so.cache, the platform) is read while the binary is.
+        let binaries = std::thread::scope(|s| {
+            let prepared = (!args.no_libraries).then(|| s.spawn(|| files.prepare(root)));
+            let binaries = inspect::path(path, opts);
+            prepared.map(crate::parallel::join);
+            binaries
+        })
+        .map_err(|e| ToolError(e.to_string()))?;
         for b in binaries.iter().filter(|_| !args.no_libraries) {
             facts
                 .libraries

@@ -14,7 +14,6 @@ use goblin::elf::section_header::{SHT_NOBITS, SHT_PROGBITS};
 use goblin::elf::sym::{
     STB_GLOBAL, STB_WEAK, STT_COMMON, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT, STT_TLS,
 };
-use std::collections::HashMap;
 
 /// `DF_1_NODEFLIB`.
 pub const DF_1_NODEFLIB: u64 = 0x800;
@@ -102,19 +101,25 @@ pub struct SymbolFacts {
 /// the versioned undefined ones are named (the version is read first, from `.gnu.version`, so a C++ library's
 /// hundred thousand unversioned imports cost no string reads).
 pub fn symbol_facts(elf: &Elf<'_>, bytes: &[u8]) -> SymbolFacts {
-    let mut version_names: HashMap<u16, &str> = HashMap::new();
+    // Version names by `.gnu.version` index (indexes are small: one per version needed or defined).
+    fn name_version<'a>(names: &mut Vec<Option<&'a str>>, ndx: u16, name: &'a str) {
+        let i = usize::from(ndx & 0x7fff);
+        if names.len() <= i {
+            names.resize(i + 1, None);
+        }
+        names[i] = Some(name);
+    }
+    let mut version_names: Vec<Option<&str>> = Vec::new();
     if let Some(verneed) = &elf.verneed {
         for need in verneed.iter() {
             for aux in need.iter() {
-                version_names.insert(
-                    aux.vna_other,
-                    super::elfparse::dynstr(elf, aux.vna_name).unwrap_or(""),
-                );
+                let name = super::elfparse::dynstr(elf, aux.vna_name).unwrap_or("");
+                name_version(&mut version_names, aux.vna_other, name);
             }
         }
     }
     for (ndx, name) in super::elfparse::verdef_names(elf) {
-        version_names.insert(ndx, name);
+        name_version(&mut version_names, ndx, name);
     }
     let mut out = SymbolFacts::default();
     let syms = super::elfparse::RawDynsyms::new(elf, bytes);
@@ -143,12 +148,16 @@ pub fn symbol_facts(elf: &Elf<'_>, bytes: &[u8]) -> SymbolFacts {
         let Some(v) = syms.version(i).filter(|v| v & 0x7fff > 1) else {
             continue;
         };
-        let Some(name) = super::elfparse::dynstr(elf, sym.name as usize) else {
+        let Some(name) = super::elfparse::dynstr_at(elf, bytes, sym.name as usize) else {
             continue;
         };
         out.versioned_undefined.push(DynSymbol {
             name: name.to_string(),
-            version: version_names.get(&(v & 0x7fff)).map(|s| s.to_string()),
+            version: version_names
+                .get(usize::from(v & 0x7fff))
+                .copied()
+                .flatten()
+                .map(str::to_string),
             hidden: v & 0x8000 != 0,
             weak: bind == STB_WEAK,
         });

@@ -83,7 +83,8 @@ pub struct Symbols {
 #[derive(Debug, Default)]
 pub struct Files {
     seen: HashMap<String, Arc<Candidate>>,
-    platforms: HashMap<(u16, bool, Option<String>), Arc<Platform>>,
+    /// By `e_machine`, class and interpreter (the architecture's standard one when the object names none).
+    platforms: HashMap<(u16, bool, String), Arc<Platform>>,
     ld_cache: Option<Arc<(Option<LdCache>, String)>>,
     /// Directories already resolved to real paths (`None`: missing), so that a name tried in the same
     /// directory for every library costs one `lstat`, not one per component of the directory.
@@ -224,10 +225,25 @@ impl Files {
         is_64: bool,
         interp: Option<&str>,
     ) -> Arc<Platform> {
+        let interp = interp.unwrap_or_else(|| super::platform::default_interpreter(machine, is_64));
         self.platforms
-            .entry((machine, is_64, interp.map(str::to_string)))
-            .or_insert_with(|| Arc::new(Platform::detect(root, machine, is_64, interp)))
+            .entry((machine, is_64, interp.to_string()))
+            .or_insert_with(|| Arc::new(Platform::detect(root, machine, is_64, Some(interp))))
             .clone()
+    }
+
+    /// Reads ahead what every resolution on this machine starts with: `ld.so.cache`, and the platform of this
+    /// build's own architecture, 64-bit, standard interpreter (the common case; another is read when asked).
+    /// For a thread of its own while the binary is parsed.
+    pub fn prepare(&mut self, root: &Root) {
+        let machine = match std::env::consts::ARCH {
+            "x86_64" => goblin::elf::header::EM_X86_64,
+            "aarch64" => goblin::elf::header::EM_AARCH64,
+            "powerpc64" => goblin::elf::header::EM_PPC64,
+            _ => return,
+        };
+        self.platform(root, machine, true, None);
+        self.ld_cache(root);
     }
 
     /// `/etc/ld.so.cache`, parsed, with a one-line description (or why it cannot be used).

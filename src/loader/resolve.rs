@@ -49,8 +49,9 @@ struct State<'a> {
     ctx: Context<'a>,
     files: &'a mut Files,
     res: Resolution,
-    /// Names each object answers to (`l_libname` + `l_name` + soname).
-    names: Vec<Vec<String>>,
+    /// The names objects answer to (`l_libname` + `l_name` + soname), each with the first object answering
+    /// to it.
+    by_name: HashMap<String, usize>,
     ids: Vec<Option<(u64, u64)>>,
     views: Vec<Option<Arc<Candidate>>>,
     /// Per object, what is read of it in the background ([`Files::read_loaded`]).
@@ -68,7 +69,7 @@ enum Kind {
 
 impl State<'_> {
     fn lookup(&self, name: &str) -> Option<usize> {
-        self.names.iter().position(|n| n.iter().any(|x| x == name))
+        self.by_name.get(name).copied()
     }
 
     fn request(&mut self, requester: usize, name: &str, kind: Kind, reason: Option<String>) {
@@ -129,7 +130,7 @@ impl State<'_> {
                 lib.path = Some(path.clone());
                 if let Some(i) = self.ids.iter().position(|id| *id == Some(cand.id)) {
                     // Same file under another name: `_dl_map_object_from_fd` reuses the loaded object.
-                    self.names[i].push(name.to_string());
+                    self.name(i, name);
                     lib.object = Some(i);
                 } else if let Some(e) = &cand.view.elf {
                     let mut o = object_from(path.clone(), cand.realpath.clone(), e, Role::Library);
@@ -148,11 +149,19 @@ impl State<'_> {
 
     /// Adds a library (or the interpreter) to the process, and starts reading on the pool what the walk
     /// does not wait for: its `.rodata` strings and its versioned imports.
+    /// Object `i` answers to `name` too.
+    fn name(&mut self, i: usize, name: &str) {
+        self.by_name.entry(name.to_string()).or_insert(i);
+    }
+
     fn load(&mut self, o: LoadedObject, names: Vec<String>, cand: Arc<Candidate>) {
+        let i = self.res.objects.len();
+        for n in names {
+            self.by_name.entry(n).or_insert(i);
+        }
         self.reads
             .push(self.files.read_loaded(&cand.view, &cand.host, true));
         self.res.objects.push(o);
-        self.names.push(names);
         self.ids.push(Some(cand.id));
         self.views.push(Some(cand));
     }
@@ -272,14 +281,14 @@ pub fn resolve_with(
             objects: vec![main],
             libraries: Vec::new(),
         },
-        names: vec![vec![main_path]],
+        by_name: HashMap::from([(main_path, 0)]),
         ids: vec![file_id(path)],
         views: vec![main_view],
         reads: vec![main_reads],
         missing: HashMap::new(),
     };
     if let Some(s) = &e.soname {
-        st.names[0].push(s.clone());
+        st.name(0, s);
     }
     // The interpreter is in the list from the start.
     if let Verdict::Ok(c) = st.files.verify(root, &platform, &platform.interpreter)
