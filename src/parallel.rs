@@ -36,11 +36,24 @@ pub fn map<T: Sync, R: Send>(jobs: &[T], max_threads: usize, f: impl Fn(&T) -> R
 }
 
 /// Drops `value` on a thread of its own: for what a run built up (thousands of strings, maps of large files)
-/// and no longer needs, so that reporting and exiting do not wait for it to be freed and unmapped. Where no
-/// thread can be made, it is dropped here.
+/// and no longer needs, so that reporting and exiting do not wait for it to be freed and unmapped. One thread
+/// serves the whole process; where none can be made, the value is dropped here.
 pub fn drop_in_background<T: Send + 'static>(value: T) {
-    // A failed spawn drops the closure, and the value with it, on this thread.
-    let _ = std::thread::Builder::new().spawn(move || drop(value));
+    type Garbage = Box<dyn Send>;
+    static REAPER: std::sync::OnceLock<Option<Mutex<std::sync::mpsc::Sender<Garbage>>>> =
+        std::sync::OnceLock::new();
+    let reaper = REAPER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Garbage>();
+        std::thread::Builder::new()
+            .spawn(move || rx.into_iter().for_each(drop))
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    match reaper {
+        // A send that fails hands the value back, dropped here.
+        Some(tx) => drop(lock(tx).send(Box::new(value))),
+        None => drop(value),
+    }
 }
 
 /// The result of a scoped thread, its panic (if any) carried on to the joining thread.
@@ -61,6 +74,8 @@ struct Queue {
 struct Shared {
     queue: Mutex<Queue>,
     ready: Condvar,
+    /// Worker threads started so far.
+    started: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -74,7 +89,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct Pool {
     shared: Arc<Shared>,
     threads: usize,
-    workers: usize,
+    /// The first worker was started (it starts the others).
+    started: bool,
 }
 
 impl std::fmt::Debug for Pool {
@@ -97,7 +113,7 @@ impl Pool {
         Pool {
             shared: Arc::default(),
             threads: threads.max(1),
-            workers: 0,
+            started: false,
         }
     }
 
@@ -126,34 +142,9 @@ impl Pool {
             }
         }
         self.shared.ready.notify_one();
-        if self.workers == 0 {
-            for _ in 0..self.threads {
-                let shared = self.shared.clone();
-                let spawned = std::thread::Builder::new().spawn(move || {
-                    loop {
-                        let job = {
-                            let mut q = lock(&shared.queue);
-                            loop {
-                                if let Some(job) = q.jobs.pop_front() {
-                                    break Some(job);
-                                }
-                                if q.closed {
-                                    break None;
-                                }
-                                q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
-                            }
-                        };
-                        match job {
-                            Some(job) => job(),
-                            None => return,
-                        }
-                    }
-                });
-                // No thread (a limit on threads): the jobs run on the caller's `help`.
-                if spawned.is_ok() {
-                    self.workers += 1;
-                }
-            }
+        if !self.started {
+            self.started = true;
+            start_worker(self.shared.clone(), self.threads);
         }
     }
 
@@ -167,6 +158,42 @@ impl Pool {
             }
             None => false,
         }
+    }
+}
+
+/// Starts a worker thread, unless `threads` run already. Each worker first starts the next one: the
+/// submitting thread pays for one thread's creation, not for all of them (on 16 cores, creating 15 threads
+/// in a row took a millisecond of the loader's critical path). Where no thread can be made, the queued jobs
+/// run on the callers' [`Pool::help`].
+fn start_worker(shared: Arc<Shared>, threads: usize) {
+    if shared.started.fetch_add(1, Ordering::Relaxed) >= threads {
+        shared.started.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    let mine = shared.clone();
+    let spawned = std::thread::Builder::new().spawn(move || {
+        start_worker(mine.clone(), threads);
+        loop {
+            let job = {
+                let mut q = lock(&mine.queue);
+                loop {
+                    if let Some(job) = q.jobs.pop_front() {
+                        break Some(job);
+                    }
+                    if q.closed {
+                        break None;
+                    }
+                    q = mine.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                }
+            };
+            match job {
+                Some(job) => job(),
+                None => return,
+            }
+        }
+    });
+    if spawned.is_err() {
+        shared.started.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
