@@ -471,6 +471,29 @@ impl<'a> RawDynsyms<'a> {
         })
     }
 
+    /// Every entry, in order (what [`RawDynsyms::get`] gives for each index, read in one pass).
+    pub fn iter(&self) -> impl Iterator<Item = RawSym> + '_ {
+        let (size, info_at, shndx_at) = if self.is_64 { (24, 4, 6) } else { (16, 12, 14) };
+        let little = self.little;
+        self.syms.chunks_exact(size).map(move |e| {
+            let name = [e[0], e[1], e[2], e[3]];
+            let shndx = [e[shndx_at], e[shndx_at + 1]];
+            RawSym {
+                name: if little {
+                    u32::from_le_bytes(name)
+                } else {
+                    u32::from_be_bytes(name)
+                },
+                info: e[info_at],
+                shndx: if little {
+                    u16::from_le_bytes(shndx)
+                } else {
+                    u16::from_be_bytes(shndx)
+                },
+            }
+        })
+    }
+
     /// Entry `i`'s `.gnu.version` value as stored (bit 15: hidden); `None` without a version table.
     pub fn version(&self, i: usize) -> Option<u16> {
         self.u16_at(self.versym, i.checked_mul(2)?)
@@ -507,6 +530,8 @@ mod tests {
                 let Ok((elf, _)) = parse(&bytes) else { continue };
                 let raw = RawDynsyms::new(&elf, &bytes);
                 assert_eq!(raw.len(), elf.dynsyms.len(), "{}", path.display());
+                let by_index: Vec<RawSym> = (0..raw.len()).map(|i| raw.get(i).unwrap()).collect();
+                assert_eq!(raw.iter().collect::<Vec<_>>(), by_index, "{}", path.display());
                 for (i, sym) in elf.dynsyms.iter().enumerate() {
                     let r = raw.get(i).unwrap();
                     assert_eq!(r.name as usize, sym.st_name, "{} symbol {i}", path.display());

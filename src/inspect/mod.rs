@@ -448,7 +448,7 @@ pub fn loader_view_of(map: std::sync::Arc<source::Source>, scan: RodataScan) -> 
 /// loader's walk does not wait for them. `None` when the bytes cannot be read as ELF.
 pub fn versioned_imports(data: &[u8]) -> Option<Vec<crate::facts::DynSymbol>> {
     let (elf, _) = elfparse::parse(data).ok()?;
-    Some(elf::symbol_facts(&elf, data).versioned_undefined)
+    Some(elf::versioned_undefined(&elf, data))
 }
 
 /// Longest string [`rodata_strings`] keeps (library names are short; longer strings are messages).
@@ -514,49 +514,55 @@ pub fn rodata_strings(path: &Path, part: RodataPart, needles: &[&[u8]]) -> Vec<(
     // Every library name holds ".so", a pair of bytes rare enough in read-only data for a vectorised search;
     // the string around each hit is then checked for the needles.
     let finder = memchr::memmem::Finder::new(b".so");
-    let mut buf = vec![0u8; RODATA_CHUNK + 2 * MAX];
-    let (start, end) = (part.start, part.end);
-    let mut off = start;
-    while off < end {
-        let len = (buf.len() as u64).min(end - off) as usize;
-        let Ok(()) = std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf[..len], off) else {
-            break;
-        };
-        let chunk = &buf[..len];
-        let last = off + len as u64 >= end;
-        // Chunks overlap by 2 * MAX bytes. A chunk takes the hits in `first..stop`: each of those has its
-        // whole string inside the chunk; the next chunk starts with the hits from `stop` on, MAX into it.
-        let first = if off == start && part.from_start { 0 } else { MAX };
-        let stop = if last && part.to_end {
-            len
-        } else {
-            len.saturating_sub(MAX)
-        };
-        let mut at = first;
-        while at < stop
-            && let Some(i) = finder.find(&chunk[at..stop])
-        {
-            let hit = at + i;
-            at = hit + 1;
-            let lo = hit.saturating_sub(MAX);
-            let from = memchr::memrchr(0, &chunk[lo..hit]).map_or(lo, |p| lo + p + 1);
-            let hi = (hit + MAX).min(len);
-            let to = memchr::memchr(0, &chunk[hit..hi]).map_or(hi, |p| hit + p);
-            at = at.max(to.min(stop));
-            let string = &chunk[from..to];
-            if string.len() >= MAX || !needles.iter().any(|n| memchr::memmem::find(string, n).is_some()) {
-                continue;
-            }
-            let s = String::from_utf8_lossy(string).into_owned();
-            if !strings.iter().any(|(x, _)| *x == s) {
-                strings.push((s, off + from as u64));
-            }
-        }
-        if last {
-            break;
-        }
-        off += (len - 2 * MAX) as u64;
+    // One buffer per thread for all its parts: no allocation, and no zeroed pages, per part.
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
+    BUF.with_borrow_mut(|buf| {
+        buf.resize(RODATA_CHUNK + 2 * MAX, 0);
+        let (start, end) = (part.start, part.end);
+        let mut off = start;
+        while off < end {
+            let len = (buf.len() as u64).min(end - off) as usize;
+            let Ok(()) = std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf[..len], off) else {
+                break;
+            };
+            let chunk = &buf[..len];
+            let last = off + len as u64 >= end;
+            // Chunks overlap by 2 * MAX bytes. A chunk takes the hits in `first..stop`: each of those has its
+            // whole string inside the chunk; the next chunk starts with the hits from `stop` on, MAX into it.
+            let first = if off == start && part.from_start { 0 } else { MAX };
+            let stop = if last && part.to_end {
+                len
+            } else {
+                len.saturating_sub(MAX)
+            };
+            let mut at = first;
+            while at < stop
+                && let Some(i) = finder.find(&chunk[at..stop])
+            {
+                let hit = at + i;
+                at = hit + 1;
+                let lo = hit.saturating_sub(MAX);
+                let from = memchr::memrchr(0, &chunk[lo..hit]).map_or(lo, |p| lo + p + 1);
+                let hi = (hit + MAX).min(len);
+                let to = memchr::memchr(0, &chunk[hit..hi]).map_or(hi, |p| hit + p);
+                at = at.max(to.min(stop));
+                let string = &chunk[from..to];
+                if string.len() >= MAX || !needles.iter().any(|n| memchr::memmem::find(string, n).is_some()) {
+                    continue;
+                }
+                let s = String::from_utf8_lossy(string).into_owned();
+                if !strings.iter().any(|(x, _)| *x == s) {
+                    strings.push((s, off + from as u64));
+                }
+            }
+            if last {
+                break;
+            }
+            off += (len - 2 * MAX) as u64;
+        }
+    });
     strings
 }
 
