@@ -14,7 +14,7 @@ use crate::inspect::exports::Exports;
 use crate::inspect::{self, LoaderView};
 use crate::parallel::{Parts, Pool};
 use crate::system::Root;
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -60,6 +60,17 @@ pub struct Candidate {
     pub host: std::path::PathBuf,
 }
 
+/// The entries of a directory, as far as they are known.
+#[derive(Debug)]
+enum Listing {
+    /// Not listed yet: asked about this many times.
+    Asked(u32),
+    /// Every name in it.
+    Names(foldhash::HashSet<std::ffi::OsString>),
+    /// Not to be listed (unreadable or large): every name gets the full resolution.
+    Unlisted,
+}
+
 /// What is read of a loaded object on [`Files`]' pool while the walk goes on ([`Files::read_loaded`]): the
 /// search of its `.rodata` for strings that name a library it may `dlopen` ([`DLOPEN_NEEDLES`]), and its
 /// versioned imports.
@@ -98,6 +109,8 @@ pub struct Files {
     pool: Pool,
     /// Files read ahead on the pool ([`Files::read_ahead`]), by real path; taken by [`Files::verify`].
     ahead: HashMap<String, Arc<Parts<Option<Arc<LoaderView>>>>>,
+    /// What is known of the entries of each real directory ([`Files::may_hold`]).
+    listings: HashMap<std::path::PathBuf, Listing>,
     /// [`Files::verify`]'s answers, per loader (`e_machine`, 64-bit) and machine path.
     verdicts: HashMap<(u16, bool), HashMap<String, Verdict>>,
 }
@@ -160,7 +173,9 @@ impl Files {
     /// and, if it defines versions, its [`Exports`]. Only objects the process loads are read so: a candidate
     /// the search verifies and passes over costs only its headers.
     pub fn read_loaded(&mut self, view: &LoaderView, host: &Path, imports: bool) -> Background {
-        const PIECE: u64 = 4 << 20;
+        // Parts of 1 MB: one object's search spreads over the cores (the run-time loads found in one object
+        // are resolved, and their own objects searched, before the next).
+        const PIECE: u64 = 1 << 20;
         let mut b = Background::default();
         let exports = view.elf.as_ref().is_some_and(|e| !e.version_defs.is_empty());
         if imports || exports {
@@ -290,10 +305,82 @@ impl Files {
                 real
             }
         }?;
+        if !Files::may_hold(&mut self.listings, root, &real_dir, name) {
+            return None;
+        }
         // The file through the same memo: the read-ahead, the search and the RUNPATH-intended lookup try the
         // same paths.
         root.resolve_from_with(real_dir, Path::new(name), &mut link_of)
             .ok()
+    }
+
+    /// Is the machine path `path` a directory (links followed)? Remembered for the run.
+    pub fn is_dir(&mut self, root: &Root, path: &str) -> bool {
+        if let Some(known) = self.dirs.get(path) {
+            return known.is_some();
+        }
+        let Some(real) = self.resolve(root, path) else {
+            self.dirs.insert(path.to_string(), None);
+            return false;
+        };
+        let dir = root.metadata(&real).is_ok_and(|m| m.is_dir());
+        self.dirs.insert(path.to_string(), dir.then_some(real));
+        dir
+    }
+
+    /// Can the real directory `dir` hold an entry `name`? A directory asked about a few times is listed once
+    /// (a RUNPATH directory of a wheel is tried for every name its libraries need): a name not in the list is
+    /// not there, with no `lstat`. A name in it, or a directory not listed (unreadable, or too large to be
+    /// worth it), gets the full resolution.
+    fn may_hold(
+        listings: &mut HashMap<std::path::PathBuf, Listing>,
+        root: &Root,
+        dir: &Path,
+        name: &std::ffi::OsStr,
+    ) -> bool {
+        /// Lookups in a directory before it is listed.
+        const ASKED: u32 = 4;
+        /// Entries beyond which a directory is not kept listed.
+        const MAX_ENTRIES: usize = 4096;
+        if !listings.contains_key(dir) {
+            listings.insert(dir.to_path_buf(), Listing::Asked(0));
+        }
+        let Some(listing) = listings.get_mut(dir) else {
+            return true;
+        };
+        if let Listing::Asked(n) = listing {
+            *n += 1;
+            if *n < ASKED {
+                return true;
+            }
+            *listing = match std::fs::read_dir(root.host_path(dir)) {
+                Ok(entries) => {
+                    let mut names = foldhash::HashSet::default();
+                    let mut complete = true;
+                    for e in entries {
+                        match e {
+                            Ok(e) if names.len() < MAX_ENTRIES => {
+                                names.insert(e.file_name());
+                            }
+                            _ => {
+                                complete = false;
+                                break;
+                            }
+                        }
+                    }
+                    if complete {
+                        Listing::Names(names)
+                    } else {
+                        Listing::Unlisted
+                    }
+                }
+                Err(_) => Listing::Unlisted,
+            };
+        }
+        match listing {
+            Listing::Names(names) => names.contains(name),
+            _ => true,
+        }
     }
 
     /// Verifies `path` (a machine path) for the loader of `p`.

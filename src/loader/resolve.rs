@@ -16,7 +16,7 @@ use super::{How, Library, LoadedObject, Resolution, Role, Step, StepResult};
 use crate::facts::{BinaryFacts, ElfClass, ElfFacts};
 use crate::inspect::exports::Exports;
 use crate::system::{Env, Root};
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -74,10 +74,8 @@ impl State<'_> {
 
     fn request(&mut self, requester: usize, name: &str, kind: Kind, reason: Option<String>) {
         let needed_by = self.res.objects[requester].path.clone();
-        let intended = {
-            let req = &self.res.objects[requester];
-            self.ctx.intended(self.files, req, name)
-        };
+        // The copy the requester's own RUNPATH (or RPATH) points at, for the shadowing check.
+        let intended = |st: &mut Self| st.ctx.intended(st.files, &st.res.objects[requester], name);
         let mut lib = Library {
             soname: name.to_string(),
             needed_by,
@@ -90,11 +88,12 @@ impl State<'_> {
             preload: kind == Kind::Preload,
             reason,
             trail: Vec::new(),
-            intended,
+            intended: None,
             copies: Vec::new(),
             error: None,
         };
         if let Some(i) = self.lookup(name) {
+            lib.intended = intended(self);
             let o = &self.res.objects[i];
             lib.path = Some(o.path.clone());
             lib.how = How::AlreadyLoaded;
@@ -111,6 +110,7 @@ impl State<'_> {
             return;
         }
         if let Some(&first) = self.missing.get(name) {
+            lib.intended = intended(self);
             let prev = &self.res.libraries[first];
             lib.trail = prev.trail.clone();
             lib.error = prev.error.clone();
@@ -122,9 +122,22 @@ impl State<'_> {
         lib.error = out.error;
         match out.found {
             None => {
+                lib.intended = intended(self);
                 self.missing.insert(name.to_string(), self.res.libraries.len());
             }
             Some((path, how, via, cand)) => {
+                // Found through the requester's own RUNPATH (or RPATH): that is the intended copy, no second
+                // search needed.
+                lib.intended = if how == How::Runpath || (how == How::Rpath && via.is_none()) {
+                    Some(super::Intended {
+                        how,
+                        path: path.clone(),
+                        realpath: cand.realpath.clone(),
+                        version: super::version_from_name(&cand.realpath),
+                    })
+                } else {
+                    intended(self)
+                };
                 lib.how = how;
                 lib.via = via.map(|v| self.res.objects[v].path.clone());
                 lib.path = Some(path.clone());
@@ -281,11 +294,11 @@ pub fn resolve_with(
             objects: vec![main],
             libraries: Vec::new(),
         },
-        by_name: HashMap::from([(main_path, 0)]),
+        by_name: HashMap::from_iter([(main_path, 0)]),
         ids: vec![file_id(path)],
         views: vec![main_view],
         reads: vec![main_reads],
-        missing: HashMap::new(),
+        missing: HashMap::default(),
     };
     if let Some(s) = &e.soname {
         st.name(0, s);
@@ -374,7 +387,7 @@ fn bind_versioned(
         sonames: Vec<Option<String>>,
         exports: Vec<Option<Arc<Exports>>>,
     }
-    let mut defining: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut defining: HashMap<String, Vec<usize>> = HashMap::default();
     for (pi, p) in res.objects.iter().enumerate() {
         for d in &p.version_defs {
             defining.entry(d.clone()).or_default().push(pi);
@@ -394,7 +407,7 @@ fn bind_versioned(
         let needs = std::mem::take(&mut o.needs);
         // Which file the consumer's DT_VERNEED names for each version (the first, as a version name may be
         // needed of two files).
-        let mut file_of: HashMap<String, String> = HashMap::new();
+        let mut file_of: HashMap<String, String> = HashMap::default();
         for n in &o.version_needs {
             for v in &n.versions {
                 file_of.entry(v.clone()).or_insert_with(|| n.file.clone());

@@ -160,12 +160,14 @@ impl Context<'_> {
         other_class: &mut Option<String>,
     ) -> Result<Option<(String, Arc<Candidate>)>, String> {
         for dir in dirs {
-            let mut tries: Vec<String> = self
-                .platform
-                .hwcaps
-                .iter()
-                .map(|h| join(&join(dir, "glibc-hwcaps"), h))
-                .collect();
+            // The glibc-hwcaps subdirectories only where `glibc-hwcaps` is there at all (a missing one would
+            // only give absent files, which the trail does not record).
+            let hwcaps = join(dir, "glibc-hwcaps");
+            let mut tries: Vec<String> = if files.is_dir(self.root, &self.absolute(&hwcaps)) {
+                self.platform.hwcaps.iter().map(|h| join(&hwcaps, h)).collect()
+            } else {
+                Vec::new()
+            };
             tries.push(dir.clone());
             let last = tries.len() - 1;
             for (k, d) in tries.iter().enumerate() {
