@@ -509,63 +509,46 @@ mod tests {
     #[test]
     fn raw_dynsyms_agree_with_goblin() {
         let mut checked = 0;
-        for dir in [
-            "/lib/x86_64-linux-gnu",
-            "/usr/lib/x86_64-linux-gnu",
-            "/lib64",
-            "/usr/lib64",
-            "/usr/lib",
-        ] {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                continue;
-            };
-            let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-            names.sort();
-            for path in names
-                .iter()
-                .filter(|p| p.to_string_lossy().contains(".so"))
-                .take(40)
-            {
-                let Ok(bytes) = std::fs::read(path) else { continue };
-                let Ok((elf, _)) = parse(&bytes) else { continue };
-                let raw = RawDynsyms::new(&elf, &bytes);
-                assert_eq!(raw.len(), elf.dynsyms.len(), "{}", path.display());
-                let by_index: Vec<RawSym> = (0..raw.len()).map(|i| raw.get(i).unwrap()).collect();
-                assert_eq!(raw.iter().collect::<Vec<_>>(), by_index, "{}", path.display());
-                for (i, sym) in elf.dynsyms.iter().enumerate() {
-                    let r = raw.get(i).unwrap();
-                    assert_eq!(r.name as usize, sym.st_name, "{} symbol {i}", path.display());
-                    assert_eq!(r.info, sym.st_info, "{} symbol {i}", path.display());
-                    assert_eq!(
-                        usize::from(r.shndx),
-                        sym.st_shndx,
-                        "{} symbol {i}",
-                        path.display()
-                    );
-                    let goblin_version = elf.versym.as_ref().and_then(|v| v.get_at(i)).map(|v| v.vs_val);
-                    if let Some(v) = goblin_version {
-                        assert_eq!(raw.version(i), Some(v), "{} symbol {i}", path.display());
-                    }
-                    if let Some(name) = dynstr(&elf, sym.st_name) {
-                        assert!(dynstr_is(&elf, &bytes, sym.st_name, name));
-                        assert!(dynstr_starts_with(&elf, &bytes, sym.st_name, name));
-                        assert!(dynstr_starts_with(
-                            &elf,
-                            &bytes,
-                            sym.st_name,
-                            name.get(..name.len() / 2).unwrap_or("")
-                        ));
-                        assert!(!dynstr_is(&elf, &bytes, sym.st_name, &format!("{name}x")));
-                        assert!(!dynstr_starts_with(
-                            &elf,
-                            &bytes,
-                            sym.st_name,
-                            &format!("{name}x")
-                        ));
-                    }
+        for path in &crate::inspect::sample_libraries(40) {
+            let Ok(bytes) = std::fs::read(path) else { continue };
+            let Ok((elf, _)) = parse(&bytes) else { continue };
+            let raw = RawDynsyms::new(&elf, &bytes);
+            assert_eq!(raw.len(), elf.dynsyms.len(), "{}", path.display());
+            let by_index: Vec<RawSym> = (0..raw.len()).map(|i| raw.get(i).unwrap()).collect();
+            assert_eq!(raw.iter().collect::<Vec<_>>(), by_index, "{}", path.display());
+            for (i, sym) in elf.dynsyms.iter().enumerate() {
+                let r = raw.get(i).unwrap();
+                assert_eq!(r.name as usize, sym.st_name, "{} symbol {i}", path.display());
+                assert_eq!(r.info, sym.st_info, "{} symbol {i}", path.display());
+                assert_eq!(
+                    usize::from(r.shndx),
+                    sym.st_shndx,
+                    "{} symbol {i}",
+                    path.display()
+                );
+                let goblin_version = elf.versym.as_ref().and_then(|v| v.get_at(i)).map(|v| v.vs_val);
+                if let Some(v) = goblin_version {
+                    assert_eq!(raw.version(i), Some(v), "{} symbol {i}", path.display());
                 }
-                checked += usize::from(!raw.is_empty());
+                if let Some(name) = dynstr(&elf, sym.st_name) {
+                    assert!(dynstr_is(&elf, &bytes, sym.st_name, name));
+                    assert!(dynstr_starts_with(&elf, &bytes, sym.st_name, name));
+                    assert!(dynstr_starts_with(
+                        &elf,
+                        &bytes,
+                        sym.st_name,
+                        name.get(..name.len() / 2).unwrap_or("")
+                    ));
+                    assert!(!dynstr_is(&elf, &bytes, sym.st_name, &format!("{name}x")));
+                    assert!(!dynstr_starts_with(
+                        &elf,
+                        &bytes,
+                        sym.st_name,
+                        &format!("{name}x")
+                    ));
+                }
             }
+            checked += usize::from(!raw.is_empty());
         }
         assert!(checked > 0, "no shared library with a .dynsym found to compare");
     }

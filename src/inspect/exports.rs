@@ -211,76 +211,48 @@ mod tests {
     #[test]
     fn exports_agree_with_goblin() {
         let mut checked = 0;
-        for dir in [
-            "/lib/x86_64-linux-gnu",
-            "/usr/lib/x86_64-linux-gnu",
-            "/lib64",
-            "/usr/lib64",
-        ] {
-            let Ok(entries) = std::fs::read_dir(dir) else {
+        for path in &crate::inspect::sample_libraries(20) {
+            let Ok(bytes) = std::fs::read(path) else { continue };
+            let Ok(elf) = goblin::elf::Elf::parse(&bytes) else {
                 continue;
             };
-            let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-            names.sort();
-            // The libraries most programs bind against, and a sample of the rest.
-            let common = [
-                "libc.so.6",
-                "libm.so.6",
-                "libstdc++.so.6",
-                "libgcc_s.so.1",
-                "libz.so.1",
-            ];
-            let paths = names.iter().filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| common.iter().any(|c| n == std::ffi::OsStr::new(c)))
-            });
-            let sample = names
+            let (Some(versym), Some(verdef)) = (&elf.versym, &elf.verdef) else {
+                continue;
+            };
+            let mut version_names = std::collections::HashMap::new();
+            for d in verdef.iter() {
+                if let Some(aux) = d.iter().next()
+                    && let Some(name) = elf.dynstrtab.get_at(aux.vda_name)
+                {
+                    version_names.insert(d.vd_ndx, name.to_string());
+                }
+            }
+            let defined: HashSet<(String, String)> = elf
+                .dynsyms
                 .iter()
-                .filter(|p| p.to_string_lossy().contains(".so"))
-                .take(20);
-            for path in paths.chain(sample) {
-                let Ok(bytes) = std::fs::read(path) else { continue };
-                let Ok(elf) = goblin::elf::Elf::parse(&bytes) else {
-                    continue;
-                };
-                let (Some(versym), Some(verdef)) = (&elf.versym, &elf.verdef) else {
-                    continue;
-                };
-                let mut version_names = std::collections::HashMap::new();
-                for d in verdef.iter() {
-                    if let Some(aux) = d.iter().next()
-                        && let Some(name) = elf.dynstrtab.get_at(aux.vda_name)
-                    {
-                        version_names.insert(d.vd_ndx, name.to_string());
-                    }
+                .enumerate()
+                .filter(|(_, s)| s.st_shndx != 0)
+                .filter_map(|(i, s)| {
+                    let v = version_names.get(&(versym.get_at(i)?.vs_val & 0x7fff))?;
+                    Some((elf.dynstrtab.get_at(s.st_name)?.to_string(), v.clone()))
+                })
+                .collect();
+            let data = Arc::new(Source::Owned(bytes.clone()));
+            let hashed = Exports::of(data.clone()).unwrap();
+            let walked = Exports::build(data, false).unwrap();
+            for (name, version) in &defined {
+                for e in [&hashed, &walked] {
+                    assert!(e.defines(name, version), "{}: {name}@{version}", path.display());
+                    assert!(!e.defines(name, "CUDADIAG_NONE"), "{}: {name}", path.display());
+                    let other = format!("{name}_cudadiag");
+                    assert_eq!(
+                        e.defines(&other, version),
+                        defined.contains(&(other.clone(), version.clone())),
+                        "{}: {other}@{version}",
+                        path.display()
+                    );
                 }
-                let defined: HashSet<(String, String)> = elf
-                    .dynsyms
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, s)| s.st_shndx != 0)
-                    .filter_map(|(i, s)| {
-                        let v = version_names.get(&(versym.get_at(i)?.vs_val & 0x7fff))?;
-                        Some((elf.dynstrtab.get_at(s.st_name)?.to_string(), v.clone()))
-                    })
-                    .collect();
-                let data = Arc::new(Source::Owned(bytes.clone()));
-                let hashed = Exports::of(data.clone()).unwrap();
-                let walked = Exports::build(data, false).unwrap();
-                for (name, version) in &defined {
-                    for e in [&hashed, &walked] {
-                        assert!(e.defines(name, version), "{}: {name}@{version}", path.display());
-                        assert!(!e.defines(name, "CUDADIAG_NONE"), "{}: {name}", path.display());
-                        let other = format!("{name}_cudadiag");
-                        assert_eq!(
-                            e.defines(&other, version),
-                            defined.contains(&(other.clone(), version.clone())),
-                            "{}: {other}@{version}",
-                            path.display()
-                        );
-                    }
-                    checked += 1;
-                }
+                checked += 1;
             }
         }
         if std::path::Path::new("/lib/x86_64-linux-gnu/libc.so.6").exists() {

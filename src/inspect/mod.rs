@@ -566,6 +566,44 @@ pub fn rodata_strings(path: &Path, part: RodataPart, needles: &[&[u8]]) -> Vec<(
     strings
 }
 
+/// For tests that compare readers against each other on real files: this machine's shared libraries (x86-64
+/// CI: libc, libm, libstdc++, libgcc_s and libz first, then up to `per_dir` others per library directory, in
+/// name order), none over 16 MB.
+#[cfg(test)]
+pub(crate) fn sample_libraries(per_dir: usize) -> Vec<std::path::PathBuf> {
+    const COMMON: &[&str] = &[
+        "libc.so.6",
+        "libm.so.6",
+        "libstdc++.so.6",
+        "libgcc_s.so.1",
+        "libz.so.1",
+    ];
+    let mut out = Vec::new();
+    for dir in [
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/usr/lib",
+    ] {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        names.sort();
+        let common = names
+            .iter()
+            .filter(|p| p.file_name().is_some_and(|n| COMMON.iter().any(|c| n == *c)));
+        let rest = names
+            .iter()
+            .filter(|p| p.to_string_lossy().contains(".so"))
+            .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() < 16 << 20))
+            .take(per_dir);
+        out.extend(common.chain(rest).cloned());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
