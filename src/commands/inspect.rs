@@ -99,7 +99,9 @@ fn binaries_and_libraries(
     if !args.no_device_code {
         facts.loaded = loaded_device_code(&facts, root, opts);
     }
-    files.drop_in_background();
+    // Unmapping a few dozen libraries from a process with many threads costs every core a TLB flush each:
+    // the run, about to report and exit, does not wait for it.
+    crate::parallel::drop_in_background(files);
     Ok(facts)
 }
 

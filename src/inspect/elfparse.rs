@@ -219,6 +219,29 @@ pub fn gnu_hash_each(
     name: &str,
     mut f: impl FnMut(usize, goblin::elf::Sym) -> bool,
 ) -> bool {
+    let mut readable = true;
+    let walked = gnu_hash_chain(data, off, elf.is_64, elf.dynsyms.len(), name, |i| {
+        let Some(sym) = elf.dynsyms.get(i) else {
+            readable = false;
+            return true;
+        };
+        dynstr_is(elf, data, sym.st_name, name) && f(i, sym)
+    });
+    walked && readable
+}
+
+/// The `DT_GNU_HASH` walk (the layout of `dl_new_hash`/`do_lookup_x` in glibc) over the raw table at `off` of
+/// `data`, for a `.dynsym` of `count` entries: calls `f(index)` for each entry of `name`'s chain whose hash
+/// matches (the caller compares the name itself); stops when `f` returns true. Returns false when the table
+/// is unreadable.
+pub fn gnu_hash_chain(
+    data: &[u8],
+    off: usize,
+    is_64: bool,
+    count: usize,
+    name: &str,
+    mut f: impl FnMut(usize) -> bool,
+) -> bool {
     let word = |at: usize| -> Option<u32> {
         let b = data.get(at..at.checked_add(4)?)?;
         Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -233,20 +256,17 @@ pub fn gnu_hash_each(
         }
         let buckets = off
             .checked_add(16)?
-            .checked_add((bloom as usize).checked_mul(if elf.is_64 { 8 } else { 4 })?)?;
+            .checked_add((bloom as usize).checked_mul(if is_64 { 8 } else { 4 })?)?;
         let chains = buckets.checked_add((nbuckets as usize).checked_mul(4)?)?;
         let mut i = word(buckets.checked_add((h % nbuckets) as usize * 4)?)?;
         if i < symoffset {
             return Some(());
         }
         // A chain is as long as the symbol table at most.
-        for _ in 0..elf.dynsyms.len() {
+        for _ in 0..count {
             let ch = word(chains.checked_add((i - symoffset) as usize * 4)?)?;
-            if ch | 1 == h | 1 {
-                let sym = elf.dynsyms.get(i as usize)?;
-                if dynstr_is(elf, data, sym.st_name, name) && f(i as usize, sym) {
-                    return Some(());
-                }
+            if ch | 1 == h | 1 && f(i as usize) {
+                return Some(());
             }
             if ch & 1 != 0 {
                 return Some(());

@@ -112,11 +112,6 @@ impl Exports {
         Some(e)
     }
 
-    fn word(&self, at: usize) -> Option<u32> {
-        let b = self.data.get(at..at.checked_add(4)?)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
     fn entry(&self, i: usize) -> Option<&[u8]> {
         if i >= self.syms.1 {
             return None;
@@ -161,43 +156,14 @@ impl Exports {
         let Some(off) = self.gnu_hash else {
             return false;
         };
-        self.lookup(off, name, version).unwrap_or(false)
-    }
-
-    /// The GNU hash walk: bucket, then the chain of entries with the same hash.
-    fn lookup(&self, off: usize, name: &str, version: &str) -> Option<bool> {
-        let h = name
-            .bytes()
-            .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
-        let (nbuckets, symoffset, bloom) = (self.word(off)?, self.word(off + 4)?, self.word(off + 8)?);
-        if nbuckets == 0 {
-            return Some(false);
-        }
-        let buckets = off
-            .checked_add(16)?
-            .checked_add((bloom as usize).checked_mul(if self.is_64 { 8 } else { 4 })?)?;
-        let chains = buckets.checked_add((nbuckets as usize).checked_mul(4)?)?;
-        let mut i = self.word(buckets.checked_add((h % nbuckets) as usize * 4)?)?;
-        if i < symoffset {
-            return Some(false);
-        }
-        // A chain is as long as the symbol table at most.
-        for _ in 0..self.syms.1 {
-            let ch = self.word(chains.checked_add((i - symoffset) as usize * 4)?)?;
-            let at = i as usize;
-            if ch | 1 == h | 1
-                && self.name(at) == Some(name.as_bytes())
+        let mut found = false;
+        elfparse::gnu_hash_chain(&self.data, off, self.is_64, self.syms.1, name, |at| {
+            found = self.name(at) == Some(name.as_bytes())
                 && self.defined(at)
-                && self.version(at).and_then(|v| self.version_name(v)) == Some(version)
-            {
-                return Some(true);
-            }
-            if ch & 1 != 0 {
-                return Some(false);
-            }
-            i = i.checked_add(1)?;
-        }
-        Some(false)
+                && self.version(at).and_then(|v| self.version_name(v)) == Some(version);
+            found
+        });
+        found
     }
 }
 

@@ -336,7 +336,7 @@ fn raw_ptx(data: &[u8], facts: &mut BinaryFacts) {
 #[derive(Debug, Clone)]
 pub struct LoaderView {
     /// The file's bytes, mapped once for the whole run: the symbol reads that come later
-    /// ([`versioned_imports`], [`defines_versioned`]) share the map instead of mapping the file again (in a
+    /// ([`versioned_imports`], [`exports::Exports`]) share the map instead of mapping the file again (in a
     /// process with threads, each unmap costs every core a TLB flush).
     pub data: std::sync::Arc<source::Source>,
     /// Loader facts ([`elf::loader_facts`]: no symbol counts), `None` when the file is not a host ELF that
@@ -434,10 +434,8 @@ pub fn loader_view_of(map: std::sync::Arc<source::Source>, scan: RodataScan) -> 
     } else {
         Vec::new()
     };
-    let elf_facts = elf::loader_facts(&elf);
-    drop(elf);
     LoaderView {
-        elf: Some(elf_facts),
+        elf: Some(elf::loader_facts(&elf)),
         rodata,
         data: map,
     }

@@ -126,13 +126,6 @@ impl Files {
         }
     }
 
-    /// Ends a run without waiting for its files to be unmapped: they are dropped on a thread of their own.
-    /// Unmapping a few dozen libraries from a process with many threads costs every core a TLB flush each;
-    /// the caller, about to report and exit, need not wait for that.
-    pub fn drop_in_background(self) {
-        crate::parallel::drop_in_background(self);
-    }
-
     /// The worker threads of this run's background reads.
     pub fn pool(&mut self) -> &mut Pool {
         &mut self.pool
@@ -167,7 +160,7 @@ impl Files {
     }
 
     /// Starts the background reads of an object the process loads, from `view` of the file at `host`: the
-    /// search of its `.rodata` ranges for `dlopen` names, in parts of a few MB (for a large tree this is most
+    /// search of its `.rodata` ranges for `dlopen` names, in parts of 1 MB (for a large tree this is most
     /// of the loader's reading: PyTorch's CUDA libraries hold 150 MB of read-only data, 46 MB of it in
     /// cuBLASLt), and its symbols: with `imports`, its versioned imports ([`inspect::versioned_imports`]),
     /// and, if it defines versions, its [`Exports`]. Only objects the process loads are read so: a candidate

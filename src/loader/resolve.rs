@@ -160,13 +160,13 @@ impl State<'_> {
         self.res.libraries.push(lib);
     }
 
-    /// Adds a library (or the interpreter) to the process, and starts reading on the pool what the walk
-    /// does not wait for: its `.rodata` strings and its versioned imports.
     /// Object `i` answers to `name` too.
     fn name(&mut self, i: usize, name: &str) {
         self.by_name.entry(name.to_string()).or_insert(i);
     }
 
+    /// Adds a library (or the interpreter) answering to `names` to the process, and starts reading on the
+    /// pool what the walk does not wait for: its `.rodata` strings, its versioned imports and exports.
     fn load(&mut self, o: LoadedObject, names: Vec<String>, cand: Arc<Candidate>) {
         let i = self.res.objects.len();
         for n in names {
