@@ -459,6 +459,17 @@ fn cuda_libraries_loaded_with_dlopen_are_resolved_from_their_caller() {
         &[&format!("-Wl,-rpath,{}", d.join("rt").display())],
     );
     let r = resolve(&main, &[]);
+    // With workers to spare, the libraries are read ahead and their searches start then, not when the walk
+    // reaches them: the same answer.
+    let facts = inspect::path(&main, &InspectOptions::default()).expect("inspect");
+    let ahead = loader::resolve_with(
+        &Root::host(),
+        &Env::empty(),
+        &main,
+        &facts[0],
+        &mut loader::Files::with_threads(4),
+    );
+    assert_eq!(ahead.as_ref(), Some(&r));
     let cuda = first(&r, "libcuda.so.1");
     assert!(cuda.dlopen);
     assert_eq!(cuda.needed_by, d.join("rt/libcudart.so.12").to_string_lossy());
