@@ -130,20 +130,24 @@ pub fn expand_list(entries: &[String], origin: Option<&str>, p: &Platform, secur
 
 pub(super) fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() {
-        name.to_string()
-    } else if dir == "/" {
-        format!("/{name}")
-    } else {
-        format!("{dir}/{name}")
+        return name.to_string();
     }
+    // Called for every directory tried for every name: no formatting machinery.
+    let mut path = String::with_capacity(dir.len() + 1 + name.len());
+    path.push_str(dir);
+    if dir != "/" {
+        path.push('/');
+    }
+    path.push_str(name);
+    path
 }
 
 impl Context<'_> {
-    fn absolute(&self, path: &str) -> String {
+    fn absolute<'p>(&self, path: &'p str) -> std::borrow::Cow<'p, str> {
         if path.starts_with('/') {
-            path.to_string()
+            path.into()
         } else {
-            join(self.cwd.trim_end_matches('/'), path)
+            join(self.cwd.trim_end_matches('/'), path).into()
         }
     }
 
@@ -566,5 +570,13 @@ mod tests {
             expand_list(&["/a/".into(), "".into(), "/a".into()], None, &p, false),
             vec!["/a".to_string(), String::new()]
         );
+    }
+
+    #[test]
+    fn names_join_directories() {
+        assert_eq!(join("/usr/lib", "libc.so.6"), "/usr/lib/libc.so.6");
+        assert_eq!(join("/", "libc.so.6"), "/libc.so.6");
+        // An empty RUNPATH or LD_LIBRARY_PATH element is the current directory: the name alone.
+        assert_eq!(join("", "libc.so.6"), "libc.so.6");
     }
 }
