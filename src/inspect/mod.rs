@@ -496,19 +496,16 @@ pub fn rodata_parts(start: u64, size: u64, piece: u64) -> Vec<RodataPart> {
 /// search that follows.
 pub const RODATA_CHUNK: usize = 128 << 10;
 
-/// The NUL-terminated strings in `part` of the file at `path` that contain one of `needles` (library names
-/// passed to `dlopen`), with their file offsets. Read with positioned reads in [`RODATA_CHUNK`]s: one pass over
+/// The NUL-terminated strings in `part` of `file` that contain one of `needles` (library names passed to
+/// `dlopen`), with their file offsets. Read with positioned reads in [`RODATA_CHUNK`]s: one pass over
 /// a large `.rodata` that way costs no more than mapping it (measured: the page-table work of a populated map
 /// matches the copy).
-pub fn rodata_strings(path: &Path, part: RodataPart, needles: &[&[u8]]) -> Vec<(String, u64)> {
+pub fn rodata_strings(file: &std::fs::File, part: RodataPart, needles: &[&[u8]]) -> Vec<(String, u64)> {
     const MAX: usize = RODATA_STRING_MAX;
     let mut strings: Vec<(String, u64)> = Vec::new();
     if part.end <= part.start {
         return strings;
     }
-    let Ok(file) = std::fs::File::open(path) else {
-        return strings;
-    };
     // Every library name holds ".so", a pair of bytes rare enough in read-only data for a vectorised search;
     // the string around each hit is then checked for the needles.
     let finder = memchr::memmem::Finder::new(b".so");
@@ -522,7 +519,7 @@ pub fn rodata_strings(path: &Path, part: RodataPart, needles: &[&[u8]]) -> Vec<(
         let mut off = start;
         while off < end {
             let len = (buf.len() as u64).min(end - off) as usize;
-            let Ok(()) = std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf[..len], off) else {
+            let Ok(()) = std::os::unix::fs::FileExt::read_exact_at(file, &mut buf[..len], off) else {
                 break;
             };
             let chunk = &buf[..len];
@@ -640,9 +637,10 @@ mod tests {
         data[2_000_412] = 0;
         // The section starts 4,219 bytes into the file, after bytes that are not NUL.
         const AT: u64 = 4_219;
-        let mut file = vec![b'z'; AT as usize];
-        file.extend_from_slice(&data);
-        std::fs::write(&path, &file).unwrap();
+        let mut bytes = vec![b'z'; AT as usize];
+        bytes.extend_from_slice(&data);
+        std::fs::write(&path, &bytes).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
         let mut want: Vec<(String, u64)> = placed.into_iter().map(|(s, o)| (s, o + AT)).collect();
         want.push(("libnvrtc.so.13".into(), AT));
         want.push(("libnvidia-ml.so.1".into(), AT + (n - tail.len() + 1) as u64));
@@ -650,7 +648,7 @@ mod tests {
         for piece in [64 << 10, 1 << 20, 16 << 20] {
             let mut got: Vec<(String, u64)> = rodata_parts(AT, n as u64, piece)
                 .into_iter()
-                .flat_map(|p| rodata_strings(&path, p, &[b"libcuda.so", b"libnvrtc", b"libnvidia-ml.so"]))
+                .flat_map(|p| rodata_strings(&file, p, &[b"libcuda.so", b"libnvrtc", b"libnvidia-ml.so"]))
                 .collect();
             got.sort_by_key(|g| g.1);
             got.dedup();
