@@ -122,13 +122,6 @@ impl Pool {
         self.threads
     }
 
-    /// A handle that queues jobs from the pool's own jobs ([`Spawner::submit`]).
-    pub fn spawner(&self) -> Spawner {
-        Spawner {
-            shared: self.shared.clone(),
-        }
-    }
-
     /// Queues `job` behind the others.
     pub fn submit(&mut self, job: impl FnOnce() + Send + 'static) {
         self.queue(Box::new(job), false);
@@ -165,23 +158,6 @@ impl Pool {
             }
             None => false,
         }
-    }
-}
-
-/// Queues jobs on a [`Pool`] from another thread, typically from one of its jobs: work that a job finds it
-/// needs (a file's read-ahead starting the search of that file). Jobs queued after the pool is dropped still
-/// run: its workers drain the queue before they exit.
-#[derive(Clone)]
-pub struct Spawner {
-    shared: Arc<Shared>,
-}
-
-impl Spawner {
-    /// Queues `job` behind the others. Only a job of the pool (or a caller that knows its workers started)
-    /// should submit: a spawner does not start workers.
-    pub fn submit(&self, job: impl FnOnce() + Send + 'static) {
-        lock(&self.shared.queue).jobs.push_back(Box::new(job));
-        self.shared.ready.notify_one();
     }
 }
 
@@ -308,35 +284,5 @@ mod tests {
         }
         // Zero parts: nothing to wait for.
         assert!(Parts::<u8>::new(0).wait(&Pool::new(1)).is_empty());
-    }
-
-    #[test]
-    fn jobs_submit_more_jobs_through_a_spawner() {
-        use super::{Parts, Pool};
-        use std::sync::Arc;
-        for threads in [1, 4] {
-            let mut pool = Pool::new(threads);
-            // Each of 10 jobs queues 10 more, as a read-ahead queues its file's search. The pool is dropped
-            // before they are done: its workers still run every queued job.
-            let parts = Arc::new(Parts::new(110));
-            for i in 0..10u32 {
-                let (p, spawner) = (parts.clone(), pool.spawner());
-                pool.submit(move || {
-                    for j in 0..10 {
-                        let p = p.clone();
-                        spawner.submit(move || p.add([i * 100 + j]));
-                    }
-                    p.add([i * 100 + 99]);
-                });
-            }
-            drop(pool);
-            let mut got = parts.wait(&Pool::new(1));
-            got.sort_unstable();
-            let mut want: Vec<u32> = (0..10)
-                .flat_map(|i| (0..10).chain([99]).map(move |j| i * 100 + j))
-                .collect();
-            want.sort_unstable();
-            assert_eq!(got, want);
-        }
     }
 }

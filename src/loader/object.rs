@@ -108,9 +108,7 @@ pub struct Files {
     /// Where the `.rodata` searches and the read-ahead run, while the tree is resolved.
     pool: Pool,
     /// Files read ahead on the pool ([`Files::read_ahead`]), by real path; taken by [`Files::verify`].
-    ahead: HashMap<String, Arc<Parts<Option<ReadAhead>>>>,
-    /// `.rodata` searches started by the read-ahead of a file, by real path; taken by [`Files::read_loaded`].
-    scans: HashMap<String, Scan>,
+    ahead: HashMap<String, Arc<Parts<Option<Arc<LoaderView>>>>>,
     /// What is known of the entries of each real directory ([`Files::may_hold`]).
     listings: HashMap<std::path::PathBuf, Listing>,
     /// [`Files::verify`]'s answers, per loader (`e_machine`, 64-bit) and machine path.
@@ -137,8 +135,6 @@ impl Files {
     /// likely to try next: a new object's needed names in its RUNPATH or RPATH and in `ld.so.cache`), so that
     /// [`Files::verify`] finds them parsed. Parsing is a pure function of the file: a file read ahead and not
     /// chosen costs only the work. Missing files, files already read and paths already queued are skipped.
-    /// A file with `.rodata` to search for `dlopen` names has that search started too, as soon as it is
-    /// parsed ([`Files::read_loaded`] takes it over).
     pub fn read_ahead(&mut self, root: &Root, paths: impl IntoIterator<Item = String>) {
         // Speculative work pays only with cores to spare: on two, the workers are busy with `.rodata`
         // (measured: 2 ms slower on a 2-core box, 1-3 ms faster on 16 cores for PyTorch's tree).
@@ -156,30 +152,20 @@ impl Files {
             let host = root.host_path(&real);
             let done = Arc::new(Parts::new(1));
             self.ahead.insert(real_s, done.clone());
-            let spawner = self.pool.spawner();
             self.pool.submit_first(move || {
-                let read = inspect::loader_view(&host, inspect::RodataScan::CudaObjects)
-                    .ok()
-                    .map(|view| {
-                        // A file with `.rodata` to search (a CUDA library) has its search started now, not
-                        // when the walk reaches it: cuBLASLt's 46 MB are found a level below cuBLAS.
-                        let scan = search_rodata(&view, &host, |job| spawner.submit(job));
-                        (Arc::new(view), scan)
-                    });
-                done.add([read]);
+                let view = inspect::loader_view(&host, inspect::RodataScan::CudaObjects).ok();
+                done.add([view.map(Arc::new)]);
             });
         }
     }
 
-    /// Starts the background reads of `c`, an object the process loads: the search of its `.rodata` ranges
-    /// for `dlopen` names, in parts of 1 MB, unless its read-ahead started it (for a large tree this is most
+    /// Starts the background reads of an object the process loads, from `view` of the file at `host`: the
+    /// search of its `.rodata` ranges for `dlopen` names, in parts of 1 MB (for a large tree this is most
     /// of the loader's reading: PyTorch's CUDA libraries hold 150 MB of read-only data, 46 MB of it in
     /// cuBLASLt), and its symbols: with `imports`, its versioned imports ([`inspect::versioned_imports`]),
-    /// and, if it defines versions, its [`Exports`]. Only objects the process loads (or, with cores to spare,
-    /// may load: [`Files::read_ahead`]) are read so: a candidate the search verifies and passes over costs
-    /// only its headers.
-    pub fn read_loaded(&mut self, c: &Candidate, imports: bool) -> Background {
-        let view = &c.view;
+    /// and, if it defines versions, its [`Exports`]. Only objects the process loads are read so: a candidate
+    /// the search verifies and passes over costs only its headers.
+    pub fn read_loaded(&mut self, view: &LoaderView, host: &Path, imports: bool) -> Background {
         let mut b = Background::default();
         let exports = view.elf.as_ref().is_some_and(|e| !e.version_defs.is_empty());
         if imports || exports {
@@ -193,13 +179,8 @@ impl Files {
             });
             b.symbols = Some(done);
         }
-        b.strings = match self.scans.remove(&c.realpath) {
-            Some(scan) => Some(scan),
-            None => {
-                let pool = &mut self.pool;
-                search_rodata(view, &c.host, |job| pool.submit(job))
-            }
-        };
+        let pool = &mut self.pool;
+        b.strings = search_rodata(view, host, |job| pool.submit(job));
         b
     }
 
@@ -445,13 +426,7 @@ impl Files {
         let ahead = self
             .ahead
             .remove(&real_s)
-            .and_then(|done| done.wait(&self.pool).into_iter().next().flatten())
-            .map(|(view, scan)| {
-                if let Some(scan) = scan {
-                    self.scans.insert(real_s.clone(), scan);
-                }
-                view
-            });
+            .and_then(|done| done.wait(&self.pool).into_iter().next().flatten());
         let data = match &ahead {
             Some(v) => v.data.clone(),
             None => match inspect::source::map_open(&file) {
@@ -482,9 +457,6 @@ impl Files {
 
 /// A `.rodata` search under way: its parts' strings ([`inspect::rodata_strings`]).
 type Scan = Arc<Parts<(String, u64)>>;
-
-/// A file read ahead: its loader view, and its `.rodata` search if it has one.
-type ReadAhead = (Arc<LoaderView>, Option<Scan>);
 
 /// Starts the search of `view`'s `.rodata` (of the file at `host`) for `dlopen` names, in parts of 1 MB given
 /// to `submit`: one object's search spreads over the cores (the run-time loads found in one object are

@@ -172,7 +172,8 @@ impl State<'_> {
         for n in names {
             self.by_name.entry(n).or_insert(i);
         }
-        self.reads.push(self.files.read_loaded(&cand, true));
+        self.reads
+            .push(self.files.read_loaded(&cand.view, &cand.host, true));
         self.res.objects.push(o);
         self.ids.push(Some(cand.id));
         self.views.push(Some(cand));
@@ -278,7 +279,7 @@ pub fn resolve_with(
         });
     let main_reads = main_view
         .as_ref()
-        .map(|c| files.read_loaded(c, false))
+        .map(|c| files.read_loaded(&c.view, &c.host, false))
         .unwrap_or_default();
     let mut st = State {
         ctx,
