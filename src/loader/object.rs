@@ -179,8 +179,7 @@ impl Files {
             });
             b.symbols = Some(done);
         }
-        let pool = &mut self.pool;
-        b.strings = search_rodata(view, host, |job| pool.submit(job));
+        b.strings = search_rodata(&mut self.pool, view, host);
         b
     }
 
@@ -455,17 +454,10 @@ impl Files {
     }
 }
 
-/// A `.rodata` search under way: its parts' strings ([`inspect::rodata_strings`]).
-type Scan = Arc<Parts<(String, u64)>>;
-
-/// Starts the search of `view`'s `.rodata` (of the file at `host`) for `dlopen` names, in parts of 1 MB given
-/// to `submit`: one object's search spreads over the cores (the run-time loads found in one object are
-/// resolved, and their own objects searched, before the next). `None` when there is nothing to search.
-fn search_rodata(
-    view: &LoaderView,
-    host: &Path,
-    mut submit: impl FnMut(Box<dyn FnOnce() + Send>),
-) -> Option<Scan> {
+/// Starts the search of `view`'s `.rodata` (of the file at `host`) for `dlopen` names on `pool`, in parts of
+/// 1 MB: one object's search spreads over the cores (the run-time loads found in one object are resolved, and
+/// their own objects searched, before the next). `None` when there is nothing to search.
+fn search_rodata(pool: &mut Pool, view: &LoaderView, host: &Path) -> Option<Arc<Parts<(String, u64)>>> {
     const PIECE: u64 = 1 << 20;
     let parts: Vec<inspect::RodataPart> = view
         .rodata
@@ -482,9 +474,7 @@ fn search_rodata(
     let found = Arc::new(Parts::new(parts.len()));
     for part in parts {
         let (found, file) = (found.clone(), file.clone());
-        submit(Box::new(move || {
-            found.add(inspect::rodata_strings(&file, part, DLOPEN_NEEDLES))
-        }));
+        pool.submit(move || found.add(inspect::rodata_strings(&file, part, DLOPEN_NEEDLES)));
     }
     Some(found)
 }
@@ -553,7 +543,7 @@ pub fn check_header(h: &[u8], p: &Platform) -> Option<Verdict> {
 mod tests {
     use super::*;
 
-    /// Asks `Files::may_hold` about `name` in `dir` (a tree under a root) `times` times; the last answer.
+    /// Asks `Files::may_hold` about `name` in `/lib` under `root`, `times` times; the last answer.
     fn ask(listings: &mut HashMap<std::path::PathBuf, Listing>, root: &Root, name: &str, times: u32) -> bool {
         let mut last = true;
         for _ in 0..times {
