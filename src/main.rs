@@ -8,6 +8,8 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // One command, then exit: what the run built up is left to the exit (`parallel::discard`).
+    cudadiag::parallel::exit_soon();
     let cli = Cli::parse();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

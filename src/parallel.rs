@@ -3,7 +3,7 @@
 //! goes on with other work (the loader's `.rodata` searches, started as each library is found).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// `f` applied to every job, on up to `max_threads` threads (never more than the machine has, nor than there
@@ -35,10 +35,29 @@ pub fn map<T: Sync, R: Send>(jobs: &[T], max_threads: usize, f: impl Fn(&T) -> R
     done.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Drops `value` on a thread of its own: for what a run built up (thousands of strings, maps of large files)
-/// and no longer needs, so that reporting and exiting do not wait for it to be freed and unmapped. One thread
-/// serves the whole process; where none can be made, the value is dropped here.
-pub fn drop_in_background<T: Send + 'static>(value: T) {
+/// Set by [`exit_soon`]: [`discard`] leaves what it is given to the exit.
+static EXIT_SOON: AtomicBool = AtomicBool::new(false);
+
+/// Declares that the process exits as soon as its command is done (the `cudadiag` binary does, a library
+/// caller need not): from then on [`discard`] does not free what it is given.
+pub fn exit_soon() {
+    EXIT_SOON.store(true, Ordering::Relaxed);
+}
+
+/// Gets rid of what a run built up and no longer needs (thousands of strings, maps of large files) without
+/// making the report and the exit wait for it:
+/// - in a process about to exit ([`exit_soon`]), it is not freed at all: the kernel takes the whole address
+///   space back at once when the last thread is gone. Unmapping the loader's files one by one while the pool's
+///   threads are alive costs a TLB shootdown, an interrupt to every core that ran one, per map. On the 16-core
+///   H200 box (a virtual machine, where those interrupts are expensive) freeing them even on a thread of their
+///   own cost resolving PyTorch's tree 0.2 to 1.2 ms of its ~10;
+/// - otherwise it is dropped on a thread of its own (one serves the whole process; where none can be made,
+///   here).
+pub fn discard<T: Send + 'static>(value: T) {
+    if EXIT_SOON.load(Ordering::Relaxed) {
+        std::mem::forget(value);
+        return;
+    }
     type Garbage = Box<dyn Send>;
     static REAPER: std::sync::OnceLock<Option<Mutex<std::sync::mpsc::Sender<Garbage>>>> =
         std::sync::OnceLock::new();
@@ -256,6 +275,23 @@ impl<T> Parts<T> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn discarded_values_are_dropped_unless_the_process_exits_soon() {
+        // The test process never calls `exit_soon`: a discarded value is still dropped, on another thread.
+        struct Tell(std::sync::mpsc::Sender<std::thread::ThreadId>);
+        impl Drop for Tell {
+            fn drop(&mut self) {
+                let _ = self.0.send(std::thread::current().id());
+            }
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        super::discard(Tell(tx));
+        let dropped_on = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("dropped");
+        assert_ne!(dropped_on, std::thread::current().id());
+    }
+
     #[test]
     fn results_keep_job_order() {
         let jobs: Vec<u64> = (0..1000).collect();

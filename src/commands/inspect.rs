@@ -66,7 +66,7 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         )?);
     }
     let outcome = super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out);
-    crate::parallel::drop_in_background(matrix);
+    crate::parallel::discard(matrix);
     outcome
 }
 
@@ -101,7 +101,7 @@ fn binaries_and_libraries(
     }
     // Unmapping a few dozen libraries from a process with many threads costs every core a TLB flush each:
     // the run, about to report and exit, does not wait for it.
-    crate::parallel::drop_in_background(files);
+    crate::parallel::discard(files);
     Ok(facts)
 }
 

@@ -60,7 +60,7 @@ pub(crate) fn evaluate_and_render(
     };
     let outcome = render(&report, output, paint, verbose, out);
     // A large tree's report is tens of thousands of strings: the exit need not wait for them to be freed.
-    crate::parallel::drop_in_background(report);
+    crate::parallel::discard(report);
     outcome
 }
 
