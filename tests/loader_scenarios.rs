@@ -758,3 +758,79 @@ fn platform_matches_what_ld_so_says_about_itself() {
         .collect();
     assert_eq!(p.hwcaps, supported);
 }
+
+#[test]
+fn the_programs_own_symbols_come_from_its_inspection_once_the_tree_is_walked() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let new_map = build::source(
+        d,
+        "new.map",
+        "V_1 { global: foo; local: *; };\nV_2 { global: bar; } V_1;\n",
+    );
+    let old_map = build::source(
+        d,
+        "old.map",
+        "V_1 { global: foo; local: *; };\nV_2 { global: baz; } V_1;\n",
+    );
+    let new_src = build::source(d, "new", "int foo(void){return 1;}\nint bar(void){return 2;}\n");
+    let old_src = build::source(d, "old", "int foo(void){return 1;}\nint baz(void){return 2;}\n");
+    for (dir, src, map) in [("new", &new_src, &new_map), ("old", &old_src, &old_map)] {
+        std::fs::create_dir_all(d.join(dir)).unwrap();
+        let out = d.join(dir).join("libv.so.1");
+        build::cc(&[
+            "-shared",
+            "-fPIC",
+            "-o",
+            &out.to_string_lossy(),
+            &src.to_string_lossy(),
+            "-Wl,-soname,libv.so.1",
+            &format!("-Wl,--version-script={}", map.display()),
+        ]);
+    }
+    // The program itself imports bar@V_2; the copy its RPATH finds defines V_2, but not bar.
+    let src = build::source(d, "main", "int bar(void);\nint main(void){return bar();}\n");
+    let main = d.join("main");
+    build::cc(&[
+        "-o",
+        &main.to_string_lossy(),
+        &src.to_string_lossy(),
+        &d.join("new/libv.so.1").to_string_lossy(),
+        &format!("-Wl,-rpath,{}", d.join("old").display()),
+    ]);
+    let facts = inspect::path(&main, &InspectOptions::default()).expect("inspect");
+    let (root, env) = (Root::host(), Env::empty());
+    let mut asked = 0;
+    let r = loader::resolve_alongside(&root, &env, &main, &mut loader::Files::default(), || {
+        asked += 1;
+        loader::MainSymbols::of(&facts[0])
+    })
+    .expect("an ELF program");
+    assert_eq!(asked, 1);
+    assert_eq!(Some(&r), loader::resolve(&root, &env, &main, &facts[0]).as_ref());
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.slug == "symbol-version-missing" && f.message.contains("bar, version V_2")),
+        "{findings:?}"
+    );
+    // What the inspection says decides the program's own run-time loads: the static CUDA runtime loads the
+    // driver; without it (as the inspection found) nothing is loaded for the program itself.
+    assert!(r.libraries.iter().all(|l| !l.dlopen));
+    let with_static = loader::resolve_alongside(&root, &env, &main, &mut loader::Files::default(), || {
+        loader::MainSymbols {
+            cudart_static: true,
+            ..loader::MainSymbols::of(&facts[0])
+        }
+    })
+    .expect("an ELF program");
+    let cuda = first(&with_static, "libcuda.so.1");
+    assert!(cuda.dlopen && cuda.needed_by == main.to_string_lossy());
+    // Not a loadable program: nothing is asked.
+    let data = build::source(d, "data", "not an ELF file");
+    let none = loader::resolve_alongside(&root, &env, &data, &mut loader::Files::default(), || {
+        panic!("asked about a file that is not a program")
+    });
+    assert!(none.is_none());
+}

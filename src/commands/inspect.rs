@@ -81,18 +81,33 @@ fn binaries_and_libraries(
     let mut facts = Facts::default();
     let mut files = crate::loader::Files::default();
     for path in &args.paths {
-        // What the loader reads of the machine first (ld.so.cache, the platform) is read while the binary is.
-        let binaries = std::thread::scope(|s| {
-            let prepared = (!args.no_libraries).then(|| s.spawn(|| files.prepare(root)));
-            let binaries = inspect::path(path, opts);
-            prepared.map(crate::parallel::join);
-            binaries
-        })
-        .map_err(|e| ToolError(e.to_string()))?;
-        for b in binaries.iter().filter(|_| !args.no_libraries) {
-            facts
-                .libraries
-                .extend(crate::loader::resolve_with(root, env, path, b, &mut files));
+        // The binary is inspected on a thread of its own while its libraries are resolved here: the walk needs
+        // only its dynamic section, and asks for its symbols (tens of thousands in a framework library) when
+        // the tree is walked.
+        let (binaries, resolution) = std::thread::scope(|s| {
+            let mut inspected = Some(s.spawn(|| inspect::path(path, opts)));
+            let mut binaries = None;
+            let resolution = (!args.no_libraries).then(|| {
+                files.prepare(root);
+                crate::loader::resolve_alongside(root, env, path, &mut files, || {
+                    let b = binaries.insert(inspected.take().map(crate::parallel::join));
+                    match b {
+                        Some(Ok(list)) if list.len() == 1 => crate::loader::MainSymbols::of(&list[0]),
+                        _ => crate::loader::MainSymbols::default(),
+                    }
+                })
+            });
+            let binaries = binaries
+                .flatten()
+                .or_else(|| inspected.map(crate::parallel::join));
+            (binaries, resolution.flatten())
+        });
+        let binaries = binaries
+            .expect("the binary was inspected")
+            .map_err(|e| ToolError(e.to_string()))?;
+        // Only an ELF program or library has a loader tree (not an archive, a fatbin or PTX).
+        if binaries.len() == 1 && binaries[0].elf.is_some() {
+            facts.libraries.extend(resolution);
         }
         facts.binaries.extend(binaries);
     }

@@ -33,7 +33,7 @@ use crate::facts::{DynSymbol, VersionNeed};
 use serde::{Deserialize, Serialize};
 
 pub use object::Files;
-pub use resolve::{resolve, resolve_with};
+pub use resolve::{MainSymbols, resolve, resolve_alongside, resolve_with};
 
 /// Where a search step looked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -246,6 +246,51 @@ pub fn resolve_with(
     if e.elf_type != "exec" && e.elf_type != "dyn" {
         return None;
     }
+    resolve_alongside(root, env, path, files, || MainSymbols::of(b))
+}
+
+/// What the loader takes from the full inspection of the main program ([`crate::inspect::path`]), which can
+/// run while the tree is walked: it is asked for only when the run-time loads are resolved.
+#[derive(Debug, Clone, Default)]
+pub struct MainSymbols {
+    /// Its versioned imports, for the symbol checks.
+    pub versioned_undefined: Vec<crate::facts::DynSymbol>,
+    /// It links the static CUDA runtime, which loads the driver with `dlopen("libcuda.so.1")`.
+    pub cudart_static: bool,
+}
+
+impl MainSymbols {
+    /// Taken from the program's facts.
+    pub fn of(b: &BinaryFacts) -> MainSymbols {
+        MainSymbols {
+            versioned_undefined: b
+                .elf
+                .as_ref()
+                .map(|e| e.versioned_undefined.clone())
+                .unwrap_or_default(),
+            cudart_static: b.cudart.linkage == crate::facts::CudartLinkage::Static,
+        }
+    }
+}
+
+/// [`resolve_with`] for the program at `path`, read here for what the walk needs (its dynamic section and
+/// version tables): `main` gives the rest when the walk is done, so that the program's full inspection
+/// (tens of thousands of symbols in a framework library) need not come first. `None` when `path` is not a
+/// dynamically loadable ELF file.
+pub fn resolve_alongside(
+    root: &Root,
+    env: &Env,
+    path: &Path,
+    files: &mut Files,
+    main: impl FnOnce() -> MainSymbols,
+) -> Option<Resolution> {
+    // The binary's `.rodata` is searched whatever it is: its own strings are worth reading.
+    let view = Arc::new(crate::inspect::loader_view(path, crate::inspect::RodataScan::Always).ok()?);
+    let e = view.elf.as_ref()?;
+    // A cubin is an ELF executable too, for the GPU: nothing loads it on the host.
+    if (e.elf_type != "exec" && e.elf_type != "dyn") || e.machine == crate::inspect::cubin::EM_CUDA {
+        return None;
+    }
     let is_64 = e.class == ElfClass::Elf64;
     let platform = files.platform(root, e.machine, is_64, e.interpreter.as_deref());
     let cached = files.ld_cache(root);
@@ -265,22 +310,15 @@ pub fn resolve_with(
         cwd: &cwd,
         secure,
     };
-    let main = object_from(main_path.clone(), main_real, e, Role::Main);
-    // The binary's own facts, symbols included, are `b`'s: only its `.rodata` is still to be read.
-    let main_view = crate::inspect::loader_view(path, crate::inspect::RodataScan::Always)
-        .ok()
-        .map(|view| {
-            Arc::new(Candidate {
-                realpath: String::new(),
-                id: (0, 0),
-                view: Arc::new(view),
-                host: path.to_path_buf(),
-            })
-        });
-    let main_reads = main_view
-        .as_ref()
-        .map(|c| files.read_loaded(&c.view, &c.host, false))
-        .unwrap_or_default();
+    let main_object = object_from(main_path.clone(), main_real, e, Role::Main);
+    // Its versioned imports come with `main`: only its `.rodata` is read in the background.
+    let main_reads = files.read_loaded(&view, path, false);
+    let main_view = Some(Arc::new(Candidate {
+        realpath: String::new(),
+        id: (0, 0),
+        view: view.clone(),
+        host: path.to_path_buf(),
+    }));
     let mut st = State {
         ctx,
         files,
@@ -291,7 +329,7 @@ pub fn resolve_with(
             hwcaps: platform.hwcaps.clone(),
             cache: cache_note,
             secure,
-            objects: vec![main],
+            objects: vec![main_object],
             libraries: Vec::new(),
         },
         by_name: HashMap::from_iter([(main_path, 0)]),
@@ -340,12 +378,14 @@ pub fn resolve_with(
     }
     st.read_ahead(0);
     st.deps_from(0);
+    let main = main();
+    st.res.objects[0].needs = main.versioned_undefined;
     // Run-time loads: every object, including the ones these loads bring in.
     let mut i = 0;
     while i < st.res.objects.len() {
         let before = st.res.objects.len();
         let strings = st.files.dlopen_strings(&st.reads[i]);
-        let cudart_static = i == 0 && b.cudart.linkage == crate::facts::CudartLinkage::Static;
+        let cudart_static = i == 0 && main.cudart_static;
         for (name, reason) in super::dlopen::requests(&st.res.objects[i], cudart_static, &strings) {
             st.request(i, &name, Kind::Dlopen, Some(reason));
         }
