@@ -224,9 +224,9 @@ impl Files {
             .clone()
     }
 
-    /// Reads ahead what every resolution on this machine starts with: `ld.so.cache`, and the platform of this
-    /// build's own architecture, 64-bit, standard interpreter (the common case; another is read when asked).
-    /// For a thread of its own while the binary is parsed.
+    /// Reads ahead what every resolution on this machine starts with: `ld.so.cache` (on the pool) and, at the
+    /// same time, the platform of this build's own architecture, 64-bit, standard interpreter (the common
+    /// case; another is read when asked). While the binary is inspected on another thread.
     pub fn prepare(&mut self, root: &Root) {
         let machine = match std::env::consts::ARCH {
             "x86_64" => goblin::elf::header::EM_X86_64,
@@ -234,29 +234,22 @@ impl Files {
             "powerpc64" => goblin::elf::header::EM_PPC64,
             _ => return,
         };
+        let cache = self.ld_cache.is_none().then(|| {
+            let cache = Arc::new(Parts::new(1));
+            let (done, root) = (cache.clone(), root.clone());
+            self.pool.submit_first(move || done.add([read_ld_cache(&root)]));
+            cache
+        });
         self.platform(root, machine, true, None);
-        self.ld_cache(root);
+        if let Some(cache) = cache {
+            self.ld_cache = cache.wait(&self.pool).pop().map(Arc::new);
+        }
     }
 
     /// `/etc/ld.so.cache`, parsed, with a one-line description (or why it cannot be used).
     pub fn ld_cache(&mut self, root: &Root) -> Arc<(Option<LdCache>, String)> {
         self.ld_cache
-            .get_or_insert_with(|| {
-                Arc::new(match root.read(Path::new("/etc/ld.so.cache")) {
-                    Ok(d) => match LdCache::parse(&d) {
-                        Ok(c) => {
-                            let note = format!(
-                                "/etc/ld.so.cache ({} format, {} entries)",
-                                c.format,
-                                c.entries.len()
-                            );
-                            (Some(c), note)
-                        }
-                        Err(err) => (None, format!("/etc/ld.so.cache is unusable: {}", err.0)),
-                    },
-                    Err(err) => (None, format!("/etc/ld.so.cache cannot be read: {err}")),
-                })
-            })
+            .get_or_insert_with(|| Arc::new(read_ld_cache(root)))
             .clone()
     }
 
@@ -477,6 +470,24 @@ fn search_rodata(pool: &mut Pool, view: &LoaderView, host: &Path) -> Option<Arc<
         pool.submit(move || found.add(inspect::rodata_strings(&file, part, DLOPEN_NEEDLES)));
     }
     Some(found)
+}
+
+/// `/etc/ld.so.cache` under `root`, parsed, with a one-line description (or why it cannot be used).
+fn read_ld_cache(root: &Root) -> (Option<LdCache>, String) {
+    match root.read(Path::new("/etc/ld.so.cache")) {
+        Ok(d) => match LdCache::parse(&d) {
+            Ok(c) => {
+                let note = format!(
+                    "/etc/ld.so.cache ({} format, {} entries)",
+                    c.format,
+                    c.entries.len()
+                );
+                (Some(c), note)
+            }
+            Err(err) => (None, format!("/etc/ld.so.cache is unusable: {}", err.0)),
+        },
+        Err(err) => (None, format!("/etc/ld.so.cache cannot be read: {err}")),
+    }
 }
 
 /// An `open` error that means no file is there (ld.so goes on to the next directory).

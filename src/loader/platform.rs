@@ -72,9 +72,11 @@ impl Platform {
         let interpreter = interp
             .unwrap_or_else(|| default_interpreter(machine, is_64))
             .to_string();
+        // Mapped, not read: a copy of the 200 KB interpreter is fresh memory the search touches once.
         let from_interp = root
-            .read(Path::new(&interpreter))
+            .open(Path::new(&interpreter))
             .ok()
+            .and_then(|f| crate::inspect::source::map_open(&f).ok())
             .and_then(|d| system_dirs_in(&d, is_64));
         let (system_dirs, source) = match from_interp {
             Some(d) => (d, format!("compiled into {interpreter}")),
