@@ -763,31 +763,20 @@ fn platform_matches_what_ld_so_says_about_itself() {
 fn the_programs_own_symbols_come_from_its_inspection_once_the_tree_is_walked() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
-    let new_map = build::source(
-        d,
-        "new.map",
+    let new = versioned_lib(
+        &d.join("new"),
+        "libv.so.1",
+        "int foo(void){return 1;}\nint bar(void){return 2;}\n",
         "V_1 { global: foo; local: *; };\nV_2 { global: bar; } V_1;\n",
+        &[],
     );
-    let old_map = build::source(
-        d,
-        "old.map",
+    versioned_lib(
+        &d.join("old"),
+        "libv.so.1",
+        "int foo(void){return 1;}\nint baz(void){return 2;}\n",
         "V_1 { global: foo; local: *; };\nV_2 { global: baz; } V_1;\n",
+        &[],
     );
-    let new_src = build::source(d, "new", "int foo(void){return 1;}\nint bar(void){return 2;}\n");
-    let old_src = build::source(d, "old", "int foo(void){return 1;}\nint baz(void){return 2;}\n");
-    for (dir, src, map) in [("new", &new_src, &new_map), ("old", &old_src, &old_map)] {
-        std::fs::create_dir_all(d.join(dir)).unwrap();
-        let out = d.join(dir).join("libv.so.1");
-        build::cc(&[
-            "-shared",
-            "-fPIC",
-            "-o",
-            &out.to_string_lossy(),
-            &src.to_string_lossy(),
-            "-Wl,-soname,libv.so.1",
-            &format!("-Wl,--version-script={}", map.display()),
-        ]);
-    }
     // The program itself imports bar@V_2; the copy its RPATH finds defines V_2, but not bar.
     let src = build::source(d, "main", "int bar(void);\nint main(void){return bar();}\n");
     let main = d.join("main");
@@ -795,7 +784,7 @@ fn the_programs_own_symbols_come_from_its_inspection_once_the_tree_is_walked() {
         "-o",
         &main.to_string_lossy(),
         &src.to_string_lossy(),
-        &d.join("new/libv.so.1").to_string_lossy(),
+        &new.to_string_lossy(),
         &format!("-Wl,-rpath,{}", d.join("old").display()),
     ]);
     let facts = inspect::path(&main, &InspectOptions::default()).expect("inspect");
