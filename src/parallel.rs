@@ -276,7 +276,7 @@ impl<T> Parts<T> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn discarded_values_are_dropped_unless_the_process_exits_soon() {
+    fn a_library_callers_discarded_values_are_dropped_on_another_thread() {
         // The test process never calls `exit_soon`: a discarded value is still dropped, on another thread.
         struct Tell(std::sync::mpsc::Sender<std::thread::ThreadId>);
         impl Drop for Tell {
