@@ -87,6 +87,9 @@ type Job = Box<dyn FnOnce() + Send>;
 struct Queue {
     jobs: VecDeque<Job>,
     closed: bool,
+    /// Workers asleep on [`Shared::ready`]: a new job wakes one only if there is one (a wake-up is a system
+    /// call even when nobody sleeps, and the workers are mostly busy).
+    idle: usize,
 }
 
 #[derive(Default)]
@@ -152,15 +155,18 @@ impl Pool {
     }
 
     fn queue(&mut self, job: Job, first: bool) {
-        {
+        let sleeping = {
             let mut q = lock(&self.shared.queue);
             if first {
                 q.jobs.push_front(job);
             } else {
                 q.jobs.push_back(job);
             }
+            q.idle > 0
+        };
+        if sleeping {
+            self.shared.ready.notify_one();
         }
-        self.shared.ready.notify_one();
         if !self.started {
             self.started = true;
             start_worker(self.shared.clone(), self.threads);
@@ -202,7 +208,9 @@ fn start_worker(shared: Arc<Shared>, threads: usize) {
                     if q.closed {
                         break None;
                     }
+                    q.idle += 1;
                     q = mine.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                    q.idle -= 1;
                 }
             };
             match job {
