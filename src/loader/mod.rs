@@ -36,7 +36,7 @@ pub use object::Files;
 pub use resolve::{MainSymbols, resolve, resolve_alongside, resolve_with};
 
 /// Where a search step looked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum How {
     /// DT_RPATH of the requesting object or of one of the objects that loaded it.

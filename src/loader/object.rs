@@ -103,8 +103,12 @@ pub struct Files {
     /// What each host path met while resolving is ([`Root::link_of`]): the same directories are reached
     /// through many spellings (`torch/lib/../../nvidia/cu13/lib`, `nvidia/cu13/lib`).
     links: HashMap<std::path::PathBuf, Result<Option<std::path::PathBuf>, std::io::ErrorKind>>,
-    /// [`super::search::Context::intended`] answers, by platform, directories and name.
-    pub(super) intended: HashMap<String, Option<super::Intended>>,
+    /// [`super::search::Context::intended`] answers, by platform (`e_machine`, 64-bit), kind of list, list
+    /// ([`Files::list_id`]) and name.
+    pub(super) intended: HashMap<(u16, bool, super::How, usize, String), Option<super::Intended>>,
+    /// Every distinct list of expanded search directories, numbered: the libraries of one directory share
+    /// their RUNPATH, and an answer for one holds for all.
+    lists: HashMap<Vec<String>, usize>,
     /// Where the `.rodata` searches and the read-ahead run, while the tree is resolved.
     pool: Pool,
     /// Files read ahead on the pool ([`Files::read_ahead`]), by real path; taken by [`Files::verify`].
@@ -123,6 +127,18 @@ impl Files {
         Files {
             pool: Pool::new(threads),
             ..Files::default()
+        }
+    }
+
+    /// The number of the directory list `dirs` ([`Files::intended`]'s key).
+    pub(super) fn list_id(&mut self, dirs: &[String]) -> usize {
+        let next = self.lists.len();
+        match self.lists.get(dirs) {
+            Some(&id) => id,
+            None => {
+                self.lists.insert(dirs.to_vec(), next);
+                next
+            }
         }
     }
 

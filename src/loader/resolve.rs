@@ -11,7 +11,7 @@
 //! `l_loader` (`__RTLD_CALLMAP`), so its own dependencies do not inherit the caller's RPATH.
 
 use super::object::{Background, Candidate, Files, Verdict};
-use super::search::Context;
+use super::search::{Context, OwnDirs};
 use super::{How, Library, LoadedObject, Resolution, Role, Step, StepResult};
 use crate::facts::{BinaryFacts, ElfClass, ElfFacts};
 use crate::inspect::exports::Exports;
@@ -56,6 +56,8 @@ struct State<'a> {
     views: Vec<Option<Arc<Candidate>>>,
     /// Per object, what is read of it in the background ([`Files::read_loaded`]).
     reads: Vec<Background>,
+    /// Per object, its own RUNPATH or RPATH directories, once asked for ([`State::own_dirs`]).
+    own: Vec<Option<Option<Arc<OwnDirs>>>>,
     missing: HashMap<String, usize>,
 }
 
@@ -72,10 +74,26 @@ impl State<'_> {
         self.by_name.get(name).copied()
     }
 
+    /// Object `i`'s own RUNPATH (or RPATH) directories, expanded once for all its names.
+    fn own_dirs(&mut self, i: usize) -> Option<Arc<OwnDirs>> {
+        if self.own.len() <= i {
+            self.own.resize(i + 1, None);
+        }
+        if let Some(known) = &self.own[i] {
+            return known.clone();
+        }
+        let own = self.ctx.own_dirs(self.files, &self.res.objects[i]).map(Arc::new);
+        self.own[i] = Some(own.clone());
+        own
+    }
+
     fn request(&mut self, requester: usize, name: &str, kind: Kind, reason: Option<String>) {
         let needed_by = self.res.objects[requester].path.clone();
         // The copy the requester's own RUNPATH (or RPATH) points at, for the shadowing check.
-        let intended = |st: &mut Self| st.ctx.intended(st.files, &st.res.objects[requester], name);
+        let intended = |st: &mut Self| {
+            let own = st.own_dirs(requester);
+            st.ctx.intended(st.files, own.as_deref(), name)
+        };
         let mut lib = Library {
             soname: name.to_string(),
             needed_by,
@@ -183,18 +201,9 @@ impl State<'_> {
     /// RPATH, and `ld.so.cache`), on other threads, while the breadth-first walk goes on: see
     /// [`Files::read_ahead`]. The search itself is unchanged; it only finds them parsed.
     fn read_ahead(&mut self, i: usize) {
+        let own = self.own_dirs(i);
+        let dirs = own.as_ref().map_or(&[][..], |o| &o.dirs[..]);
         let o = &self.res.objects[i];
-        let own = if o.runpath.is_empty() {
-            &o.rpath
-        } else {
-            &o.runpath
-        };
-        let dirs = super::search::expand_list(
-            own,
-            Some(&super::search::origin_of(o, self.ctx.cwd)),
-            self.ctx.platform,
-            self.ctx.secure,
-        );
         let mut paths = Vec::new();
         for name in o.needed.iter().filter(|n| !n.contains('/')) {
             if self.lookup(name).is_some() {
@@ -336,6 +345,7 @@ pub fn resolve_alongside(
         ids: vec![file_id(path)],
         views: vec![main_view],
         reads: vec![main_reads],
+        own: Vec::new(),
         missing: HashMap::default(),
     };
     if let Some(s) = &e.soname {

@@ -455,42 +455,56 @@ impl Context<'_> {
         }
     }
 
-    /// The copy the requester's own RUNPATH (or, without one, its own RPATH) points at.
-    pub fn intended(&self, files: &mut Files, req: &LoadedObject, name: &str) -> Option<Intended> {
-        if name.contains('/') {
-            return None;
-        }
-        let (entries, how) = if !req.runpath.is_empty() {
-            (&req.runpath, How::Runpath)
-        } else if !req.rpath.is_empty() {
-            (&req.rpath, How::Rpath)
+    /// The directories `obj`'s own RUNPATH (or, without one, its own RPATH) names, expanded: what the
+    /// RUNPATH-intended lookup and the read-ahead try for each of its names. `None` when it has neither.
+    pub fn own_dirs(&self, files: &mut Files, obj: &LoadedObject) -> Option<OwnDirs> {
+        let (entries, how) = if !obj.runpath.is_empty() {
+            (&obj.runpath, How::Runpath)
+        } else if !obj.rpath.is_empty() {
+            (&obj.rpath, How::Rpath)
         } else {
             return None;
         };
         let dirs = expand_list(
             entries,
-            Some(&origin_of(req, self.cwd)),
+            Some(&origin_of(obj, self.cwd)),
             self.platform,
             self.secure,
         );
+        Some(OwnDirs {
+            id: files.list_id(&dirs),
+            how,
+            dirs,
+        })
+    }
+
+    /// The copy of `name` the requester's own RUNPATH (or, without one, its own RPATH) points at: `own` is
+    /// its [`Context::own_dirs`].
+    pub fn intended(&self, files: &mut Files, own: Option<&OwnDirs>, name: &str) -> Option<Intended> {
+        let own = own?;
+        if name.contains('/') {
+            return None;
+        }
         // Every library of a directory shares its RUNPATH, and most names are asked by many of them: the
         // answer depends only on the directories, the name and the platform.
-        let mut key = format!("{}:{}:{how:?}:{name}", self.platform.machine, self.platform.is_64);
-        for d in &dirs {
-            key.push('\0');
-            key.push_str(d);
-        }
+        let key = (
+            self.platform.machine,
+            self.platform.is_64,
+            own.how,
+            own.id,
+            name.to_string(),
+        );
         if let Some(known) = files.intended.get(&key) {
             return known.clone();
         }
         let mut scratch = Vec::new();
         let mut oc = None;
         let found = self
-            .open_path(files, name, &dirs, how, None, &mut scratch, &mut oc)
+            .open_path(files, name, &own.dirs, own.how, None, &mut scratch, &mut oc)
             .ok()
             .flatten()
             .map(|(path, c)| Intended {
-                how,
+                how: own.how,
                 version: super::version_from_name(&c.realpath),
                 realpath: c.realpath.clone(),
                 path,
@@ -498,6 +512,17 @@ impl Context<'_> {
         files.intended.insert(key, found.clone());
         found
     }
+}
+
+/// An object's own search directories ([`Context::own_dirs`]), worked out once per object.
+#[derive(Debug)]
+pub struct OwnDirs {
+    /// RUNPATH or RPATH.
+    pub how: How,
+    /// The directories, expanded (`$ORIGIN`, `$LIB`, `$PLATFORM`), in order.
+    pub dirs: Vec<String>,
+    /// Their number among the run's lists ([`Files::list_id`]).
+    pub id: usize,
 }
 
 /// Does any object of `from`'s loader chain have a DT_RPATH in effect?
