@@ -147,18 +147,25 @@ impl Files {
         &mut self.pool
     }
 
-    /// Starts reading, on the pool, the loader facts of the files at `paths` (machine paths the loader is
-    /// likely to try next: a new object's needed names in its RUNPATH or RPATH and in `ld.so.cache`), so that
-    /// [`Files::verify`] finds them parsed. Parsing is a pure function of the file: a file read ahead and not
-    /// chosen costs only the work. Missing files, files already read and paths already queued are skipped.
-    pub fn read_ahead(&mut self, root: &Root, paths: impl IntoIterator<Item = String>) {
-        // Speculative work pays only with cores to spare: on two, the workers are busy with `.rodata`
-        // (measured: 2 ms slower on a 2-core box, 1-3 ms faster on 16 cores for PyTorch's tree).
-        if self.pool.threads() < 3 {
+    /// Are files read ahead ([`Files::read_ahead`])? Speculative work pays only with cores to spare: on two,
+    /// the workers are busy with `.rodata` (measured: 2 ms slower on a 2-core box, 1-3 ms faster on 16 cores
+    /// for PyTorch's tree).
+    pub fn reads_ahead(&self) -> bool {
+        self.pool.threads() >= 3
+    }
+
+    /// Starts reading, on the pool, the loader facts of the files the loader is likely to try next, so that
+    /// [`Files::verify`] finds them parsed: for each of a new object's needed names, the machine paths the
+    /// search will try in its RUNPATH or RPATH and in `ld.so.cache`, in that order, of which the first that
+    /// exists is read (the search stops there unless the file is of the wrong class). Parsing is a pure
+    /// function of the file: a file read ahead and not chosen costs only the work. Files already read and
+    /// paths already queued are skipped.
+    pub fn read_ahead(&mut self, root: &Root, names: impl IntoIterator<Item = Vec<String>>) {
+        if !self.reads_ahead() {
             return;
         }
-        for path in paths {
-            let Some(real) = self.resolve(root, &path) else {
+        for paths in names {
+            let Some(real) = paths.iter().find_map(|path| self.resolve(root, path)) else {
                 continue;
             };
             let real_s = real.to_string_lossy().into_owned();

@@ -201,15 +201,19 @@ impl State<'_> {
     /// RPATH, and `ld.so.cache`), on other threads, while the breadth-first walk goes on: see
     /// [`Files::read_ahead`]. The search itself is unchanged; it only finds them parsed.
     fn read_ahead(&mut self, i: usize) {
+        if !self.files.reads_ahead() {
+            return;
+        }
         let own = self.own_dirs(i);
         let dirs = own.as_ref().map_or(&[][..], |o| &o.dirs[..]);
         let o = &self.res.objects[i];
-        let mut paths = Vec::new();
+        let mut names = Vec::new();
         for name in o.needed.iter().filter(|n| !n.contains('/')) {
             if self.lookup(name).is_some() {
                 continue;
             }
-            paths.extend(dirs.iter().map(|d| super::search::join(d, name)));
+            // In the order the search tries them.
+            let mut paths: Vec<String> = dirs.iter().map(|d| super::search::join(d, name)).collect();
             if let (Some(cache), Some(id)) = (self.ctx.cache, self.ctx.platform.cache_id) {
                 let p = self.ctx.platform;
                 paths.extend(
@@ -218,8 +222,9 @@ impl State<'_> {
                         .map(|e| e.path.clone()),
                 );
             }
+            names.push(paths);
         }
-        self.files.read_ahead(self.ctx.root, paths);
+        self.files.read_ahead(self.ctx.root, names);
     }
 
     /// Breadth-first over DT_NEEDED of every object from `from` on.
