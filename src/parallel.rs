@@ -85,6 +85,9 @@ type Job = Box<dyn FnOnce() + Send>;
 
 #[derive(Default)]
 struct Queue {
+    /// Jobs whose result a thread will soon wait for ([`Pool::submit_first`]): run before the others, in
+    /// the order they came.
+    urgent: VecDeque<Job>,
     jobs: VecDeque<Job>,
     closed: bool,
     /// Workers asleep on [`Shared::ready`]: a new job wakes one only if there is one (a wake-up is a system
@@ -149,7 +152,8 @@ impl Pool {
         self.queue(Box::new(job), false);
     }
 
-    /// Queues `job` ahead of the others (a result the caller will soon wait for).
+    /// Queues `job` ahead of the others, behind the earlier such jobs: a small job whose result the caller
+    /// will soon wait for ([`Parts::wait_urgent`]).
     pub fn submit_first(&mut self, job: impl FnOnce() + Send + 'static) {
         self.queue(Box::new(job), true);
     }
@@ -158,7 +162,7 @@ impl Pool {
         let sleeping = {
             let mut q = lock(&self.shared.queue);
             if first {
-                q.jobs.push_front(job);
+                q.urgent.push_back(job);
             } else {
                 q.jobs.push_back(job);
             }
@@ -175,14 +179,21 @@ impl Pool {
 
     /// Runs one queued job on the calling thread; false when none is queued.
     pub fn help(&self) -> bool {
-        let job = lock(&self.shared.queue).jobs.pop_front();
-        match job {
-            Some(job) => {
-                job();
-                true
-            }
-            None => false,
-        }
+        let job = lock(&self.shared.queue).next();
+        job.map(|job| job()).is_some()
+    }
+
+    /// Runs one queued urgent job ([`Pool::submit_first`]) on the calling thread; false when none is queued.
+    pub fn help_urgent(&self) -> bool {
+        let job = lock(&self.shared.queue).urgent.pop_front();
+        job.map(|job| job()).is_some()
+    }
+}
+
+impl Queue {
+    /// The job to run next: an urgent one first.
+    fn next(&mut self) -> Option<Job> {
+        self.urgent.pop_front().or_else(|| self.jobs.pop_front())
     }
 }
 
@@ -202,7 +213,7 @@ fn start_worker(shared: Arc<Shared>, threads: usize) {
             let job = {
                 let mut q = lock(&mine.queue);
                 loop {
-                    if let Some(job) = q.jobs.pop_front() {
+                    if let Some(job) = q.next() {
                         break Some(job);
                     }
                     if q.closed {
@@ -263,6 +274,17 @@ impl<T> Parts<T> {
     /// Every report, once all parts are in (running queued jobs of `pool` while some are not). The reports
     /// are taken: a second call returns none.
     pub fn wait(&self, pool: &Pool) -> Vec<T> {
+        self.wait_helping(|| pool.help())
+    }
+
+    /// [`Parts::wait`] for the result of a small urgent job ([`Pool::submit_first`]): only other urgent jobs
+    /// are run meanwhile, since a large one taken up while the awaited job runs on a worker (a megabyte of
+    /// some library's `.rodata`) would keep the caller long after its result is in.
+    pub fn wait_urgent(&self, pool: &Pool) -> Vec<T> {
+        self.wait_helping(|| pool.help_urgent())
+    }
+
+    fn wait_helping(&self, help: impl Fn() -> bool) -> Vec<T> {
         loop {
             {
                 let mut st = lock(&self.state);
@@ -270,7 +292,7 @@ impl<T> Parts<T> {
                     return std::mem::take(&mut st.1);
                 }
             }
-            if pool.help() {
+            if help() {
                 continue;
             }
             let mut st = lock(&self.state);
@@ -328,5 +350,39 @@ mod tests {
         }
         // Zero parts: nothing to wait for.
         assert!(Parts::<u8>::new(0).wait(&Pool::new(1)).is_empty());
+    }
+
+    #[test]
+    fn urgent_jobs_run_first_and_a_wait_for_one_runs_no_other_kind() {
+        use super::{Parts, Pool};
+        use std::sync::{Arc, Mutex, mpsc};
+        let mut pool = Pool::new(1);
+        // Keep the one worker busy, so that every job below stays queued until the test runs it.
+        let (release, gate) = mpsc::channel::<()>();
+        let (started, busy) = mpsc::channel::<()>();
+        pool.submit(move || {
+            started.send(()).unwrap();
+            gate.recv().unwrap();
+        });
+        busy.recv().unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        for (i, urgent) in [(0, false), (1, true), (2, false), (3, true)] {
+            let o = order.clone();
+            let job = move || o.lock().unwrap().push(i);
+            if urgent {
+                pool.submit_first(job);
+            } else {
+                pool.submit(job);
+            }
+        }
+        let awaited = Arc::new(Parts::new(1));
+        let a = awaited.clone();
+        pool.submit_first(move || a.add([7]));
+        // The wait runs the urgent jobs ahead of its own, in the order they came, and no plain one.
+        assert_eq!(awaited.wait_urgent(&pool), [7]);
+        assert_eq!(*order.lock().unwrap(), [1, 3]);
+        while pool.help() {}
+        assert_eq!(*order.lock().unwrap(), [1, 3, 0, 2]);
+        release.send(()).unwrap();
     }
 }

@@ -441,7 +441,7 @@ impl Files {
         let ahead = self
             .ahead
             .remove(&real_s)
-            .and_then(|done| done.wait(&self.pool).into_iter().next().flatten());
+            .and_then(|done| done.wait_urgent(&self.pool).into_iter().next().flatten());
         let data = match &ahead {
             Some(v) => v.data.clone(),
             None => match inspect::source::map_open(&file) {
