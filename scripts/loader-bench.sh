@@ -1,15 +1,19 @@
 #!/bin/sh
 # Side by side: resolving a library's whole tree with cudadiag against `ldd` on the same file.
 # Usage: scripts/loader-bench.sh FILE [RUNS]      (CUDADIAG=path/to/cudadiag to use a built binary, no cargo)
-# Prints the median wall time of each over RUNS runs (default 20) and the ratios. For the DESIGN.md budget
-# ("no slower than ldd"), point it at libtorch_cuda.so inside a pip layout (site-packages/torch/lib), where its
-# RUNPATH reaches the nvidia/* wheels. Two ldd rows:
+# Runs each command RUNS times (default 20), interleaved (ldd, ldd -r, cudadiag, cudadiag, then again), so
+# that a machine slowing down or speeding up mid-run weighs on all of them alike, and prints for each the
+# median wall time, its ratio to ldd, and the median CPU time (user + system, all threads): on a machine with
+# few cores the CPU time is what the wall time ends up bound by. For the DESIGN.md budget ("no slower than
+# ldd"), point it at libtorch_cuda.so inside a pip layout (site-packages/torch/lib), where its RUNPATH reaches
+# the nvidia/* wheels. Two ldd rows:
 #   ldd            the path of every NEEDED library (no symbol is checked: `undefined symbol` goes unseen);
 #   ldd -r         also performs the relocations, which is how ld.so finds a missing (versioned) symbol;
 # and two cudadiag rows:
-#   loader only    `inspect --no-device-code --no-host`: the tree, its dlopen'ed CUDA libraries, every
-#                  versioned symbol checked against its provider, library findings, without reading the
-#                  machine's driver and GPUs;
+#   loader only    `inspect --no-device-code --no-host`: the tree, its dlopen'ed CUDA libraries (found by
+#                  searching the read-only data of the CUDA libraries for their names, which ldd never
+#                  reads), every versioned symbol checked against its provider, library findings, without
+#                  reading the machine's driver and GPUs;
 #   full inspect   also lists the device code of the binary and of every library with kernels, for the verdict.
 set -eu
 file=$1
@@ -20,26 +24,48 @@ if [ -z "${CUDADIAG:-}" ]; then
     CUDADIAG=target/release/cudadiag
 fi
 bin=$CUDADIAG
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-time_of() {
-    i=0
-    while [ "$i" -lt "$runs" ]; do
-        s=$(date +%s%N)
-        "$@" >/dev/null 2>&1 || true
-        e=$(date +%s%N)
-        echo $(( (e - s) / 1000 ))
-        i=$((i + 1))
-    done | median
-}
+command -v "$bin" >/dev/null || { echo "loader-bench: $bin: not found" >&2; exit 2; }
 libs=$($bin inspect --no-device-code --format json --fail-on never "$file" |
     python3 -c 'import json,sys; l=json.load(sys.stdin)["libraries"]; print(len(l), "requests,", sum(x["dlopen"] for x in l), "of them dlopen")')
 echo "file: $file ($libs)"
 echo "cpus: $(nproc)"
-ldd_us=$(time_of ldd "$file")
-lddr_us=$(time_of ldd -r "$file")
-loader_us=$(time_of "$bin" inspect --no-device-code --no-host --fail-on never "$file")
-full_us=$(time_of "$bin" inspect --fail-on never "$file")
-echo "ldd:                       $ldd_us us (median of $runs)"
-echo "ldd -r:                    $lddr_us us  ratio to ldd $(awk "BEGIN {printf \"%.2f\", $lddr_us / $ldd_us}")"
-echo "cudadiag (loader only):    $loader_us us  ratio to ldd $(awk "BEGIN {printf \"%.2f\", $loader_us / $ldd_us}"), to ldd -r $(awk "BEGIN {printf \"%.2f\", $loader_us / $lddr_us}")"
-echo "cudadiag (full inspect):   $full_us us  ratio to ldd $(awk "BEGIN {printf \"%.2f\", $full_us / $ldd_us}")"
+python3 - "$runs" "$bin" "$file" <<'EOF'
+import os, statistics, sys, time
+
+runs, binary, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+commands = [
+    ("ldd", ["ldd", path]),
+    ("ldd -r", ["ldd", "-r", path]),
+    ("cudadiag (loader only)", [binary, "inspect", "--no-device-code", "--no-host", "--fail-on", "never", path]),
+    ("cudadiag (full inspect)", [binary, "inspect", "--fail-on", "never", path]),
+]
+wall = {name: [] for name, _ in commands}
+cpu = {name: [] for name, _ in commands}
+null = os.open(os.devnull, os.O_WRONLY)
+for _ in range(runs):
+    for name, argv in commands:
+        start = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            try:
+                os.execvp(argv[0], argv)
+            finally:
+                os._exit(127)
+        _, status, usage = os.wait4(pid, 0)
+        if os.waitstatus_to_exitcode(status) == 127:
+            sys.exit(f"{name}: {argv[0]} could not be run")
+        wall[name].append((time.perf_counter() - start) * 1e6)
+        cpu[name].append((usage.ru_utime + usage.ru_stime) * 1e6)
+us = {name: statistics.median(v) for name, v in wall.items()}
+cpu_us = {name: statistics.median(v) for name, v in cpu.items()}
+ldd, lddr = us["ldd"], us["ldd -r"]
+for name, _ in commands:
+    line = f"{name + ':':26} {us[name]:7.0f} us (median of {runs}), cpu {cpu_us[name]:7.0f} us"
+    if name != "ldd":
+        line += f"  ratio to ldd {us[name] / ldd:.2f}"
+    if name == "cudadiag (loader only)":
+        line += f", to ldd -r {us[name] / lddr:.2f}"
+    print(line)
+EOF
