@@ -251,6 +251,87 @@ fn compat_libcuda_unsupported_when_older_than_the_module() {
 }
 
 #[test]
+fn compat_libcuda_unsupported_on_consumer_gpus() {
+    // cuda-compat-12-9 (575.57.08) ldconfig'd first on a 550 machine: fine on H100s, 804 on GeForce.
+    let on = |names: [&str; 2]| {
+        let mut h = healthy();
+        for (g, name) in h.gpus.iter_mut().zip(names) {
+            g.name = name.into();
+        }
+        h.libcuda.insert(
+            0,
+            lib(
+                "/usr/local/cuda-12.9/compat/libcuda.so.1",
+                Some("575.57.08"),
+                LibKind::Compat,
+                FoundVia::LdSoCache,
+            ),
+        );
+        h
+    };
+    let h = on(["NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090"]);
+    let f = host::compat_libcuda_unsupported(&h).expect("804 on GeForce");
+    assert!(f.message.contains("error 804"), "{}", f.message);
+    assert!(
+        f.message
+            .contains("but 2 visible GPUs are consumer ones (NVIDIA GeForce RTX 4090)"),
+        "{}",
+        f.message
+    );
+    assert!(f.evidence[0].contains("/usr/local/cuda-12.9/compat/libcuda.so.1"));
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.starts_with("GPU 1: NVIDIA GeForce RTX 4090"))
+    );
+    assert!(
+        !f.help.contains("CUDA_VISIBLE_DEVICES"),
+        "no supported GPU to keep: {}",
+        f.help
+    );
+    assert_eq!(slugs(&h), ["compat-libcuda-unsupported"]);
+    assert!(host::compat_libcuda_unsupported(&on(["NVIDIA TITAN RTX", "NVIDIA H100 80GB HBM3"])).is_some());
+
+    // A mixed machine: hiding the GeForce is one way out, and once hidden nothing is said.
+    let mut h = on(["NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"]);
+    let f = host::compat_libcuda_unsupported(&h).unwrap();
+    assert!(
+        f.message
+            .contains("but NVIDIA GeForce RTX 4090 is a consumer GPU"),
+        "{}",
+        f.message
+    );
+    assert!(f.help.contains("CUDA_VISIBLE_DEVICES"), "{}", f.help);
+    h.env.vars.insert("CUDA_VISIBLE_DEVICES".into(), "0".into());
+    assert!(host::compat_libcuda_unsupported(&h).is_none());
+    h.env.vars.insert("CUDA_VISIBLE_DEVICES".into(), "1,0".into());
+    let f = host::compat_libcuda_unsupported(&h).unwrap();
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.contains("CUDA_VISIBLE_DEVICES=\"1,0\""))
+    );
+    // MIG entries cannot be matched to GPUs from files: nothing is claimed.
+    h.env
+        .vars
+        .insert("CUDA_VISIBLE_DEVICES".into(), "MIG-9a3b".into());
+    assert!(host::compat_libcuda_unsupported(&h).is_none());
+
+    // Near misses: data-center GPUs (what forward compatibility is for); a professional RTX card, which the
+    // name cannot place (some NGC Server Ready SKUs support it); the compat library of the driver's own version.
+    assert!(
+        host::compat_libcuda_unsupported(&on(["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"])).is_none()
+    );
+    assert!(
+        host::compat_libcuda_unsupported(&on(["NVIDIA RTX A6000", "NVIDIA RTX 6000 Ada Generation"]))
+            .is_none()
+    );
+    let mut h = on(["NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090"]);
+    h.libcuda[0].version = Some("550.90.07".into());
+    assert!(host::compat_libcuda_unsupported(&h).is_none());
+}
+
+#[test]
 fn libcuda_not_found_when_the_driver_is_there() {
     let mut h = healthy();
     h.libcuda.clear();

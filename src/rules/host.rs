@@ -366,17 +366,17 @@ pub fn stub_libcuda(h: &HostFacts) -> Option<Finding> {
     Some(f)
 }
 
-/// `compat-libcuda-unsupported`: the first `libcuda.so.1` is a forward-compatibility library older than the
-/// loaded kernel module (803: compat packages are for *older* drivers only).
+/// `compat-libcuda-unsupported`: the first `libcuda.so.1` is a forward-compatibility library the machine cannot
+/// use. Two cases (research/compat.md §3):
+/// - older than the loaded kernel module: 803, as compat packages are for *older* drivers only;
+/// - newer than the module, as meant, but a GPU CUDA will initialise is a consumer one: 804, as forward
+///   compatibility works only on data-center GPUs, select NGC Server Ready RTX SKUs and Jetson.
 pub fn compat_libcuda_unsupported(h: &HostFacts) -> Option<Finding> {
     let d = h.driver.as_ref()?;
     let first = h.libcuda.first().filter(|c| c.kind == LibKind::Compat)?;
     let v = first.version.as_deref()?;
-    if cmp_versions(v, &d.version) != Ordering::Less {
-        return None;
-    }
-    Some(
-        Finding::new(
+    let f = match cmp_versions(v, &d.version) {
+        Ordering::Less => Finding::new(
             Code::CompatLibcudaUnsupported,
             format!(
                 "the loader picks forward-compatibility libcuda {v}, older than the loaded driver {}: CUDA will \
@@ -386,10 +386,87 @@ pub fn compat_libcuda_unsupported(h: &HostFacts) -> Option<Finding> {
             "The driver already supports this CUDA release natively: take the compat directory off the loader \
              path (its /etc/ld.so.conf.d entry, then `ldconfig`, or LD_LIBRARY_PATH) or remove the cuda-compat \
              package. Forward compatibility only works on top of an older driver.",
-        )
-        .because(format!("first libcuda.so.1: {}", describe(first)))
-        .because(driver_evidence(h).unwrap_or_default()),
+        ),
+        Ordering::Equal => return None,
+        Ordering::Greater => return compat_on_consumer_gpus(h, first, v),
+    };
+    Some(
+        f.because(format!("first libcuda.so.1: {}", describe(first)))
+            .because(driver_evidence(h).unwrap_or_default()),
     )
+}
+
+/// Is this GPU, by its name, one of the consumer lines (GeForce, TITAN) that never support forward
+/// compatibility? Professional RTX cards are not judged: some NGC Server Ready SKUs do support it, and the
+/// name alone does not tell which.
+fn consumer_gpu(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name.contains("geforce") || name.contains("titan")
+}
+
+/// The 804 half of [`compat_libcuda_unsupported`]: a compat libcuda newer than the module (`v`) while a consumer
+/// GPU is visible to CUDA. `CUDA_VISIBLE_DEVICES` decides which GPUs `cuInit` sees; a list with MIG entries
+/// cannot be matched to GPUs from files, so it says nothing.
+fn compat_on_consumer_gpus(h: &HostFacts, first: &LibCandidate, v: &str) -> Option<Finding> {
+    let d = h.driver.as_ref()?;
+    let visible: Vec<usize> = match h.env.vars.get("CUDA_VISIBLE_DEVICES") {
+        Some(value) => {
+            let vis = visibility(value, &h.gpus);
+            if vis.unknown_mig {
+                return None;
+            }
+            vis.visible
+        }
+        None => (0..h.gpus.len()).collect(),
+    };
+    let (consumer, others): (Vec<usize>, Vec<usize>) =
+        visible.into_iter().partition(|&i| consumer_gpu(&h.gpus[i].name));
+    let shown = consumer.first().map(|&i| &h.gpus[i])?;
+    let help = if others.is_empty() {
+        "Forward compatibility works only on NVIDIA data-center GPUs (and select NGC Server Ready RTX SKUs), \
+         never on GeForce or TITAN: take the compat directory off the loader path (its /etc/ld.so.conf.d entry, \
+         then `ldconfig`, or LD_LIBRARY_PATH; in a container, use an image without cuda-compat) and upgrade \
+         the driver itself to one that supports this CUDA release."
+    } else {
+        "Forward compatibility works only on NVIDIA data-center GPUs (and select NGC Server Ready RTX SKUs), \
+         never on GeForce or TITAN: list only the supported GPUs in CUDA_VISIBLE_DEVICES, or take the compat \
+         directory off the loader path (its /etc/ld.so.conf.d entry, then `ldconfig`, or LD_LIBRARY_PATH) and \
+         upgrade the driver itself."
+    };
+    let mut f = Finding::new(
+        Code::CompatLibcudaUnsupported,
+        format!(
+            "the loader picks forward-compatibility libcuda {v} on top of driver {}, but {}: CUDA will fail \
+             with error 804 (forward compatibility was attempted on non supported HW)",
+            d.version,
+            if consumer.len() == 1 {
+                format!("{} is a consumer GPU", shown.name)
+            } else {
+                let mut names: Vec<&str> = Vec::new();
+                for &i in &consumer {
+                    if !names.contains(&h.gpus[i].name.as_str()) {
+                        names.push(&h.gpus[i].name);
+                    }
+                }
+                format!(
+                    "{} visible GPUs are consumer ones ({})",
+                    consumer.len(),
+                    names.join(", ")
+                )
+            }
+        ),
+        help,
+    )
+    .because(format!("first libcuda.so.1: {}", describe(first)))
+    .because(driver_evidence(h).unwrap_or_default());
+    for &i in &consumer {
+        let g = &h.gpus[i];
+        f = f.because(format!("GPU {i}: {} ({})", g.name, g.source));
+    }
+    if let Some(value) = h.env.vars.get("CUDA_VISIBLE_DEVICES") {
+        f = f.because(format!("CUDA_VISIBLE_DEVICES={value:?} in the environment"));
+    }
+    Some(f)
 }
 
 /// `libcuda-not-found`: the driver is there (or WSL is), but no `libcuda.so.1` is on the loader's path.
