@@ -162,6 +162,16 @@ w "$R/etc/ld.so.conf" "include /etc/ld.so.conf.d/*.conf\n"; w "$R/etc/ld.so.conf
 nodes "$R" nvhost-ctrl-gpu nvmap; status "$R" 1000 1000 "44 1000"
 envfile jetson PATH=/usr/local/cuda/bin:/usr/bin:/bin HOME=/home/nvidia
 
+# 12. A newer forward-compatibility libcuda on consumer GPUs: cuda-compat-12-9 (575.57.08) ldconfig'd first (as
+#     CUDA 12.9 images do) on a 550.90.07 machine with two GeForce RTX 4090s (VGA class 0x0300): error 804.
+R=$H/compat-on-geforce/root; healthy "$R" 550.90.07
+for g in "0000:19:00.0 0 $UUID0" "0000:3b:00.0 1 $UUID1"; do
+  set -- $g; gpu "$R" "$1" "$2" "$3" "NVIDIA GeForce RTX 4090" 2684; w "$R/sys/bus/pci/devices/$1/class" "0x030000\n"
+done
+fake "$R/usr/local/cuda-12.9/compat/libcuda.so.575.57.08"; lnk libcuda.so.575.57.08 "$R/usr/local/cuda-12.9/compat/libcuda.so.1"
+w "$R/etc/ld.so.conf.d/000_cuda-compat.conf" "/usr/local/cuda-12.9/compat\n"
+envfile compat-on-geforce "${BASEENV[@]}"
+
 # 11. Modelled on the project's H200 host: the open module built by Nix (580.159.04), driver libraries under
 #     /usr/local/nvidia/lib64 and /lib found through a binary ld.so.cache (no ld.so.conf), toolkit 13.0.
 R=$H/h200-nix-open-580/root

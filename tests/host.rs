@@ -77,6 +77,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("driver-upgraded-no-reboot", &["driver-library-mismatch"]),
     ("wsl2", &[]),
     ("compat-older-than-driver", &["compat-libcuda-unsupported"]),
+    ("compat-on-geforce", &["compat-libcuda-unsupported"]),
     ("stub-first", &["stub-libcuda"]),
     ("stub-unversioned", &[]),
     ("conda-pip-toolkit", &[]),
@@ -138,6 +139,28 @@ fn open_module_and_compat_candidate_order() {
     assert_eq!(f["libcuda"][0]["kind"], "compat");
     assert_eq!(f["libcuda"][0]["version"], "550.54.14");
     assert_eq!(f["libcuda"][1]["kind"], "driver");
+}
+
+/// The 804 case end to end: a newer compat libcuda found first on a GeForce machine.
+#[test]
+fn newer_compat_libcuda_on_geforce_predicts_804() {
+    let r = doctor("compat-on-geforce", &[]);
+    let f = &r["host"]["facts"];
+    assert_eq!(f["libcuda"][0]["kind"], "compat");
+    assert_eq!(f["libcuda"][0]["version"], "575.57.08");
+    assert_eq!(r["host"]["gpus"][0]["name"], "NVIDIA GeForce RTX 4090");
+    let finding = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["slug"] == "compat-libcuda-unsupported")
+        .unwrap();
+    let message = finding["message"].as_str().unwrap();
+    assert!(message.contains("error 804"), "{message}");
+    assert!(
+        message.contains("575.57.08 on top of driver 550.90.07"),
+        "{message}"
+    );
 }
 
 #[test]
