@@ -4,7 +4,7 @@
 //! are documented in `shared/research/compat.md` (§3 forward compatibility: 803/804; §9 error table: 34, 100,
 //! 999, NVML "Driver/library version mismatch") and `peers.md` Part 2 (items 2, 6–12).
 
-use crate::facts::HostFacts;
+use crate::facts::{DriverFacts, HostFacts};
 use crate::findings::{Code, Finding};
 use crate::host::devnodes::can_read_write;
 use crate::host::env::visibility;
@@ -388,7 +388,7 @@ pub fn compat_libcuda_unsupported(h: &HostFacts) -> Option<Finding> {
              package. Forward compatibility only works on top of an older driver.",
         ),
         Ordering::Equal => return None,
-        Ordering::Greater => return compat_on_consumer_gpus(h, first, v),
+        Ordering::Greater => return compat_on_consumer_gpus(h, d, first, v),
     };
     Some(
         f.because(format!("first libcuda.so.1: {}", describe(first)))
@@ -407,8 +407,7 @@ fn consumer_gpu(name: &str) -> bool {
 /// The 804 half of [`compat_libcuda_unsupported`]: a compat libcuda newer than the module (`v`) while a consumer
 /// GPU is visible to CUDA. `CUDA_VISIBLE_DEVICES` decides which GPUs `cuInit` sees; a list with MIG entries
 /// cannot be matched to GPUs from files, so it says nothing.
-fn compat_on_consumer_gpus(h: &HostFacts, first: &LibCandidate, v: &str) -> Option<Finding> {
-    let d = h.driver.as_ref()?;
+fn compat_on_consumer_gpus(h: &HostFacts, d: &DriverFacts, first: &LibCandidate, v: &str) -> Option<Finding> {
     let visible: Vec<usize> = match h.env.vars.get("CUDA_VISIBLE_DEVICES") {
         Some(value) => {
             let vis = visibility(value, &h.gpus);
