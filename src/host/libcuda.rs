@@ -5,21 +5,31 @@
 //! default directories (ld.so(8)). A dlopen from the main program also honours its RPATH/RUNPATH; those are per
 //! binary and belong to the loader emulation.
 //!
-//! This is a small, deliberately plain version of that search, kept apart so that the loader emulation
-//! (`src/loader/`, issue 3) can replace [`search_dirs`] with its glibc-faithful one when it lands. The rules only
-//! see the resulting [`LibCandidate`] list, so they do not change when the search does. Approximations here:
-//! no hwcaps subdirectories; when the machine has no ld.so.cache, the directories of `/etc/ld.so.conf` (with
-//! its `include` globs) stand in for it, which is what `ldconfig` would put in the cache.
+//! The search follows the loader emulation (`src/loader/`) where that matters for which file wins: the
+//! machine's own loader ([`host_platform`]: its default directories, read out of its ld.so, and the
+//! `ld.so.cache` flags and glibc-hwcaps subdirectories it accepts), the cache entry glibc would pick first
+//! (entries for another architecture, such as an i386 `libcuda.so.1` installed for 32-bit programs, are not
+//! candidates), and candidates of the wrong ELF class or machine skipped, as ld.so skips them. What stays
+//! plain: every other copy the search would reach is listed after the first (the rules and the report show
+//! them), and when the machine has no ld.so.cache, the directories of `/etc/ld.so.conf` (with its `include`
+//! globs) stand in for it, which is what `ldconfig` would put in the cache (glibc itself reads no
+//! `ld.so.conf`: the finding then says what `ldconfig` would make of it).
 //!
 //! Kinds: a file under a `stubs` directory is the toolkit's link stub (error 34, research/compat.md §9); one
 //! under a `compat` directory is a forward-compatibility libcuda (`/usr/local/cuda-X.Y/compat`, compat.md §3);
 //! one under `/usr/lib/wsl` is WSL2's.
 
 use super::model::{FoundVia, LibCandidate, LibKind};
+use crate::loader::cache::LdCache;
+use crate::loader::object::{Verdict, check_header};
+use crate::loader::platform::{Platform, default_interpreter};
 use crate::system::{Env, Root};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The loader's built-in directories, as Debian/Ubuntu (multiarch) and Red Hat (lib64) glibc builds have them.
+/// The built-in directories of Debian/Ubuntu (multiarch) and Red Hat (lib64) glibc builds, for both common
+/// architectures: where the library catalogue looks. The search itself uses the machine's own
+/// ([`host_platform`]).
 pub const DEFAULT_DIRS: &[&str] = &[
     "/lib/x86_64-linux-gnu",
     "/usr/lib/x86_64-linux-gnu",
@@ -40,21 +50,43 @@ pub struct SearchStep {
     pub via: FoundVia,
 }
 
-/// The search order for `soname`: `LD_LIBRARY_PATH` directories, then the directories that ld.so.cache lists
-/// for that name (or ld.so.conf's when there is no cache), then the defaults.
-pub fn search_dirs(root: &Root, env: &Env, soname: &str) -> Vec<SearchStep> {
+/// The loader of the machine at `root`, for its 64-bit programs: of the architectures cudadiag knows, the one
+/// whose standard interpreter the root holds (a snapshot of an Arm machine read on an x86-64 one), else this
+/// build's own.
+pub fn host_platform(root: &Root) -> Platform {
+    use goblin::elf::header::{EM_AARCH64, EM_PPC64, EM_X86_64};
+    let own = match std::env::consts::ARCH {
+        "aarch64" => EM_AARCH64,
+        "powerpc64" => EM_PPC64,
+        _ => EM_X86_64,
+    };
+    let machine = [own, EM_X86_64, EM_AARCH64, EM_PPC64]
+        .into_iter()
+        .find(|&m| root.metadata(Path::new(default_interpreter(m, true))).is_ok())
+        .unwrap_or(own);
+    Platform::detect(root, machine, true, None)
+}
+
+/// The search order for `soname` by the loader `p`: `LD_LIBRARY_PATH` directories (an empty entry is the
+/// current directory, `PWD`), then the ld.so.cache entry glibc picks for that name and the cache's other
+/// entries for it that this loader accepts (or ld.so.conf's directories when there is no cache), then the
+/// default directories.
+pub fn search_dirs(root: &Root, env: &Env, p: &Platform, soname: &str) -> Vec<SearchStep> {
     let mut steps = Vec::new();
-    for d in env.get("LD_LIBRARY_PATH").unwrap_or_default().split([':', ';']) {
-        if !d.is_empty() {
-            steps.push(SearchStep {
-                dir: PathBuf::from(d),
-                via: FoundVia::LdLibraryPath,
-            });
+    if let Some(list) = env.get("LD_LIBRARY_PATH") {
+        for d in list.split([':', ';']) {
+            let dir = if d.is_empty() { env.get("PWD") } else { Some(d) };
+            if let Some(dir) = dir {
+                steps.push(SearchStep {
+                    dir: PathBuf::from(dir),
+                    via: FoundVia::LdLibraryPath,
+                });
+            }
         }
     }
     match root.read(Path::new("/etc/ld.so.cache")) {
         Ok(bytes) => {
-            for path in cache_entries(&bytes, soname) {
+            for path in cache_paths(&bytes, p, soname) {
                 if let Some(dir) = Path::new(&path).parent() {
                     steps.push(SearchStep {
                         dir: dir.to_path_buf(),
@@ -72,13 +104,39 @@ pub fn search_dirs(root: &Root, env: &Env, soname: &str) -> Vec<SearchStep> {
             }
         }
     }
-    for d in DEFAULT_DIRS {
+    for d in &p.system_dirs {
         steps.push(SearchStep {
             dir: PathBuf::from(d),
             via: FoundVia::DefaultPath,
         });
     }
     steps
+}
+
+/// The paths an ld.so.cache (`bytes`) gives the loader `p` for `soname`: first the one glibc's lookup picks
+/// (`LdCache::lookup`: this architecture's flags, the best glibc-hwcaps subdirectory the CPU supports), then
+/// the other entries it would accept, in cache order. None when the cache cannot be read, as glibc then
+/// ignores it.
+fn cache_paths(bytes: &[u8], p: &Platform, soname: &str) -> Vec<String> {
+    let (Ok(cache), Some(id)) = (LdCache::parse(bytes), p.cache_id) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<String> = cache
+        .lookup(soname, id, &p.hwcaps, p.isa_level)
+        .map(|e| e.path.clone())
+        .into_iter()
+        .collect();
+    for e in &cache.entries {
+        let ours = e.flags == 1 || e.flags == id;
+        let usable = e
+            .hwcaps
+            .as_ref()
+            .is_none_or(|sub| e.isa_level <= p.isa_level && p.hwcaps.contains(sub));
+        if e.name == soname && ours && usable && !paths.contains(&e.path) {
+            paths.push(e.path.clone());
+        }
+    }
+    paths
 }
 
 /// The directories an ld.so.conf names, `include` lines followed (one `*` glob in the file name part).
@@ -133,21 +191,24 @@ fn glob(root: &Root, conf: &Path, pattern: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The paths the ld.so.cache lists for `soname`, in cache order (read by the loader's cache parser,
-/// `loader::cache`, which follows glibc's `elf/cache.c` in all three formats).
-pub fn cache_entries(bytes: &[u8], soname: &str) -> Vec<String> {
-    cache_pairs(bytes)
-        .into_iter()
-        .filter(|(k, _)| k == soname)
-        .map(|(_, v)| v)
-        .collect()
-}
-
 /// Every `(soname, path)` pair of an ld.so.cache, in cache order; an unreadable cache has none.
 pub fn cache_pairs(bytes: &[u8]) -> Vec<(String, String)> {
     crate::loader::cache::LdCache::parse(bytes)
         .map(|c| c.entries.into_iter().map(|e| (e.name, e.path)).collect())
         .unwrap_or_default()
+}
+
+/// Is the file at `real` an ELF object of the other class or another machine, which the loader `p` skips? A
+/// file that is not ELF at all is not judged here.
+fn other_loader(root: &Root, real: &Path, p: &Platform) -> bool {
+    let mut head = [0u8; 64];
+    let Ok(n) = root.open(real).and_then(|mut f| f.read(&mut head)) else {
+        return false;
+    };
+    matches!(
+        check_header(&head[..n], p),
+        Some(Verdict::WrongClass(_) | Verdict::WrongMachine(_))
+    )
 }
 
 /// The kind of a driver library, from where it lives.
@@ -171,16 +232,20 @@ pub fn version_in_name(real: &Path, stem: &str) -> Option<String> {
     super::driver::is_driver_version(v).then(|| v.to_string())
 }
 
-/// Every file the search finds for `soname`, in search order, each real file once.
-pub fn candidates(root: &Root, env: &Env, soname: &str) -> Vec<LibCandidate> {
+/// Every file the search of the loader `p` finds for `soname`, in search order, each real file once. ELF files
+/// of the other class or another machine are passed over, as ld.so passes over them.
+pub fn candidates(root: &Root, env: &Env, p: &Platform, soname: &str) -> Vec<LibCandidate> {
     let stem = soname.split(".so").next().unwrap_or(soname).to_string() + ".so";
     let mut out: Vec<LibCandidate> = Vec::new();
-    for step in search_dirs(root, env, soname) {
+    for step in search_dirs(root, env, p, soname) {
         let path = step.dir.join(soname);
         let Ok(real) = root.resolve(&path) else {
             continue;
         };
         if !root.metadata(&real).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        if other_loader(root, &real, p) {
             continue;
         }
         if out.iter().any(|c| Path::new(&c.real_path) == real) {
@@ -201,26 +266,27 @@ pub fn candidates(root: &Root, env: &Env, soname: &str) -> Vec<LibCandidate> {
 mod tests {
     use super::*;
 
-    /// Builds a new-format cache with the given (key, value) entries.
-    pub fn cache(entries: &[(&str, &str)]) -> Vec<u8> {
+    /// Builds a new-format cache with the given (key, value, flags) entries, in that order (callers give
+    /// them in ldconfig's order: the lookup's binary search relies on it).
+    pub fn cache(entries: &[(&str, &str, i32)]) -> Vec<u8> {
         let mut strings = Vec::new();
         let mut offs = Vec::new();
         let table = 48 + entries.len() * 24;
-        for (k, v) in entries {
+        for (k, v, flags) in entries {
             let ko = table + strings.len();
             strings.extend_from_slice(k.as_bytes());
             strings.push(0);
             let vo = table + strings.len();
             strings.extend_from_slice(v.as_bytes());
             strings.push(0);
-            offs.push((ko as u32, vo as u32));
+            offs.push((ko as u32, vo as u32, *flags));
         }
         let mut b = b"glibc-ld.so.cache1.1".to_vec();
         b.extend_from_slice(&(entries.len() as u32).to_le_bytes());
         b.extend_from_slice(&(strings.len() as u32).to_le_bytes());
         b.resize(48, 0);
-        for (k, v) in offs {
-            b.extend_from_slice(&0x0303i32.to_le_bytes());
+        for (k, v, flags) in offs {
+            b.extend_from_slice(&flags.to_le_bytes());
             b.extend_from_slice(&k.to_le_bytes());
             b.extend_from_slice(&v.to_le_bytes());
             b.extend_from_slice(&[0; 12]);
@@ -229,22 +295,82 @@ mod tests {
         b
     }
 
+    /// An x86-64 loader on a root with nothing but what the test writes (no interpreter: glibc's upstream
+    /// default directories).
+    fn x86_64(root: &Root) -> Platform {
+        Platform::detect(root, goblin::elf::header::EM_X86_64, true, None)
+    }
+
+    /// The start of an ELF shared object of class `class` (1: 32-bit, 2: 64-bit) for `machine`.
+    fn elf_head(class: u8, machine: u16) -> Vec<u8> {
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = class;
+        h[5] = 1;
+        h[6] = 1;
+        h[16] = 3;
+        h[18..20].copy_from_slice(&machine.to_le_bytes());
+        h
+    }
+
     #[test]
-    fn reads_the_cache() {
+    fn the_cache_gives_this_architectures_entries_glibcs_pick_first() {
+        let t = tempfile::tempdir().unwrap();
+        let p = x86_64(&Root::at(t.path()));
+        // An i386 libcuda for 32-bit programs (flags 0x0003) sorts before the 64-bit one; a compat copy
+        // after it; libc.so.6 is another name.
         let c = cache(&[
-            ("libcuda.so.1", "/usr/local/cuda-12.4/compat/libcuda.so.1"),
-            ("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6"),
-            ("libcuda.so.1", "/lib/x86_64-linux-gnu/libcuda.so.1"),
+            ("libcuda.so.1", "/usr/lib/i386-linux-gnu/libcuda.so.1", 0x0003),
+            ("libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", 0x0303),
+            ("libcuda.so.1", "/usr/local/cuda-12.9/compat/libcuda.so.1", 0x0303),
+            ("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6", 0x0303),
         ]);
         assert_eq!(
-            cache_entries(&c, "libcuda.so.1"),
+            cache_paths(&c, &p, "libcuda.so.1"),
             vec![
-                "/usr/local/cuda-12.4/compat/libcuda.so.1",
-                "/lib/x86_64-linux-gnu/libcuda.so.1"
+                "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                "/usr/local/cuda-12.9/compat/libcuda.so.1"
             ]
         );
-        assert!(cache_entries(&c[..60], "libcuda.so.1").is_empty());
-        assert!(cache_entries(b"junk", "libcuda.so.1").is_empty());
+        // An i386 loader sees only the i386 entry.
+        let p32 = Platform::detect(&Root::at(t.path()), goblin::elf::header::EM_386, false, None);
+        assert_eq!(
+            cache_paths(&c, &p32, "libcuda.so.1"),
+            vec!["/usr/lib/i386-linux-gnu/libcuda.so.1"]
+        );
+        // A cache glibc cannot read is ignored.
+        assert!(cache_paths(&c[..60], &p, "libcuda.so.1").is_empty());
+        assert!(cache_paths(b"junk", &p, "libcuda.so.1").is_empty());
+    }
+
+    #[test]
+    fn candidates_of_another_class_or_machine_are_passed_over() {
+        use goblin::elf::header::{EM_386, EM_AARCH64, EM_X86_64};
+        let t = tempfile::tempdir().unwrap();
+        let put = |dir: &str, bytes: &[u8]| {
+            let d = t.path().join(dir.trim_start_matches('/'));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("libcuda.so.1"), bytes).unwrap();
+        };
+        put("/usr/lib32", &elf_head(1, EM_386));
+        put("/opt/arm", &elf_head(2, EM_AARCH64));
+        put("/opt/text", b"not an ELF file: not judged here");
+        put("/lib64", &elf_head(2, EM_X86_64));
+        let root = Root::at(t.path());
+        let mut env = Env::empty();
+        env.set("LD_LIBRARY_PATH", "/usr/lib32:/opt/arm::/opt/text");
+        env.set("PWD", "/usr/lib32");
+        let found: Vec<String> = candidates(&root, &env, &x86_64(&root), "libcuda.so.1")
+            .into_iter()
+            .map(|c| format!("{} {:?}", c.path, c.found_via))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "/opt/text/libcuda.so.1 LdLibraryPath",
+                "/lib64/libcuda.so.1 DefaultPath"
+            ]
+        );
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //!
 //! Two facts come from the compatibility matrix, not from files: a GPU's compute capability (by PCI device id or
 //! name) and the newest CUDA the driver supports (by driver branch). [`collect`] leaves them `None`;
-//! [`enrich::with_matrix`] fills them. The search for `libcuda.so.1` ([`libcuda::candidates`]) is a plain
-//! stand-in for the loader emulation.
+//! [`enrich::with_matrix`] fills them. The search for `libcuda.so.1` ([`libcuda::candidates`]) asks the loader
+//! emulation for the machine's own loader, its cache entries and the ELF checks that decide which file wins.
 
 pub mod catalog;
 pub mod devnodes;
@@ -43,6 +43,7 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
     let (driver, kernel) = driver::kernel(root);
     let gpus = gpu::gpus(root, &mut problems);
     let device_nodes = devnodes::nodes(root, &mut problems);
+    let platform = libcuda::host_platform(root);
     let mut facts = HostFacts {
         driver,
         gpus,
@@ -55,8 +56,8 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         driver_cuda: None,
         mig: gpu::mig(root),
         env: env::collect(root, env),
-        libcuda: libcuda::candidates(root, env, "libcuda.so.1"),
-        nvml: libcuda::candidates(root, env, "libnvidia-ml.so.1"),
+        libcuda: libcuda::candidates(root, env, &platform, "libcuda.so.1"),
+        nvml: libcuda::candidates(root, env, &platform, "libnvidia-ml.so.1"),
         libraries: Vec::new(),
         problems: Vec::new(),
     };
