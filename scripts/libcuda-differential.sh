@@ -1,7 +1,7 @@
 #!/bin/sh
 # Differential: the libcuda.so.1 and libnvidia-ml.so.1 that glibc's dlopen really loads (from a program with
 # no RPATH or RUNPATH, as the CUDA runtime's own dlopen is) against the first candidate `cudadiag doctor` names,
-# under each LD_LIBRARY_PATH given (the empty string: unset). Needs a machine with the NVIDIA driver.
+# under each LD_LIBRARY_PATH given (the empty string: as inherited). Needs a machine with the NVIDIA driver.
 # Usage: CUDADIAG=target/release/cudadiag scripts/libcuda-differential.sh [LD_LIBRARY_PATH]...
 # Prints one line per case and library, and exits 1 if any differs.
 set -u
@@ -35,7 +35,7 @@ EOF
 c = json.load(sys.stdin)["host"]["facts"][sys.argv[1]]
 print(c[0]["real_path"] if c else "(none)")' "$key")
         if [ "$real" = "$ours" ]; then verdict=same; else verdict=DIFFERENT; status=1; fi
-        echo "$verdict  LD_LIBRARY_PATH=${llp:-(unset)}  $soname: glibc $real, cudadiag $ours"
+        echo "$verdict  LD_LIBRARY_PATH=${llp:-(inherited)}  $soname: glibc $real, cudadiag $ours"
     done
 done
 exit $status
