@@ -141,6 +141,36 @@ fn open_module_and_compat_candidate_order() {
     assert_eq!(f["libcuda"][1]["kind"], "driver");
 }
 
+/// What stops every CUDA program on the machine (here no GPU left visible, or the stub libcuda first) fails the
+/// verdict of a binary whose device code would run there.
+#[test]
+fn a_machine_error_fails_the_verdict_of_code_that_would_run() {
+    let verdict = |case: &str, extra: &[&str]| {
+        let d = case_dir(case);
+        let mut args = vec!["inspect".to_string(), "--format".into(), "json".into()];
+        args.extend(machine_args(&d.join("root"), &d.join("env"), extra));
+        args.push(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/cuda13/multi")
+                .display()
+                .to_string(),
+        );
+        run_json(&args)["verdicts"][0].clone()
+    };
+    let v = verdict("h200-nix-open-580", &[]);
+    assert_eq!(v["outcome"], "runs", "{v}");
+    let v = verdict("h200-nix-open-580", &["CUDA_VISIBLE_DEVICES=-1"]);
+    assert_eq!(v["outcome"], "fails", "{v}");
+    assert_eq!(v["codes"][0], "no-visible-devices");
+    assert!(v["reason"].as_str().unwrap().contains("error 100"), "{v}");
+    let v = verdict("stub-first", &[]);
+    assert_eq!(v["outcome"], "fails", "{v}");
+    assert!(
+        v["codes"].as_array().unwrap().iter().any(|c| c == "stub-libcuda"),
+        "{v}"
+    );
+}
+
 /// The 804 case end to end: a newer compat libcuda found first on a GeForce machine.
 #[test]
 fn newer_compat_libcuda_on_geforce_predicts_804() {

@@ -210,6 +210,15 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
     let host = facts.host.as_ref();
     let drv = driver_of(host);
     let targets = targets(host, m);
+    // What stops every CUDA program on a machine read (no libcuda, a stub or unusable compat libcuda, no
+    // device node it may open, no GPU left visible) stops this one before any kernel: it fails whatever its
+    // device code. A what-if target has no such findings.
+    let machine: Vec<Finding> = host
+        .map(super::host::evaluate)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| f.severity == Severity::Error)
+        .collect();
     let mut out = Vec::new();
     for b in &facts.binaries {
         // Unread device code (`--no-device-code`) gives no verdict: its findings about the driver and the
@@ -234,7 +243,8 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
                 });
                 continue;
             }
-            let mut fs: Vec<Finding> = driver::gpu_unsupported(t, drv.as_ref(), m);
+            let mut fs: Vec<Finding> = machine.clone();
+            fs.extend(driver::gpu_unsupported(t, drv.as_ref(), m));
             fs.extend(driver::runtime(b, drv.as_ref(), m));
             fs.extend(driver::zstd(b, drv.as_ref(), m));
             if has_loadable_code(b) {
