@@ -141,13 +141,14 @@ fn open_module_and_compat_candidate_order() {
     assert_eq!(f["libcuda"][1]["kind"], "driver");
 }
 
-/// What stops every CUDA program on the machine (here no GPU left visible, or the stub libcuda first) fails the
-/// verdict of a binary whose device code would run there.
+/// What stops every CUDA program on the machine (here no GPU left visible, or the stub libcuda first), or this
+/// one's libraries from loading, fails the verdict of a binary whose device code would run there.
 #[test]
-fn a_machine_error_fails_the_verdict_of_code_that_would_run() {
-    let verdict = |case: &str, extra: &[&str]| {
+fn a_machine_or_loader_error_fails_the_verdict_of_code_that_would_run() {
+    let verdict = |case: &str, extra: &[&str], flags: &[&str]| {
         let d = case_dir(case);
         let mut args = vec!["inspect".to_string(), "--format".into(), "json".into()];
+        args.extend(flags.iter().map(|f| f.to_string()));
         args.extend(machine_args(&d.join("root"), &d.join("env"), extra));
         args.push(
             Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -157,16 +158,29 @@ fn a_machine_error_fails_the_verdict_of_code_that_would_run() {
         );
         run_json(&args)["verdicts"][0].clone()
     };
-    let v = verdict("h200-nix-open-580", &[]);
+    // The machine alone (the fixture trees hold no C library for the loader to find).
+    let v = verdict("h200-nix-open-580", &[], &["--no-libraries"]);
     assert_eq!(v["outcome"], "runs", "{v}");
-    let v = verdict("h200-nix-open-580", &["CUDA_VISIBLE_DEVICES=-1"]);
+    let v = verdict(
+        "h200-nix-open-580",
+        &["CUDA_VISIBLE_DEVICES=-1"],
+        &["--no-libraries"],
+    );
     assert_eq!(v["outcome"], "fails", "{v}");
     assert_eq!(v["codes"][0], "no-visible-devices");
     assert!(v["reason"].as_str().unwrap().contains("error 100"), "{v}");
-    let v = verdict("stub-first", &[]);
+    let v = verdict("stub-first", &[], &["--no-libraries"]);
     assert_eq!(v["outcome"], "fails", "{v}");
     assert!(
         v["codes"].as_array().unwrap().iter().any(|c| c == "stub-libcuda"),
+        "{v}"
+    );
+    // With its libraries resolved in that tree: the C and C++ runtimes are not there, so it does not start.
+    let v = verdict("h200-nix-open-580", &[], &[]);
+    assert_eq!(v["outcome"], "fails", "{v}");
+    assert_eq!(v["codes"][0], "library-not-found", "{v}");
+    assert!(
+        v["reason"].as_str().unwrap().contains("libstdc++.so.6 needed by"),
         "{v}"
     );
 }

@@ -232,6 +232,15 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
             continue;
         }
         let libs = loaded_for(facts, &b.path);
+        // Nor does a binary whose libraries will not load (a NEEDED one missing, a version its provider lacks)
+        // start its kernels.
+        let loading: Vec<Finding> = facts
+            .libraries
+            .iter()
+            .filter(|r| r.binary == b.path)
+            .flat_map(|r| super::loader::evaluate(std::slice::from_ref(r)))
+            .filter(|f| f.severity == Severity::Error)
+            .collect();
         for t in &targets {
             if !has_loadable_code(b) && libs.is_empty() {
                 out.push(Verdict {
@@ -244,6 +253,7 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
                 continue;
             }
             let mut fs: Vec<Finding> = machine.clone();
+            fs.extend(loading.iter().cloned());
             fs.extend(driver::gpu_unsupported(t, drv.as_ref(), m));
             fs.extend(driver::runtime(b, drv.as_ref(), m));
             fs.extend(driver::zstd(b, drv.as_ref(), m));
