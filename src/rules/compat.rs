@@ -210,6 +210,9 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
     let host = facts.host.as_ref();
     let drv = driver_of(host);
     let targets = targets(host, m);
+    if targets.is_empty() {
+        return Vec::new();
+    }
     // What stops every CUDA program on a machine read (no libcuda, a stub or unusable compat libcuda, no
     // device node it may open, no GPU left visible) stops this one before any kernel: it fails whatever its
     // device code. A what-if target has no such findings.
