@@ -201,7 +201,7 @@ pub struct Verdict {
     pub outcome: Outcome,
     /// Why, one line (the first error's message, or the caveats).
     pub reason: String,
-    /// Codes of the findings behind it, most severe first.
+    /// Codes of the findings behind it, most severe first, each once.
     pub codes: Vec<String>,
 }
 
@@ -267,7 +267,13 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
                 fs.extend(kernel_image::check(l, t, drv.as_ref(), m));
             }
             fs.sort_by_key(|f| std::cmp::Reverse(f.severity));
-            let codes = fs.iter().map(|f| f.slug.clone()).collect();
+            // Each code once (four missing libraries are one reason to fail), most severe first.
+            let mut codes: Vec<String> = Vec::new();
+            for f in &fs {
+                if !codes.contains(&f.slug) {
+                    codes.push(f.slug.clone());
+                }
+            }
             let (outcome, reason) = if let Some(e) = fs.iter().find(|f| f.severity == Severity::Error) {
                 (Outcome::Fails, e.message.clone())
             } else if fs.iter().any(|f| f.slug == Code::PtxJitRequired.info().slug) {
