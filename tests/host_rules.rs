@@ -3,7 +3,7 @@
 
 use cudadiag::facts::{DriverFacts, GpuFacts, HostFacts};
 use cudadiag::host::model::{
-    ContainerFacts, DeviceNode, FoundVia, Identity, LibCandidate, LibKind, WslFacts,
+    ContainerFacts, DeviceNode, FoundVia, Identity, LibCandidate, LibKind, LibraryEntry, WslFacts,
 };
 use cudadiag::rules::host::{self, cmp_versions};
 
@@ -336,6 +336,31 @@ fn libcuda_not_found_when_the_driver_is_there() {
     let mut h = healthy();
     h.libcuda.clear();
     assert!(host::libcuda_not_found(&h).is_some());
+    assert!(!host::libcuda_not_found(&h).unwrap().help.contains("on disk"));
+    // The catalogue saw the driver's libcuda where the search does not go: the finding names it.
+    let mut seen = h.clone();
+    seen.libraries.push(LibraryEntry {
+        soname: "libcuda.so.1".into(),
+        path: "/usr/local/nvidia/lib64/libcuda.so.1".into(),
+        real_path: "/usr/local/nvidia/lib64/libcuda.so.550.90.07".into(),
+        kind: "libcuda".into(),
+        version: Some("550.90.07".into()),
+        version_source: None,
+        runtime_version: None,
+        owner: None,
+        scan_root: "/usr/local/nvidia/lib64".into(),
+    });
+    let f = host::libcuda_not_found(&seen).unwrap();
+    assert!(
+        f.help.contains("is on disk in /usr/local/nvidia/lib64"),
+        "{}",
+        f.help
+    );
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.contains("libcuda.so.550.90.07, version 550.90.07"))
+    );
     // near miss: neither driver nor WSL (a machine without NVIDIA at all: no-gpu speaks)
     h.driver = None;
     assert!(host::libcuda_not_found(&h).is_none());

@@ -8,7 +8,7 @@ use crate::facts::{DriverFacts, HostFacts};
 use crate::findings::{Code, Finding};
 use crate::host::devnodes::can_read_write;
 use crate::host::env::visibility;
-use crate::host::model::{DeviceNode, FoundVia, LibCandidate, LibKind};
+use crate::host::model::{DeviceNode, FoundVia, LibCandidate, LibKind, LibraryEntry};
 use std::cmp::Ordering;
 
 /// Runs every host rule on facts read from a machine. A what-if target (`--gpu`, `--driver`) declares a GPU and
@@ -468,27 +468,61 @@ fn compat_on_consumer_gpus(h: &HostFacts, d: &DriverFacts, first: &LibCandidate,
     Some(f)
 }
 
-/// `libcuda-not-found`: the driver is there (or WSL is), but no `libcuda.so.1` is on the loader's path.
+/// `libcuda-not-found`: the driver is there (or WSL is), but no `libcuda.so.1` is on the loader's path. When the
+/// library catalogue saw the driver's libcuda on disk all the same (a directory `ld.so.conf.d` lists but a stale
+/// `ld.so.cache` lacks, or one nothing lists), the finding says where, and that the search does not reach it.
 pub fn libcuda_not_found(h: &HostFacts) -> Option<Finding> {
     if !h.libcuda.is_empty() || (h.driver.is_none() && !wsl(h) && !jetson(h)) {
         return None;
     }
+    let on_disk: Vec<&LibraryEntry> = h
+        .libraries
+        .iter()
+        .filter(|l| l.kind == "libcuda" && l.path.rsplit('/').next() == Some("libcuda.so.1"))
+        .collect();
+    let help = if let Some(l) = on_disk.first() {
+        let dir = l.path.rsplit_once('/').map_or("/", |(d, _)| d);
+        format!(
+            "The driver's libcuda.so.1 is on disk in {dir}, but the loader's search does not reach it. If \
+             /etc/ld.so.conf.d lists {dir}, the cache is stale: run `sudo ldconfig`. Otherwise add a file \
+             there naming {dir} and run `sudo ldconfig` (or put {dir} on LD_LIBRARY_PATH)."
+        )
+    } else if wsl(h) {
+        "On WSL2 libcuda lives in /usr/lib/wsl/lib: make sure /etc/ld.so.conf.d/ld.wsl.conf lists it and run \
+         `sudo ldconfig`; do not install a Linux driver inside WSL."
+            .into()
+    } else if in_container(h) {
+        "Start the container with GPU access (`docker run --gpus all`): the NVIDIA runtime mounts the \
+         driver's libraries into it."
+            .into()
+    } else {
+        "Install the driver's user-space libraries (the package matching the kernel module, e.g. \
+         libnvidia-compute), or add their directory to /etc/ld.so.conf.d and run `sudo ldconfig`."
+            .into()
+    };
     let mut f = Finding::new(
         Code::LibcudaNotFound,
         "no libcuda.so.1 on the loader's search path: CUDA programs fail with \"libcuda.so.1: cannot open \
          shared object file\"",
-        if wsl(h) {
-            "On WSL2 libcuda lives in /usr/lib/wsl/lib: make sure /etc/ld.so.conf.d/ld.wsl.conf lists it and run \
-             `sudo ldconfig`; do not install a Linux driver inside WSL."
-        } else if in_container(h) {
-            "Start the container with GPU access (`docker run --gpus all`): the NVIDIA runtime mounts the \
-             driver's libraries into it."
-        } else {
-            "Install the driver's user-space libraries (the package matching the kernel module, e.g. \
-             libnvidia-compute), or add their directory to /etc/ld.so.conf.d and run `sudo ldconfig`."
-        },
+        help,
     )
     .because("searched LD_LIBRARY_PATH, ld.so.cache (or ld.so.conf) and the default directories");
+    for l in &on_disk {
+        let real = if l.real_path != l.path {
+            format!(" -> {}", l.real_path)
+        } else {
+            String::new()
+        };
+        let version = l
+            .version
+            .as_deref()
+            .map(|v| format!(", version {v}"))
+            .unwrap_or_default();
+        f = f.because(format!(
+            "on disk, not on the search path: {}{real}{version}",
+            l.path
+        ));
+    }
     if let Some(e) = driver_evidence(h) {
         f = f.because(e);
     }
