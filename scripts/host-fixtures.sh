@@ -172,6 +172,27 @@ fake "$R/usr/local/cuda-12.9/compat/libcuda.so.575.57.08"; lnk libcuda.so.575.57
 w "$R/etc/ld.so.conf.d/000_cuda-compat.conf" "/usr/local/cuda-12.9/compat\n"
 envfile compat-on-geforce "${BASEENV[@]}"
 
+# 13. A stale ld.so.cache: the driver's libraries were installed in /usr/local/nvidia/lib64 and listed in
+#     /etc/ld.so.conf.d, but ldconfig was not run since; the cache (glibc's binary format) knows only libc.
+R=$H/stale-ld-cache/root; healthy "$R" 550.90.07
+rm "$R"/usr/lib/x86_64-linux-gnu/libcuda* "$R"/usr/lib/x86_64-linux-gnu/libnvidia-*
+D=$R/usr/local/nvidia/lib64
+fake "$D/libcuda.so.550.90.07"; lnk libcuda.so.550.90.07 "$D/libcuda.so.1"
+fake "$D/libnvidia-ml.so.550.90.07"; lnk libnvidia-ml.so.550.90.07 "$D/libnvidia-ml.so.1"
+w "$R/etc/ld.so.conf.d/nvidia.conf" "/usr/local/nvidia/lib64\n"
+python3 - "$R/etc/ld.so.cache" <<'PY'
+import struct, sys
+pairs = [("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")]
+table = 48 + 24 * len(pairs); strings = b""; entries = b""
+for k, v in pairs:
+    ko = table + len(strings); strings += k.encode() + b"\0"
+    vo = table + len(strings); strings += v.encode() + b"\0"
+    entries += struct.pack("<iIIIQ", 0x0303, ko, vo, 0, 0)
+head = b"glibc-ld.so.cache1.1" + struct.pack("<II", len(pairs), len(strings)) + b"\0" * 20
+open(sys.argv[1], "wb").write(head + entries + strings)
+PY
+envfile stale-ld-cache "${BASEENV[@]}"
+
 # 11. Modelled on the project's H200 host: the open module built by Nix (580.159.04), driver libraries under
 #     /usr/local/nvidia/lib64 and /lib found through a binary ld.so.cache (no ld.so.conf), toolkit 13.0.
 R=$H/h200-nix-open-580/root

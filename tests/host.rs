@@ -78,6 +78,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("wsl2", &[]),
     ("compat-older-than-driver", &["compat-libcuda-unsupported"]),
     ("compat-on-geforce", &["compat-libcuda-unsupported"]),
+    ("stale-ld-cache", &["libcuda-not-found"]),
     ("stub-first", &["stub-libcuda"]),
     ("stub-unversioned", &[]),
     ("conda-pip-toolkit", &[]),
@@ -184,6 +185,26 @@ fn a_machine_or_loader_error_fails_the_verdict_of_code_that_would_run() {
         v["reason"].as_str().unwrap().contains("libstdc++.so.6 needed by"),
         "{v}"
     );
+}
+
+/// A stale cache: the driver's libcuda is on disk in a directory the cache does not know, and the finding says
+/// where and to run ldconfig.
+#[test]
+fn libcuda_on_disk_but_not_in_a_stale_cache() {
+    let r = doctor("stale-ld-cache", &[]);
+    assert!(r["host"]["facts"]["libcuda"].as_array().unwrap().is_empty());
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["slug"] == "libcuda-not-found")
+        .unwrap();
+    let evidence = serde_json::to_string(&f["evidence"]).unwrap();
+    assert!(
+        evidence.contains("on disk, not on the search path: /usr/local/nvidia/lib64/libcuda.so.1"),
+        "{evidence}"
+    );
+    assert!(f["help"].as_str().unwrap().contains("sudo ldconfig"), "{f}");
 }
 
 /// The 804 case end to end: a newer compat libcuda found first on a GeForce machine.
