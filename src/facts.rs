@@ -473,6 +473,10 @@ pub struct HostFacts {
     /// Every CUDA library found on the machine.
     #[serde(default)]
     pub libraries: Vec<crate::host::model::LibraryEntry>,
+    /// The library catalogue was not read (`inspect` does not list the machine's libraries; `doctor` does):
+    /// an empty [`HostFacts::libraries`] then says nothing about the disk.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub catalog_skipped: bool,
     /// Problems met while collecting (unreadable directories, link loops); never fatal.
     #[serde(default)]
     pub problems: Vec<String>,

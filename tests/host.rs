@@ -207,6 +207,33 @@ fn libcuda_on_disk_but_not_in_a_stale_cache() {
     assert!(f["help"].as_str().unwrap().contains("sudo ldconfig"), "{f}");
 }
 
+/// `inspect` reads the machine without its library catalogue: the report says so rather than "no CUDA library
+/// found on disk".
+#[test]
+fn inspect_says_the_library_catalogue_was_not_read() {
+    let d = case_dir("healthy");
+    let binary = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/multi");
+    let mut args = vec!["inspect".to_string(), "--color".into(), "never".into()];
+    args.extend(machine_args(&d.join("root"), &d.join("env"), &[]));
+    args.push(binary.display().to_string());
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(&args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("libraries not scanned in this run"), "{text}");
+    assert!(!text.contains("no CUDA library found on disk"), "{text}");
+    args[2] = "json".into();
+    args[1] = "--format".into();
+    let r = run_json(&args);
+    assert_eq!(r["host"]["facts"]["catalog_skipped"], true);
+    // doctor reads it, and the field is left out.
+    let r = doctor("healthy", &[]);
+    assert!(r["host"]["facts"].get("catalog_skipped").is_none());
+    assert!(!r["host"]["facts"]["libraries"].as_array().unwrap().is_empty());
+}
+
 /// The 804 case end to end: a newer compat libcuda found first on a GeForce machine.
 #[test]
 fn newer_compat_libcuda_on_geforce_predicts_804() {

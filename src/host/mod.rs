@@ -59,6 +59,7 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         libcuda: libcuda::candidates(root, env, &platform, "libcuda.so.1"),
         nvml: libcuda::candidates(root, env, &platform, "libnvidia-ml.so.1"),
         libraries: Vec::new(),
+        catalog_skipped: opts.skip_catalog,
         problems: Vec::new(),
     };
     if !opts.skip_catalog {

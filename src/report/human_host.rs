@@ -221,7 +221,16 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
     for n in &h.env.nvcc {
         row(out, p, "nvcc", n)?;
     }
-    libraries(out, p, &h.libraries, verbose)?;
+    if h.catalog_skipped {
+        row(
+            out,
+            p,
+            "libraries",
+            "not scanned in this run (`cudadiag doctor` lists every CUDA library on disk)",
+        )?;
+    } else {
+        libraries(out, p, &h.libraries, verbose)?;
+    }
     if verbose {
         for pr in &h.problems {
             row(out, p, "problem", pr)?;
