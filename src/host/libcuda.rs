@@ -22,7 +22,7 @@
 use super::model::{FoundVia, LibCandidate, LibKind};
 use crate::loader::cache::LdCache;
 use crate::loader::object::{Verdict, check_header};
-use crate::loader::platform::{Platform, default_interpreter};
+use crate::loader::platform::{Platform, default_interpreter, own_machine};
 use crate::system::{Env, Root};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -55,11 +55,7 @@ pub struct SearchStep {
 /// build's own.
 pub fn host_platform(root: &Root) -> Platform {
     use goblin::elf::header::{EM_AARCH64, EM_PPC64, EM_X86_64};
-    let own = match std::env::consts::ARCH {
-        "aarch64" => EM_AARCH64,
-        "powerpc64" => EM_PPC64,
-        _ => EM_X86_64,
-    };
+    let own = own_machine().unwrap_or(EM_X86_64);
     let machine = [own, EM_X86_64, EM_AARCH64, EM_PPC64]
         .into_iter()
         .find(|&m| root.metadata(Path::new(default_interpreter(m, true))).is_ok())

@@ -251,11 +251,8 @@ impl Files {
     /// same time, the platform of this build's own architecture, 64-bit, standard interpreter (the common
     /// case; another is read when asked). While the binary is inspected on another thread.
     pub fn prepare(&mut self, root: &Root) {
-        let machine = match std::env::consts::ARCH {
-            "x86_64" => goblin::elf::header::EM_X86_64,
-            "aarch64" => goblin::elf::header::EM_AARCH64,
-            "powerpc64" => goblin::elf::header::EM_PPC64,
-            _ => return,
+        let Some(machine) = super::platform::own_machine() else {
+            return;
         };
         let cache = self.ld_cache.is_none().then(|| {
             let cache = Arc::new(Parts::new(1));

@@ -43,6 +43,17 @@ pub struct Platform {
     pub cache_id: Option<i32>,
 }
 
+/// `e_machine` of the architecture this build of cudadiag runs on, among the 64-bit ones whose loader it
+/// models; `None` on another.
+pub fn own_machine() -> Option<u16> {
+    match std::env::consts::ARCH {
+        "x86_64" => Some(EM_X86_64),
+        "aarch64" => Some(EM_AARCH64),
+        "powerpc64" => Some(EM_PPC64),
+        _ => None,
+    }
+}
+
 /// The standard interpreter of a machine, as the psABIs name it.
 pub fn default_interpreter(machine: u16, is_64: bool) -> &'static str {
     match (machine, is_64) {
