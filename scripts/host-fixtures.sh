@@ -66,6 +66,21 @@ toolkit() { # root version cudart-version
 envfile() { local c=$1; shift; printf '%s\n' "$@" > "$H/$c/env"; }
 BASEENV=(PATH=/usr/local/cuda/bin:/usr/bin:/bin HOME=/root)
 
+ldcache() { # root name=path... : a binary etc/ld.so.cache listing those entries, in that order
+  mkdir -p "$1/etc"
+  python3 - "$@" <<'PY'
+# glibc "glibc-ld.so.cache1.1" format (elf/cache.c): 48-byte header, 24-byte entries, strings after them.
+import struct, sys
+pairs = [a.split("=", 1) for a in sys.argv[2:]]
+table = 48 + 24 * len(pairs); strings = b""; entries = b""
+for k, v in pairs:
+    ko = table + len(strings); strings += k.encode() + b"\0"
+    vo = table + len(strings); strings += v.encode() + b"\0"
+    entries += struct.pack("<iIIIQ", 0x0303, ko, vo, 0, 0)
+head = b"glibc-ld.so.cache1.1" + struct.pack("<II", len(pairs), len(strings)) + b"\0" * 20
+open(sys.argv[1] + "/etc/ld.so.cache", "wb").write(head + entries + strings)
+PY
+}
 healthy() { # root driver-version
   nvrm "$1" "$2"
   gpu "$1" 0000:19:00.0 0 "$UUID0" "NVIDIA H100 80GB HBM3" 2330
@@ -180,17 +195,7 @@ D=$R/usr/local/nvidia/lib64
 fake "$D/libcuda.so.550.90.07"; lnk libcuda.so.550.90.07 "$D/libcuda.so.1"
 fake "$D/libnvidia-ml.so.550.90.07"; lnk libnvidia-ml.so.550.90.07 "$D/libnvidia-ml.so.1"
 w "$R/etc/ld.so.conf.d/nvidia.conf" "/usr/local/nvidia/lib64\n"
-python3 - "$R/etc/ld.so.cache" <<'PY'
-import struct, sys
-pairs = [("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")]
-table = 48 + 24 * len(pairs); strings = b""; entries = b""
-for k, v in pairs:
-    ko = table + len(strings); strings += k.encode() + b"\0"
-    vo = table + len(strings); strings += v.encode() + b"\0"
-    entries += struct.pack("<iIIIQ", 0x0303, ko, vo, 0, 0)
-head = b"glibc-ld.so.cache1.1" + struct.pack("<II", len(pairs), len(strings)) + b"\0" * 20
-open(sys.argv[1], "wb").write(head + entries + strings)
-PY
+ldcache "$R" libc.so.6=/lib/x86_64-linux-gnu/libc.so.6
 envfile stale-ld-cache "${BASEENV[@]}"
 
 # 11. Modelled on the project's H200 host: the open module built by Nix (580.159.04), driver libraries under
@@ -206,21 +211,12 @@ for d in usr/local/nvidia/lib64 lib; do
   for l in libcuda libnvidia-ml libcudadebugger; do fake "$R/$d/$l.so.580.159.04"; lnk "$l.so.580.159.04" "$R/$d/$l.so.1"; lnk "$l.so.1" "$R/$d/$l.so"; done
 done
 toolkit "$R" 13.0 13.0.96; lnk cuda-13.0 "$R/usr/local/cuda"
-mkdir -p "$R/etc"
-python3 - "$R/etc/ld.so.cache" <<'PY'
-# glibc "glibc-ld.so.cache1.1" format (elf/cache.c): 48-byte header, 24-byte entries, strings after them.
-import struct, sys
-pairs = [(s, f"{d}/{s}") for s in ("libnvidia-ml.so.1", "libnvidia-ml.so", "libcudadebugger.so.1", "libcuda.so.1", "libcuda.so")
-         for d in ("/usr/local/nvidia/lib64", "/lib")]
-pairs += [("libcudart.so.13", "/usr/local/cuda/targets/x86_64-linux/lib/libcudart.so.13"), ("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")]
-table = 48 + 24 * len(pairs); strings = b""; entries = b""
-for k, v in pairs:
-    ko = table + len(strings); strings += k.encode() + b"\0"
-    vo = table + len(strings); strings += v.encode() + b"\0"
-    entries += struct.pack("<iIIIQ", 0x0303, ko, vo, 0, 0)
-head = b"glibc-ld.so.cache1.1" + struct.pack("<II", len(pairs), len(strings)) + b"\0" * 20
-open(sys.argv[1], "wb").write(head + entries + strings)
-PY
+P=()
+for s in libnvidia-ml.so.1 libnvidia-ml.so libcudadebugger.so.1 libcuda.so.1 libcuda.so; do
+  for d in /usr/local/nvidia/lib64 /lib; do P+=("$s=$d/$s"); done
+done
+ldcache "$R" "${P[@]}" libcudart.so.13=/usr/local/cuda/targets/x86_64-linux/lib/libcudart.so.13 \
+  libc.so.6=/lib/x86_64-linux-gnu/libc.so.6
 envfile h200-nix-open-580 PATH=/usr/local/cuda/bin:/usr/bin:/bin HOME=/root
 
 echo "fixtures written under $H"
