@@ -64,6 +64,16 @@ fn slugs(report: &Value) -> Vec<String> {
     s
 }
 
+/// The report's first finding with `slug` (the test fails if there is none).
+fn finding<'a>(report: &'a Value, slug: &str) -> &'a Value {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["slug"] == slug)
+        .unwrap_or_else(|| panic!("no {slug} finding in {report}"))
+}
+
 fn assert_findings(case: &str, extra: &[&str], expected: &[&str]) {
     let got = slugs(&doctor(case, extra));
     let mut want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
@@ -193,12 +203,7 @@ fn a_machine_or_loader_error_fails_the_verdict_of_code_that_would_run() {
 fn libcuda_on_disk_but_not_in_a_stale_cache() {
     let r = doctor("stale-ld-cache", &[]);
     assert!(r["host"]["facts"]["libcuda"].as_array().unwrap().is_empty());
-    let f = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["slug"] == "libcuda-not-found")
-        .unwrap();
+    let f = finding(&r, "libcuda-not-found");
     let evidence = serde_json::to_string(&f["evidence"]).unwrap();
     assert!(
         evidence.contains("on disk, not on the search path: /usr/local/nvidia/lib64/libcuda.so.1"),
@@ -242,13 +247,9 @@ fn newer_compat_libcuda_on_geforce_predicts_804() {
     assert_eq!(f["libcuda"][0]["kind"], "compat");
     assert_eq!(f["libcuda"][0]["version"], "575.57.08");
     assert_eq!(r["host"]["gpus"][0]["name"], "NVIDIA GeForce RTX 4090");
-    let finding = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["slug"] == "compat-libcuda-unsupported")
+    let message = finding(&r, "compat-libcuda-unsupported")["message"]
+        .as_str()
         .unwrap();
-    let message = finding["message"].as_str().unwrap();
     assert!(message.contains("error 804"), "{message}");
     assert!(
         message.contains("575.57.08 on top of driver 550.90.07"),
