@@ -146,8 +146,8 @@ fn scan_roots(root: &Root, env: &Env) -> Vec<ScanRoot> {
             }
         }
     }
-    for d in libcuda::conf_dirs(root, Path::new("/etc/ld.so.conf"), 0) {
-        loader_roots.push(loader(d));
+    for d in crate::loader::copies::ld_so_conf_dirs(root, "/etc/ld.so.conf", 0) {
+        loader_roots.push(loader(PathBuf::from(d)));
     }
     for d in libcuda::DEFAULT_DIRS {
         loader_roots.push(loader(PathBuf::from(d)));

@@ -155,7 +155,9 @@ fn walk_tops(root: &Root, matches: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
     found
 }
 
-/// The directories of an `ld.so.conf` and its `include` globs (`*` and `?` in the last component).
+/// The directories of an `ld.so.conf` and its `include` globs (`*` and `?` in the last component, matches in
+/// name order, as ldconfig's `glob` gives them), in file order: what `ldconfig` writes into the cache. glibc
+/// itself never reads this file at run time.
 pub fn ld_so_conf_dirs(root: &Root, file: &str, depth: usize) -> Vec<String> {
     let mut out = Vec::new();
     if depth > 8 {
@@ -191,7 +193,12 @@ pub fn ld_so_conf_dirs(root: &Root, file: &str, depth: usize) -> Vec<String> {
                 }
             }
         } else if line.starts_with('/') {
-            out.push(line.trim_end_matches('/').to_string());
+            // `dir=TYPE` (libc5 era) still names a directory.
+            let dir = line.split('=').next().unwrap_or(line).trim();
+            out.push(match dir.trim_end_matches('/') {
+                "" => "/".to_string(),
+                d => d.to_string(),
+            });
         }
     }
     out
