@@ -66,20 +66,83 @@ toolkit() { # root version cudart-version
 envfile() { local c=$1; shift; printf '%s\n' "$@" > "$H/$c/env"; }
 BASEENV=(PATH=/usr/local/cuda/bin:/usr/bin:/bin HOME=/root)
 
-ldcache() { # root name=path... : a binary etc/ld.so.cache listing those entries, in that order
+ldcache() { # root name=path... : a binary etc/ld.so.cache listing those entries, in that order, with the
+            # flags of $CACHE_FLAGS (default 0x0303: libc6, x86-64)
   mkdir -p "$1/etc"
-  python3 - "$@" <<'PY'
+  CACHE_FLAGS=${CACHE_FLAGS:-0x0303} python3 - "$@" <<'PY'
 # glibc "glibc-ld.so.cache1.1" format (elf/cache.c): 48-byte header, 24-byte entries, strings after them.
-import struct, sys
+import os, struct, sys
+flags = int(os.environ["CACHE_FLAGS"], 16)
 pairs = [a.split("=", 1) for a in sys.argv[2:]]
 table = 48 + 24 * len(pairs); strings = b""; entries = b""
 for k, v in pairs:
     ko = table + len(strings); strings += k.encode() + b"\0"
     vo = table + len(strings); strings += v.encode() + b"\0"
-    entries += struct.pack("<iIIIQ", 0x0303, ko, vo, 0, 0)
+    entries += struct.pack("<iIIIQ", flags, ko, vo, 0, 0)
 head = b"glibc-ld.so.cache1.1" + struct.pack("<II", len(pairs), len(strings)) + b"\0" * 20
 open(sys.argv[1] + "/etc/ld.so.cache", "wb").write(head + entries + strings)
 PY
+}
+ldconfig_like() { # root trusted-dir... : the cache `ldconfig` would write for the root, through ldcache
+  # The directories of etc/ld.so.conf (includes followed, globs in name order), then the trusted ones, each
+  # once; in each, every lib*.so and lib*.so.N name (the fakes carry no DT_SONAME: their names stand for it).
+  # Entries in descending _dl_cache_libcmp order, an earlier directory first among equal names, as the
+  # loader's binary search expects.
+  local pairs
+  mapfile -t pairs < <(python3 - "$@" <<'PY'
+import functools, glob, os, re, sys
+root, trusted = sys.argv[1], sys.argv[2:]
+def conf(path, depth=0):
+    try:
+        text = open(root + path).read() if depth <= 8 else ""
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        line = line.split("#")[0].strip()
+        if line.startswith("include"):
+            pat = line[7:].strip()
+            pat = pat if pat.startswith("/") else os.path.dirname(path) + "/" + pat
+            for f in sorted(glob.glob(root + pat)):
+                out += conf(f[len(root):], depth + 1)
+        elif line.startswith("/"):
+            out.append(line.split("=")[0].strip().rstrip("/") or "/")
+    return out
+def libcmp(a, b):  # glibc's _dl_cache_libcmp: digit runs compare as numbers, and above other characters
+    i = j = 0
+    while i < len(a):
+        if a[i].isdigit():
+            if j >= len(b) or not b[j].isdigit():
+                return 1
+            m, n = i, j
+            while i < len(a) and a[i].isdigit(): i += 1
+            while j < len(b) and b[j].isdigit(): j += 1
+            if int(a[m:i]) != int(b[n:j]):
+                return int(a[m:i]) - int(b[n:j])
+        elif j < len(b) and b[j].isdigit():
+            return -1
+        elif j >= len(b) or a[i] != b[j]:
+            return ord(a[i]) - (ord(b[j]) if j < len(b) else 0)
+        else:
+            i += 1; j += 1
+    return 0 if j >= len(b) else -1
+dirs = []
+for d in conf("/etc/ld.so.conf") + trusted:
+    if d not in dirs:
+        dirs.append(d)
+pairs = []
+for d in dirs:
+    try:
+        names = sorted(os.listdir(root + d))
+    except OSError:
+        continue
+    pairs += [(n, d + "/" + n) for n in names if re.fullmatch(r"lib.+\.so(\.[0-9]+)?", n)]
+pairs.sort(key=functools.cmp_to_key(lambda x, y: libcmp(y[0], x[0])))
+for n, p in pairs:
+    print(f"{n}={p}")
+PY
+  )
+  ldcache "$1" "${pairs[@]}"
 }
 healthy() { # root driver-version
   nvrm "$1" "$2"
@@ -174,6 +237,7 @@ R=$H/jetson/root
 w "$R/etc/nv_tegra_release" "# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, EABI: aarch64, DATE: Tue Aug  1 19:57:35 UTC 2023\n"
 fake "$R/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1.1"; lnk libcuda.so.1.1 "$R/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1"
 w "$R/etc/ld.so.conf" "include /etc/ld.so.conf.d/*.conf\n"; w "$R/etc/ld.so.conf.d/nvidia-tegra.conf" "/usr/lib/aarch64-linux-gnu/tegra\n/usr/lib/aarch64-linux-gnu/tegra-egl\n"
+fake "$R/lib/ld-linux-aarch64.so.1"  # the standard interpreter names the machine: an Arm one
 nodes "$R" nvhost-ctrl-gpu nvmap; status "$R" 1000 1000 "44 1000"
 envfile jetson PATH=/usr/local/cuda/bin:/usr/bin:/bin HOME=/home/nvidia
 
@@ -198,6 +262,16 @@ w "$R/etc/ld.so.conf.d/nvidia.conf" "/usr/local/nvidia/lib64\n"
 ldcache "$R" libc.so.6=/lib/x86_64-linux-gnu/libc.so.6
 envfile stale-ld-cache "${BASEENV[@]}"
 
+# 14. No ld.so.cache at all: the driver's libraries are in /usr/local/nvidia/lib64, which /etc/ld.so.conf.d
+#     lists, but ldconfig never ran (an image built without it). glibc reads no ld.so.conf at run time.
+R=$H/ld-cache-missing/root; healthy "$R" 550.90.07
+rm "$R"/usr/lib/x86_64-linux-gnu/libcuda* "$R"/usr/lib/x86_64-linux-gnu/libnvidia-*
+D=$R/usr/local/nvidia/lib64
+fake "$D/libcuda.so.550.90.07"; lnk libcuda.so.550.90.07 "$D/libcuda.so.1"
+fake "$D/libnvidia-ml.so.550.90.07"; lnk libnvidia-ml.so.550.90.07 "$D/libnvidia-ml.so.1"
+w "$R/etc/ld.so.conf.d/nvidia.conf" "/usr/local/nvidia/lib64\n"
+envfile ld-cache-missing "${BASEENV[@]}"
+
 # 11. Modelled on the project's H200 host: the open module built by Nix (580.159.04), driver libraries under
 #     /usr/local/nvidia/lib64 and /lib found through a binary ld.so.cache (no ld.so.conf), toolkit 13.0.
 R=$H/h200-nix-open-580/root
@@ -218,5 +292,17 @@ done
 ldcache "$R" "${P[@]}" libcudart.so.13=/usr/local/cuda/targets/x86_64-linux/lib/libcudart.so.13 \
   libc.so.6=/lib/x86_64-linux-gnu/libc.so.6
 envfile h200-nix-open-580 PATH=/usr/local/cuda/bin:/usr/bin:/bin HOME=/root
+
+# Every other machine with an ld.so.conf and no cache gets the cache ldconfig would write from it, as a real
+# machine has: glibc searches the directories ld.so.conf lists only through the cache.
+for c in "$H"/*/; do
+  R=${c}root; case $(basename "$c") in ld-cache-missing) continue ;; esac
+  [ -f "$R/etc/ld.so.conf" ] && [ ! -f "$R/etc/ld.so.cache" ] || continue
+  if [ -e "$R/lib/ld-linux-aarch64.so.1" ]; then
+    CACHE_FLAGS=0x0a03 ldconfig_like "$R" /lib/aarch64-linux-gnu /usr/lib/aarch64-linux-gnu
+  else
+    ldconfig_like "$R" /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu
+  fi
+done
 
 echo "fixtures written under $H"

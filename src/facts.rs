@@ -467,6 +467,10 @@ pub struct HostFacts {
     /// Every `libcuda.so.1` the loader could pick, in search order.
     #[serde(default)]
     pub libcuda: Vec<crate::host::model::LibCandidate>,
+    /// The machine's `/etc/ld.so.cache` as its loader sees it (`None`: not read, as for a what-if target or a
+    /// snapshot taken by an earlier version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ld_cache: Option<crate::host::model::LdCacheState>,
     /// Every `libnvidia-ml.so.1` the loader could pick, in search order.
     #[serde(default)]
     pub nvml: Vec<crate::host::model::LibCandidate>,

@@ -89,6 +89,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("compat-older-than-driver", &["compat-libcuda-unsupported"]),
     ("compat-on-geforce", &["compat-libcuda-unsupported"]),
     ("stale-ld-cache", &["libcuda-not-found"]),
+    ("ld-cache-missing", &["libcuda-not-found"]),
     ("stub-first", &["stub-libcuda"]),
     ("stub-unversioned", &[]),
     ("conda-pip-toolkit", &[]),
@@ -119,7 +120,8 @@ fn healthy_host_facts() {
     let f = &r["host"]["facts"];
     assert_eq!(f["kernel"]["flavour"], "proprietary");
     assert_eq!(f["libcuda"][0]["version"], "550.90.07");
-    assert_eq!(f["libcuda"][0]["found_via"], "ld_so_conf");
+    assert_eq!(f["libcuda"][0]["found_via"], "ld_so_cache");
+    assert_eq!(f["ld_cache"], "usable");
     assert_eq!(f["env"]["nvcc"][0], "/usr/local/cuda/bin/nvcc");
 }
 
@@ -203,6 +205,7 @@ fn a_machine_or_loader_error_fails_the_verdict_of_code_that_would_run() {
 fn libcuda_on_disk_but_not_in_a_stale_cache() {
     let r = doctor("stale-ld-cache", &[]);
     assert!(r["host"]["facts"]["libcuda"].as_array().unwrap().is_empty());
+    assert_eq!(r["host"]["facts"]["ld_cache"], "usable");
     let f = finding(&r, "libcuda-not-found");
     let evidence = serde_json::to_string(&f["evidence"]).unwrap();
     assert!(
@@ -210,6 +213,42 @@ fn libcuda_on_disk_but_not_in_a_stale_cache() {
         "{evidence}"
     );
     assert!(f["help"].as_str().unwrap().contains("sudo ldconfig"), "{f}");
+}
+
+/// No cache at all: the directory `ld.so.conf.d` lists is not searched (glibc reads no ld.so.conf at run time),
+/// and the finding says that the cache is missing, not that it is stale.
+#[test]
+fn libcuda_in_a_directory_only_ld_so_conf_lists_without_a_cache() {
+    let r = doctor("ld-cache-missing", &[]);
+    let facts = &r["host"]["facts"];
+    assert_eq!(facts["ld_cache"], "missing");
+    assert!(facts["libcuda"].as_array().unwrap().is_empty(), "{facts}");
+    let f = finding(&r, "libcuda-not-found");
+    let evidence = serde_json::to_string(&f["evidence"]).unwrap();
+    assert!(
+        evidence.contains("the machine has no /etc/ld.so.cache")
+            && evidence.contains("on disk, not on the search path: /usr/local/nvidia/lib64/libcuda.so.1"),
+        "{evidence}"
+    );
+    let help = f["help"].as_str().unwrap();
+    assert!(
+        help.contains("glibc never reads /etc/ld.so.conf") && help.contains("sudo ldconfig"),
+        "{help}"
+    );
+    assert!(!help.contains("stale"), "{help}");
+}
+
+/// Every machine under fixtures/hosts is one of the cases checked above.
+#[test]
+fn every_fixture_directory_is_a_case() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hosts");
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            assert!(CASES.iter().any(|(c, _)| *c == name), "{name} is not in CASES");
+        }
+    }
 }
 
 /// `inspect` reads the machine without its library catalogue: the report says so rather than "no CUDA library

@@ -3,7 +3,8 @@
 
 use cudadiag::facts::{DriverFacts, GpuFacts, HostFacts};
 use cudadiag::host::model::{
-    ContainerFacts, DeviceNode, FoundVia, Identity, LibCandidate, LibKind, LibraryEntry, WslFacts,
+    ContainerFacts, DeviceNode, FoundVia, Identity, LdCacheState, LibCandidate, LibKind, LibraryEntry,
+    WslFacts,
 };
 use cudadiag::rules::host::{self, cmp_versions};
 
@@ -361,6 +362,20 @@ fn libcuda_not_found_when_the_driver_is_there() {
             .iter()
             .any(|e| e.contains("libcuda.so.550.90.07, version 550.90.07"))
     );
+    assert!(f.help.contains("the cache is stale"), "{}", f.help);
+    // With no cache glibc can read, the help says so instead of calling a cache stale.
+    for (state, why) in [
+        (LdCacheState::Missing, "the machine has no /etc/ld.so.cache"),
+        (
+            LdCacheState::Unusable,
+            "/etc/ld.so.cache is not a cache glibc can read",
+        ),
+    ] {
+        seen.ld_cache = Some(state);
+        let f = host::libcuda_not_found(&seen).unwrap();
+        assert!(f.help.contains(why) && !f.help.contains("stale"), "{}", f.help);
+        assert!(f.evidence.iter().any(|e| e.ends_with(why)), "{:?}", f.evidence);
+    }
     // near miss: neither driver nor WSL (a machine without NVIDIA at all: no-gpu speaks)
     h.driver = None;
     assert!(host::libcuda_not_found(&h).is_none());

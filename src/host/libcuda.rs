@@ -11,15 +11,15 @@
 //! (entries for another architecture, such as an i386 `libcuda.so.1` installed for 32-bit programs, are not
 //! candidates), and candidates of the wrong ELF class or machine skipped, as ld.so skips them. What stays
 //! plain: every other copy the search would reach is listed after the first (the rules and the report show
-//! them), and when the machine has no ld.so.cache, the directories of `/etc/ld.so.conf` (with its `include`
-//! globs) stand in for it, which is what `ldconfig` would put in the cache (glibc itself reads no
-//! `ld.so.conf`: the finding then says what `ldconfig` would make of it).
+//! them). A machine with no ld.so.cache (or one glibc cannot read) has no cache step at all: glibc reads no
+//! `ld.so.conf` at run time, so the directories it lists are searched only once `ldconfig` has written them
+//! into the cache ([`cache_state`] records which case the machine is in, for the finding's help).
 //!
 //! Kinds: a file under a `stubs` directory is the toolkit's link stub (error 34, research/compat.md §9); one
 //! under a `compat` directory is a forward-compatibility libcuda (`/usr/local/cuda-X.Y/compat`, compat.md §3);
 //! one under `/usr/lib/wsl` is WSL2's.
 
-use super::model::{FoundVia, LibCandidate, LibKind};
+use super::model::{FoundVia, LdCacheState, LibCandidate, LibKind};
 use crate::loader::cache::LdCache;
 use crate::loader::object::{Verdict, check_header};
 use crate::loader::platform::{Platform, default_interpreter, own_machine};
@@ -65,8 +65,7 @@ pub fn host_platform(root: &Root) -> Platform {
 
 /// The search order for `soname` by the loader `p`: `LD_LIBRARY_PATH` directories (an empty entry is the
 /// current directory, `PWD`), then the ld.so.cache entry glibc picks for that name and the cache's other
-/// entries for it that this loader accepts (or ld.so.conf's directories when there is no cache), then the
-/// default directories.
+/// entries for it that this loader accepts, then the default directories.
 pub fn search_dirs(root: &Root, env: &Env, p: &Platform, soname: &str) -> Vec<SearchStep> {
     let mut steps = Vec::new();
     if let Some(list) = env.get("LD_LIBRARY_PATH") {
@@ -80,22 +79,13 @@ pub fn search_dirs(root: &Root, env: &Env, p: &Platform, soname: &str) -> Vec<Se
             }
         }
     }
-    match root.read(Path::new("/etc/ld.so.cache")) {
-        Ok(bytes) => {
-            for path in cache_paths(&bytes, p, soname) {
-                if let Some(dir) = Path::new(&path).parent() {
-                    steps.push(SearchStep {
-                        dir: dir.to_path_buf(),
-                        via: FoundVia::LdSoCache,
-                    });
-                }
-            }
-        }
-        Err(_) => {
-            for dir in conf_dirs(root, Path::new("/etc/ld.so.conf"), 0) {
+    // No cache (or none glibc can read) means no cache step: glibc reads no ld.so.conf at run time.
+    if let Ok(bytes) = root.read(Path::new("/etc/ld.so.cache")) {
+        for path in cache_paths(&bytes, p, soname) {
+            if let Some(dir) = Path::new(&path).parent() {
                 steps.push(SearchStep {
-                    dir,
-                    via: FoundVia::LdSoConf,
+                    dir: dir.to_path_buf(),
+                    via: FoundVia::LdSoCache,
                 });
             }
         }
@@ -135,56 +125,14 @@ fn cache_paths(bytes: &[u8], p: &Platform, soname: &str) -> Vec<String> {
     paths
 }
 
-/// The directories an ld.so.conf names, `include` lines followed (one `*` glob in the file name part).
-pub fn conf_dirs(root: &Root, file: &Path, depth: usize) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if depth > 8 {
-        return out;
+/// What the machine's `/etc/ld.so.cache` is to its loader: there and in a format glibc reads, absent, or
+/// there but unreadable to glibc (which then searches as if there were none).
+pub fn cache_state(root: &Root) -> LdCacheState {
+    match root.read(Path::new("/etc/ld.so.cache")) {
+        Err(_) => LdCacheState::Missing,
+        Ok(bytes) if LdCache::parse(&bytes).is_err() => LdCacheState::Unusable,
+        Ok(_) => LdCacheState::Usable,
     }
-    let Ok(text) = root.read_to_string(file) else {
-        return out;
-    };
-    for line in text.lines() {
-        let line = line.split('#').next().unwrap_or_default().trim();
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(pattern) = line.strip_prefix("include") {
-            for f in glob(root, file, pattern.trim()) {
-                out.extend(conf_dirs(root, &f, depth + 1));
-            }
-        } else if line.starts_with('/') {
-            // `dir=TYPE` (libc5 era) still names a directory.
-            let dir = line.split('=').next().unwrap_or(line).trim();
-            out.push(PathBuf::from(dir));
-        }
-    }
-    out
-}
-
-fn glob(root: &Root, conf: &Path, pattern: &str) -> Vec<PathBuf> {
-    let full = if pattern.starts_with('/') {
-        PathBuf::from(pattern)
-    } else {
-        conf.parent().unwrap_or(Path::new("/")).join(pattern)
-    };
-    let (Some(dir), Some(name)) = (full.parent(), full.file_name()) else {
-        return Vec::new();
-    };
-    let name = name.to_string_lossy();
-    let Some((pre, post)) = name.split_once('*') else {
-        return vec![full];
-    };
-    root.read_dir(dir)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|p| {
-            p.file_name().is_some_and(|n| {
-                let n = n.to_string_lossy();
-                n.len() >= pre.len() + post.len() && n.starts_with(pre) && n.ends_with(post)
-            })
-        })
-        .collect()
 }
 
 /// Every `(soname, path)` pair of an ld.so.cache, in cache order; an unreadable cache has none.
@@ -366,6 +314,45 @@ mod tests {
                 "/opt/text/libcuda.so.1 LdLibraryPath",
                 "/lib64/libcuda.so.1 DefaultPath"
             ]
+        );
+    }
+
+    /// glibc reads no ld.so.conf at run time: with no cache, a directory it lists is not searched, and the
+    /// machine's cache state says why. Once ldconfig has written it into a cache, the cache finds it.
+    #[test]
+    fn without_a_cache_the_directories_of_ld_so_conf_are_not_searched() {
+        let t = tempfile::tempdir().unwrap();
+        let put = |path: &str, bytes: &[u8]| {
+            let f = t.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, bytes).unwrap();
+        };
+        put("/usr/local/nvidia/lib64/libcuda.so.1", b"fake");
+        put("/etc/ld.so.conf", b"include /etc/ld.so.conf.d/*.conf\n");
+        put("/etc/ld.so.conf.d/nvidia.conf", b"/usr/local/nvidia/lib64\n");
+        let root = Root::at(t.path());
+        let p = x86_64(&root);
+        let env = Env::empty();
+        assert_eq!(cache_state(&root), LdCacheState::Missing);
+        assert!(candidates(&root, &env, &p, "libcuda.so.1").is_empty());
+        put("/etc/ld.so.cache", b"glibc-ld.so.cache1.1 truncated");
+        assert_eq!(cache_state(&root), LdCacheState::Unusable);
+        assert!(candidates(&root, &env, &p, "libcuda.so.1").is_empty());
+        put(
+            "/etc/ld.so.cache",
+            &cache(&[("libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1", 0x0303)]),
+        );
+        assert_eq!(cache_state(&root), LdCacheState::Usable);
+        let found: Vec<_> = candidates(&root, &env, &p, "libcuda.so.1")
+            .into_iter()
+            .map(|c| (c.path, c.found_via))
+            .collect();
+        assert_eq!(
+            found,
+            [(
+                "/usr/local/nvidia/lib64/libcuda.so.1".to_string(),
+                FoundVia::LdSoCache
+            )]
         );
     }
 

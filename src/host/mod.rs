@@ -58,6 +58,7 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         env: env::collect(root, env),
         libcuda: libcuda::candidates(root, env, &platform, "libcuda.so.1"),
         nvml: libcuda::candidates(root, env, &platform, "libnvidia-ml.so.1"),
+        ld_cache: Some(libcuda::cache_state(root)),
         libraries: Vec::new(),
         catalog_skipped: opts.skip_catalog,
         problems: Vec::new(),

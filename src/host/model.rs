@@ -125,10 +125,24 @@ pub enum FoundVia {
     LdLibraryPath,
     /// `/etc/ld.so.cache`.
     LdSoCache,
-    /// A directory of `/etc/ld.so.conf` (stands in for the cache when the machine has none).
+    /// A directory of `/etc/ld.so.conf`. No longer produced (glibc reads no ld.so.conf at run time, so a machine
+    /// without a cache has no such step); kept so that snapshots taken by earlier versions still load.
     LdSoConf,
     /// The loader's built-in default directories.
     DefaultPath,
+}
+
+/// The machine's `/etc/ld.so.cache`, as its loader sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LdCacheState {
+    /// There, in a format glibc reads.
+    Usable,
+    /// Not there (or not readable): the loader searches `LD_LIBRARY_PATH`, RPATH/RUNPATH and the default
+    /// directories only, whatever `/etc/ld.so.conf` lists.
+    Missing,
+    /// There, but not a cache glibc can read (truncated, another format): glibc ignores it.
+    Unusable,
 }
 
 /// What a library file is, for the driver's libraries.

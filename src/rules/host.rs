@@ -8,7 +8,7 @@ use crate::facts::{DriverFacts, HostFacts};
 use crate::findings::{Code, Finding};
 use crate::host::devnodes::can_read_write;
 use crate::host::env::visibility;
-use crate::host::model::{DeviceNode, FoundVia, LibCandidate, LibKind, LibraryEntry};
+use crate::host::model::{DeviceNode, FoundVia, LdCacheState, LibCandidate, LibKind, LibraryEntry};
 use std::cmp::Ordering;
 
 /// Runs every host rule on facts read from a machine. A what-if target (`--gpu`, `--driver`) declares a GPU and
@@ -480,7 +480,20 @@ pub fn libcuda_not_found(h: &HostFacts) -> Option<Finding> {
         .iter()
         .filter(|l| l.kind == "libcuda" && l.path.rsplit('/').next() == Some("libcuda.so.1"))
         .collect();
-    let help = if let Some(l) = on_disk.first() {
+    let no_cache = match h.ld_cache {
+        Some(LdCacheState::Missing) => Some("the machine has no /etc/ld.so.cache"),
+        Some(LdCacheState::Unusable) => Some("/etc/ld.so.cache is not a cache glibc can read"),
+        Some(LdCacheState::Usable) | None => None,
+    };
+    let help = if let (Some(l), Some(why)) = (on_disk.first(), no_cache) {
+        let dir = l.path.rsplit_once('/').map_or("/", |(d, _)| d);
+        format!(
+            "The driver's libcuda.so.1 is on disk in {dir}, but {why}, and glibc never reads /etc/ld.so.conf \
+             itself: the directories it lists are searched only through the cache. Run `sudo ldconfig` to \
+             write the cache (after adding a file naming {dir} to /etc/ld.so.conf.d if none does), or put \
+             {dir} on LD_LIBRARY_PATH."
+        )
+    } else if let Some(l) = on_disk.first() {
         let dir = l.path.rsplit_once('/').map_or("/", |(d, _)| d);
         format!(
             "The driver's libcuda.so.1 is on disk in {dir}, but the loader's search does not reach it. If \
@@ -506,7 +519,10 @@ pub fn libcuda_not_found(h: &HostFacts) -> Option<Finding> {
          shared object file\"",
         help,
     )
-    .because("searched LD_LIBRARY_PATH, ld.so.cache (or ld.so.conf) and the default directories");
+    .because(match no_cache {
+        Some(why) => format!("searched LD_LIBRARY_PATH and the default directories: {why}"),
+        None => "searched LD_LIBRARY_PATH, /etc/ld.so.cache and the default directories".to_string(),
+    });
     for l in &on_disk {
         let real = if l.real_path != l.path {
             format!(" -> {}", l.real_path)
