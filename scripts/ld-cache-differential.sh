@@ -4,6 +4,7 @@
 # same tree. The library (a real shared object built here with SONAME libcuda.so.1) lives in a directory that
 # only /etc/ld.so.conf.d lists, so the cache decides. Cases: no cache; the cache `ldconfig -r` writes; a cache
 # written before the ld.so.conf entry (stale); a truncated cache; and a copy in a default directory as well.
+# The same cases for a program that NEEDs the library: `ld.so --list` against `inspect --root`.
 # Needs root (chroot), cc and ldconfig on an x86-64 glibc machine; no GPU.
 # Usage: CUDADIAG=target/release/cudadiag scripts/ld-cache-differential.sh
 # Prints one line per case, and exits 1 if any differs.
@@ -35,6 +36,9 @@ EOF
 echo 'int cuInit(unsigned f) { return (int)f; }' > "$work/cuda.c"
 cc -O1 -o "$work/probe" "$work/probe.c"
 cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$work/libcuda.so.550.90.07" "$work/cuda.c"
+# A program that NEEDs it, for the loader emulation (`inspect`) against `ld.so --list`.
+echo 'int cuInit(unsigned); int main(void) { return cuInit(0); }' > "$work/needs.c"
+cc -O1 -o "$work/needs" "$work/needs.c" "$work/libcuda.so.550.90.07"
 
 # A root holding the probe, this machine's loader and libc, and the library where only ld.so.conf.d says.
 fresh() {
@@ -43,7 +47,7 @@ fresh() {
     mkdir -p "$r/lib64" "$r/lib/x86_64-linux-gnu" "$r/opt/nvidia/lib" "$r/etc/ld.so.conf.d" "$r/bin"
     cp "$interp" "$r/lib64/"
     cp "$libc" "$r/lib/x86_64-linux-gnu/libc.so.6"
-    cp "$work/probe" "$r/bin/probe"
+    cp "$work/probe" "$work/needs" "$r/bin/"
     cp "$work/libcuda.so.550.90.07" "$r/opt/nvidia/lib/"
     ln -s libcuda.so.550.90.07 "$r/opt/nvidia/lib/libcuda.so.1"
     printf 'include /etc/ld.so.conf.d/*.conf\n' > "$r/etc/ld.so.conf"
@@ -61,7 +65,18 @@ print((c[0]["real_path"] if c else "(none)") + " " + str(f.get("ld_cache")))')
     state=${ours##* }
     ours=${ours% *}
     if [ "$glibc" = "$ours" ]; then verdict=same; else verdict=DIFFERENT; status=1; fi
-    echo "$verdict  $1: glibc $glibc, cudadiag $ours (ld_cache $state)"
+    echo "$verdict  $1, dlopen: glibc $glibc, doctor $ours (ld_cache $state)"
+    # The NEEDED entry: what ld.so --list prints for it, against inspect's loader emulation.
+    # (`ld.so --list` stops at a missing NEEDED library with "cannot open shared object file".)
+    glibc=$(chroot "$work/root" /lib64/ld-linux-x86-64.so.2 --list /bin/needs 2>&1 |
+        sed -n -e 's/^[[:space:]]*libcuda\.so\.1 => \([^ ]*\).*/\1/p' \
+            -e 's/.*libcuda\.so\.1: cannot open shared object file.*/(none)/p')
+    ours=$(env -i "$bin" inspect --root "$work/root" --clear-env --format json --fail-on never "$work/root/bin/needs" |
+        python3 -c 'import json, sys
+l = [l for l in json.load(sys.stdin)["libraries"] if l["soname"] == "libcuda.so.1" and not l["dlopen"]]
+print(l[0].get("path") or "(none)")')
+    if [ "$glibc" = "$ours" ]; then verdict=same; else verdict=DIFFERENT; status=1; fi
+    echo "$verdict  $1, NEEDED: ld.so --list $glibc, inspect $ours"
 }
 
 fresh; check "no ld.so.cache"

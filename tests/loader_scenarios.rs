@@ -375,6 +375,67 @@ fn a_fake_root_is_read_inside_the_root() {
     assert_eq!(first(&r, "libc.so.6").how, How::NotFound);
 }
 
+/// A library in a directory only /etc/ld.so.conf lists is found through the cache alone: with no cache, or one
+/// older than the library, it is missing, and the fix is `ldconfig`, not LD_LIBRARY_PATH. A copy of the
+/// other ELF class is listed but never offered as the answer.
+#[test]
+fn a_directory_only_ld_so_conf_lists_needs_the_cache() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    let bar = lib(&root.join("opt/bar/lib"), "libbar.so.1", "bar", &[], &[]);
+    let main = exe(&root.join("app/main"), &[&bar], &[]);
+    std::fs::create_dir_all(root.join("etc/ld.so.conf.d")).unwrap();
+    std::fs::write(root.join("etc/ld.so.conf"), "include /etc/ld.so.conf.d/*.conf\n").unwrap();
+    std::fs::write(root.join("etc/ld.so.conf.d/bar.conf"), "/opt/bar/lib\n").unwrap();
+    let fix = |r: &Resolution| cudadiag::rules::loader::fix_for_missing(first(r, "libbar.so.1"));
+
+    // No cache: the cache step is skipped, and the directory is never searched.
+    let r = resolve_with(&Root::at(root), &main, &[]);
+    let l = first(&r, "libbar.so.1");
+    assert_eq!(l.how, How::NotFound);
+    let copy = l.copies.iter().find(|c| c.same_name).expect("the copy on disk");
+    assert!(copy.in_ld_so_conf && copy.unusable.is_none(), "{copy:?}");
+    assert!(
+        fix(&r).contains("there is no usable /etc/ld.so.cache"),
+        "{}",
+        fix(&r)
+    );
+    assert!(fix(&r).contains("sudo ldconfig"), "{}", fix(&r));
+
+    // A cache written before the library: no entry for it.
+    let stale = build_cache(&[("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")]);
+    std::fs::write(root.join("etc/ld.so.cache"), stale).unwrap();
+    let r = resolve_with(&Root::at(root), &main, &[]);
+    assert_eq!(first(&r, "libbar.so.1").how, How::NotFound);
+    assert!(
+        fix(&r).contains("/etc/ld.so.cache has no entry for it"),
+        "{}",
+        fix(&r)
+    );
+
+    // After ldconfig: found through the cache.
+    let fresh = build_cache(&[("libbar.so.1", "/opt/bar/lib/libbar.so.1")]);
+    std::fs::write(root.join("etc/ld.so.cache"), fresh).unwrap();
+    let r = resolve_with(&Root::at(root), &main, &[]);
+    assert_eq!(first(&r, "libbar.so.1").how, How::LdSoCache);
+
+    // Only a copy of the other class left on disk: named, with why it cannot be loaded.
+    std::fs::remove_file(root.join("etc/ld.so.cache")).unwrap();
+    let mut bytes = std::fs::read(&bar).unwrap();
+    bytes[4] = 1;
+    std::fs::write(&bar, bytes).unwrap();
+    let r = resolve_with(&Root::at(root), &main, &[]);
+    let l = first(&r, "libbar.so.1");
+    let copy = l.copies.iter().find(|c| c.same_name).expect("the copy on disk");
+    assert_eq!(copy.unusable.as_deref(), Some("wrong ELF class: ELFCLASS32"));
+    assert!(
+        fix(&r).contains("can load is on this machine (/opt/bar/lib/libbar.so.1: wrong ELF class"),
+        "{}",
+        fix(&r)
+    );
+    assert!(!fix(&r).contains("LD_LIBRARY_PATH"), "{}", fix(&r));
+}
+
 /// A new-format (`glibc-ld.so.cache1.1`) cache with `entries` for x86-64, sorted as ldconfig sorts them.
 fn build_cache(entries: &[(&str, &str)]) -> Vec<u8> {
     let mut sorted = entries.to_vec();

@@ -6,9 +6,12 @@
 //! bounded walk of `/usr/local` and `/opt` (toolkits, conda) and of the system Pythons' `site-packages/nvidia`
 //! (pip wheels). Links are not followed by the walk, so `/lib` → `/usr/lib` is not counted twice.
 
+use super::object::{Verdict, check_header};
+use super::platform::Platform;
 use super::{Copy, How, Resolution};
 use crate::system::Root;
 use std::collections::BTreeSet;
+use std::io::Read;
 use std::path::Path;
 
 /// Entries the walks visit at most, so a huge tree cannot stall a diagnosis.
@@ -21,7 +24,7 @@ fn stem(name: &str) -> &str {
 
 /// Fills [`super::Library::copies`] for every library not found. (A shadowed library's other copy is known
 /// already: [`super::Library::intended`].)
-pub fn fill(root: &Root, res: &mut Resolution) {
+pub fn fill(root: &Root, platform: &Platform, res: &mut Resolution) {
     let wanted: BTreeSet<String> = res
         .libraries
         .iter()
@@ -80,9 +83,26 @@ pub fn fill(root: &Root, res: &mut Resolution) {
                 path: p.clone(),
                 same_name: name == lib.soname,
                 version: super::version_from_name(&real).or_else(|| super::version_from_name(p)),
+                unusable: unusable(root, Path::new(&real), platform),
+                in_ld_so_conf: conf
+                    .iter()
+                    .any(|d| p.rsplit_once('/').is_some_and(|(pd, _)| pd == d)),
             });
         }
         lib.copies = copies;
+    }
+}
+
+/// Why the loader `p` would pass over the file at `real` (another class or machine, not a loadable ELF
+/// object), read from its header as `open_verify` reads it; `None` when it would take it.
+fn unusable(root: &Root, real: &Path, p: &Platform) -> Option<String> {
+    let mut head = [0u8; 64];
+    let n = root.open(real).and_then(|mut f| f.read(&mut head)).ok()?;
+    match check_header(&head[..n], p)? {
+        Verdict::WrongClass(c) => Some(format!("wrong ELF class: {c}")),
+        Verdict::WrongMachine(m) => Some(format!("wrong machine: {m}")),
+        Verdict::Invalid(why) | Verdict::Unreadable(why) => Some(why),
+        Verdict::Ok(_) | Verdict::Absent => None,
     }
 }
 

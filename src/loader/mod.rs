@@ -136,6 +136,14 @@ pub struct Copy {
     pub same_name: bool,
     /// Version read from the real file name (`12.4.127`).
     pub version: Option<String>,
+    /// Why this loader would pass the file over (`wrong ELF class: ELFCLASS32`), as ld.so would on finding it
+    /// in a searched directory: such a copy is no answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unusable: Option<String>,
+    /// Its directory is one `/etc/ld.so.conf` lists (through its `include`s): the loader searches it only
+    /// through `/etc/ld.so.cache`, so a missing library found here means a cache `ldconfig` has not refreshed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_ld_so_conf: bool,
 }
 
 /// One library request: a DT_NEEDED entry, an LD_PRELOAD entry or a known `dlopen`, and how it was answered.

@@ -41,6 +41,9 @@ pub struct Context<'a> {
     pub secure: bool,
 }
 
+/// The note of the cache step on a machine whose loader has no cache to read.
+pub const NO_CACHE: &str = "no usable /etc/ld.so.cache";
+
 /// The result of one search.
 pub struct Outcome {
     /// The file chosen, how, through whose RPATH, and the candidate.
@@ -426,12 +429,7 @@ impl Context<'_> {
                     }
                 }
             }
-            _ => Self::skipped(
-                &mut trail,
-                How::LdSoCache,
-                None,
-                "no usable /etc/ld.so.cache".into(),
-            ),
+            _ => Self::skipped(&mut trail, How::LdSoCache, None, NO_CACHE.into()),
         }
         // 5. Default directories.
         if req.nodeflib {

@@ -4,7 +4,7 @@
 
 use super::Paint;
 use crate::loader::{How, Resolution};
-use crate::rules::loader::{fix_for_missing, tag, trail_lines};
+use crate::rules::loader::{copy_line, fix_for_missing, tag, trail_lines};
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 
@@ -64,16 +64,7 @@ fn node(
                     writeln!(out, "{pad}    {}", p.dim(&line))?;
                 }
                 for c in &l.copies {
-                    writeln!(
-                        out,
-                        "{pad}    {} {}{}",
-                        p.dim("elsewhere:"),
-                        c.path,
-                        c.version
-                            .as_deref()
-                            .map(|v| format!(" (version {v})"))
-                            .unwrap_or_default()
-                    )?;
+                    writeln!(out, "{pad}    {} {}", p.dim("elsewhere:"), copy_line(c))?;
                 }
                 writeln!(out, "{pad}    {} {}", p.good("fix:"), fix_for_missing(l))?;
                 continue;

@@ -3,6 +3,7 @@
 //! majors in one process. Pure functions over [`Resolution`]s: no I/O.
 
 use crate::findings::{Code, Finding, Severity};
+use crate::loader::search::NO_CACHE;
 use crate::loader::{How, Library, Resolution, StepResult};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -73,20 +74,59 @@ fn dir_of(p: &str) -> &str {
         .map_or(".", |(d, _)| if d.is_empty() { "/" } else { d })
 }
 
-/// The one-line fix for a library that is not found.
+/// One other copy of a missing library, as the report lists it: its path, then its version, why this loader
+/// would pass it over, and whether `/etc/ld.so.conf` lists its directory.
+pub fn copy_line(c: &crate::loader::Copy) -> String {
+    let mut notes: Vec<String> = c.version.iter().map(|v| format!("version {v}")).collect();
+    notes.extend(c.unusable.iter().map(|u| format!("not loadable here: {u}")));
+    if c.in_ld_so_conf {
+        notes.push("listed in ld.so.conf".into());
+    }
+    if notes.is_empty() {
+        c.path.clone()
+    } else {
+        format!("{} ({})", c.path, notes.join("; "))
+    }
+}
+
+/// Why the cache step of a library's search missed a directory `ldconfig` would have put in the cache: no
+/// entry (a cache older than the library or its ld.so.conf line) or no usable cache at all. `None` when the
+/// cache step failed for another reason (an entry refused under DF_1_NODEFLIB, a wrong-class entry).
+fn cache_missed(l: &Library) -> Option<&'static str> {
+    let step = l.trail.iter().find(|s| s.how == How::LdSoCache)?;
+    match step.result {
+        StepResult::NoEntry => Some("/etc/ld.so.cache has no entry for it (ldconfig has not run since)"),
+        StepResult::Skipped if step.note.as_deref() == Some(NO_CACHE) => {
+            Some("there is no usable /etc/ld.so.cache (ldconfig never wrote one)")
+        }
+        _ => None,
+    }
+}
+
+/// The one-line fix for a library that is not found. Copies this loader would pass over (another ELF class or
+/// machine) are never offered as the answer.
 pub fn fix_for_missing(l: &Library) -> String {
-    if let Some(c) = l.copies.iter().find(|c| c.same_name) {
+    let usable = |c: &&crate::loader::Copy| c.unusable.is_none();
+    if let Some(c) = l.copies.iter().filter(usable).find(|c| c.same_name) {
         let d = dir_of(&c.path);
+        if let (true, Some(why)) = (c.in_ld_so_conf, cache_missed(l)) {
+            return format!(
+                "{} is in {d}, which /etc/ld.so.conf lists, but the loader searches that list only through its \
+                 cache, and {why}: run `sudo ldconfig` (or LD_LIBRARY_PATH={d} for one run).",
+                l.soname
+            );
+        }
         return format!(
             "{} is in {d}: run with LD_LIBRARY_PATH={d}, or add it to {}'s RUNPATH (patchelf --add-rpath {d}), \
              or list it in /etc/ld.so.conf.d/ and run ldconfig.",
             l.soname, l.needed_by
         );
     }
-    if !l.copies.is_empty() {
+    if l.copies.iter().any(|c| usable(&c)) {
         let others: BTreeSet<String> = l
             .copies
             .iter()
+            .filter(usable)
             .map(|c| c.path.rsplit('/').next().unwrap_or(&c.path).to_string())
             .collect();
         return format!(
@@ -95,6 +135,17 @@ pub fn fix_for_missing(l: &Library) -> String {
             others.into_iter().collect::<Vec<_>>().join(", "),
             l.soname,
             l.needed_by
+        );
+    }
+    // Only copies this loader passes over: name one, the requested name first.
+    if let Some(c) = l.copies.iter().find(|c| c.same_name).or(l.copies.first()) {
+        return format!(
+            "No copy of {} that {} can load is on this machine ({}: {}). Install the build for its \
+             architecture.",
+            l.soname,
+            l.needed_by,
+            c.path,
+            c.unusable.as_deref().unwrap_or_default()
         );
     }
     format!(
@@ -158,14 +209,7 @@ pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
             f = f.because(format!("search {line}"));
         }
         for c in &l.copies {
-            f = f.because(format!(
-                "on disk: {}{}",
-                c.path,
-                c.version
-                    .as_deref()
-                    .map(|v| format!(" (version {v})"))
-                    .unwrap_or_default()
-            ));
+            f = f.because(format!("on disk: {}", copy_line(c)));
         }
         out.push(f);
     }
