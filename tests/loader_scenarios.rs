@@ -818,6 +818,16 @@ fn platform_matches_what_ld_so_says_about_itself() {
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect();
     assert_eq!(p.hwcaps, supported);
+    // `$PLATFORM` is ld.so's `dl_platform` (`haswell` on most Intel processors, not `x86_64`).
+    let diag = std::process::Command::new(&ldso)
+        .arg("--list-diagnostics")
+        .env_clear()
+        .output()
+        .unwrap();
+    let diag = String::from_utf8_lossy(&diag.stdout);
+    if let Some(platform) = diag.lines().find_map(|l| l.strip_prefix("dl_platform=")) {
+        assert_eq!(format!("{:?}", p.platform), platform);
+    }
 }
 
 #[test]

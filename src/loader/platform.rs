@@ -9,7 +9,12 @@
 //! interpreter cannot be read does it fall back to the per-architecture upstream defaults.
 //!
 //! `$LIB` is the first default directory without its slashes (glibc's `DL_DST_LIB`), `$PLATFORM` is
-//! `AT_PLATFORM` (`x86_64`, `aarch64`, `i686`). glibc-hwcaps subdirectories (`elf/dl-hwcaps.c`, glibc ≥ 2.33)
+//! `AT_PLATFORM` (`x86_64`, `aarch64`, `i686`), except that on x86-64 glibc ≥ 2.26 replaces it for Intel
+//! processors (`sysdeps/x86/cpu-features.c`, `dl_platform`): `xeon_phi` with usable AVX512CD, ER and PF,
+//! else `haswell` with AVX2, FMA, BMI1, BMI2, LZCNT, MOVBE and POPCNT, so on most Intel servers `$PLATFORM` is
+//! `haswell`. The interpreter's image tells whether it has that code (its `haswell` platform name); the
+//! processor's vendor and flags come from `/proc/cpuinfo` (a `glibc.cpu.hwcaps` tunable that masks a feature is
+//! not modelled). glibc-hwcaps subdirectories (`elf/dl-hwcaps.c`, glibc ≥ 2.33)
 //! depend on the CPU: for x86-64 they are the ISA levels of `sysdeps/x86/get-isa-level.h`, read here from
 //! `/proc/cpuinfo` under the root; a root without one gets the baseline (no subdirectory). The legacy
 //! `tls/`/`x86_64/` subdirectories that glibc < 2.37 also tried are not modelled.
@@ -84,11 +89,16 @@ impl Platform {
             .unwrap_or_else(|| default_interpreter(machine, is_64))
             .to_string();
         // Mapped, not read: a copy of the 200 KB interpreter is fresh memory the search touches once.
-        let from_interp = root
+        let image = root
             .open(Path::new(&interpreter))
             .ok()
-            .and_then(|f| crate::inspect::source::map_open(&f).ok())
-            .and_then(|d| system_dirs_in(&d, is_64));
+            .and_then(|f| crate::inspect::source::map_open(&f).ok());
+        let from_interp = image.as_ref().and_then(|d| system_dirs_in(d, is_64));
+        // glibc ≥ 2.26 names the Intel platforms in ld.so; an interpreter that cannot be read is taken to be
+        // one of those (2017 on).
+        let intel_platforms = image
+            .as_ref()
+            .is_none_or(|d| memchr::memmem::find(d, b"\0haswell\0").is_some());
         let (system_dirs, source) = match from_interp {
             Some(d) => (d, format!("compiled into {interpreter}")),
             None => (
@@ -100,7 +110,7 @@ impl Platform {
             .first()
             .map(|d| d.trim_matches('/').to_string())
             .unwrap_or_else(|| "lib".into());
-        let platform = match machine {
+        let mut platform = match machine {
             EM_X86_64 => "x86_64",
             EM_386 => "i686",
             EM_AARCH64 => "aarch64",
@@ -111,20 +121,24 @@ impl Platform {
         }
         .to_string();
         let (hwcaps, isa_level) = if machine == EM_X86_64 && is_64 {
-            // The first processor's flags: read no further (the kernel builds the file as it is read, and
-            // on a machine with hundreds of CPUs the rest costs milliseconds).
+            // The first processor's vendor and flags: read no further (the kernel builds the file as it is
+            // read, and on a machine with hundreds of CPUs the rest costs milliseconds).
             use std::io::BufRead;
-            let flags = root
-                .open(Path::new("/proc/cpuinfo"))
-                .ok()
-                .and_then(|f| {
-                    std::io::BufReader::new(f)
-                        .lines()
-                        .map_while(Result::ok)
-                        .find(|l| l.starts_with("flags"))
-                        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
-                })
-                .unwrap_or_default();
+            let mut vendor = String::new();
+            let mut flags: Vec<String> = Vec::new();
+            if let Ok(f) = root.open(Path::new("/proc/cpuinfo")) {
+                for l in std::io::BufReader::new(f).lines().map_while(Result::ok) {
+                    if let Some(v) = l.strip_prefix("vendor_id") {
+                        vendor = v.trim_start_matches([' ', '\t', ':']).trim().to_string();
+                    } else if l.starts_with("flags") {
+                        flags = l.split_whitespace().map(str::to_string).collect();
+                        break;
+                    }
+                }
+            }
+            if intel_platforms && let Some(p) = intel_platform(&vendor, &flags) {
+                platform = p.to_string();
+            }
             x86_64_levels(&flags)
         } else {
             (Vec::new(), 1)
@@ -148,6 +162,19 @@ impl Platform {
         let dir = dir.trim_end_matches('/');
         self.system_dirs.iter().any(|d| d == dir)
     }
+}
+
+/// The `dl_platform` glibc ≥ 2.26 gives an x86-64 processor of `vendor` (`vendor_id` in `/proc/cpuinfo`) with
+/// `flags`, when it replaces `AT_PLATFORM`: only Intel's. (`abm` is how cpuinfo spells LZCNT.)
+pub fn intel_platform(vendor: &str, flags: &[String]) -> Option<&'static str> {
+    let has = |names: &[&str]| names.iter().all(|n| flags.iter().any(|f| f == n));
+    if vendor != "GenuineIntel" {
+        return None;
+    }
+    if has(&["avx512f", "avx512cd", "avx512er", "avx512pf"]) {
+        return Some("xeon_phi");
+    }
+    has(&["avx2", "fma", "bmi1", "bmi2", "abm", "movbe", "popcnt"]).then_some("haswell")
 }
 
 /// The x86-64 ISA levels a CPU with `flags` (from `/proc/cpuinfo`) supports, as glibc-hwcaps names (best
@@ -219,6 +246,24 @@ pub fn system_dirs_in(image: &[u8], is_64: bool) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn intel_processors_get_their_own_platform_name() {
+        let flags = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+        let haswell = flags("fpu sse2 popcnt movbe avx avx2 fma bmi1 bmi2 abm");
+        assert_eq!(intel_platform("GenuineIntel", &haswell), Some("haswell"));
+        // Sapphire Rapids: AVX512CD without ER is still haswell.
+        let spr = flags("popcnt movbe avx2 fma bmi1 bmi2 abm avx512f avx512cd avx512bw avx512dq avx512vl");
+        assert_eq!(intel_platform("GenuineIntel", &spr), Some("haswell"));
+        let knl = flags("popcnt movbe avx2 fma bmi1 bmi2 abm avx512f avx512cd avx512er avx512pf");
+        assert_eq!(intel_platform("GenuineIntel", &knl), Some("xeon_phi"));
+        // AMD keeps AT_PLATFORM; an Intel processor short of one feature too.
+        assert_eq!(intel_platform("AuthenticAMD", &haswell), None);
+        assert_eq!(
+            intel_platform("GenuineIntel", &flags("popcnt movbe avx2 fma bmi1 bmi2")),
+            None
+        );
+    }
 
     #[test]
     fn system_dirs_table() {
