@@ -9,6 +9,8 @@ pub mod cli;
 pub mod commands;
 pub mod facts;
 pub mod findings;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod host;
 pub mod inspect;
 pub mod loader;

@@ -68,10 +68,42 @@ fn u64_at(d: &[u8], off: usize) -> Option<u64> {
     ))
 }
 
-fn cstr(d: &[u8], off: usize) -> Option<String> {
-    let tail = d.get(off..)?;
-    let end = memchr::memchr(0, tail)?;
-    Some(String::from_utf8_lossy(&tail[..end]).into_owned())
+/// Longest name or path an entry may have: the kernel's `PATH_MAX`, past which ld.so could not open it.
+const STRING_MAX: usize = 4096;
+
+/// Most bytes of names and paths one cache may decode to. A real cache of a few thousand entries decodes to
+/// well under 1 MiB; entries of a crafted one can all point at one long string, which would otherwise cost
+/// entries × length.
+const DECODED_MAX: usize = 64 << 20;
+
+/// Decodes the NUL-terminated strings of a cache, within [`STRING_MAX`] each and [`DECODED_MAX`] in all.
+struct Strings {
+    decoded: usize,
+}
+
+impl Strings {
+    fn new() -> Strings {
+        Strings { decoded: 0 }
+    }
+
+    /// The string at `off`; `None` when it is unterminated or longer than [`STRING_MAX`], and an error once
+    /// the budget is spent.
+    fn at(&mut self, d: &[u8], off: usize) -> Result<Option<String>, CacheError> {
+        let Some(tail) = d.get(off..) else {
+            return Ok(None);
+        };
+        let Some(end) = memchr::memchr(0, &tail[..tail.len().min(STRING_MAX + 1)]) else {
+            return Ok(None);
+        };
+        self.decoded += end;
+        if self.decoded > DECODED_MAX {
+            return Err(CacheError(format!(
+                "its entries' names and paths exceed {} MiB: not a cache ldconfig writes",
+                DECODED_MAX >> 20
+            )));
+        }
+        Ok(Some(String::from_utf8_lossy(&tail[..end]).into_owned()))
+    }
 }
 
 impl LdCache {
@@ -101,6 +133,7 @@ impl LdCache {
             });
         }
         let strings = table_end;
+        let mut text = Strings::new();
         let mut entries = Vec::with_capacity(nlibs);
         for i in 0..nlibs {
             let at = OLD_HEADER + i * OLD_ENTRY;
@@ -108,9 +141,10 @@ impl LdCache {
             else {
                 break;
             };
-            let (Some(name), Some(path)) =
-                (cstr(d, strings + key as usize), cstr(d, strings + value as usize))
-            else {
+            let (Some(name), Some(path)) = (
+                text.at(d, strings + key as usize)?,
+                text.at(d, strings + value as usize)?,
+            ) else {
                 continue;
             };
             entries.push(Entry {
@@ -190,7 +224,8 @@ fn parse_new(d: &[u8], base: usize) -> Result<Vec<Entry>, CacheError> {
         return Err(CacheError(format!("{nlibs} entries do not fit in the file")));
     }
     let ext_off = u32_at(h, 32).unwrap_or(0) as usize;
-    let hwcap_names = extension_hwcaps(d, base, ext_off);
+    let mut text = Strings::new();
+    let hwcap_names = extension_hwcaps(d, base, ext_off, &mut text)?;
     let mut entries = Vec::with_capacity(nlibs);
     for i in 0..nlibs {
         let at = NEW_HEADER + i * NEW_ENTRY;
@@ -203,7 +238,7 @@ fn parse_new(d: &[u8], base: usize) -> Result<Vec<Entry>, CacheError> {
             break;
         };
         // String offsets of the new table are relative to its own header (dl-cache.c: string_table = cache_new).
-        let (Some(name), Some(path)) = (cstr(h, key as usize), cstr(h, value as usize)) else {
+        let (Some(name), Some(path)) = (text.at(h, key as usize)?, text.at(h, value as usize)?) else {
             continue;
         };
         let extension = hwcap & HWCAP_EXTENSION != 0;
@@ -233,14 +268,19 @@ fn parse_new(d: &[u8], base: usize) -> Result<Vec<Entry>, CacheError> {
 /// extension and its sections are at offsets from the start of the file (`cache_extension_load` is given the
 /// file's base); the section is an array of string-table offsets, and the string table is the new table's
 /// (`base`), which differs from the file start in the compat (old+new) format.
-fn extension_hwcaps(d: &[u8], base: usize, ext_off: usize) -> Vec<String> {
+fn extension_hwcaps(
+    d: &[u8],
+    base: usize,
+    ext_off: usize,
+    text: &mut Strings,
+) -> Result<Vec<String>, CacheError> {
     let mut names = Vec::new();
     if ext_off == 0 {
-        return names;
+        return Ok(names);
     }
     let at = ext_off;
     if u32_at(d, at) != Some(EXTENSION_MAGIC) {
-        return names;
+        return Ok(names);
     }
     let count = u32_at(d, at + 4).unwrap_or(0).min(64) as usize;
     for s in 0..count {
@@ -253,13 +293,16 @@ fn extension_hwcaps(d: &[u8], base: usize, ext_off: usize) -> Vec<String> {
             continue;
         }
         for k in 0..(size as usize / 4).min(1024) {
-            match u32_at(d, off as usize + k * 4).and_then(|o| cstr(d, base + o as usize)) {
+            let Some(o) = u32_at(d, off as usize + k * 4) else {
+                break;
+            };
+            match text.at(d, base + o as usize)? {
                 Some(n) => names.push(n),
                 None => break,
             }
         }
     }
-    names
+    Ok(names)
 }
 
 /// `_dl_cache_libcmp`: the cache's sort order. Runs of digits compare as numbers; a digit sorts after a
@@ -335,5 +378,32 @@ mod tests {
         d.resize(48, 0);
         d[20] = 0xff; // nlibs that cannot fit
         assert!(LdCache::parse(&d).is_err());
+    }
+
+    /// Every entry of a crafted cache names one 4 KiB string: decoding stops at the budget instead of costing
+    /// entries × length; a string longer than PATH_MAX, or one without its NUL, makes its entry unreadable.
+    #[test]
+    fn entries_sharing_one_long_string_stay_within_the_budget() {
+        let n = 40_000;
+        let table = NEW_HEADER + n * NEW_ENTRY;
+        let mut d = NEW_MAGIC.to_vec();
+        d.extend_from_slice(&(n as u32).to_le_bytes());
+        d.resize(NEW_HEADER, 0);
+        for _ in 0..n {
+            d.extend_from_slice(&0x0303u32.to_le_bytes());
+            d.extend_from_slice(&(table as u32).to_le_bytes());
+            d.extend_from_slice(&(table as u32).to_le_bytes());
+            d.extend_from_slice(&[0; 12]);
+        }
+        d.extend(std::iter::repeat_n(b'a', STRING_MAX));
+        d.push(0);
+        let e = LdCache::parse(&d).unwrap_err();
+        assert!(e.0.contains("exceed 64 MiB"), "{e:?}");
+        // One byte longer than PATH_MAX: every entry unreadable, none decoded.
+        d.insert(table, b'a');
+        assert!(LdCache::parse(&d).unwrap().entries.is_empty());
+        // No NUL at all.
+        d.pop();
+        assert!(LdCache::parse(&d).unwrap().entries.is_empty());
     }
 }
