@@ -220,6 +220,31 @@ fn nodeflib_skips_the_cache_and_default_directories() {
     agrees_with_glibc(&r, &plain, &[]);
 }
 
+/// glibc 2.26–2.36 tries legacy hwcap subdirectories (`tls/`, `x86_64/`, the platform's) of every search
+/// directory before the directory itself; later versions do not. Whichever this machine's glibc is, cudadiag
+/// picks the copy it picks.
+#[test]
+fn legacy_hwcap_subdirectories_as_this_glibc_tries_them() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("l");
+    let plain = lib(&dir, "libdep.so.1", "dep", &[], &[]);
+    let platform = loader::platform::Platform::detect(&Root::host(), 62, true, None);
+    for sub in ["x86_64", "tls", platform.platform.as_str()] {
+        lib(&dir.join(sub), "libdep.so.1", "dep", &[], &[]);
+    }
+    let main = exe(&t.path().join("main"), &[&plain], &[]);
+    let llp = dir.to_string_lossy().into_owned();
+    let env = [("LD_LIBRARY_PATH", llp.as_str())];
+    let r = resolve(&main, &env);
+    let got = first(&r, "libdep.so.1").path.clone().unwrap();
+    let expected = match platform.legacy_subdirs.first() {
+        Some(_) => format!("{llp}/tls/libdep.so.1"),
+        None => format!("{llp}/libdep.so.1"),
+    };
+    assert_eq!(got, expected);
+    agrees_with_glibc(&r, &main, &env);
+}
+
 #[test]
 fn a_candidate_of_the_wrong_class_is_skipped() {
     let t = tempfile::tempdir().unwrap();
@@ -827,6 +852,43 @@ fn platform_matches_what_ld_so_says_about_itself() {
     let diag = String::from_utf8_lossy(&diag.stdout);
     if let Some(platform) = diag.lines().find_map(|l| l.strip_prefix("dl_platform=")) {
         assert_eq!(format!("{:?}", p.platform), platform);
+    }
+    // The subdirectories tried in each directory of the search, as `LD_DEBUG=libs` prints them for an
+    // LD_LIBRARY_PATH entry: glibc-hwcaps ones, then (glibc 2.26–2.36) the legacy ones, then the directory.
+    let dir = "/cudadiag-no-such-dir";
+    let program = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(&ldso)
+        .arg("--list")
+        .arg(&program)
+        .env_clear()
+        .env("LD_LIBRARY_PATH", dir)
+        .env("LD_DEBUG", "libs")
+        .output()
+        .unwrap();
+    let debug = String::from_utf8_lossy(&out.stderr);
+    let line = debug
+        .lines()
+        .find(|l| l.contains("search path=") && l.contains("(LD_LIBRARY_PATH)"));
+    assert!(
+        line.is_some(),
+        "no LD_LIBRARY_PATH search in LD_DEBUG=libs:\n{debug}"
+    );
+    if let Some(line) = line {
+        let list = line
+            .split("search path=")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        let mut legacy: Vec<String> = Vec::new();
+        for entry in list.split(':') {
+            let sub = entry.strip_prefix(dir).unwrap().trim_start_matches('/');
+            if !sub.is_empty() && !sub.starts_with("glibc-hwcaps/") && !legacy.iter().any(|l| l == sub) {
+                legacy.push(sub.to_string());
+            }
+        }
+        assert_eq!(p.legacy_subdirs, legacy, "{line}");
     }
 }
 

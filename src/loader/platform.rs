@@ -16,8 +16,10 @@
 //! processor's vendor and flags come from `/proc/cpuinfo` (a `glibc.cpu.hwcaps` tunable that masks a feature is
 //! not modelled). glibc-hwcaps subdirectories (`elf/dl-hwcaps.c`, glibc ≥ 2.33)
 //! depend on the CPU: for x86-64 they are the ISA levels of `sysdeps/x86/get-isa-level.h`, read here from
-//! `/proc/cpuinfo` under the root; a root without one gets the baseline (no subdirectory). The legacy
-//! `tls/`/`x86_64/` subdirectories that glibc < 2.37 also tried are not modelled.
+//! `/proc/cpuinfo` under the root; a root without one gets the baseline (no subdirectory); a glibc older than
+//! 2.33 has none. glibc 2.26 to 2.36 also tries legacy hwcap subdirectories in every directory of the search
+//! (`tls/x86_64/x86_64`, …, `x86_64`: [`legacy_x86_64_subdirs`], modelled for x86-64); the version is read from
+//! the interpreter's `--version` banner, and an interpreter that cannot be read is taken to be current (none).
 
 use crate::system::Root;
 use goblin::elf::header::{EM_386, EM_AARCH64, EM_ARM, EM_PPC64, EM_S390, EM_X86_64};
@@ -42,6 +44,10 @@ pub struct Platform {
     pub platform: String,
     /// Supported glibc-hwcaps subdirectories, best first.
     pub hwcaps: Vec<String>,
+    /// The legacy hwcap subdirectories glibc 2.26 to 2.36 tries in every directory of the search, after the
+    /// glibc-hwcaps ones and before the directory itself (`tls/x86_64/x86_64`, …, `x86_64`), each once; empty
+    /// for other versions and machines.
+    pub legacy_subdirs: Vec<String>,
     /// The x86-64 ISA level the CPU supports (1 = baseline).
     pub isa_level: u32,
     /// `_DL_CACHE_DEFAULT_ID`.
@@ -99,6 +105,7 @@ impl Platform {
         let intel_platforms = image
             .as_ref()
             .is_none_or(|d| memchr::memmem::find(d, b"\0haswell\0").is_some());
+        let version = image.as_ref().and_then(|d| glibc_version(d));
         let (system_dirs, source) = match from_interp {
             Some(d) => (d, format!("compiled into {interpreter}")),
             None => (
@@ -120,7 +127,8 @@ impl Platform {
             _ => "",
         }
         .to_string();
-        let (hwcaps, isa_level) = if machine == EM_X86_64 && is_64 {
+        let mut legacy_subdirs = Vec::new();
+        let (mut hwcaps, isa_level) = if machine == EM_X86_64 && is_64 {
             // The first processor's vendor and flags: read no further (the kernel builds the file as it is
             // read, and on a machine with hundreds of CPUs the rest costs milliseconds).
             use std::io::BufRead;
@@ -139,10 +147,17 @@ impl Platform {
             if intel_platforms && let Some(p) = intel_platform(&vendor, &flags) {
                 platform = p.to_string();
             }
+            if version.is_some_and(|v| ((2, 26)..(2, 37)).contains(&v)) {
+                legacy_subdirs = legacy_x86_64_subdirs(&vendor, &flags, &platform);
+            }
             x86_64_levels(&flags)
         } else {
             (Vec::new(), 1)
         };
+        // glibc-hwcaps subdirectories came with glibc 2.33.
+        if version.is_some_and(|v| v < (2, 33)) {
+            hwcaps.clear();
+        }
         Platform {
             machine,
             is_64,
@@ -152,6 +167,7 @@ impl Platform {
             lib,
             platform,
             hwcaps,
+            legacy_subdirs,
             isa_level,
             cache_id: super::cache::default_id(machine, is_64),
         }
@@ -162,6 +178,52 @@ impl Platform {
         let dir = dir.trim_end_matches('/');
         self.system_dirs.iter().any(|d| d == dir)
     }
+}
+
+/// The glibc version of an ld.so image, from its `--version` banner (`… stable release version 2.36.`).
+pub fn glibc_version(image: &[u8]) -> Option<(u32, u32)> {
+    let at = memchr::memmem::find(image, b" release version ")? + b" release version ".len();
+    let text = image.get(at..image.len().min(at + 12))?;
+    let text = std::str::from_utf8(&text[..text.iter().position(|&b| b == 0).unwrap_or(text.len())]).ok()?;
+    let mut parts = text.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts
+        .next()?
+        .trim_end_matches(|c: char| !c.is_ascii_digit())
+        .parse()
+        .ok()?;
+    Some((major, minor))
+}
+
+/// The legacy hwcap subdirectories of glibc 2.26 to 2.36 on x86-64 (`_dl_important_hwcaps`): every
+/// combination of the capability names, most first, each naming its parts from the last to the first, where
+/// the names are the hwcap bits `HWCAP_IMPORTANT` keeps (`x86_64` always, `avx512_1` on Intel processors with
+/// usable AVX512 CD, BW, DQ and VL but not ER), then `dl_platform`, then `tls`. Repeats (the bit and the
+/// platform are both `x86_64` on most machines) are tried once.
+pub fn legacy_x86_64_subdirs(vendor: &str, flags: &[String], platform: &str) -> Vec<String> {
+    let has = |names: &[&str]| names.iter().all(|n| flags.iter().any(|f| f == n));
+    let mut names = vec!["x86_64"];
+    if vendor == "GenuineIntel"
+        && has(&["avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"])
+        && !has(&["avx512er"])
+    {
+        names.push("avx512_1");
+    }
+    names.push(platform);
+    names.push("tls");
+    let mut out: Vec<String> = Vec::new();
+    for m in (1..1u32 << names.len()).rev() {
+        let parts: Vec<&str> = (0..names.len())
+            .rev()
+            .filter(|i| m & (1 << i) != 0)
+            .map(|i| names[i])
+            .collect();
+        let dir = parts.join("/");
+        if !out.contains(&dir) {
+            out.push(dir);
+        }
+    }
+    out
 }
 
 /// The `dl_platform` glibc ≥ 2.26 gives an x86-64 processor of `vendor` (`vendor_id` in `/proc/cpuinfo`) with
@@ -246,6 +308,59 @@ pub fn system_dirs_in(image: &[u8], is_64: bool) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn glibc_versions_from_the_banner() {
+        let banner = b"\0ld.so (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36.\n\0";
+        assert_eq!(glibc_version(banner), Some((2, 36)));
+        assert_eq!(
+            glibc_version(b"ld.so (GNU libc) stable release version 2.28.\0x"),
+            Some((2, 28))
+        );
+        assert_eq!(glibc_version(b"no banner here"), None);
+    }
+
+    /// The order `LD_DEBUG=libs` shows on glibc 2.36: on an AMD processor `x86_64` is both the hwcap bit and the
+    /// platform; on a Sapphire Rapids one the platform is `haswell` and `avx512_1` is set.
+    #[test]
+    fn legacy_subdirectories_in_glibcs_order() {
+        let flags = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            legacy_x86_64_subdirs(
+                "AuthenticAMD",
+                &flags("avx2 avx512f avx512cd avx512bw avx512dq avx512vl"),
+                "x86_64"
+            ),
+            [
+                "tls/x86_64/x86_64",
+                "tls/x86_64",
+                "tls",
+                "x86_64/x86_64",
+                "x86_64"
+            ]
+        );
+        let spr = flags("avx2 fma bmi1 bmi2 abm movbe popcnt avx512f avx512cd avx512bw avx512dq avx512vl");
+        assert_eq!(
+            legacy_x86_64_subdirs("GenuineIntel", &spr, "haswell"),
+            [
+                "tls/haswell/avx512_1/x86_64",
+                "tls/haswell/avx512_1",
+                "tls/haswell/x86_64",
+                "tls/haswell",
+                "tls/avx512_1/x86_64",
+                "tls/avx512_1",
+                "tls/x86_64",
+                "tls",
+                "haswell/avx512_1/x86_64",
+                "haswell/avx512_1",
+                "haswell/x86_64",
+                "haswell",
+                "avx512_1/x86_64",
+                "avx512_1",
+                "x86_64",
+            ]
+        );
+    }
 
     #[test]
     fn intel_processors_get_their_own_platform_name() {

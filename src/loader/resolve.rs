@@ -323,6 +323,7 @@ pub fn resolve_alongside(
             .then_some("the program is setuid/setgid (secure-execution mode)"),
         cwd: &cwd,
         secure,
+        tries: Default::default(),
     };
     let main_object = object_from(main_path.clone(), main_real, e, Role::Main);
     // Its versioned imports come with `main`: only its `.rodata` is read in the background.

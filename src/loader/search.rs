@@ -21,6 +21,9 @@ use super::object::{Candidate, Files, Verdict};
 use super::platform::Platform;
 use super::{How, Intended, LoadedObject, Step, StepResult};
 use crate::system::Root;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// Everything a search reads.
@@ -39,6 +42,8 @@ pub struct Context<'a> {
     pub cwd: &'a str,
     /// Secure-execution mode.
     pub secure: bool,
+    /// Per search directory, the directories tried in it ([`Context::tries`]), once worked out.
+    pub tries: RefCell<HashMap<String, Rc<[String]>>>,
 }
 
 /// The note of the cache step on a machine whose loader has no cache to read.
@@ -154,7 +159,8 @@ impl Context<'_> {
         }
     }
 
-    /// Tries `name` in each of `dirs` (glibc-hwcaps subdirectories first), recording steps.
+    /// Tries `name` in each of `dirs` (glibc-hwcaps subdirectories first, then, for glibc 2.26–2.36, the legacy
+    /// hwcap ones), recording steps.
     #[allow(clippy::too_many_arguments)]
     fn open_path(
         &self,
@@ -167,15 +173,7 @@ impl Context<'_> {
         other_class: &mut Option<String>,
     ) -> Result<Option<(String, Arc<Candidate>)>, String> {
         for dir in dirs {
-            // The glibc-hwcaps subdirectories only where `glibc-hwcaps` is there at all (a missing one would
-            // only give absent files, which the trail does not record).
-            let hwcaps = join(dir, "glibc-hwcaps");
-            let mut tries: Vec<String> = if files.is_dir(self.root, &self.absolute(&hwcaps)) {
-                self.platform.hwcaps.iter().map(|h| join(&hwcaps, h)).collect()
-            } else {
-                Vec::new()
-            };
-            tries.push(dir.clone());
+            let tries = self.tries(files, dir);
             let last = tries.len() - 1;
             for (k, d) in tries.iter().enumerate() {
                 let path = join(d, name);
@@ -210,6 +208,42 @@ impl Context<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// The directories `name` is tried in for the search directory `dir`, in order: its glibc-hwcaps
+    /// subdirectories, only where `glibc-hwcaps` is there at all (a missing one would only give absent files,
+    /// which the trail does not record); glibc 2.26–2.36's legacy ones whose first part (`tls`, `x86_64`, …)
+    /// is there; then `dir`. Worked out once per directory for the whole walk.
+    fn tries(&self, files: &mut Files, dir: &str) -> Rc<[String]> {
+        if let Some(t) = self.tries.borrow().get(dir) {
+            return t.clone();
+        }
+        let hwcaps = join(dir, "glibc-hwcaps");
+        let mut tries: Vec<String> =
+            if !self.platform.hwcaps.is_empty() && files.is_dir(self.root, &self.absolute(&hwcaps)) {
+                self.platform.hwcaps.iter().map(|h| join(&hwcaps, h)).collect()
+            } else {
+                Vec::new()
+            };
+        let mut present: Vec<(&str, bool)> = Vec::new();
+        for sub in &self.platform.legacy_subdirs {
+            let first = sub.split('/').next().unwrap_or(sub);
+            let there = match present.iter().find(|(f, _)| *f == first) {
+                Some(&(_, there)) => there,
+                None => {
+                    let there = files.is_dir(self.root, &self.absolute(&join(dir, first)));
+                    present.push((first, there));
+                    there
+                }
+            };
+            if there {
+                tries.push(join(dir, sub));
+            }
+        }
+        tries.push(dir.to_string());
+        let tries: Rc<[String]> = tries.into();
+        self.tries.borrow_mut().insert(dir.to_string(), tries.clone());
+        tries
     }
 
     fn skipped(trail: &mut Vec<Step>, how: How, of: Option<&str>, note: String) {
@@ -571,6 +605,7 @@ mod tests {
             lib: "lib64".into(),
             platform: "x86_64".into(),
             hwcaps: vec![],
+            legacy_subdirs: vec![],
             isa_level: 1,
             cache_id: Some(0x303),
         }
