@@ -42,7 +42,8 @@ pub struct Context<'a> {
     pub cwd: &'a str,
     /// Secure-execution mode.
     pub secure: bool,
-    /// Per search directory, the directories tried in it ([`Context::tries`]), once worked out.
+    /// Per search directory, the directories tried in it (glibc-hwcaps and legacy subdirectories, then the
+    /// directory), once worked out.
     pub tries: RefCell<HashMap<String, Rc<[String]>>>,
 }
 
