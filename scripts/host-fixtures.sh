@@ -144,6 +144,14 @@ PY
   )
   ldcache "$1" "${pairs[@]}"
 }
+nvidia_lib64() { # root: the driver's libraries moved out of the multiarch directory into /usr/local/nvidia/lib64,
+                # which /etc/ld.so.conf.d lists
+  rm "$1"/usr/lib/x86_64-linux-gnu/libcuda* "$1"/usr/lib/x86_64-linux-gnu/libnvidia-*
+  local d=$1/usr/local/nvidia/lib64
+  fake "$d/libcuda.so.550.90.07"; lnk libcuda.so.550.90.07 "$d/libcuda.so.1"
+  fake "$d/libnvidia-ml.so.550.90.07"; lnk libnvidia-ml.so.550.90.07 "$d/libnvidia-ml.so.1"
+  w "$1/etc/ld.so.conf.d/nvidia.conf" "/usr/local/nvidia/lib64\n"
+}
 healthy() { # root driver-version
   nvrm "$1" "$2"
   gpu "$1" 0000:19:00.0 0 "$UUID0" "NVIDIA H100 80GB HBM3" 2330
@@ -254,22 +262,14 @@ envfile compat-on-geforce "${BASEENV[@]}"
 # 13. A stale ld.so.cache: the driver's libraries were installed in /usr/local/nvidia/lib64 and listed in
 #     /etc/ld.so.conf.d, but ldconfig was not run since; the cache (glibc's binary format) knows only libc.
 R=$H/stale-ld-cache/root; healthy "$R" 550.90.07
-rm "$R"/usr/lib/x86_64-linux-gnu/libcuda* "$R"/usr/lib/x86_64-linux-gnu/libnvidia-*
-D=$R/usr/local/nvidia/lib64
-fake "$D/libcuda.so.550.90.07"; lnk libcuda.so.550.90.07 "$D/libcuda.so.1"
-fake "$D/libnvidia-ml.so.550.90.07"; lnk libnvidia-ml.so.550.90.07 "$D/libnvidia-ml.so.1"
-w "$R/etc/ld.so.conf.d/nvidia.conf" "/usr/local/nvidia/lib64\n"
+nvidia_lib64 "$R"
 ldcache "$R" libc.so.6=/lib/x86_64-linux-gnu/libc.so.6
 envfile stale-ld-cache "${BASEENV[@]}"
 
 # 14. No ld.so.cache at all: the driver's libraries are in /usr/local/nvidia/lib64, which /etc/ld.so.conf.d
 #     lists, but ldconfig never ran (an image built without it). glibc reads no ld.so.conf at run time.
 R=$H/ld-cache-missing/root; healthy "$R" 550.90.07
-rm "$R"/usr/lib/x86_64-linux-gnu/libcuda* "$R"/usr/lib/x86_64-linux-gnu/libnvidia-*
-D=$R/usr/local/nvidia/lib64
-fake "$D/libcuda.so.550.90.07"; lnk libcuda.so.550.90.07 "$D/libcuda.so.1"
-fake "$D/libnvidia-ml.so.550.90.07"; lnk libnvidia-ml.so.550.90.07 "$D/libnvidia-ml.so.1"
-w "$R/etc/ld.so.conf.d/nvidia.conf" "/usr/local/nvidia/lib64\n"
+nvidia_lib64 "$R"
 envfile ld-cache-missing "${BASEENV[@]}"
 
 # 11. Modelled on the project's H200 host: the open module built by Nix (580.159.04), driver libraries under
