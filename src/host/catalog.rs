@@ -12,6 +12,7 @@
 
 use super::libcuda;
 use super::model::LibraryEntry;
+use crate::loader::cache::LdCache;
 use crate::system::{Env, Root};
 use regex::Regex;
 use std::path::{Path, PathBuf};
@@ -121,7 +122,7 @@ fn site_dirs_under(root: &Root, prefix: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Where to look, in reporting order.
-fn scan_roots(root: &Root, env: &Env) -> Vec<ScanRoot> {
+fn scan_roots(root: &Root, env: &Env, cache: Option<&LdCache>) -> Vec<ScanRoot> {
     let mut roots = Vec::new();
     // Loader directories last: one inside a toolkit or an environment is then walked as part of it, and its
     // files get that owner.
@@ -139,11 +140,9 @@ fn scan_roots(root: &Root, env: &Env) -> Vec<ScanRoot> {
     {
         loader_roots.push(loader(PathBuf::from(d)));
     }
-    if let Ok(bytes) = root.read(Path::new("/etc/ld.so.cache")) {
-        for (_, p) in libcuda::cache_pairs(&bytes) {
-            if let Some(d) = Path::new(&p).parent() {
-                loader_roots.push(loader(d.to_path_buf()));
-            }
+    for e in cache.map_or(&[][..], |c| &c.entries) {
+        if let Some(d) = Path::new(&e.path).parent() {
+            loader_roots.push(loader(d.to_path_buf()));
         }
     }
     for d in crate::loader::copies::ld_so_conf_dirs(root, "/etc/ld.so.conf", 0) {
@@ -401,11 +400,16 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
 }
 
 /// Walks every scan root (on up to eight threads) and returns every CUDA library found, with problems met.
-pub fn scan(root: &Root, env: &Env, progress: Option<&AtomicUsize>) -> (Vec<LibraryEntry>, Vec<String>) {
+pub fn scan(
+    root: &Root,
+    env: &Env,
+    cache: Option<&LdCache>,
+    progress: Option<&AtomicUsize>,
+) -> (Vec<LibraryEntry>, Vec<String>) {
     // One walk per real directory: `/usr/local/cuda` and `/usr/local/cuda-12.4` are the same tree.
     let mut seen = Vec::new();
     let mut roots = Vec::new();
-    for mut sr in scan_roots(root, env) {
+    for mut sr in scan_roots(root, env, cache) {
         let Ok(real) = root.resolve(&sr.dir) else {
             continue;
         };

@@ -13,7 +13,7 @@
 //! plain: every other copy the search would reach is listed after the first (the rules and the report show
 //! them). A machine with no ld.so.cache (or one glibc cannot read) has no cache step at all: glibc reads no
 //! `ld.so.conf` at run time, so the directories it lists are searched only once `ldconfig` has written them
-//! into the cache ([`cache_state`] records which case the machine is in, for the finding's help).
+//! into the cache ([`read_cache`] says which case the machine is in, for the finding's help).
 //!
 //! Kinds: a file under a `stubs` directory is the toolkit's link stub (error 34, research/compat.md §9); one
 //! under a `compat` directory is a forward-compatibility libcuda (`/usr/local/cuda-X.Y/compat`, compat.md §3);
@@ -66,7 +66,7 @@ pub fn host_platform(root: &Root) -> Platform {
 /// The search order for `soname` by the loader `p`: `LD_LIBRARY_PATH` directories (an empty entry is the
 /// current directory, `PWD`), then the ld.so.cache entry glibc picks for that name and the cache's other
 /// entries for it that this loader accepts, then the default directories.
-pub fn search_dirs(root: &Root, env: &Env, p: &Platform, soname: &str) -> Vec<SearchStep> {
+pub fn search_dirs(env: &Env, p: &Platform, cache: Option<&LdCache>, soname: &str) -> Vec<SearchStep> {
     let mut steps = Vec::new();
     if let Some(list) = env.get("LD_LIBRARY_PATH") {
         for d in list.split([':', ';']) {
@@ -80,8 +80,8 @@ pub fn search_dirs(root: &Root, env: &Env, p: &Platform, soname: &str) -> Vec<Se
         }
     }
     // No cache (or none glibc can read) means no cache step: glibc reads no ld.so.conf at run time.
-    if let Ok(bytes) = root.read(Path::new("/etc/ld.so.cache")) {
-        for path in cache_paths(&bytes, p, soname) {
+    if let Some(cache) = cache {
+        for path in cache_paths(cache, p, soname) {
             if let Some(dir) = Path::new(&path).parent() {
                 steps.push(SearchStep {
                     dir: dir.to_path_buf(),
@@ -99,12 +99,11 @@ pub fn search_dirs(root: &Root, env: &Env, p: &Platform, soname: &str) -> Vec<Se
     steps
 }
 
-/// The paths an ld.so.cache (`bytes`) gives the loader `p` for `soname`: first the one glibc's lookup picks
+/// The paths an ld.so.cache gives the loader `p` for `soname`: first the one glibc's lookup picks
 /// (`LdCache::lookup`: this architecture's flags, the best glibc-hwcaps subdirectory the CPU supports), then
-/// the other entries it would accept, in cache order. None when the cache cannot be read, as glibc then
-/// ignores it.
-fn cache_paths(bytes: &[u8], p: &Platform, soname: &str) -> Vec<String> {
-    let (Ok(cache), Some(id)) = (LdCache::parse(bytes), p.cache_id) else {
+/// the other entries it would accept, in cache order.
+fn cache_paths(cache: &LdCache, p: &Platform, soname: &str) -> Vec<String> {
+    let Some(id) = p.cache_id else {
         return Vec::new();
     };
     let mut paths: Vec<String> = cache
@@ -125,13 +124,16 @@ fn cache_paths(bytes: &[u8], p: &Platform, soname: &str) -> Vec<String> {
     paths
 }
 
-/// What the machine's `/etc/ld.so.cache` is to its loader: there and in a format glibc reads, absent, or
-/// there but unreadable to glibc (which then searches as if there were none).
-pub fn cache_state(root: &Root) -> LdCacheState {
+/// The machine's `/etc/ld.so.cache`, read once for the searches and the catalogue: what it is to the loader
+/// (there and in a format glibc reads, absent, or there but unreadable to glibc, which then searches as if
+/// there were none), and the cache when glibc can read it.
+pub fn read_cache(root: &Root) -> (LdCacheState, Option<LdCache>) {
     match root.read(Path::new("/etc/ld.so.cache")) {
-        Err(_) => LdCacheState::Missing,
-        Ok(bytes) if LdCache::parse(&bytes).is_err() => LdCacheState::Unusable,
-        Ok(_) => LdCacheState::Usable,
+        Err(_) => (LdCacheState::Missing, None),
+        Ok(bytes) => match LdCache::parse(&bytes) {
+            Ok(cache) => (LdCacheState::Usable, Some(cache)),
+            Err(_) => (LdCacheState::Unusable, None),
+        },
     }
 }
 
@@ -178,10 +180,16 @@ pub fn version_in_name(real: &Path, stem: &str) -> Option<String> {
 
 /// Every file the search of the loader `p` finds for `soname`, in search order, each real file once. ELF files
 /// of the other class or another machine are passed over, as ld.so passes over them.
-pub fn candidates(root: &Root, env: &Env, p: &Platform, soname: &str) -> Vec<LibCandidate> {
+pub fn candidates(
+    root: &Root,
+    env: &Env,
+    p: &Platform,
+    cache: Option<&LdCache>,
+    soname: &str,
+) -> Vec<LibCandidate> {
     let stem = soname.split(".so").next().unwrap_or(soname).to_string() + ".so";
     let mut out: Vec<LibCandidate> = Vec::new();
-    for step in search_dirs(root, env, p, soname) {
+    for step in search_dirs(env, p, cache, soname) {
         let path = step.dir.join(soname);
         let Ok(real) = root.resolve(&path) else {
             continue;
@@ -269,6 +277,7 @@ mod tests {
             ("libcuda.so.1", "/usr/local/cuda-12.9/compat/libcuda.so.1", 0x0303),
             ("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6", 0x0303),
         ]);
+        let c = LdCache::parse(&c).unwrap();
         assert_eq!(
             cache_paths(&c, &p, "libcuda.so.1"),
             vec![
@@ -282,9 +291,6 @@ mod tests {
             cache_paths(&c, &p32, "libcuda.so.1"),
             vec!["/usr/lib/i386-linux-gnu/libcuda.so.1"]
         );
-        // A cache glibc cannot read is ignored.
-        assert!(cache_paths(&c[..60], &p, "libcuda.so.1").is_empty());
-        assert!(cache_paths(b"junk", &p, "libcuda.so.1").is_empty());
     }
 
     #[test]
@@ -304,7 +310,7 @@ mod tests {
         let mut env = Env::empty();
         env.set("LD_LIBRARY_PATH", "/usr/lib32:/opt/arm::/opt/text");
         env.set("PWD", "/usr/lib32");
-        let found: Vec<String> = candidates(&root, &env, &x86_64(&root), "libcuda.so.1")
+        let found: Vec<String> = candidates(&root, &env, &x86_64(&root), None, "libcuda.so.1")
             .into_iter()
             .map(|c| format!("{} {:?}", c.path, c.found_via))
             .collect();
@@ -333,20 +339,20 @@ mod tests {
         let root = Root::at(t.path());
         let p = x86_64(&root);
         let env = Env::empty();
-        assert_eq!(cache_state(&root), LdCacheState::Missing);
-        assert!(candidates(&root, &env, &p, "libcuda.so.1").is_empty());
+        let search = |root: &Root| {
+            let (state, cache) = read_cache(root);
+            (state, candidates(root, &env, &p, cache.as_ref(), "libcuda.so.1"))
+        };
+        assert_eq!(search(&root), (LdCacheState::Missing, vec![]));
         put("/etc/ld.so.cache", b"glibc-ld.so.cache1.1 truncated");
-        assert_eq!(cache_state(&root), LdCacheState::Unusable);
-        assert!(candidates(&root, &env, &p, "libcuda.so.1").is_empty());
+        assert_eq!(search(&root), (LdCacheState::Unusable, vec![]));
         put(
             "/etc/ld.so.cache",
             &cache(&[("libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1", 0x0303)]),
         );
-        assert_eq!(cache_state(&root), LdCacheState::Usable);
-        let found: Vec<_> = candidates(&root, &env, &p, "libcuda.so.1")
-            .into_iter()
-            .map(|c| (c.path, c.found_via))
-            .collect();
+        let (state, found) = search(&root);
+        assert_eq!(state, LdCacheState::Usable);
+        let found: Vec<_> = found.into_iter().map(|c| (c.path, c.found_via)).collect();
         assert_eq!(
             found,
             [(

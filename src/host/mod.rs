@@ -44,6 +44,7 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
     let gpus = gpu::gpus(root, &mut problems);
     let device_nodes = devnodes::nodes(root, &mut problems);
     let platform = libcuda::host_platform(root);
+    let (ld_cache, cache) = libcuda::read_cache(root);
     let mut facts = HostFacts {
         driver,
         gpus,
@@ -56,15 +57,15 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         driver_cuda: None,
         mig: gpu::mig(root),
         env: env::collect(root, env),
-        libcuda: libcuda::candidates(root, env, &platform, "libcuda.so.1"),
-        nvml: libcuda::candidates(root, env, &platform, "libnvidia-ml.so.1"),
-        ld_cache: Some(libcuda::cache_state(root)),
+        libcuda: libcuda::candidates(root, env, &platform, cache.as_ref(), "libcuda.so.1"),
+        nvml: libcuda::candidates(root, env, &platform, cache.as_ref(), "libnvidia-ml.so.1"),
+        ld_cache: Some(ld_cache),
         libraries: Vec::new(),
         catalog_skipped: opts.skip_catalog,
         problems: Vec::new(),
     };
     if !opts.skip_catalog {
-        let (libraries, scan_problems) = catalog::scan(root, env, opts.progress);
+        let (libraries, scan_problems) = catalog::scan(root, env, cache.as_ref(), opts.progress);
         facts.libraries = libraries;
         problems.extend(scan_problems);
     }
