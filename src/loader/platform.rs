@@ -362,6 +362,35 @@ mod tests {
         );
     }
 
+    /// What the interpreter's glibc version decides: glibc-hwcaps subdirectories from 2.33, legacy ones from
+    /// 2.26 to 2.36, `haswell` wherever the image names it.
+    #[test]
+    fn the_interpreters_version_decides_the_subdirectories() {
+        let t = tempfile::tempdir().unwrap();
+        let put = |path: &str, bytes: &[u8]| {
+            let f = t.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, bytes).unwrap();
+        };
+        put(
+            "/proc/cpuinfo",
+            b"vendor_id\t: GenuineIntel\nflags\t\t: cx16 lahf_lm popcnt pni sse4_1 sse4_2 ssse3 avx avx2 bmi1 bmi2 \
+              f16c fma abm movbe xsave\n",
+        );
+        let detect = |version: &str| {
+            put(
+                "/lib64/ld-linux-x86-64.so.2",
+                format!("\0haswell\0ld.so (GNU libc) stable release version {version}.\n\0").as_bytes(),
+            );
+            let p = Platform::detect(&Root::at(t.path()), EM_X86_64, true, None);
+            (p.platform, p.hwcaps.len(), p.legacy_subdirs.first().cloned())
+        };
+        let legacy = Some("tls/haswell/x86_64".to_string());
+        assert_eq!(detect("2.31"), ("haswell".into(), 0, legacy.clone()));
+        assert_eq!(detect("2.35"), ("haswell".into(), 2, legacy));
+        assert_eq!(detect("2.39"), ("haswell".into(), 2, None));
+    }
+
     #[test]
     fn intel_processors_get_their_own_platform_name() {
         let flags = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
