@@ -3,7 +3,8 @@
 # machine's own ld.so inside a small chroot, against the first candidate `cudadiag doctor --root` names for the
 # same tree. The library (a real shared object built here with SONAME libcuda.so.1) lives in a directory that
 # only /etc/ld.so.conf.d lists, so the cache decides. Cases: no cache; the cache `ldconfig -r` writes; a cache
-# written before the ld.so.conf entry (stale); a truncated cache; and a copy in a default directory as well.
+# written before the ld.so.conf entry (stale); a truncated cache; a copy in a default directory as well; and
+# copies in the legacy hwcap subdirectories (tls/, x86_64/, haswell/) that ldconfig < 2.37 puts in the cache.
 # The same cases for a program that NEEDs the library: `ld.so --list` against `inspect --root`.
 # Needs root (chroot), cc and ldconfig on an x86-64 glibc machine; no GPU.
 # Usage: CUDADIAG=target/release/cudadiag scripts/ld-cache-differential.sh
@@ -52,6 +53,8 @@ fresh() {
     ln -s libcuda.so.550.90.07 "$r/opt/nvidia/lib/libcuda.so.1"
     printf 'include /etc/ld.so.conf.d/*.conf\n' > "$r/etc/ld.so.conf"
     printf '/opt/nvidia/lib\n' > "$r/etc/ld.so.conf.d/nvidia.conf"
+    # cudadiag reads the processor (for $PLATFORM and the legacy hwcaps) from the root.
+    mkdir -p "$r/proc" && cp /proc/cpuinfo "$r/proc/cpuinfo"
 }
 
 status=0
@@ -90,4 +93,12 @@ ln -s libcuda.so.550.90.07 "$work/root/lib/x86_64-linux-gnu/libcuda.so.1"; check
 fresh; cp "$work/libcuda.so.550.90.07" "$work/root/lib/x86_64-linux-gnu/"
 ln -s libcuda.so.550.90.07 "$work/root/lib/x86_64-linux-gnu/libcuda.so.1"; ldconfig -r "$work/root"
 check "cache, copies in both directories"
+# Copies in legacy hwcap subdirectories too: an ldconfig older than 2.37 gives them cache entries with hwcap bits,
+# which its ld.so takes before the plain one (tls/ first; tls/haswell/ on Intel); a newer one writes none.
+fresh; for sub in tls x86_64 haswell tls/haswell; do
+    mkdir -p "$work/root/opt/nvidia/lib/$sub"
+    cp "$work/libcuda.so.550.90.07" "$work/root/opt/nvidia/lib/$sub/"
+    ln -s libcuda.so.550.90.07 "$work/root/opt/nvidia/lib/$sub/libcuda.so.1"
+done
+ldconfig -r "$work/root"; check "cache, copies in legacy hwcap subdirectories"
 exit $status

@@ -80,6 +80,56 @@ fn caches_written_by_ldconfig_are_read_in_every_format() {
     assert!(read >= 1, "ldconfig wrote no cache");
 }
 
+/// An ldconfig older than 2.37 writes legacy hwcap entries for libraries in `tls/`, `x86_64/`, `haswell/` and
+/// `tls/haswell/` (glibc 2.26–2.36 loaders take them by their bits); a newer one writes the plain entry only.
+#[test]
+fn legacy_hwcap_entries_of_the_machines_ldconfig() {
+    use cudadiag::loader::platform::legacy_x86_64_hwcaps;
+    let Some(ldconfig) = ldconfig() else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("lib");
+    for sub in ["", "tls", "x86_64", "haswell", "tls/haswell"] {
+        build::lib(&dir.join(sub), "libq.so.1", "q", &[], &[]);
+    }
+    let conf = t.path().join("ld.so.conf");
+    std::fs::write(&conf, format!("{}\n", dir.display())).unwrap();
+    let out = t.path().join("cache");
+    assert!(write_cache(&ldconfig, &conf, &out, "new"));
+    let cache = LdCache::parse(&std::fs::read(&out).unwrap()).unwrap();
+    let at = |sub: &str| dir.join(sub).join("libq.so.1");
+    let pick = |legacy| {
+        let e = cache
+            .lookup_legacy("libq.so.1", 0x0303, &[], 1, legacy)
+            .expect("libq");
+        std::path::PathBuf::from(&e.path)
+    };
+    assert_eq!(pick(Default::default()), at(""));
+    let legacy: Vec<u64> = cache
+        .entries
+        .iter()
+        .filter(|e| e.name == "libq.so.1" && e.legacy_hwcap != 0)
+        .map(|e| e.legacy_hwcap)
+        .collect();
+    if legacy.is_empty() {
+        return; // glibc ≥ 2.37's ldconfig: no legacy entries to take
+    }
+    assert!(
+        legacy.contains(&0x8000_0000_0000_0000) && legacy.contains(&0x0004_0000_0000_0000),
+        "{legacy:x?}"
+    );
+    let flags = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+    let amd = legacy_x86_64_hwcaps("AuthenticAMD", &flags("avx2"), "x86_64");
+    assert_eq!(pick(amd), at("tls"));
+    let intel = legacy_x86_64_hwcaps(
+        "GenuineIntel",
+        &flags("avx2 fma bmi1 bmi2 abm movbe popcnt"),
+        "haswell",
+    );
+    assert_eq!(pick(intel), at("tls/haswell"));
+}
+
 #[test]
 fn the_machine_cache_finds_every_entry() {
     let Ok(d) = std::fs::read("/etc/ld.so.cache") else {

@@ -103,21 +103,13 @@ pub fn search_dirs(env: &Env, p: &Platform, cache: Option<&LdCache>, soname: &st
 /// (`LdCache::lookup`: this architecture's flags, the best glibc-hwcaps subdirectory the CPU supports), then
 /// the other entries it would accept, in cache order.
 fn cache_paths(cache: &LdCache, p: &Platform, soname: &str) -> Vec<String> {
-    let Some(id) = p.cache_id else {
-        return Vec::new();
-    };
-    let mut paths: Vec<String> = cache
-        .lookup(soname, id, &p.hwcaps, p.isa_level)
+    let mut paths: Vec<String> = p
+        .cache_lookup(cache, soname)
         .map(|e| e.path.clone())
         .into_iter()
         .collect();
     for e in &cache.entries {
-        let ours = e.flags == 1 || e.flags == id;
-        let usable = e
-            .hwcaps
-            .as_ref()
-            .is_none_or(|sub| e.isa_level <= p.isa_level && p.hwcaps.contains(sub));
-        if e.name == soname && ours && usable && !paths.contains(&e.path) {
+        if e.name == soname && p.cache_accepts(e) && !paths.contains(&e.path) {
             paths.push(e.path.clone());
         }
     }

@@ -52,6 +52,30 @@ pub struct LdCache {
     pub entries: Vec<Entry>,
 }
 
+/// What a glibc 2.26–2.36 loader accepts of the legacy hwcap bits of cache entries (`hwcap_exclude` and the
+/// platform check of `elf/dl-cache.c`); the default, a later loader's, accepts none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LegacyHwcaps {
+    /// Bits an entry may carry: the loader's `dl_hwcap & hwcap_mask`, the platform bits and `tls` (bit 63).
+    pub allowed: u64,
+    /// Where the platform bits lie (`_DL_HWCAP_PLATFORM`).
+    pub platform_mask: u64,
+    /// The bit of `dl_platform` among them; 0 when it is not one of them (`x86_64`), so that any entry
+    /// carrying a platform is refused.
+    pub platform: u64,
+}
+
+impl LegacyHwcaps {
+    /// Does a loader so configured take an entry with legacy bits `hwcap` (0: an ordinary entry)?
+    pub fn accepts(self, hwcap: u64) -> bool {
+        if hwcap == 0 {
+            return true;
+        }
+        let platform = hwcap & self.platform_mask;
+        self.allowed != 0 && hwcap & !self.allowed == 0 && (platform == 0 || platform == self.platform)
+    }
+}
+
 /// Why a cache could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheError(pub String);
@@ -162,10 +186,24 @@ impl LdCache {
         })
     }
 
+    /// Looks `name` up as a glibc ≥ 2.37 ld.so does (no legacy hwcap entries): [`LdCache::lookup_legacy`].
+    pub fn lookup(&self, name: &str, default_id: i32, hwcaps: &[String], isa_level: u32) -> Option<&Entry> {
+        self.lookup_legacy(name, default_id, hwcaps, isa_level, LegacyHwcaps::default())
+    }
+
     /// Looks `name` up as ld.so does: entries of that name in table order, the first whose flags are
     /// `default_id` (or `FLAG_ELF_LIBC6` alone, `_dl_cache_check_flags`) wins, except that glibc-hwcaps
-    /// entries (listed first) compete by priority in `hwcaps` (best first) and ISA level.
-    pub fn lookup(&self, name: &str, default_id: i32, hwcaps: &[String], isa_level: u32) -> Option<&Entry> {
+    /// entries (listed first) compete by priority in `hwcaps` (best first) and ISA level. Entries with legacy
+    /// hwcap bits (an ldconfig older than 2.37 writes them for `tls/`, `x86_64/`, `haswell/` …) count only
+    /// for a loader that accepts them (`legacy`).
+    pub fn lookup_legacy(
+        &self,
+        name: &str,
+        default_id: i32,
+        hwcaps: &[String],
+        isa_level: u32,
+        legacy: LegacyHwcaps,
+    ) -> Option<&Entry> {
         // The table is sorted so that search_cache moves right when `name` compares lower: descending
         // `_dl_cache_libcmp` order. Find any entry of the name, then back up to the first.
         let idx = self.entries.binary_search_by(|e| libcmp(name, &e.name)).ok()?;
@@ -194,9 +232,7 @@ impl LdCache {
                     if best.is_some() {
                         break;
                     }
-                    // Legacy hwcap entries (pre-2.37 `tls`, platform bits) are never produced by current
-                    // ldconfig; treating them as unusable keeps the plain entry authoritative.
-                    if e.legacy_hwcap != 0 {
+                    if !legacy.accepts(e.legacy_hwcap) {
                         continue;
                     }
                     best = Some((e, usize::MAX));

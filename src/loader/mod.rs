@@ -14,9 +14,9 @@
 //!   `_dl_open` does from its caller (`__RTLD_CALLMAP`).
 //!
 //! Not modelled (each would be a difference the differential script reports): the legacy hwcap subdirectories
-//! outside x86-64 and before glibc 2.26 (x86-64 glibc 2.26–2.36 is modelled: [`platform`]), the legacy hwcap
-//! entries an ldconfig older than 2.37 writes into the cache for them, `LD_AUDIT`, DT_AUXILIARY/DT_FILTER,
-//! `dlmopen` namespaces, and secure-execution through file capabilities (setuid/setgid are modelled).
+//! and cache entries outside x86-64 and before glibc 2.26 (x86-64 glibc 2.26–2.36 is modelled: [`platform`],
+//! [`cache::LegacyHwcaps`]), `LD_AUDIT`, DT_AUXILIARY/DT_FILTER, `dlmopen` namespaces, and secure-execution
+//! through file capabilities (setuid/setgid are modelled).
 //!
 //! Every step of every search is kept as a [`Step`] in a trail, so a missing library can be explained the way
 //! libtree does ("rpath skipped: runpath is set"). All reads go through [`crate::system::Root`] and the

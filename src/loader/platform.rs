@@ -21,6 +21,7 @@
 //! (`tls/x86_64/x86_64`, …, `x86_64`: [`legacy_x86_64_subdirs`], modelled for x86-64); the version is read from
 //! the interpreter's `--version` banner, and an interpreter that cannot be read is taken to be current (none).
 
+use super::cache::{LdCache, LegacyHwcaps};
 use crate::system::Root;
 use goblin::elf::header::{EM_386, EM_AARCH64, EM_ARM, EM_PPC64, EM_S390, EM_X86_64};
 use std::path::Path;
@@ -48,6 +49,8 @@ pub struct Platform {
     /// glibc-hwcaps ones and before the directory itself (`tls/x86_64/x86_64`, …, `x86_64`), each once; empty
     /// for other versions and machines.
     pub legacy_subdirs: Vec<String>,
+    /// The legacy hwcap cache entries the same glibc versions accept (none otherwise).
+    pub legacy_hwcaps: LegacyHwcaps,
     /// The x86-64 ISA level the CPU supports (1 = baseline).
     pub isa_level: u32,
     /// `_DL_CACHE_DEFAULT_ID`.
@@ -128,6 +131,7 @@ impl Platform {
         }
         .to_string();
         let mut legacy_subdirs = Vec::new();
+        let mut legacy_hwcaps = LegacyHwcaps::default();
         let (mut hwcaps, isa_level) = if machine == EM_X86_64 && is_64 {
             // The first processor's vendor and flags: read no further (the kernel builds the file as it is
             // read, and on a machine with hundreds of CPUs the rest costs milliseconds).
@@ -149,6 +153,7 @@ impl Platform {
             }
             if version.is_some_and(|v| ((2, 26)..(2, 37)).contains(&v)) {
                 legacy_subdirs = legacy_x86_64_subdirs(&vendor, &flags, &platform);
+                legacy_hwcaps = legacy_x86_64_hwcaps(&vendor, &flags, &platform);
             }
             x86_64_levels(&flags)
         } else {
@@ -168,9 +173,33 @@ impl Platform {
             platform,
             hwcaps,
             legacy_subdirs,
+            legacy_hwcaps,
             isa_level,
             cache_id: super::cache::default_id(machine, is_64),
         }
+    }
+
+    /// `cache.lookup_legacy` for this loader: its flags, glibc-hwcaps subdirectories, ISA level and legacy
+    /// hwcap bits.
+    pub fn cache_lookup<'c>(&self, cache: &'c LdCache, name: &str) -> Option<&'c super::cache::Entry> {
+        cache.lookup_legacy(
+            name,
+            self.cache_id?,
+            &self.hwcaps,
+            self.isa_level,
+            self.legacy_hwcaps,
+        )
+    }
+
+    /// Does this loader take the cache entry `e` at all (its flags, glibc-hwcaps subdirectory and legacy
+    /// bits), whichever entry of the name it picks first?
+    pub fn cache_accepts(&self, e: &super::cache::Entry) -> bool {
+        let ours = self.cache_id.is_some_and(|id| e.flags == 1 || e.flags == id);
+        let hwcaps = e
+            .hwcaps
+            .as_ref()
+            .is_none_or(|sub| e.isa_level <= self.isa_level && self.hwcaps.contains(sub));
+        ours && hwcaps && self.legacy_hwcaps.accepts(e.legacy_hwcap)
     }
 
     /// Is `dir` one of the default directories (for NODEFLIB's cache filter and secure-mode `$ORIGIN`)?
@@ -224,6 +253,25 @@ pub fn legacy_x86_64_subdirs(vendor: &str, flags: &[String], platform: &str) -> 
         }
     }
     out
+}
+
+/// The legacy hwcap cache entries an x86-64 loader of glibc 2.26 to 2.36 accepts: bits `HWCAP_X86_64` (1) and,
+/// with [`legacy_x86_64_subdirs`]' condition, `HWCAP_X86_AVX512_1` (2), the platform bits from 48 (`i586`,
+/// `i686`, `haswell`, `xeon_phi`) of which `dl_platform` names one, and `tls` (63): what `ldconfig -p` of
+/// those versions prints as `hwcap: 0x8004000000000000` for a library in `tls/haswell/`.
+pub fn legacy_x86_64_hwcaps(vendor: &str, flags: &[String], platform: &str) -> LegacyHwcaps {
+    let subdirs = legacy_x86_64_subdirs(vendor, flags, platform);
+    let avx512_1 = subdirs.iter().any(|s| s == "avx512_1");
+    let platform_mask = 0xf << 48;
+    let bit = ["i586", "i686", "haswell", "xeon_phi"]
+        .iter()
+        .position(|p| *p == platform)
+        .map_or(0, |i| 1u64 << (48 + i));
+    LegacyHwcaps {
+        allowed: 1 << 1 | if avx512_1 { 1 << 2 } else { 0 } | platform_mask | 1 << 63,
+        platform_mask,
+        platform: bit,
+    }
 }
 
 /// The `dl_platform` glibc ≥ 2.26 gives an x86-64 processor of `vendor` (`vendor_id` in `/proc/cpuinfo`) with
@@ -389,6 +437,29 @@ mod tests {
         assert_eq!(detect("2.31"), ("haswell".into(), 0, legacy.clone()));
         assert_eq!(detect("2.35"), ("haswell".into(), 2, legacy));
         assert_eq!(detect("2.39"), ("haswell".into(), 2, None));
+    }
+
+    /// The cache entries ldconfig 2.36 writes for `tls/`, `x86_64/`, `haswell/`, `tls/haswell/` and
+    /// `avx512_1/` (`ldconfig -p` prints their hwcap): which an AMD and a Sapphire Rapids loader take.
+    #[test]
+    fn legacy_cache_entries_each_loader_takes() {
+        let flags = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+        let (tls, x86_64, haswell, tls_haswell, avx512_1) = (
+            0x8000_0000_0000_0000,
+            0x2,
+            0x0004_0000_0000_0000,
+            0x8004_0000_0000_0000,
+            0x4,
+        );
+        let amd = legacy_x86_64_hwcaps("AuthenticAMD", &flags("avx2 avx512f avx512cd"), "x86_64");
+        let taken = |l: LegacyHwcaps| [tls, x86_64, haswell, tls_haswell, avx512_1].map(|h| l.accepts(h));
+        assert_eq!(taken(amd), [true, true, false, false, false]);
+        let spr = flags("avx2 fma bmi1 bmi2 abm movbe popcnt avx512f avx512cd avx512bw avx512dq avx512vl");
+        let intel = legacy_x86_64_hwcaps("GenuineIntel", &spr, "haswell");
+        assert_eq!(taken(intel), [true, true, true, true, true]);
+        // A later glibc takes none of them, and every plain entry.
+        assert_eq!(taken(LegacyHwcaps::default()), [false; 5]);
+        assert!(LegacyHwcaps::default().accepts(0) && amd.accepts(0));
     }
 
     #[test]

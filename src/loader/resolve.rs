@@ -214,11 +214,11 @@ impl State<'_> {
             }
             // In the order the search tries them.
             let mut paths: Vec<String> = dirs.iter().map(|d| super::search::join(d, name)).collect();
-            if let (Some(cache), Some(id)) = (self.ctx.cache, self.ctx.platform.cache_id) {
-                let p = self.ctx.platform;
+            if let Some(cache) = self.ctx.cache {
                 paths.extend(
-                    cache
-                        .lookup(name, id, &p.hwcaps, p.isa_level)
+                    self.ctx
+                        .platform
+                        .cache_lookup(cache, name)
                         .map(|e| e.path.clone()),
                 );
             }

@@ -397,73 +397,71 @@ impl Context<'_> {
         }
         // 4. ld.so.cache.
         match (self.cache, self.platform.cache_id) {
-            (Some(cache), Some(id)) => {
-                match cache.lookup(name, id, &self.platform.hwcaps, self.platform.isa_level) {
-                    None => trail.push(Step {
-                        how: How::LdSoCache,
-                        of: None,
-                        dir: None,
-                        path: None,
-                        result: StepResult::NoEntry,
-                        note: Some("no entry for this name and architecture".into()),
-                    }),
-                    Some(e) => {
-                        let dir = e.path.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
-                        if req.nodeflib && self.platform.is_system_dir(dir) {
-                            Self::skipped(
-                                &mut trail,
-                                How::LdSoCache,
-                                None,
-                                format!(
-                                    "cache entry {} refused: {} has DF_1_NODEFLIB and it is in a default directory",
-                                    e.path, req.path
-                                ),
-                            );
-                        } else {
-                            let path = e.path.clone();
-                            let verdict = files.verify(self.root, self.platform, &path);
-                            let (result, note) = match &verdict {
-                                Verdict::Ok(_) => (StepResult::Found, None),
-                                Verdict::WrongClass(c) => {
-                                    other_class = Some(c.clone());
-                                    (StepResult::WrongClass, Some(c.clone()))
-                                }
-                                Verdict::WrongMachine(m) => (StepResult::WrongMachine, Some(m.clone())),
-                                Verdict::Invalid(m) => (StepResult::Invalid, Some(m.clone())),
-                                Verdict::Absent | Verdict::Unreadable(_) => (
-                                    StepResult::NotPresent,
-                                    Some("stale cache entry: the file is gone (run ldconfig)".into()),
-                                ),
-                            };
-                            trail.push(Step {
-                                how: How::LdSoCache,
-                                of: None,
-                                dir: Some(dir.to_string()),
-                                path: Some(path.clone()),
-                                result,
-                                note,
-                            });
-                            match verdict {
-                                Verdict::Ok(c) => {
-                                    return Outcome {
-                                        found: Some((path, How::LdSoCache, None, c)),
-                                        trail,
-                                        error: None,
-                                    };
-                                }
-                                Verdict::Invalid(m) => {
-                                    return Outcome {
-                                        found: None,
-                                        trail,
-                                        error: Some(format!("{path}: {m}")),
-                                    };
-                                }
-                                _ => {}
+            (Some(cache), Some(_)) => match self.platform.cache_lookup(cache, name) {
+                None => trail.push(Step {
+                    how: How::LdSoCache,
+                    of: None,
+                    dir: None,
+                    path: None,
+                    result: StepResult::NoEntry,
+                    note: Some("no entry for this name and architecture".into()),
+                }),
+                Some(e) => {
+                    let dir = e.path.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+                    if req.nodeflib && self.platform.is_system_dir(dir) {
+                        Self::skipped(
+                            &mut trail,
+                            How::LdSoCache,
+                            None,
+                            format!(
+                                "cache entry {} refused: {} has DF_1_NODEFLIB and it is in a default directory",
+                                e.path, req.path
+                            ),
+                        );
+                    } else {
+                        let path = e.path.clone();
+                        let verdict = files.verify(self.root, self.platform, &path);
+                        let (result, note) = match &verdict {
+                            Verdict::Ok(_) => (StepResult::Found, None),
+                            Verdict::WrongClass(c) => {
+                                other_class = Some(c.clone());
+                                (StepResult::WrongClass, Some(c.clone()))
                             }
+                            Verdict::WrongMachine(m) => (StepResult::WrongMachine, Some(m.clone())),
+                            Verdict::Invalid(m) => (StepResult::Invalid, Some(m.clone())),
+                            Verdict::Absent | Verdict::Unreadable(_) => (
+                                StepResult::NotPresent,
+                                Some("stale cache entry: the file is gone (run ldconfig)".into()),
+                            ),
+                        };
+                        trail.push(Step {
+                            how: How::LdSoCache,
+                            of: None,
+                            dir: Some(dir.to_string()),
+                            path: Some(path.clone()),
+                            result,
+                            note,
+                        });
+                        match verdict {
+                            Verdict::Ok(c) => {
+                                return Outcome {
+                                    found: Some((path, How::LdSoCache, None, c)),
+                                    trail,
+                                    error: None,
+                                };
+                            }
+                            Verdict::Invalid(m) => {
+                                return Outcome {
+                                    found: None,
+                                    trail,
+                                    error: Some(format!("{path}: {m}")),
+                                };
+                            }
+                            _ => {}
                         }
                     }
                 }
-            }
+            },
             _ => Self::skipped(&mut trail, How::LdSoCache, None, NO_CACHE.into()),
         }
         // 5. Default directories.
@@ -607,6 +605,7 @@ mod tests {
             platform: "x86_64".into(),
             hwcaps: vec![],
             legacy_subdirs: vec![],
+            legacy_hwcaps: Default::default(),
             isa_level: 1,
             cache_id: Some(0x303),
         }
