@@ -230,12 +230,8 @@ pub fn glibc_version(image: &[u8]) -> Option<(u32, u32)> {
 /// usable AVX512 CD, BW, DQ and VL but not ER), then `dl_platform`, then `tls`. Repeats (the bit and the
 /// platform are both `x86_64` on most machines) are tried once.
 pub fn legacy_x86_64_subdirs(vendor: &str, flags: &[String], platform: &str) -> Vec<String> {
-    let has = |names: &[&str]| names.iter().all(|n| flags.iter().any(|f| f == n));
     let mut names = vec!["x86_64"];
-    if vendor == "GenuineIntel"
-        && has(&["avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"])
-        && !has(&["avx512er"])
-    {
+    if avx512_1(vendor, flags) {
         names.push("avx512_1");
     }
     names.push(platform);
@@ -255,20 +251,27 @@ pub fn legacy_x86_64_subdirs(vendor: &str, flags: &[String], platform: &str) -> 
     out
 }
 
+/// glibc 2.26–2.36 sets the legacy hwcap bit `avx512_1` on Intel processors with usable AVX512 F, CD, BW, DQ and
+/// VL but not ER (Xeon Phi's).
+fn avx512_1(vendor: &str, flags: &[String]) -> bool {
+    let has = |names: &[&str]| names.iter().all(|n| flags.iter().any(|f| f == n));
+    vendor == "GenuineIntel"
+        && has(&["avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"])
+        && !has(&["avx512er"])
+}
+
 /// The legacy hwcap cache entries an x86-64 loader of glibc 2.26 to 2.36 accepts: bits `HWCAP_X86_64` (1) and,
-/// with [`legacy_x86_64_subdirs`]' condition, `HWCAP_X86_AVX512_1` (2), the platform bits from 48 (`i586`,
+/// on Intel processors with usable AVX512 F, CD, BW, DQ and VL but not ER, `HWCAP_X86_AVX512_1` (2), the platform bits from 48 (`i586`,
 /// `i686`, `haswell`, `xeon_phi`) of which `dl_platform` names one, and `tls` (63): what `ldconfig -p` of
 /// those versions prints as `hwcap: 0x8004000000000000` for a library in `tls/haswell/`.
 pub fn legacy_x86_64_hwcaps(vendor: &str, flags: &[String], platform: &str) -> LegacyHwcaps {
-    let subdirs = legacy_x86_64_subdirs(vendor, flags, platform);
-    let avx512_1 = subdirs.iter().any(|s| s == "avx512_1");
     let platform_mask = 0xf << 48;
     let bit = ["i586", "i686", "haswell", "xeon_phi"]
         .iter()
         .position(|p| *p == platform)
         .map_or(0, |i| 1u64 << (48 + i));
     LegacyHwcaps {
-        allowed: 1 << 1 | if avx512_1 { 1 << 2 } else { 0 } | platform_mask | 1 << 63,
+        allowed: 1 << 1 | if avx512_1(vendor, flags) { 1 << 2 } else { 0 } | platform_mask | 1 << 63,
         platform_mask,
         platform: bit,
     }
