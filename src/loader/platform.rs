@@ -261,9 +261,10 @@ fn avx512_1(vendor: &str, flags: &[String]) -> bool {
 }
 
 /// The legacy hwcap cache entries an x86-64 loader of glibc 2.26 to 2.36 accepts: bits `HWCAP_X86_64` (1) and,
-/// on Intel processors with usable AVX512 F, CD, BW, DQ and VL but not ER, `HWCAP_X86_AVX512_1` (2), the platform bits from 48 (`i586`,
-/// `i686`, `haswell`, `xeon_phi`) of which `dl_platform` names one, and `tls` (63): what `ldconfig -p` of
-/// those versions prints as `hwcap: 0x8004000000000000` for a library in `tls/haswell/`.
+/// on Intel processors with usable AVX512 F, CD, BW, DQ and VL but not ER, `HWCAP_X86_AVX512_1` (2), the
+/// platform bits from 48 (`i586`, `i686`, `haswell`, `xeon_phi`) of which `dl_platform` names one, and `tls`
+/// (63): what `ldconfig -p` of those versions prints as `hwcap: 0x8004000000000000` for a library in
+/// `tls/haswell/`.
 pub fn legacy_x86_64_hwcaps(vendor: &str, flags: &[String], platform: &str) -> LegacyHwcaps {
     let platform_mask = 0xf << 48;
     let bit = ["i586", "i686", "haswell", "xeon_phi"]
