@@ -501,7 +501,9 @@ fn ld_so_cache_agrees_with_ldconfig() {
             Some((soname.to_string(), path.trim().to_string()))
         })
         .collect();
-    let mut ours = cudadiag::host::libcuda::cache_pairs(&bytes);
+    let mut ours: Vec<(String, String)> = cudadiag::loader::cache::LdCache::parse(&bytes)
+        .map(|c| c.entries.into_iter().map(|e| (e.name, e.path)).collect())
+        .unwrap_or_default();
     theirs.sort();
     ours.sort();
     assert!(!ours.is_empty());

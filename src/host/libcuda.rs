@@ -129,13 +129,6 @@ pub fn read_cache(root: &Root) -> (LdCacheState, Option<LdCache>) {
     }
 }
 
-/// Every `(soname, path)` pair of an ld.so.cache, in cache order; an unreadable cache has none.
-pub fn cache_pairs(bytes: &[u8]) -> Vec<(String, String)> {
-    crate::loader::cache::LdCache::parse(bytes)
-        .map(|c| c.entries.into_iter().map(|e| (e.name, e.path)).collect())
-        .unwrap_or_default()
-}
-
 /// Is the file at `real` an ELF object of the other class or another machine, which the loader `p` skips? A
 /// file that is not ELF at all is not judged here.
 fn other_loader(root: &Root, real: &Path, p: &Platform) -> bool {
