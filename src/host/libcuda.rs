@@ -202,6 +202,7 @@ pub fn candidates(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::system::put;
 
     /// Builds a new-format cache with the given (key, value, flags) entries, in that order (callers give
     /// them in ldconfig's order: the lookup's binary search relies on it).
@@ -282,11 +283,7 @@ mod tests {
     fn candidates_of_another_class_or_machine_are_passed_over() {
         use goblin::elf::header::{EM_386, EM_AARCH64, EM_X86_64};
         let t = tempfile::tempdir().unwrap();
-        let put = |dir: &str, bytes: &[u8]| {
-            let d = t.path().join(dir.trim_start_matches('/'));
-            std::fs::create_dir_all(&d).unwrap();
-            std::fs::write(d.join("libcuda.so.1"), bytes).unwrap();
-        };
+        let put = |dir: &str, bytes: &[u8]| put(t.path(), &format!("{dir}/libcuda.so.1"), bytes);
         put("/usr/lib32", &elf_head(1, EM_386));
         put("/opt/arm", &elf_head(2, EM_AARCH64));
         put("/opt/text", b"not an ELF file: not judged here");
@@ -313,11 +310,7 @@ mod tests {
     #[test]
     fn without_a_cache_the_directories_of_ld_so_conf_are_not_searched() {
         let t = tempfile::tempdir().unwrap();
-        let put = |path: &str, bytes: &[u8]| {
-            let f = t.path().join(path.trim_start_matches('/'));
-            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-            std::fs::write(f, bytes).unwrap();
-        };
+        let put = |path: &str, bytes: &[u8]| put(t.path(), path, bytes);
         put("/usr/local/nvidia/lib64/libcuda.so.1", b"fake");
         put("/etc/ld.so.conf", b"include /etc/ld.so.conf.d/*.conf\n");
         put("/etc/ld.so.conf.d/nvidia.conf", b"/usr/local/nvidia/lib64\n");

@@ -360,6 +360,7 @@ pub fn system_dirs_in(image: &[u8], is_64: bool) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::system::put;
 
     #[test]
     fn glibc_versions_from_the_banner() {
@@ -419,11 +420,7 @@ mod tests {
     #[test]
     fn the_interpreters_version_decides_the_subdirectories() {
         let t = tempfile::tempdir().unwrap();
-        let put = |path: &str, bytes: &[u8]| {
-            let f = t.path().join(path.trim_start_matches('/'));
-            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-            std::fs::write(f, bytes).unwrap();
-        };
+        let put = |path: &str, bytes: &[u8]| put(t.path(), path, bytes);
         put(
             "/proc/cpuinfo",
             b"vendor_id\t: GenuineIntel\nflags\t\t: cx16 lahf_lm popcnt pni sse4_1 sse4_2 ssse3 avx avx2 bmi1 bmi2 \

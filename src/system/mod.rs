@@ -10,3 +10,5 @@ mod root;
 
 pub use env::Env;
 pub use root::Root;
+#[cfg(test)]
+pub use root::put;

@@ -185,6 +185,15 @@ fn push_components(path: &Path, out: &mut Vec<std::ffi::OsString>) {
     }
 }
 
+/// For unit tests that build a machine tree: writes `bytes` at the machine path `path` under the directory
+/// `dir`, creating the directories on the way.
+#[cfg(test)]
+pub fn put(dir: &Path, path: &str, bytes: &[u8]) {
+    let f = dir.join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(f.parent().expect("a file path")).unwrap();
+    std::fs::write(f, bytes).unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
