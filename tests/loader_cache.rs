@@ -15,12 +15,16 @@ fn ldconfig() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-fn write_cache(ldconfig: &Path, conf: &Path, out: &Path, format: &str) -> bool {
+/// Runs `ldconfig` to write the cache `out` (in `format`) for an ld.so.conf that lists `dir` (written beside
+/// `out`); false when this ldconfig does not write that format.
+fn write_cache(ldconfig: &Path, dir: &Path, out: &Path, format: &str) -> bool {
+    let conf = out.with_extension("conf");
+    std::fs::write(&conf, format!("{}\n", dir.display())).unwrap();
     Command::new(ldconfig)
         .arg("-C")
         .arg(out)
         .arg("-f")
-        .arg(conf)
+        .arg(&conf)
         .args(["-c", format])
         .status()
         .is_ok_and(|s| s.success())
@@ -36,12 +40,10 @@ fn caches_written_by_ldconfig_are_read_in_every_format() {
     build::lib(&dir, "libplain.so.1", "p", &[], &[]);
     build::lib(&dir, "libhw.so.1", "h", &[], &[]);
     build::lib(&dir.join("glibc-hwcaps/x86-64-v2"), "libhw.so.1", "h", &[], &[]);
-    let conf = t.path().join("ld.so.conf");
-    std::fs::write(&conf, format!("{}\n", dir.display())).unwrap();
     let mut read = 0;
     for format in ["new", "compat", "old"] {
         let out = t.path().join(format!("cache.{format}"));
-        if !write_cache(&ldconfig, &conf, &out, format) {
+        if !write_cache(&ldconfig, &dir, &out, format) {
             continue; // this ldconfig does not write that format
         }
         read += 1;
@@ -93,10 +95,8 @@ fn legacy_hwcap_entries_of_the_machines_ldconfig() {
     for sub in ["", "tls", "x86_64", "haswell", "tls/haswell"] {
         build::lib(&dir.join(sub), "libq.so.1", "q", &[], &[]);
     }
-    let conf = t.path().join("ld.so.conf");
-    std::fs::write(&conf, format!("{}\n", dir.display())).unwrap();
     let out = t.path().join("cache");
-    assert!(write_cache(&ldconfig, &conf, &out, "new"));
+    assert!(write_cache(&ldconfig, &dir, &out, "new"));
     let cache = LdCache::parse(&std::fs::read(&out).unwrap()).unwrap();
     let at = |sub: &str| dir.join(sub).join("libq.so.1");
     let pick = |legacy| {

@@ -813,12 +813,20 @@ fn platform_matches_what_ld_so_says_about_itself() {
     let Some(ldso) = build::system_ldso() else {
         return;
     };
-    let out = std::process::Command::new(&ldso)
-        .arg("--help")
-        .env_clear()
-        .output()
-        .unwrap();
-    let help = String::from_utf8_lossy(&out.stdout);
+    // ld.so run with only the environment given: its standard output and standard error.
+    let run = |args: &[&std::ffi::OsStr], env: &[(&str, &str)]| {
+        let out = std::process::Command::new(&ldso)
+            .args(args)
+            .env_clear()
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (help, _) = run(&["--help".as_ref()], &[]);
     let dirs: Vec<String> = help
         .lines()
         .filter(|l| l.ends_with("(system search path)"))
@@ -844,12 +852,7 @@ fn platform_matches_what_ld_so_says_about_itself() {
         .collect();
     assert_eq!(p.hwcaps, supported);
     // `$PLATFORM` is ld.so's `dl_platform` (`haswell` on most Intel processors, not `x86_64`).
-    let diag = std::process::Command::new(&ldso)
-        .arg("--list-diagnostics")
-        .env_clear()
-        .output()
-        .unwrap();
-    let diag = String::from_utf8_lossy(&diag.stdout);
+    let (diag, _) = run(&["--list-diagnostics".as_ref()], &[]);
     if let Some(platform) = diag.lines().find_map(|l| l.strip_prefix("dl_platform=")) {
         assert_eq!(format!("{:?}", p.platform), platform);
     }
@@ -857,15 +860,10 @@ fn platform_matches_what_ld_so_says_about_itself() {
     // LD_LIBRARY_PATH entry: glibc-hwcaps ones, then (glibc 2.26–2.36) the legacy ones, then the directory.
     let dir = "/cudadiag-no-such-dir";
     let program = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(&ldso)
-        .arg("--list")
-        .arg(&program)
-        .env_clear()
-        .env("LD_LIBRARY_PATH", dir)
-        .env("LD_DEBUG", "libs")
-        .output()
-        .unwrap();
-    let debug = String::from_utf8_lossy(&out.stderr);
+    let (_, debug) = run(
+        &["--list".as_ref(), program.as_os_str()],
+        &[("LD_LIBRARY_PATH", dir), ("LD_DEBUG", "libs")],
+    );
     let line = debug
         .lines()
         .find(|l| l.contains("search path=") && l.contains("(LD_LIBRARY_PATH)"));
