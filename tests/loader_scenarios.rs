@@ -591,6 +591,108 @@ fn cuda_libraries_loaded_with_dlopen_are_resolved_from_their_caller() {
 }
 
 #[test]
+fn dlopen_stems_are_completed_with_the_versions_along_the_search() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let cudnn = d.join("cudnn");
+    // cuDNN 9 names its sub-libraries as stems (`libcudnn_ops.so`) and adds ".9" before it calls dlopen.
+    // Along the search: one version of `ops` (with a dependency of its own), two of `two`, none of `none`.
+    let dep = lib(&cudnn, "libopsdep.so.1", "opsdep", &[], &[]);
+    lib(
+        &cudnn,
+        "libcudnn_ops.so.9",
+        "ops",
+        &[&dep],
+        &["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN"],
+    );
+    lib(&cudnn, "libcudnn_two.so.8", "two8", &[], &[]);
+    lib(&cudnn, "libcudnn_two.so.9", "two9", &[], &[]);
+    lib(&d.join("elsewhere"), "libcudnn_none.so.9", "none", &[], &[]);
+    let src = build::source(
+        d,
+        "cudnn",
+        "const char *subs[] = {\"libcudnn_ops.so\", \"libcudnn_two.so\", \"libcudnn_none.so\"};\n\
+         const char *f(int i) { return subs[i]; }\n",
+    );
+    let main_lib = cudnn.join("libcudnn.so.9");
+    build::cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &main_lib.to_string_lossy(),
+        &src.to_string_lossy(),
+        "-Wl,-soname,libcudnn.so.9",
+        "-Wl,--enable-new-dtags",
+        "-Wl,-rpath,$ORIGIN",
+    ]);
+    let main = exe(
+        &d.join("bin/app"),
+        &[&main_lib],
+        &[&format!("-Wl,-rpath,{}", cudnn.display())],
+    );
+    let r = resolve(&main, &[]);
+    let at = |n: &str| cudnn.join(n).to_string_lossy().into_owned();
+
+    // One version along the search: it is what the completed dlopen loads, resolved from the caller (its
+    // RUNPATH), and its own dependencies are resolved too.
+    let stem = first(&r, "libcudnn_ops.so");
+    assert_eq!((stem.how, stem.dlopen), (How::NotFound, true));
+    assert_eq!(stem.completions, ["libcudnn_ops.so.9"]);
+    let ops = first(&r, "libcudnn_ops.so.9");
+    assert!(ops.dlopen && ops.reason.as_deref().is_some_and(|w| w.contains("stem")));
+    assert_eq!(
+        (ops.how, ops.path.clone()),
+        (How::Runpath, Some(at("libcudnn_ops.so.9")))
+    );
+    assert_eq!(ops.needed_by, at("libcudnn.so.9"));
+    assert_eq!(first(&r, "libopsdep.so.1").path, Some(at("libopsdep.so.1")));
+
+    // Two versions: both listed in search order, neither loaded (the library's code picks one).
+    let two = first(&r, "libcudnn_two.so");
+    assert_eq!(two.completions, ["libcudnn_two.so.8", "libcudnn_two.so.9"]);
+    assert!(
+        r.libraries
+            .iter()
+            .all(|l| !l.soname.starts_with("libcudnn_two.so."))
+    );
+
+    // None along the search: no completion, no error, and the fix says so without sending the user to
+    // install a library that is only ever loaded on demand.
+    let none = first(&r, "libcudnn_none.so");
+    assert!(none.completions.is_empty());
+    let fix = cudadiag::rules::loader::fix_for_missing(none);
+    assert!(
+        fix.contains("adds a version") && fix.contains("if the program uses it"),
+        "{fix}"
+    );
+    assert!(slugs(&r).is_empty(), "stems are no failures: {:?}", slugs(&r));
+
+    // The tree shows each stem once with what completes it, and the completion as a load of its own.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cudadiag"))
+        .args([
+            "inspect",
+            "-v",
+            "--no-device-code",
+            "--no-host",
+            "--color",
+            "never",
+            "--clear-env",
+        ])
+        .arg(&main)
+        .output()
+        .expect("run cudadiag");
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        tree.contains(
+            "libcudnn_ops.so [dlopen stem] completed with a version at run time: libcudnn_ops.so.9"
+        ),
+        "{tree}"
+    );
+    assert!(tree.contains("libcudnn_two.so.8, libcudnn_two.so.9"), "{tree}");
+    assert!(tree.contains("libcudnn_none.so [dlopen] not found"), "{tree}");
+}
+
+#[test]
 fn two_cuda_majors_in_one_process() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path().join("lib");

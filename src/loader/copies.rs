@@ -29,8 +29,11 @@ pub fn fill(root: &Root, platform: &Platform, res: &mut Resolution) {
         .libraries
         .iter()
         .filter(|l| {
-            // A stem is not a failure (`rules::loader::library_not_found`): nothing to look for.
-            !l.soname.contains('/') && !l.is_dlopen_stem() && l.how == How::NotFound
+            // A stem with versions of it along its search is answered by them; one without is looked for, so
+            // that a version elsewhere on disk can be named.
+            !l.soname.contains('/')
+                && l.how == How::NotFound
+                && (!l.is_dlopen_stem() || l.completions.is_empty())
         })
         .map(|l| l.soname.clone())
         .collect();

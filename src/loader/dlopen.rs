@@ -13,7 +13,13 @@
 //! Each request is then resolved by [`super::search`] as a `dlopen` from that object (glibc `_dl_open` with
 //! `__RTLD_CALLMAP`): its RPATH chain or RUNPATH applies.
 
-use super::LoadedObject;
+use super::cache::LdCache;
+use super::platform::Platform;
+use super::{How, LoadedObject, Step};
+use crate::system::Root;
+use std::collections::HashMap;
+use std::path::Path;
+use std::rc::Rc;
 
 /// Is `s` a plain soname (`lib` + name + `.so` + numeric suffixes)?
 pub fn is_soname(s: &str) -> bool {
@@ -79,6 +85,55 @@ pub fn requests(obj: &LoadedObject, cudart_static: bool, strings: &[(String, u64
                 obj.path
             ),
         );
+    }
+    out
+}
+
+/// Directory listings (file names) kept for a walk: several stems are looked for in the same directories.
+pub type Listings = HashMap<String, Rc<[String]>>;
+
+/// The versioned names of the stem `stem` (`libcudnn_ops.so`, which cuDNN completes with `.9` before it calls
+/// `dlopen`) that a `dlopen` of one of them from the object whose search for the bare stem left `trail` could
+/// find: files `stem.N[.M…]` in the directories that search tried, in its order, then the names of the cache
+/// entries of that form this loader accepts. Each name once, in the order first met. The library's code
+/// decides which version it asks for; this is what the machine offers it.
+pub fn completions(
+    root: &Root,
+    trail: &[Step],
+    cache: Option<&LdCache>,
+    platform: &Platform,
+    stem: &str,
+    listings: &mut Listings,
+) -> Vec<String> {
+    let prefix = format!("{stem}.");
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |n: &str| {
+        if n.starts_with(&prefix) && is_soname(n) && !out.iter().any(|o| o == n) {
+            out.push(n.to_string());
+        }
+    };
+    for step in trail {
+        let (Some(dir), false) = (&step.dir, step.how == How::LdSoCache) else {
+            continue;
+        };
+        let names = listings
+            .entry(dir.clone())
+            .or_insert_with(|| {
+                root.read_dir(Path::new(dir))
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .clone();
+        for n in names.iter() {
+            add(n);
+        }
+    }
+    if let Some(cache) = cache {
+        for e in cache.entries.iter().filter(|e| platform.cache_accepts(e)) {
+            add(&e.name);
+        }
     }
     out
 }

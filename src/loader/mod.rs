@@ -183,6 +183,11 @@ pub struct Library {
     /// Other files of that library on disk (filled for missing and shadowed libraries).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub copies: Vec<Copy>,
+    /// For a `dlopen` stem ([`Library::is_dlopen_stem`]) no step finds under its bare name: the versioned
+    /// names of it (`libcudnn_ops.so.9`) along its search, in search order, each once. Exactly one is
+    /// requested in its place ([`dlopen::completions`]); several are listed, none chosen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completions: Vec<String>,
     /// The error ld.so would stop with ("wrong ELF class: ELFCLASS32", "invalid ELF header").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -59,6 +59,8 @@ struct State<'a> {
     /// Per object, its own RUNPATH or RPATH directories, once asked for ([`State::own_dirs`]).
     own: Vec<Option<Option<Arc<OwnDirs>>>>,
     missing: HashMap<String, usize>,
+    /// Directory listings for the completion of `dlopen` stems ([`super::dlopen::completions`]).
+    listings: super::dlopen::Listings,
 }
 
 /// How a request came about.
@@ -108,6 +110,7 @@ impl State<'_> {
             trail: Vec::new(),
             intended: None,
             copies: Vec::new(),
+            completions: Vec::new(),
             error: None,
         };
         if let Some(i) = self.lookup(name) {
@@ -176,6 +179,49 @@ impl State<'_> {
             }
         }
         self.res.libraries.push(lib);
+    }
+
+    /// When the request just made by object `requester` is a `dlopen` stem (`libcudnn_ops.so`) that no step
+    /// finds under its bare name, records the versioned names of it along the search; when there is exactly
+    /// one, that name is what the library's completed `dlopen` can load, and it is requested in the stem's
+    /// place (so its own dependencies are resolved too). Several are listed and none is chosen: the library's
+    /// code picks the version.
+    fn complete_stem(&mut self, requester: usize) {
+        let Some(l) = self.res.libraries.last() else {
+            return;
+        };
+        if !l.is_dlopen_stem() || l.how != How::NotFound || l.needed_by_index != requester {
+            return;
+        }
+        let names = super::dlopen::completions(
+            self.ctx.root,
+            &l.trail,
+            self.ctx.cache,
+            self.ctx.platform,
+            &l.soname,
+            &mut self.listings,
+        );
+        let stem = l.soname.clone();
+        if let Some(l) = self.res.libraries.last_mut() {
+            l.completions = names.clone();
+        }
+        let [only] = &names[..] else {
+            return;
+        };
+        let asked = self
+            .res
+            .libraries
+            .iter()
+            .any(|x| x.needed_by_index == requester && x.soname == *only);
+        if asked {
+            return;
+        }
+        let why = format!(
+            "{} names the stem \"{stem}\" in .rodata and adds a version to it before it calls dlopen; {only} is \
+             the only versioned name of it along its search",
+            self.res.objects[requester].path
+        );
+        self.request(requester, only, Kind::Dlopen, Some(why));
     }
 
     /// Object `i` answers to `name` too.
@@ -353,6 +399,7 @@ pub fn resolve_alongside(
         reads: vec![main_reads],
         own: Vec::new(),
         missing: HashMap::default(),
+        listings: Default::default(),
     };
     if let Some(s) = &e.soname {
         st.name(0, s);
@@ -404,6 +451,7 @@ pub fn resolve_alongside(
         let cudart_static = i == 0 && main.cudart_static;
         for (name, reason) in super::dlopen::requests(&st.res.objects[i], cudart_static, &strings) {
             st.request(i, &name, Kind::Dlopen, Some(reason));
+            st.complete_stem(i);
         }
         if st.res.objects.len() > before {
             st.deps_from(before);

@@ -61,6 +61,8 @@ struct Library<'a> {
     intended: Option<&'a crate::loader::Intended>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     copies: &'a [crate::loader::Copy],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    completions: &'a [String],
 }
 
 fn libraries(report: &Report) -> Vec<Library<'_>> {
@@ -84,6 +86,7 @@ fn libraries(report: &Report) -> Vec<Library<'_>> {
                 trail: &l.trail,
                 intended: l.intended.as_ref(),
                 copies: &l.copies,
+                completions: &l.completions,
             });
         }
     }

@@ -46,6 +46,25 @@ fn node(
                 if !shown_missing.insert(l.soname.clone()) {
                     continue;
                 }
+                // A stem the library completes with a version: what the machine offers for it, not a failure
+                // (the one completion, when there is one, follows as a request of its own).
+                if l.is_dlopen_stem() && !l.completions.is_empty() {
+                    let what = match &l.completions[..] {
+                        [one] => format!("completed with a version at run time: {one}"),
+                        many => format!(
+                            "completed with a version at run time, one of: {} (the library's code picks it)",
+                            many.join(", ")
+                        ),
+                    };
+                    writeln!(
+                        out,
+                        "{pad}{} {} {}",
+                        p.bold(&l.soname),
+                        p.dim("[dlopen stem]"),
+                        p.dim(&what)
+                    )?;
+                    continue;
+                }
                 let t = if tags.is_empty() {
                     String::new()
                 } else {

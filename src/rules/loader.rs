@@ -107,6 +107,25 @@ fn cache_missed(l: &Library) -> Option<&'static str> {
 /// machine) are never offered as the answer.
 pub fn fix_for_missing(l: &Library) -> String {
     let usable = |c: &&crate::loader::Copy| c.unusable.is_none();
+    if l.is_dlopen_stem() {
+        // No versioned name of the stem along the search (else it is not shown as missing).
+        let elsewhere: BTreeSet<&str> = l.copies.iter().filter(usable).map(|c| dir_of(&c.path)).collect();
+        return if elsewhere.is_empty() {
+            format!(
+                "{} adds a version to {} before it calls dlopen, and no version of it is on this machine: \
+                 install it if the program uses it (an optional library it never asks for is no error).",
+                l.needed_by, l.soname
+            )
+        } else {
+            format!(
+                "{} adds a version to {} before it calls dlopen; versions of it are only in {}, which its \
+                 search does not reach: if the program uses it, run with LD_LIBRARY_PATH set to that directory.",
+                l.needed_by,
+                l.soname,
+                elsewhere.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        };
+    }
     if let Some(c) = l.copies.iter().filter(usable).find(|c| c.same_name) {
         let d = dir_of(&c.path);
         if let (true, Some(why)) = (c.in_ld_so_conf, cache_missed(l)) {
