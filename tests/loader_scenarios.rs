@@ -595,70 +595,88 @@ fn dlopen_stems_are_completed_with_the_versions_along_the_search() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
     let cudnn = d.join("cudnn");
-    // cuDNN 9 names its sub-libraries as stems (`libcudnn_ops.so`) and adds ".9" before it calls dlopen.
-    // Along the search: one version of `ops` (with a dependency of its own), two of `two`, none of `none`.
+    // cuDNN 9 names its sub-libraries as stems (`libcudnn_ops.so`) and adds its own version before it calls
+    // dlopen (glibc's LD_DEBUG=libs shows `libcudnn_ops.so.9.19.0`, `.9.19`, `.9` asked for, never the stem).
+    // A bare `libcudnn_ops.so` earlier on the search (a -dev package's link, here on LD_LIBRARY_PATH) is not
+    // what it loads. Other libraries' stems: one version along the search, two, or none.
     let dep = lib(&cudnn, "libopsdep.so.1", "opsdep", &[], &[]);
-    lib(
-        &cudnn,
-        "libcudnn_ops.so.9",
-        "ops",
-        &[&dep],
-        &["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN"],
-    );
+    let runpath = ["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN"];
+    lib(&cudnn, "libcudnn_ops.so.9", "ops", &[&dep], &runpath);
+    lib(&d.join("dev"), "libcudnn_ops.so", "devops", &[], &[]);
     lib(&cudnn, "libcudnn_two.so.8", "two8", &[], &[]);
     lib(&cudnn, "libcudnn_two.so.9", "two9", &[], &[]);
-    lib(&d.join("elsewhere"), "libcudnn_none.so.9", "none", &[], &[]);
+    lib(&cudnn, "libcupti.so.13", "cupti13", &[], &[]);
+    lib(&cudnn, "libnvJitLink.so.12", "jit12", &[], &[]);
+    lib(&cudnn, "libnvJitLink.so.13", "jit13", &[], &[]);
+    lib(&d.join("elsewhere"), "libnvrtc.so.9", "nvrtc9", &[], &[]);
     let src = build::source(
         d,
         "cudnn",
-        "const char *subs[] = {\"libcudnn_ops.so\", \"libcudnn_two.so\", \"libcudnn_none.so\"};\n\
-         const char *f(int i) { return subs[i]; }\n",
+        "const char *subs[] = {\"libcudnn_ops.so\", \"libcudnn_two.so\", \"libcupti.so\", \
+         \"libnvJitLink.so\", \"libnvrtc.so\"};\nconst char *f(int i) { return subs[i]; }\n",
     );
     let main_lib = cudnn.join("libcudnn.so.9");
-    build::cc(&[
-        "-shared",
-        "-fPIC",
-        "-o",
-        &main_lib.to_string_lossy(),
-        &src.to_string_lossy(),
-        "-Wl,-soname,libcudnn.so.9",
-        "-Wl,--enable-new-dtags",
-        "-Wl,-rpath,$ORIGIN",
-    ]);
+    let mut args = vec![
+        "-shared".to_string(),
+        "-fPIC".into(),
+        "-o".into(),
+        main_lib.to_string_lossy().into_owned(),
+        src.to_string_lossy().into_owned(),
+        "-Wl,-soname,libcudnn.so.9".into(),
+    ];
+    args.extend(runpath.iter().map(|s| s.to_string()));
+    build::cc(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let main = exe(
         &d.join("bin/app"),
         &[&main_lib],
         &[&format!("-Wl,-rpath,{}", cudnn.display())],
     );
-    let r = resolve(&main, &[]);
+    let dev = d.join("dev").to_string_lossy().into_owned();
+    let r = resolve(&main, &[("LD_LIBRARY_PATH", &dev)]);
     let at = |n: &str| cudnn.join(n).to_string_lossy().into_owned();
 
-    // One version along the search: it is what the completed dlopen loads, resolved from the caller (its
-    // RUNPATH), and its own dependencies are resolved too.
-    let stem = first(&r, "libcudnn_ops.so");
-    assert_eq!((stem.how, stem.dlopen), (How::NotFound, true));
-    assert_eq!(stem.completions, ["libcudnn_ops.so.9"]);
+    // Its own sub-libraries: the name with its own version, resolved from the caller (its RUNPATH), with its
+    // dependencies; the bare stem is never requested, so the -dev link is not loaded.
     let ops = first(&r, "libcudnn_ops.so.9");
-    assert!(ops.dlopen && ops.reason.as_deref().is_some_and(|w| w.contains("stem")));
+    assert!(ops.dlopen && ops.reason.as_deref().is_some_and(|w| w.contains("own version")));
     assert_eq!(
         (ops.how, ops.path.clone()),
         (How::Runpath, Some(at("libcudnn_ops.so.9")))
     );
     assert_eq!(ops.needed_by, at("libcudnn.so.9"));
     assert_eq!(first(&r, "libopsdep.so.1").path, Some(at("libopsdep.so.1")));
+    assert!(r.libraries.iter().all(|l| l.soname != "libcudnn_ops.so"));
+    assert_eq!(first(&r, "libcudnn_two.so.9").path, Some(at("libcudnn_two.so.9")));
+    assert!(r.libraries.iter().all(|l| l.soname != "libcudnn_two.so.8"));
+
+    // Another library's stem, one version along the search: that version is what the completed dlopen can
+    // load.
+    let cupti = first(&r, "libcupti.so");
+    assert_eq!((cupti.how, cupti.dlopen), (How::NotFound, true));
+    assert_eq!(cupti.completions, ["libcupti.so.13"]);
+    let o3 = first(&r, "libcupti.so.13");
+    assert!(
+        o3.reason
+            .as_deref()
+            .is_some_and(|w| w.contains("only versioned name"))
+    );
+    assert_eq!(
+        (o3.how, o3.path.clone()),
+        (How::Runpath, Some(at("libcupti.so.13")))
+    );
 
     // Two versions: both listed in search order, neither loaded (the library's code picks one).
-    let two = first(&r, "libcudnn_two.so");
-    assert_eq!(two.completions, ["libcudnn_two.so.8", "libcudnn_two.so.9"]);
+    let jit = first(&r, "libnvJitLink.so");
+    assert_eq!(jit.completions, ["libnvJitLink.so.12", "libnvJitLink.so.13"]);
     assert!(
         r.libraries
             .iter()
-            .all(|l| !l.soname.starts_with("libcudnn_two.so."))
+            .all(|l| !l.soname.starts_with("libnvJitLink.so."))
     );
 
     // None along the search: no completion, no error, and the fix says so without sending the user to
     // install a library that is only ever loaded on demand.
-    let none = first(&r, "libcudnn_none.so");
+    let none = first(&r, "libnvrtc.so");
     assert!(none.completions.is_empty());
     let fix = cudadiag::rules::loader::fix_for_missing(none);
     assert!(
@@ -678,18 +696,24 @@ fn dlopen_stems_are_completed_with_the_versions_along_the_search() {
             "never",
             "--clear-env",
         ])
+        .args(["--env", &format!("LD_LIBRARY_PATH={dev}")])
         .arg(&main)
         .output()
         .expect("run cudadiag");
     let tree = String::from_utf8_lossy(&out.stdout);
     assert!(
-        tree.contains(
-            "libcudnn_ops.so [dlopen stem] completed with a version at run time: libcudnn_ops.so.9"
-        ),
+        tree.contains("libcupti.so [dlopen stem] completed with a version at run time: libcupti.so.13"),
         "{tree}"
     );
-    assert!(tree.contains("libcudnn_two.so.8, libcudnn_two.so.9"), "{tree}");
-    assert!(tree.contains("libcudnn_none.so [dlopen] not found"), "{tree}");
+    assert!(
+        tree.contains(&format!(
+            "libcudnn_ops.so.9 [dlopen, runpath] {}",
+            at("libcudnn_ops.so.9")
+        )),
+        "{tree}"
+    );
+    assert!(tree.contains("libnvJitLink.so.12, libnvJitLink.so.13"), "{tree}");
+    assert!(tree.contains("libnvrtc.so [dlopen] not found"), "{tree}");
 }
 
 #[test]

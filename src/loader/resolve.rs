@@ -181,6 +181,42 @@ impl State<'_> {
         self.res.libraries.push(lib);
     }
 
+    /// The name a library that completes the stem of one of its own sub-libraries (same family: `libcudnn`
+    /// for `libcudnn_graph.so.9` and `libcudnn_ops.so`) with its own version would load, as cuDNN 9 does: it
+    /// asks for `libcudnn_ops.so.9.19.0`, then `.9.19`, then `.9`, never the bare stem (glibc's
+    /// `LD_DEBUG=libs` on PyTorch 2.11 with cuDNN 9.19). The first of those the process already has or the
+    /// search from `requester` finds; `None` for a stem of another library, or when none is there (the bare
+    /// stem is then resolved as it is).
+    fn own_version_completion(&mut self, requester: usize, stem: &str) -> Option<String> {
+        let o = &self.res.objects[requester];
+        let own = o
+            .soname
+            .as_deref()
+            .unwrap_or(o.path.rsplit('/').next().unwrap_or(""));
+        let family = |n: &str| -> String {
+            let base = n.split(".so").next().unwrap_or(n);
+            base.split('_').next().unwrap_or(base).to_string()
+        };
+        if family(own) != family(stem) || family(own).len() <= "lib".len() {
+            return None;
+        }
+        let version = o.version.clone()?;
+        let parts: Vec<&str> = version.split('.').collect();
+        for k in (1..=parts.len()).rev() {
+            let name = format!("{stem}.{}", parts[..k].join("."));
+            if self.lookup(&name).is_some()
+                || self
+                    .ctx
+                    .search(self.files, &self.res.objects, requester, &name)
+                    .found
+                    .is_some()
+            {
+                return Some(name);
+            }
+        }
+        None
+    }
+
     /// When the request just made by object `requester` is a `dlopen` stem (`libcudnn_ops.so`) that no step
     /// finds under its bare name, records the versioned names of it along the search; when there is exactly
     /// one, that name is what the library's completed `dlopen` can load, and it is requested in the stem's
@@ -450,6 +486,24 @@ pub fn resolve_alongside(
         let strings = st.files.dlopen_strings(&st.reads[i]);
         let cudart_static = i == 0 && main.cudart_static;
         for (name, reason) in super::dlopen::requests(&st.res.objects[i], cudart_static, &strings) {
+            if name.ends_with(".so")
+                && let Some(full) = st.own_version_completion(i, &name)
+            {
+                let asked = st
+                    .res
+                    .libraries
+                    .iter()
+                    .any(|l| l.needed_by_index == i && l.soname == full);
+                if !asked {
+                    let why = format!(
+                        "{reason}; it completes the name of its own sub-library with its own version before it \
+                         calls dlopen, longest first (cuDNN 9 asks for libcudnn_ops.so.9.19.0, then .9.19, then \
+                         .9): {full} is the first there"
+                    );
+                    st.request(i, &full, Kind::Dlopen, Some(why));
+                }
+                continue;
+            }
             st.request(i, &name, Kind::Dlopen, Some(reason));
             st.complete_stem(i);
         }
