@@ -591,7 +591,7 @@ fn cuda_libraries_loaded_with_dlopen_are_resolved_from_their_caller() {
 }
 
 #[test]
-fn dlopen_stems_are_completed_with_the_versions_along_the_search() {
+fn dlopen_stems_cudnn_completes_its_own_and_others_list_their_versions() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
     let cudnn = d.join("cudnn");
@@ -649,21 +649,14 @@ fn dlopen_stems_are_completed_with_the_versions_along_the_search() {
     assert_eq!(first(&r, "libcudnn_two.so.9").path, Some(at("libcudnn_two.so.9")));
     assert!(r.libraries.iter().all(|l| l.soname != "libcudnn_two.so.8"));
 
-    // Another library's stem, one version along the search: that version is what the completed dlopen can
-    // load.
+    // Another library's stem, one version along the search: listed, not loaded (the library may add a
+    // version or fail on the bare name); the fix says how to give it the bare name.
     let cupti = first(&r, "libcupti.so");
     assert_eq!((cupti.how, cupti.dlopen), (How::NotFound, true));
     assert_eq!(cupti.completions, ["libcupti.so.13"]);
-    let o3 = first(&r, "libcupti.so.13");
-    assert!(
-        o3.reason
-            .as_deref()
-            .is_some_and(|w| w.contains("only versioned name"))
-    );
-    assert_eq!(
-        (o3.how, o3.path.clone()),
-        (How::Runpath, Some(at("libcupti.so.13")))
-    );
+    assert!(r.libraries.iter().all(|l| l.soname != "libcupti.so.13"));
+    let fix = cudadiag::rules::loader::fix_for_missing(cupti);
+    assert!(fix.contains("ln -s libcupti.so.13 libcupti.so"), "{fix}");
 
     // Two versions: both listed in search order, neither loaded (the library's code picks one).
     let jit = first(&r, "libnvJitLink.so");
@@ -680,7 +673,7 @@ fn dlopen_stems_are_completed_with_the_versions_along_the_search() {
     assert!(none.completions.is_empty());
     let fix = cudadiag::rules::loader::fix_for_missing(none);
     assert!(
-        fix.contains("adds a version") && fix.contains("if the program uses it"),
+        fix.contains("only on demand") && fix.contains("if the program uses it"),
         "{fix}"
     );
     assert!(slugs(&r).is_empty(), "stems are no failures: {:?}", slugs(&r));
@@ -702,7 +695,9 @@ fn dlopen_stems_are_completed_with_the_versions_along_the_search() {
         .expect("run cudadiag");
     let tree = String::from_utf8_lossy(&out.stdout);
     assert!(
-        tree.contains("libcupti.so [dlopen stem] completed with a version at run time: libcupti.so.13"),
+        tree.contains(
+            "libcupti.so [dlopen stem] no file of this bare name; versioned along its search: libcupti.so.13"
+        ),
         "{tree}"
     );
     assert!(

@@ -184,8 +184,8 @@ pub struct Library {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub copies: Vec<Copy>,
     /// For a `dlopen` stem ([`Library::is_dlopen_stem`]) no step finds under its bare name: the versioned
-    /// names of it (`libcudnn_ops.so.9`) along its search, in search order, each once. Exactly one is
-    /// requested in its place ([`dlopen::completions`]); several are listed, none chosen.
+    /// names of it (`libnvJitLink.so.13`) along its search, in search order, each once
+    /// ([`dlopen::completions`]). Listed, not loaded: which one the library asks for is in its code.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completions: Vec<String>,
     /// The error ld.so would stop with ("wrong ELF class: ELFCLASS32", "invalid ELF header").

@@ -217,11 +217,10 @@ impl State<'_> {
         None
     }
 
-    /// When the request just made by object `requester` is a `dlopen` stem (`libcudnn_ops.so`) that no step
-    /// finds under its bare name, records the versioned names of it along the search; when there is exactly
-    /// one, that name is what the library's completed `dlopen` can load, and it is requested in the stem's
-    /// place (so its own dependencies are resolved too). Several are listed and none is chosen: the library's
-    /// code picks the version.
+    /// When the request just made by object `requester` is a `dlopen` stem (`libnvJitLink.so`) that no step
+    /// finds under its bare name, records the versioned names of it along the search. None is loaded: whether
+    /// the library adds a version (and which) or asks for the bare name and fails (cuDNN 8's `libnvrtc.so`)
+    /// is in its code, not its data.
     fn complete_stem(&mut self, requester: usize) {
         let Some(l) = self.res.libraries.last() else {
             return;
@@ -237,27 +236,9 @@ impl State<'_> {
             &l.soname,
             &mut self.listings,
         );
-        let stem = l.soname.clone();
         if let Some(l) = self.res.libraries.last_mut() {
-            l.completions = names.clone();
+            l.completions = names;
         }
-        let [only] = &names[..] else {
-            return;
-        };
-        let asked = self
-            .res
-            .libraries
-            .iter()
-            .any(|x| x.needed_by_index == requester && x.soname == *only);
-        if asked {
-            return;
-        }
-        let why = format!(
-            "{} names the stem \"{stem}\" in .rodata and adds a version to it before it calls dlopen; {only} is \
-             the only versioned name of it along its search",
-            self.res.objects[requester].path
-        );
-        self.request(requester, only, Kind::Dlopen, Some(why));
     }
 
     /// Object `i` answers to `name` too.

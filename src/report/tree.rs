@@ -46,16 +46,13 @@ fn node(
                 if !shown_missing.insert(l.soname.clone()) {
                     continue;
                 }
-                // A stem the library completes with a version: what the machine offers for it, not a failure
-                // (the one completion, when there is one, follows as a request of its own).
+                // A stem with versioned names along its search: what the machine offers for it, not a failure
+                // (the library may add a version to it, or fail on the bare name).
                 if l.is_dlopen_stem() && !l.completions.is_empty() {
-                    let what = match &l.completions[..] {
-                        [one] => format!("completed with a version at run time: {one}"),
-                        many => format!(
-                            "completed with a version at run time, one of: {} (the library's code picks it)",
-                            many.join(", ")
-                        ),
-                    };
+                    let what = format!(
+                        "no file of this bare name; versioned along its search: {}",
+                        l.completions.join(", ")
+                    );
                     writeln!(
                         out,
                         "{pad}{} {} {}",
@@ -63,6 +60,7 @@ fn node(
                         p.dim("[dlopen stem]"),
                         p.dim(&what)
                     )?;
+                    writeln!(out, "{pad}    {} {}", p.good("fix:"), fix_for_missing(l))?;
                     continue;
                 }
                 let t = if tags.is_empty() {

@@ -108,17 +108,25 @@ fn cache_missed(l: &Library) -> Option<&'static str> {
 pub fn fix_for_missing(l: &Library) -> String {
     let usable = |c: &&crate::loader::Copy| c.unusable.is_none();
     if l.is_dlopen_stem() {
-        // No versioned name of the stem along the search (else it is not shown as missing).
+        if let Some(first) = l.completions.first() {
+            return format!(
+                "{} names {} without a version, and only versioned files of it are along its search; if it \
+                 fails to load it, it asks for the bare name: link that to the version it was built for \
+                 (in the directory of {first}: ln -s {first} {}), or install the package that has the \
+                 development link.",
+                l.needed_by, l.soname, l.soname
+            );
+        }
         let elsewhere: BTreeSet<&str> = l.copies.iter().filter(usable).map(|c| dir_of(&c.path)).collect();
         return if elsewhere.is_empty() {
             format!(
-                "{} adds a version to {} before it calls dlopen, and no version of it is on this machine: \
-                 install it if the program uses it (an optional library it never asks for is no error).",
+                "{} loads {} (or a versioned name of it) only on demand, and no version of it is on this \
+                 machine: install it if the program uses it (an optional library it never asks for is no error).",
                 l.needed_by, l.soname
             )
         } else {
             format!(
-                "{} adds a version to {} before it calls dlopen; versions of it are only in {}, which its \
+                "{} loads {} (or a versioned name of it) on demand; versions of it are only in {}, which its \
                  search does not reach: if the program uses it, run with LD_LIBRARY_PATH set to that directory.",
                 l.needed_by,
                 l.soname,
