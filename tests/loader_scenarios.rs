@@ -711,6 +711,106 @@ fn dlopen_stems_cudnn_completes_its_own_and_others_list_their_versions() {
     assert!(tree.contains("libnvrtc.so [dlopen] not found"), "{tree}");
 }
 
+/// What a real `dlopen` maps, against the tree: a library in the shape of cuDNN 9 loads its sub-library by
+/// completing the stem in its `.rodata` with its own version, and NVML by name; each load follows the caller's
+/// RUNPATH, not the program's (RUNPATH is not inherited), and a bare `-dev` link on LD_LIBRARY_PATH is never
+/// asked for. The program prints what `/proc/self/maps` holds after the loads.
+#[test]
+fn a_real_dlopen_maps_what_the_tree_says() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let cudnn = d.join("cudnn");
+    lib(&cudnn, "libcudnn_ops.so.9", "ops", &[], &[]);
+    lib(&d.join("drv"), "libnvidia-ml.so.1", "nvml", &[], &[]);
+    // Decoys: the program's RUNPATH has its own NVML; LD_LIBRARY_PATH has the bare stem.
+    lib(&d.join("prog"), "libnvidia-ml.so.1", "nvml_decoy", &[], &[]);
+    lib(&d.join("dev"), "libcudnn_ops.so", "ops_decoy", &[], &[]);
+    let src = build::source(
+        d,
+        "loader",
+        "#include <dlfcn.h>\n#include <stdio.h>\n\
+         static const char *sub = \"libcudnn_ops.so\";\n\
+         static const char *nvml = \"libnvidia-ml.so.1\";\n\
+         int load_subs(void) {\n\
+           char name[256];\n\
+           snprintf(name, sizeof name, \"%s.%d\", sub, 9);\n\
+           return (dlopen(name, RTLD_NOW) != 0) + (dlopen(nvml, RTLD_NOW) != 0);\n\
+         }\n",
+    );
+    let main_lib = cudnn.join("libcudnn.so.9");
+    let runpath = format!("-Wl,-rpath,$ORIGIN:{}", d.join("drv").display());
+    build::cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &main_lib.to_string_lossy(),
+        &src.to_string_lossy(),
+        "-Wl,-soname,libcudnn.so.9",
+        "-Wl,--enable-new-dtags",
+        &runpath,
+        "-ldl",
+    ]);
+    let prog_src = build::source(
+        d,
+        "prog",
+        "#include <stdio.h>\n#include <string.h>\nint load_subs(void);\n\
+         int main(void) {\n\
+           if (load_subs() != 2) return 3;\n\
+           FILE *f = fopen(\"/proc/self/maps\", \"r\"); char line[4096];\n\
+           while (f && fgets(line, sizeof line, f)) {\n\
+             char *p = strchr(line, '/');\n\
+             if (p && (strstr(p, \"libcudnn_ops\") || strstr(p, \"libnvidia-ml\"))) fputs(p, stdout);\n\
+           }\n\
+           return 0;\n\
+         }\n",
+    );
+    let prog = d.join("bin/prog");
+    std::fs::create_dir_all(d.join("bin")).unwrap();
+    let prog_runpath = format!("-Wl,-rpath,{}:{}", cudnn.display(), d.join("prog").display());
+    build::cc(&[
+        "-o",
+        &prog.to_string_lossy(),
+        &prog_src.to_string_lossy(),
+        "-Wl,--no-as-needed",
+        &main_lib.to_string_lossy(),
+        "-Wl,--enable-new-dtags",
+        &prog_runpath,
+    ]);
+    let dev = d.join("dev").to_string_lossy().into_owned();
+    let run = std::process::Command::new(&prog)
+        .env("LD_LIBRARY_PATH", &dev)
+        .output()
+        .expect("run the program");
+    assert!(run.status.success(), "{run:?}");
+    let mapped: std::collections::BTreeSet<String> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .collect();
+    let real = |p: &str| std::fs::canonicalize(p).unwrap().to_string_lossy().into_owned();
+    let want: std::collections::BTreeSet<String> = [
+        real(&cudnn.join("libcudnn_ops.so.9").to_string_lossy()),
+        real(&d.join("drv/libnvidia-ml.so.1").to_string_lossy()),
+    ]
+    .into();
+    assert_eq!(mapped, want, "the program itself");
+
+    let r = resolve(&prog, &[("LD_LIBRARY_PATH", &dev)]);
+    let got: std::collections::BTreeSet<String> = ["libcudnn_ops.so.9", "libnvidia-ml.so.1"]
+        .iter()
+        .map(|n| {
+            let l = first(&r, n);
+            assert!(l.dlopen, "{n}: {l:?}");
+            real(
+                l.path
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("{n} not found: {l:?}")),
+            )
+        })
+        .collect();
+    assert_eq!(got, mapped, "the tree against the real process");
+    assert!(r.libraries.iter().all(|l| l.soname != "libcudnn_ops.so"));
+}
+
 #[test]
 fn two_cuda_majors_in_one_process() {
     let t = tempfile::tempdir().unwrap();
