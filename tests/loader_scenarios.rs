@@ -609,23 +609,14 @@ fn dlopen_stems_cudnn_completes_its_own_and_others_list_their_versions() {
     lib(&cudnn, "libnvJitLink.so.12", "jit12", &[], &[]);
     lib(&cudnn, "libnvJitLink.so.13", "jit13", &[], &[]);
     lib(&d.join("elsewhere"), "libnvrtc.so.9", "nvrtc9", &[], &[]);
-    let src = build::source(
-        d,
-        "cudnn",
+    let main_lib = build::lib_from(
+        &cudnn,
+        "libcudnn.so.9",
         "const char *subs[] = {\"libcudnn_ops.so\", \"libcudnn_two.so\", \"libcupti.so\", \
          \"libnvJitLink.so\", \"libnvrtc.so\"};\nconst char *f(int i) { return subs[i]; }\n",
+        &[],
+        &runpath,
     );
-    let main_lib = cudnn.join("libcudnn.so.9");
-    let mut args = vec![
-        "-shared".to_string(),
-        "-fPIC".into(),
-        "-o".into(),
-        main_lib.to_string_lossy().into_owned(),
-        src.to_string_lossy().into_owned(),
-        "-Wl,-soname,libcudnn.so.9".into(),
-    ];
-    args.extend(runpath.iter().map(|s| s.to_string()));
-    build::cc(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let main = exe(
         &d.join("bin/app"),
         &[&main_lib],
@@ -725,9 +716,10 @@ fn a_real_dlopen_maps_what_the_tree_says() {
     // Decoys: the program's RUNPATH has its own NVML; LD_LIBRARY_PATH has the bare stem.
     lib(&d.join("prog"), "libnvidia-ml.so.1", "nvml_decoy", &[], &[]);
     lib(&d.join("dev"), "libcudnn_ops.so", "ops_decoy", &[], &[]);
-    let src = build::source(
-        d,
-        "loader",
+    let runpath = format!("-Wl,-rpath,$ORIGIN:{}", d.join("drv").display());
+    let main_lib = build::lib_from(
+        &cudnn,
+        "libcudnn.so.9",
         "#include <dlfcn.h>\n#include <stdio.h>\n\
          static const char *sub = \"libcudnn_ops.so\";\n\
          static const char *nvml = \"libnvidia-ml.so.1\";\n\
@@ -736,20 +728,9 @@ fn a_real_dlopen_maps_what_the_tree_says() {
            snprintf(name, sizeof name, \"%s.%d\", sub, 9);\n\
            return (dlopen(name, RTLD_NOW) != 0) + (dlopen(nvml, RTLD_NOW) != 0);\n\
          }\n",
+        &[],
+        &["-Wl,--enable-new-dtags", &runpath, "-ldl"],
     );
-    let main_lib = cudnn.join("libcudnn.so.9");
-    let runpath = format!("-Wl,-rpath,$ORIGIN:{}", d.join("drv").display());
-    build::cc(&[
-        "-shared",
-        "-fPIC",
-        "-o",
-        &main_lib.to_string_lossy(),
-        &src.to_string_lossy(),
-        "-Wl,-soname,libcudnn.so.9",
-        "-Wl,--enable-new-dtags",
-        &runpath,
-        "-ldl",
-    ]);
     let prog_src = build::source(
         d,
         "prog",
@@ -859,21 +840,11 @@ fn ld_library_path_is_ignored_for_setuid_programs() {
 /// Builds `dir/name` as a shared library from `src` with a version script, and returns its path.
 fn versioned_lib(dir: &Path, soname: &str, src: &str, map: &str, flags: &[&str]) -> std::path::PathBuf {
     std::fs::create_dir_all(dir).unwrap();
-    let s = build::source(dir, &format!("{soname}-src"), src);
     let m = build::source(dir, &format!("{soname}-map"), map);
-    let out = dir.join(soname);
-    let mut args = vec![
-        "-shared".to_string(),
-        "-fPIC".into(),
-        "-o".into(),
-        out.to_string_lossy().into_owned(),
-        s.to_string_lossy().into_owned(),
-        format!("-Wl,-soname,{soname}"),
-        format!("-Wl,--version-script={}", m.display()),
-    ];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    build::cc(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    out
+    let script = format!("-Wl,--version-script={}", m.display());
+    let mut all = vec![script.as_str()];
+    all.extend_from_slice(flags);
+    build::lib_from(dir, soname, src, &[], &all)
 }
 
 /// The pip-wheel failure of pytorch#111469: cuSPARSE's RUNPATH points at the nvjitlink wheel, but an older

@@ -26,12 +26,20 @@ pub fn source(dir: &Path, name: &str, src: &str) -> PathBuf {
 /// A shared library `dir/<soname>` defining `int <func>(void)`, linked against `deps` (paths), with extra
 /// linker flags.
 pub fn lib(dir: &Path, soname: &str, func: &str, deps: &[&Path], flags: &[&str]) -> PathBuf {
-    std::fs::create_dir_all(dir).expect("mkdir");
-    let src = source(
+    lib_from(
         dir,
-        &format!("{soname}-src"),
+        soname,
         &format!("int {func}(void) {{ return 1; }}\n"),
-    );
+        deps,
+        flags,
+    )
+}
+
+/// A shared library `dir/<soname>` built from the C source `src`, linked against `deps` (paths), with extra
+/// linker flags.
+pub fn lib_from(dir: &Path, soname: &str, src: &str, deps: &[&Path], flags: &[&str]) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let src = source(dir, &format!("{soname}-src"), src);
     let out = dir.join(soname);
     let soflag = format!("-Wl,-soname,{soname}");
     let mut args: Vec<&str> = vec!["-shared", "-fPIC", "-o"];
