@@ -19,7 +19,6 @@ use super::{How, LoadedObject, Step};
 use crate::system::Root;
 use std::collections::HashMap;
 use std::path::Path;
-use std::rc::Rc;
 
 /// Is `s` a plain soname (`lib` + name + `.so` + numeric suffixes)?
 pub fn is_soname(s: &str) -> bool {
@@ -38,6 +37,12 @@ pub fn is_soname(s: &str) -> bool {
                 t.split('.')
                     .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
             }))
+}
+
+/// Is `name` a stem: a library name without a version (`libcudnn_ops.so`), which a library may complete with
+/// one before it calls `dlopen`, or try among other names?
+pub fn is_stem(name: &str) -> bool {
+    name.ends_with(".so")
 }
 
 /// The `dlopen`s `obj` makes, with the reason for each. `cudart_static`: `obj` is the main program and links
@@ -90,13 +95,13 @@ pub fn requests(obj: &LoadedObject, cudart_static: bool, strings: &[(String, u64
 }
 
 /// Directory listings (file names) kept for a walk: several stems are looked for in the same directories.
-pub type Listings = HashMap<String, Rc<[String]>>;
+pub type Listings = HashMap<String, Vec<String>>;
 
-/// The versioned names of the stem `stem` (`libcudnn_ops.so`, which cuDNN completes with `.9` before it calls
-/// `dlopen`) that a `dlopen` of one of them from the object whose search for the bare stem left `trail` could
-/// find: files `stem.N[.M…]` in the directories that search tried, in its order, then the names of the cache
-/// entries of that form this loader accepts. Each name once, in the order first met. The library's code
-/// decides which version it asks for; this is what the machine offers it.
+/// The versioned names of the stem `stem` (`libnvJitLink.so`, which cuSPARSE names in its `.rodata`) that a
+/// `dlopen` of one of them from the object whose search for the bare stem left `trail` could find: files
+/// `stem.N[.M…]` in the directories that search tried, in its order, then the names of the cache entries of
+/// that form this loader accepts. Each name once, in the order first met. The library's code decides which
+/// version it asks for, if any; this is what the machine offers it.
 pub fn completions(
     root: &Root,
     trail: &[Step],
@@ -116,16 +121,13 @@ pub fn completions(
         let (Some(dir), false) = (&step.dir, step.how == How::LdSoCache) else {
             continue;
         };
-        let names = listings
-            .entry(dir.clone())
-            .or_insert_with(|| {
-                root.read_dir(Path::new(dir))
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                    .collect()
-            })
-            .clone();
+        let names = listings.entry(dir.clone()).or_insert_with(|| {
+            root.read_dir(Path::new(dir))
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect()
+        });
         for n in names.iter() {
             add(n);
         }

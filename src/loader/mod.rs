@@ -197,7 +197,7 @@ impl Library {
     /// A run-time load named by a bare stem (`libcudnn_ops.so`): the library completes it with a version
     /// before it calls dlopen, or tries it among other names. Not a load that can fail on its own.
     pub fn is_dlopen_stem(&self) -> bool {
-        self.dlopen && self.soname.ends_with(".so")
+        self.dlopen && dlopen::is_stem(&self.soname)
     }
 }
 

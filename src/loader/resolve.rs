@@ -467,7 +467,7 @@ pub fn resolve_alongside(
         let strings = st.files.dlopen_strings(&st.reads[i]);
         let cudart_static = i == 0 && main.cudart_static;
         for (name, reason) in super::dlopen::requests(&st.res.objects[i], cudart_static, &strings) {
-            if name.ends_with(".so")
+            if super::dlopen::is_stem(&name)
                 && let Some(full) = st.own_version_completion(i, &name)
             {
                 let asked = st
