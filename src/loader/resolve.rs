@@ -90,6 +90,18 @@ impl State<'_> {
     }
 
     fn request(&mut self, requester: usize, name: &str, kind: Kind, reason: Option<String>) {
+        self.request_searched(requester, name, kind, reason, None);
+    }
+
+    /// [`State::request`], with the search for `name` from `requester` already made when `searched` holds it.
+    fn request_searched(
+        &mut self,
+        requester: usize,
+        name: &str,
+        kind: Kind,
+        reason: Option<String>,
+        searched: Option<super::search::Outcome>,
+    ) {
         let needed_by = self.res.objects[requester].path.clone();
         // The copy the requester's own RUNPATH (or RPATH) points at, for the shadowing check.
         let intended = |st: &mut Self| {
@@ -138,7 +150,7 @@ impl State<'_> {
             self.res.libraries.push(lib);
             return;
         }
-        let out = self.ctx.search(self.files, &self.res.objects, requester, name);
+        let out = searched.unwrap_or_else(|| self.ctx.search(self.files, &self.res.objects, requester, name));
         lib.trail = out.trail;
         lib.error = out.error;
         match out.found {
@@ -184,10 +196,14 @@ impl State<'_> {
     /// The name a library that completes the stem of one of its own sub-libraries (same family: `libcudnn`
     /// for `libcudnn_graph.so.9` and `libcudnn_ops.so`) with its own version would load, as cuDNN 9 does: it
     /// asks for `libcudnn_ops.so.9.19.0`, then `.9.19`, then `.9`, never the bare stem (glibc's
-    /// `LD_DEBUG=libs` on PyTorch 2.11 with cuDNN 9.19). The first of those the process already has or the
-    /// search from `requester` finds; `None` for a stem of another library, or when none is there (the bare
-    /// stem is then resolved as it is).
-    fn own_version_completion(&mut self, requester: usize, stem: &str) -> Option<String> {
+    /// `LD_DEBUG=libs` on PyTorch 2.11 with cuDNN 9.19). The first of those the process already has (no
+    /// search) or the search from `requester` finds (with that search, for [`State::request_searched`]);
+    /// `None` for a stem of another library, or when none is there (the bare stem is then resolved as it is).
+    fn own_version_completion(
+        &mut self,
+        requester: usize,
+        stem: &str,
+    ) -> Option<(String, Option<super::search::Outcome>)> {
         let o = &self.res.objects[requester];
         let own = o
             .soname
@@ -204,28 +220,26 @@ impl State<'_> {
         let parts: Vec<&str> = version.split('.').collect();
         for k in (1..=parts.len()).rev() {
             let name = format!("{stem}.{}", parts[..k].join("."));
-            if self.lookup(&name).is_some()
-                || self
-                    .ctx
-                    .search(self.files, &self.res.objects, requester, &name)
-                    .found
-                    .is_some()
-            {
-                return Some(name);
+            if self.lookup(&name).is_some() {
+                return Some((name, None));
+            }
+            let out = self.ctx.search(self.files, &self.res.objects, requester, &name);
+            if out.found.is_some() {
+                return Some((name, Some(out)));
             }
         }
         None
     }
 
-    /// When the request just made by object `requester` is a `dlopen` stem (`libnvJitLink.so`) that no step
+    /// When the request just made (the last library) is a `dlopen` stem (`libnvJitLink.so`) that no step
     /// finds under its bare name, records the versioned names of it along the search. None is loaded: whether
     /// the library adds a version (and which) or asks for the bare name and fails (cuDNN 8's `libnvrtc.so`)
     /// is in its code, not its data.
-    fn complete_stem(&mut self, requester: usize) {
+    fn complete_stem(&mut self) {
         let Some(l) = self.res.libraries.last() else {
             return;
         };
-        if !l.is_dlopen_stem() || l.how != How::NotFound || l.needed_by_index != requester {
+        if !l.is_dlopen_stem() || l.how != How::NotFound {
             return;
         }
         let names = super::dlopen::completions(
@@ -468,7 +482,7 @@ pub fn resolve_alongside(
         let cudart_static = i == 0 && main.cudart_static;
         for (name, reason) in super::dlopen::requests(&st.res.objects[i], cudart_static, &strings) {
             if super::dlopen::is_stem(&name)
-                && let Some(full) = st.own_version_completion(i, &name)
+                && let Some((full, searched)) = st.own_version_completion(i, &name)
             {
                 let asked = st
                     .res
@@ -481,12 +495,12 @@ pub fn resolve_alongside(
                          calls dlopen, longest first (cuDNN 9 asks for libcudnn_ops.so.9.19.0, then .9.19, then \
                          .9): {full} is the first there"
                     );
-                    st.request(i, &full, Kind::Dlopen, Some(why));
+                    st.request_searched(i, &full, Kind::Dlopen, Some(why), searched);
                 }
                 continue;
             }
             st.request(i, &name, Kind::Dlopen, Some(reason));
-            st.complete_stem(i);
+            st.complete_stem();
         }
         if st.res.objects.len() > before {
             st.deps_from(before);
