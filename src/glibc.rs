@@ -88,7 +88,10 @@ pub fn floor(needs: &[VersionNeed]) -> Option<GlibcNeed> {
     for n in needs.iter().filter(|n| is_glibc_library(&n.file)) {
         for name in &n.versions {
             let Some(v) = release_of(name) else { continue };
-            if best.as_ref().is_none_or(|b| compare(v, &b.version) == Ordering::Greater) {
+            if best
+                .as_ref()
+                .is_none_or(|b| compare(v, &b.version) == Ordering::Greater)
+            {
                 best = Some(GlibcNeed {
                     version: v.to_string(),
                     name: name.clone(),
@@ -190,7 +193,10 @@ mod tests {
     fn the_floor_is_the_highest_glibc_version_numerically() {
         let needs = [
             need("libm.so.6", &["GLIBC_2.29", "GLIBC_2.2.5"]),
-            need("libc.so.6", &["GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.3.4", "GLIBC_PRIVATE"]),
+            need(
+                "libc.so.6",
+                &["GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.3.4", "GLIBC_PRIVATE"],
+            ),
             need("libcudart.so.12", &["libcudart.so.12"]),
         ];
         let f = floor(&needs).unwrap();
@@ -212,22 +218,32 @@ mod tests {
     #[test]
     fn dt_relr_needs_glibc_2_36() {
         let f = floor(&[need("libc.so.6", &["GLIBC_2.34", "GLIBC_ABI_DT_RELR"])]).unwrap();
-        assert_eq!((f.version.as_str(), f.name.as_str()), ("2.36", "GLIBC_ABI_DT_RELR"));
+        assert_eq!(
+            (f.version.as_str(), f.name.as_str()),
+            ("2.36", "GLIBC_ABI_DT_RELR")
+        );
     }
 
     #[test]
     fn highest_defined_version() {
-        let defs: Vec<String> = ["libc.so.6", "GLIBC_2.2.5", "GLIBC_2.28", "GLIBC_2.3", "GLIBC_PRIVATE"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let defs: Vec<String> = [
+            "libc.so.6",
+            "GLIBC_2.2.5",
+            "GLIBC_2.28",
+            "GLIBC_2.3",
+            "GLIBC_PRIVATE",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         assert_eq!(highest_defined(&defs).as_deref(), Some("2.28"));
         assert_eq!(highest_defined(&defs[..1]), None);
     }
 
     #[test]
     fn banners_of_several_releases() {
-        let debian = b"\0xx\0GNU C Library (Debian GLIBC 2.36-9+deb12u4) stable release version 2.36.\nCopyright";
+        let debian =
+            b"\0xx\0GNU C Library (Debian GLIBC 2.36-9+deb12u4) stable release version 2.36.\nCopyright";
         let b = banner(debian).unwrap();
         assert_eq!(b.version, "2.36");
         assert_eq!(b.offset, 4);
@@ -250,7 +266,10 @@ mod tests {
         assert_eq!(compare("2.17", "2.2.5"), Ordering::Greater);
         assert_eq!(compare("2.34", "2.34"), Ordering::Equal);
         assert_eq!(compare("2.28", "2.34"), Ordering::Less);
-        assert_eq!(distributions_with("2.34"), Some("RHEL/Rocky/Alma 9, Amazon Linux 2023"));
+        assert_eq!(
+            distributions_with("2.34"),
+            Some("RHEL/Rocky/Alma 9, Amazon Linux 2023")
+        );
         assert_eq!(distributions_with("2.50"), None);
     }
 }

@@ -432,7 +432,13 @@ mod tests {
         assert_eq!(p.cuda_majors.unwrap().value, [12, 13]);
         assert_eq!(p.forbid.len(), DRIVER_LIBRARIES.len());
         let p = Policy::parse("[targets]\nglibc = \"2.17\"\n", "p.toml").unwrap();
-        assert_eq!(p.glibc, Some(Lined { value: "2.17".into(), line: 2 }));
+        assert_eq!(
+            p.glibc,
+            Some(Lined {
+                value: "2.17".into(),
+                line: 2
+            })
+        );
     }
 
     #[test]

@@ -235,9 +235,14 @@ fn glibc_line(
         .find(|r| r.binary == b.path)
         .and_then(crate::rules::glibc::tree_floor)
         && o.path != b.path
-        && own.as_ref().is_none_or(|own| crate::glibc::compare(&n.version, &own.version).is_gt())
+        && own
+            .as_ref()
+            .is_none_or(|own| crate::glibc::compare(&n.version, &own.version).is_gt())
     {
-        line.push_str(&format!("; its process {} ({} from {}, by {})", n.version, n.name, n.from, o.path));
+        line.push_str(&format!(
+            "; its process {} ({} from {}, by {})",
+            n.version, n.name, n.from, o.path
+        ));
     }
     if let Some(g) = machine {
         line.push_str(&format!("; the machine's {}", g.version));

@@ -170,7 +170,12 @@ mod tests {
         Resolution {
             binary: "./app".into(),
             objects: vec![
-                obj("./app", None, &[("libc.so.6", &["GLIBC_2.2.5", "GLIBC_2.17"])], &[]),
+                obj(
+                    "./app",
+                    None,
+                    &[("libc.so.6", &["GLIBC_2.2.5", "GLIBC_2.17"])],
+                    &[],
+                ),
                 obj(
                     "/opt/lib/libfoo.so",
                     Some("libfoo.so"),
@@ -187,7 +192,10 @@ mod tests {
     fn the_tree_floor_names_the_object_that_needs_it() {
         let r = process(&["GLIBC_2.2.5"]);
         let (o, n) = tree_floor(&r).unwrap();
-        assert_eq!((o.path.as_str(), n.version.as_str()), ("/opt/lib/libfoo.so", "2.34"));
+        assert_eq!(
+            (o.path.as_str(), n.version.as_str()),
+            ("/opt/lib/libfoo.so", "2.34")
+        );
         assert_eq!(needs(&r).len(), 2);
     }
 
@@ -202,8 +210,14 @@ mod tests {
         );
         assert!(f.help.contains("x86_64-unknown-linux-gnu.2.17"), "{}", f.help);
         assert!(f.help.contains("RHEL/Rocky/Alma 9"), "{}", f.help);
-        // Both needs above 2.28 are evidence; the binary's own 2.17 is not.
-        assert_eq!(f.evidence.len(), 3, "{:?}", f.evidence);
+        // The library's need above 2.28 and the libc are evidence; the binary's own 2.17 is not.
+        assert_eq!(
+            f.evidence,
+            [
+                "/opt/lib/libfoo.so needs GLIBC_2.34 from libc.so.6 (DT_VERNEED)",
+                "glibc 2.28: /lib/libc.so.6 defines versions up to GLIBC_2.28 (DT_VERDEF)"
+            ]
+        );
         assert!(covers("libc.so.6", "GLIBC_2.34", available(&r, None).as_ref()));
         assert!(!covers("libc.so.6", "GLIBC_2.28", available(&r, None).as_ref()));
         assert!(!covers("libfoo.so", "GLIBC_2.34", available(&r, None).as_ref()));

@@ -455,7 +455,10 @@ pub fn glibc_floor(b: &BinaryFacts, policy: &Policy) -> Option<Finding> {
                 .then(|| format!("{}@{}", s.name, s.version.as_deref().unwrap_or_default()))
         })
         .collect();
-    f = f.because(format!("{} needs {} from {} (DT_VERNEED)", b.path, need.name, need.from));
+    f = f.because(format!(
+        "{} needs {} from {} (DT_VERNEED)",
+        b.path, need.name, need.from
+    ));
     if !symbols.is_empty() {
         let shown: Vec<&str> = symbols.iter().take(6).map(String::as_str).collect();
         let more = symbols.len() - shown.len();
@@ -463,7 +466,11 @@ pub fn glibc_floor(b: &BinaryFacts, policy: &Policy) -> Option<Finding> {
             "symbols newer than glibc {}: {}{}",
             target.value,
             shown.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() }
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
         ));
     }
     Some(f.because(cite(policy, target, "targets.glibc")))
