@@ -51,10 +51,23 @@ pub fn available(r: &Resolution, host: Option<&GlibcFacts>) -> Option<Available>
     })
 }
 
-/// Each object of the process with the highest glibc version it needs, in load order.
+/// Is `o` one of glibc's own libraries (or its loader)? Their needs are glibc's internal ones (`libc.so.6`
+/// needs `GLIBC_2.35` of `ld-linux-x86-64.so.2`): a glibc always satisfies its own, and on another machine
+/// that machine's glibc takes their place, so they are no part of a program's floor.
+pub fn is_glibc_object(o: &LoadedObject) -> bool {
+    let name = o
+        .soname
+        .as_deref()
+        .unwrap_or_else(|| o.path.rsplit('/').next().unwrap_or(&o.path));
+    glibc::is_glibc_library(name)
+}
+
+/// Each object of the process with the highest glibc version it needs, in load order; glibc's own
+/// libraries left out ([`is_glibc_object`]).
 pub fn needs(r: &Resolution) -> Vec<(&LoadedObject, GlibcNeed)> {
     r.objects
         .iter()
+        .filter(|o| !is_glibc_object(o))
         .filter_map(|o| glibc::floor(&o.version_needs).map(|n| (o, n)))
         .collect()
 }
@@ -74,13 +87,17 @@ pub fn tree_floor(r: &Resolution) -> Option<(&LoadedObject, GlibcNeed)> {
     best
 }
 
-/// Does `glibc-too-old` report the version `name` needed from `file`, when the process gets `available`? Only
-/// a glibc library's numbered version newer than the release.
-pub fn covers(file: &str, name: &str, available: Option<&Available>) -> bool {
+/// Does `glibc-too-old` report the version `name` that `consumer` needs from `file`, when the process gets
+/// `available`? Only a glibc library's numbered version newer than the release, needed by an object that is
+/// not glibc's own (one glibc's library needing more of another is a mix of two glibc copies:
+/// `symbol-version-missing`).
+pub fn covers(consumer: &LoadedObject, file: &str, name: &str, available: Option<&Available>) -> bool {
     let (Some(a), Some(v)) = (available, glibc::release_of(name)) else {
         return false;
     };
-    glibc::is_glibc_library(file) && glibc::compare(v, &a.version) == Ordering::Greater
+    glibc::is_glibc_library(file)
+        && !is_glibc_object(consumer)
+        && glibc::compare(v, &a.version) == Ordering::Greater
 }
 
 /// `glibc-too-old`: some object of the process needs a newer glibc than the one it gets. One finding per
@@ -182,7 +199,12 @@ mod tests {
                     &[("libc.so.6", &["GLIBC_2.34"]), ("libm.so.6", &["GLIBC_2.29"])],
                     &[],
                 ),
-                obj("/lib/libc.so.6", Some("libc.so.6"), &[], libc_defs),
+                obj(
+                    "/lib/libc.so.6",
+                    Some("libc.so.6"),
+                    &[("ld-linux-x86-64.so.2", &["GLIBC_2.35"])],
+                    libc_defs,
+                ),
             ],
             ..Default::default()
         }
@@ -218,9 +240,11 @@ mod tests {
                 "glibc 2.28: /lib/libc.so.6 defines versions up to GLIBC_2.28 (DT_VERDEF)"
             ]
         );
-        assert!(covers("libc.so.6", "GLIBC_2.34", available(&r, None).as_ref()));
-        assert!(!covers("libc.so.6", "GLIBC_2.28", available(&r, None).as_ref()));
-        assert!(!covers("libfoo.so", "GLIBC_2.34", available(&r, None).as_ref()));
+        let (have, foo, libc) = (available(&r, None), &r.objects[1], &r.objects[2]);
+        assert!(covers(foo, "libc.so.6", "GLIBC_2.34", have.as_ref()));
+        assert!(!covers(foo, "libc.so.6", "GLIBC_2.28", have.as_ref()));
+        assert!(!covers(foo, "libfoo.so", "GLIBC_2.34", have.as_ref()));
+        assert!(!covers(libc, "ld-linux-x86-64.so.2", "GLIBC_2.34", have.as_ref()));
     }
 
     #[test]

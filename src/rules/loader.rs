@@ -355,7 +355,7 @@ pub fn symbol_version_missing(r: &Resolution, glibc: Option<&super::glibc::Avail
                 .versions
                 .iter()
                 .filter(|v| !provider.version_defs.contains(v))
-                .filter(|v| !super::glibc::covers(&need.file, v, glibc))
+                .filter(|v| !super::glibc::covers(consumer, &need.file, v, glibc))
             {
                 out.push(
                     Finding::new(
