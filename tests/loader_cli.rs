@@ -211,6 +211,28 @@ fn glibc_floor_in_json_and_glibc_too_old_through_root_and_snapshot() {
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
     }
 
+    // The human report: the floor on the binary's -v details, the finding with its evidence and help.
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["--color", "never", "inspect", "-v", "--clear-env", "--root"])
+        .arg(t.path())
+        .arg(&main)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "glibc       needs 2.34 (GLIBC_2.34 from libc.so.6); its process 2.36 (GLIBC_2.36 from libc.so.6, by \
+             /opt/lib/libarc.so.1); the machine's 2.28"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("error[CD204] glibc-too-old"), "{text}");
+    assert!(
+        text.contains("cargo zigbuild --target x86_64-unknown-linux-gnu.2.17"),
+        "{text}"
+    );
+
     // The machine as a snapshot: its glibc travels in the host facts and judges the binary anywhere.
     let snap = t.path().join("case.json");
     let out = Command::cargo_bin("cudadiag")

@@ -152,12 +152,12 @@ fn help(need: &str, have: &str, machine: Option<&str>) -> String {
         .map(|d| format!(" (e.g. {d})"))
         .unwrap_or_default();
     format!(
-        "The binary was built on a system with a newer glibc than this one ({have}); glibc cannot be upgraded in \
-         place. Rebuild it against glibc {have} or older: in a manylinux2014 container (glibc 2.17; auditwheel \
-         checks wheels against it), on an older distribution, or with `cargo zigbuild --target \
-         {arch}-unknown-linux-gnu.2.17` (zig cc -target {arch}-linux-gnu.2.17 for C/C++); or install a build \
-         made for older systems (a manylinux2014 wheel, a conda-forge package). Otherwise run it where glibc is \
-         {need} or newer{newer}, or in a container of such an image."
+        "It was built against a newer glibc than this machine's {have}, and glibc only runs programs built \
+         for it or older. Rebuild it against glibc {have} or older: in a manylinux2014 container (glibc 2.17), \
+         on an older distribution, or with `cargo zigbuild --target {arch}-unknown-linux-gnu.2.17` (`zig cc \
+         -target {arch}-linux-gnu.2.17` for C/C++); or install a build made for older systems (a \
+         manylinux2014 wheel, a conda-forge package). Otherwise run it where glibc is {need} or newer{newer}, \
+         or in a container of such an image."
     )
 }
 
