@@ -18,8 +18,7 @@ pub fn collect(root: &Root, env: &Env, p: &Platform, cache: Option<&LdCache>) ->
     let libc = super::libcuda::candidates(root, env, p, cache, "libc.so.6")
         .into_iter()
         .next()?;
-    let data = root.read(Path::new(&libc.real_path)).ok()?;
-    let (banner, defs) = crate::inspect::libc_release(&data)?;
+    let (banner, defs) = crate::inspect::libc_release_at(&root.host_path(Path::new(&libc.real_path)))?;
     let (version, source, evidence) = match banner {
         Some(b) => (
             b.version,

@@ -449,6 +449,13 @@ pub fn versioned_imports(data: &[u8]) -> Option<Vec<crate::facts::DynSymbol>> {
     Some(elf::versioned_undefined(&elf, data))
 }
 
+/// [`libc_release`] of the file at `path` (a host path), mapped rather than read: only its headers, version
+/// tables and `.rodata` are touched.
+pub fn libc_release_at(path: &Path) -> Option<(Option<crate::glibc::Banner>, Vec<String>)> {
+    let (_file, map) = source::map(path).ok()?;
+    libc_release(&map)
+}
+
 /// glibc's banner ([`crate::glibc::banner`]) in the `.rodata` of the ELF file `data` (a `libc.so.6`), with its
 /// offset in the file, and the version names the file defines (DT_VERDEF). The whole file is searched when it
 /// has no `.rodata` section header. `None` when the bytes cannot be read as ELF.
