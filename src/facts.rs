@@ -329,6 +329,21 @@ pub struct Facts {
     /// Why no machine is judged (`inspect` on a machine without NVIDIA GPU or driver), for the report.
     #[serde(skip)]
     pub host_note: Option<String>,
+    /// The machine's glibc when its other facts are not judged (`inspect` on a machine without NVIDIA GPU or
+    /// driver): a binary's glibc floor is a question for any machine. [`Facts::glibc`] reads either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unjudged_glibc: Option<crate::host::model::GlibcFacts>,
+}
+
+impl Facts {
+    /// The glibc of the machine the binaries are judged for: its host facts' (read or from a snapshot), else
+    /// the one kept when the rest of the machine is not judged.
+    pub fn glibc(&self) -> Option<&crate::host::model::GlibcFacts> {
+        self.host
+            .as_ref()
+            .and_then(|h| h.glibc.as_ref())
+            .or(self.unjudged_glibc.as_ref())
+    }
 }
 
 /// What a Python wheel declares about itself (`*.dist-info/METADATA`).
@@ -471,6 +486,10 @@ pub struct HostFacts {
     /// snapshot taken by an earlier version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ld_cache: Option<crate::host::model::LdCacheState>,
+    /// The machine's glibc, read from the `libc.so.6` its loader resolves (`None`: not found, not read (a
+    /// what-if target), or a snapshot taken by an earlier version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glibc: Option<crate::host::model::GlibcFacts>,
     /// Every `libnvidia-ml.so.1` the loader could pick, in search order.
     #[serde(default)]
     pub nvml: Vec<crate::host::model::LibCandidate>,

@@ -83,6 +83,7 @@ catalogue! {
     LibraryShadowed = ("CD201", "library-shadowed", Warning, None, "another copy of a library wins over the one the binary's RUNPATH/RPATH meant");
     SymbolVersionMissing = ("CD202", "symbol-version-missing", Error, None, "a needed symbol version is missing from the library that will be loaded");
     MultipleCudaMajors = ("CD203", "multiple-cuda-majors", Warning, None, "libraries of several CUDA major versions are loaded into one process");
+    GlibcTooOld = ("CD204", "glibc-too-old", Error, None, "the binary or a library it loads needs a newer glibc than the machine has");
     NoDriver = ("CD300", "no-driver", Error, Some(35), "no NVIDIA kernel driver is loaded");
     LibcudaNotFound = ("CD301", "libcuda-not-found", Error, Some(35), "the driver library libcuda.so.1 cannot be found");
     DriverInsufficient = ("CD302", "driver-insufficient", Error, Some(35), "the driver is older than the CUDA runtime or code needs");
@@ -105,6 +106,7 @@ catalogue! {
     PolicyForbiddenLibrary = ("CD603", "policy-forbidden-library", Error, None, "the policy forbids a bundled library or path");
     WaiverUnused = ("CD604", "waiver-unused", Warning, None, "a policy waiver matched no finding");
     WaiverExpired = ("CD605", "waiver-expired", Error, None, "a policy waiver is past its expiry date");
+    PolicyGlibc = ("CD606", "policy-glibc", Error, None, "the binary needs a newer glibc than the policy's oldest supported one");
 }
 
 /// Looks a code up by code (`CD104`, case-insensitive) or slug (`malformed-device-code`).

@@ -11,6 +11,7 @@ pub mod facts;
 pub mod findings;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod glibc;
 pub mod host;
 pub mod inspect;
 pub mod loader;

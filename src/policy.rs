@@ -7,7 +7,7 @@
 //! or has expired, is itself a finding. Every policy error names the line of the policy file.
 //!
 //! Stable keys (documented in `cudadiag init`'s template and tested): `[targets]` `sass`, `ptx`,
-//! `min-driver`, `cuda-majors`; `[libraries]` `forbid`, `allow-absolute-rpath`, `allow-stubs`, `cudart`;
+//! `min-driver`, `cuda-majors`, `glibc`; `[libraries]` `forbid`, `allow-absolute-rpath`, `allow-stubs`, `cudart`;
 //! `[severity]`; `[[waiver]]` `code`, `path`, `reason`, `expires`.
 
 use crate::findings::{self, Severity};
@@ -77,6 +77,8 @@ pub struct Policy {
     pub min_driver: Option<Lined<String>>,
     /// CUDA major versions the release may use.
     pub cuda_majors: Option<Lined<Vec<u32>>>,
+    /// The oldest glibc the release supports (`2.17`): no binary may need a newer `GLIBC_x.y`.
+    pub glibc: Option<Lined<String>>,
     /// File-name globs of libraries that must not be shipped.
     pub forbid: Vec<Lined<String>>,
     /// Absolute RPATH/RUNPATH entries are allowed.
@@ -131,6 +133,7 @@ struct RawTargets {
     ptx: Option<Spanned<String>>,
     min_driver: Option<Spanned<String>>,
     cuda_majors: Option<Spanned<Vec<u32>>>,
+    glibc: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -247,6 +250,16 @@ impl Policy {
                     ));
                 }
                 p.min_driver = Some(lined(s));
+            }
+            if let Some(s) = &t.glibc {
+                let v = s.get_ref();
+                if !crate::glibc::numbers(v).is_some_and(|n| n.len() == 2 && n[0] == 2) {
+                    return Err(err(
+                        Some(line_of(text, s.span().start)),
+                        format!("targets.glibc: {v:?} is not a glibc release like \"2.17\""),
+                    ));
+                }
+                p.glibc = Some(lined(s));
             }
             if let Some(m) = &t.cuda_majors {
                 let line = line_of(text, m.span().start);
@@ -418,6 +431,14 @@ mod tests {
         assert_eq!(p.min_driver.unwrap().line, 4);
         assert_eq!(p.cuda_majors.unwrap().value, [12, 13]);
         assert_eq!(p.forbid.len(), DRIVER_LIBRARIES.len());
+        let p = Policy::parse("[targets]\nglibc = \"2.17\"\n", "p.toml").unwrap();
+        assert_eq!(
+            p.glibc,
+            Some(Lined {
+                value: "2.17".into(),
+                line: 2
+            })
+        );
     }
 
     #[test]
@@ -437,6 +458,10 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.line, Some(4));
+        for bad in ["2", "GLIBC_2.17", "2.17.1", "3.1"] {
+            let e = Policy::parse(&format!("[targets]\nglibc = {bad:?}\n"), "p.toml").unwrap_err();
+            assert!(e.to_string().starts_with("p.toml:2: targets.glibc"), "{e}");
+        }
         let e = Policy::parse("[severity]\nptx-jit-required = \"fatal\"\n", "p.toml").unwrap_err();
         assert_eq!(e.line, Some(2));
     }

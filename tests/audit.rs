@@ -889,3 +889,57 @@ fn a_large_wheel_member_is_inspected_from_a_temporary_file_with_the_same_facts()
     assert!(!small["device_code"].as_array().unwrap().is_empty());
     assert_eq!(small, large);
 }
+
+/// `[targets] glibc`: a program built on this machine needs `__libc_start_main@GLIBC_2.34` (every program
+/// linked against glibc 2.34 or later does), so a glibc 2.17 policy fails it, in a wheel too, and a 2.34
+/// policy does not.
+#[test]
+fn a_release_needing_a_newer_glibc_than_the_policy_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("main.c");
+    std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+    let exe = dir.path().join("app");
+    let built = std::process::Command::new("cc")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let strict = policy(dir.path(), "[targets]\nglibc = \"2.17\"\n");
+    let (code, v) = audit_json(dir.path(), &strict, &[&exe], &[]);
+    assert_eq!(code, Some(1), "{}", v["findings"]);
+    let f = findings(&v, "policy-glibc");
+    assert_eq!(f.len(), 1, "{}", v["findings"]);
+    assert_eq!(f[0]["code"], "CD606");
+    let message = f[0]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with("needs GLIBC_2.34 (from libc.so.6), the policy's oldest glibc is 2.17: version `GLIBC_2.34' not found there"),
+        "{message}"
+    );
+    let because = f[0]["evidence"].to_string();
+    assert!(because.contains("__libc_start_main@GLIBC_2.34"), "{because}");
+    assert!(because.contains("cudadiag.toml:2 (targets.glibc)"), "{because}");
+    assert!(
+        f[0]["help"]
+            .as_str()
+            .unwrap()
+            .contains("x86_64-unknown-linux-gnu.2.17")
+    );
+    assert_eq!(v["binaries"][0]["glibc"]["needs"], "2.34");
+    // The same program inside a wheel is audited the same way.
+    let whl = wheel(
+        dir.path(),
+        "pkg-1.0-py3-none-manylinux2014_x86_64.whl",
+        &[("pkg/bin/app", std::fs::read(&exe).unwrap())],
+        &[],
+    );
+    let (code, v) = audit_json(dir.path(), &strict, &[&whl], &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(findings(&v, "policy-glibc").len(), 1, "{}", v["findings"]);
+    // Near miss: a policy of glibc 2.34 accepts it.
+    let recent = policy(dir.path(), "[targets]\nglibc = \"2.34\"\n");
+    let (code, v) = audit_json(dir.path(), &recent, &[&exe], &[]);
+    assert!(findings(&v, "policy-glibc").is_empty(), "{}", v["findings"]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+}

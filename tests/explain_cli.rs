@@ -281,3 +281,39 @@ fn explain_checks_a_binary_against_the_target() {
     let v = json(&["explain", "--format", "json", "209", "--check", &multi]);
     assert_eq!(v["checked"][0]["status"], "not-checked");
 }
+
+/// The loader's glibc message maps to glibc-too-old alone: the more specific message wins over the general
+/// "version `" one, which still answers for other libraries' versions.
+#[test]
+fn explain_glibc_version_not_found() {
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "./app: /lib64/libc.so.6: version `GLIBC_2.34' not found (required by ./app)",
+    ]);
+    let slugs: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap())
+        .collect();
+    assert_eq!(slugs, ["glibc-too-old"]);
+    assert_eq!(v["findings"][0]["code"], "CD204");
+    let (code, out, _) = run(&["explain", "version `GLIBC_2.34' not found"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("CD204 glibc-too-old"), "{out}");
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "libfoo.so: version `libcudart.so.12' not found (required by ./app)",
+    ]);
+    let slugs: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap())
+        .collect();
+    assert_eq!(slugs, ["symbol-version-missing", "library-shadowed"]);
+}

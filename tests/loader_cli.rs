@@ -120,3 +120,162 @@ fn human_tree_explains_the_missing_library() {
         "{text}"
     );
 }
+
+/// Runs `cudadiag ARGS` and returns the exit code and the JSON report.
+fn json_of(args: &[&std::ffi::OsStr]) -> (Option<i32>, serde_json::Value) {
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), doc)
+}
+
+fn glibc_findings(doc: &serde_json::Value) -> Vec<String> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["slug"] == "glibc-too-old")
+        .map(|f| f["message"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `inspect --root` of a machine with glibc 2.28: the JSON gives the binary's floor, its process's, the
+/// machine's glibc read from its libc's banner, and one glibc-too-old; the same machine through a snapshot
+/// (`--facts`) gives the same judgement; a glibc 2.36 machine gives none.
+#[test]
+fn glibc_floor_in_json_and_glibc_too_old_through_root_and_snapshot() {
+    let (t, main) = build::glibc_scenario(&["2.2.5", "2.17", "2.28"], Some("2.28"));
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let inspect = |root: &Path| {
+        vec![
+            os("inspect"),
+            os("--format"),
+            os("json"),
+            os("--clear-env"),
+            os("--root"),
+            root.as_os_str().to_owned(),
+            main.as_os_str().to_owned(),
+        ]
+    };
+    let args = inspect(t.path());
+    let (code, doc) = json_of(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
+    assert_eq!(code, Some(1));
+    let g = &doc["binaries"][0]["glibc"];
+    assert_eq!(g["needs"], "2.34", "{g}");
+    assert_eq!(g["from"], "libc.so.6");
+    assert_eq!(g["tree"]["needs"], "2.36", "{g}");
+    assert_eq!(g["tree"]["needed_by"], "/opt/lib/libarc.so.1");
+    let h = &doc["host"]["glibc"];
+    assert_eq!(
+        (h["version"].as_str(), h["source"].as_str()),
+        (Some("2.28"), Some("banner")),
+        "{h}"
+    );
+    assert_eq!(h["path"], "/usr/lib64/libc.so.6");
+    let found = glibc_findings(&doc);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("this machine's glibc is 2.28: version `GLIBC_2.36' not found"),
+        "{found:?}"
+    );
+    let f = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["slug"] == "glibc-too-old")
+        .unwrap();
+    assert_eq!(f["code"], "CD204");
+    assert!(
+        f["evidence"].to_string().contains("stable release version 2.28."),
+        "{f}"
+    );
+    assert!(!doc["findings"].to_string().contains("symbol-version-missing"));
+    let checker = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/contract/check_report.py");
+    if checker.exists() {
+        let out = std::process::Command::new("python3")
+            .arg(&checker)
+            .arg("/dev/stdin")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(doc.to_string().as_bytes())?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    }
+
+    // The human report: the floor on the binary's -v details, the finding with its evidence and help.
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["--color", "never", "inspect", "-v", "--clear-env", "--root"])
+        .arg(t.path())
+        .arg(&main)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "glibc       needs 2.34 (GLIBC_2.34 from libc.so.6); its process 2.36 (GLIBC_2.36 from libc.so.6, by \
+             /opt/lib/libarc.so.1); the machine's 2.28"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("error[CD204] glibc-too-old"), "{text}");
+    assert!(
+        text.contains("cargo zigbuild --target x86_64-unknown-linux-gnu.2.17"),
+        "{text}"
+    );
+
+    // The machine as a snapshot: its glibc travels in the host facts and judges the binary anywhere.
+    let snap = t.path().join("case.json");
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["snapshot", "--clear-env", "--root"])
+        .arg(t.path())
+        .arg("-o")
+        .arg(&snap)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (_, doc) = json_of(&[
+        "inspect".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        "--facts".as_ref(),
+        snap.as_os_str(),
+        main.as_os_str(),
+    ]);
+    assert_eq!(doc["host"]["glibc"]["version"], "2.28", "{}", doc["host"]);
+    let found = glibc_findings(&doc);
+    assert!(
+        found.iter().any(|m| m.contains("this machine's glibc is 2.28")),
+        "{found:?}"
+    );
+
+    // A libc with no banner: its version definitions say at least 2.28.
+    let (t, main) = build::glibc_scenario(&["2.2.5", "2.17", "2.28"], None);
+    let mut args = inspect(t.path());
+    *args.last_mut().unwrap() = main.as_os_str().to_owned();
+    let (_, doc) = json_of(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
+    let h = &doc["host"]["glibc"];
+    assert_eq!(
+        (h["version"].as_str(), h["source"].as_str()),
+        (Some("2.28"), Some("verdef")),
+        "{h}"
+    );
+
+    // Near miss: glibc 2.36.
+    let (t, main) = build::glibc_scenario(&["2.2.5", "2.17", "2.28", "2.34", "2.36"], Some("2.36"));
+    let mut args = inspect(t.path());
+    *args.last_mut().unwrap() = main.as_os_str().to_owned();
+    let (_, doc) = json_of(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
+    assert_eq!(doc["host"]["glibc"]["version"], "2.36");
+    assert!(glibc_findings(&doc).is_empty(), "{}", doc["findings"]);
+}

@@ -1146,3 +1146,101 @@ fn the_programs_own_symbols_come_from_its_inspection_once_the_tree_is_walked() {
     });
     assert!(none.is_none());
 }
+
+/// `glibc-too-old` fires when the root's glibc is older than what the program or a library it loads needs,
+/// names the highest need and who has it, and takes the place of `symbol-version-missing` for those versions;
+/// a glibc new enough (the near miss) gives neither.
+#[test]
+fn a_glibc_older_than_the_process_needs() {
+    let needs_of =
+        |r: &Resolution| cudadiag::rules::glibc::tree_floor(r).map(|(o, n)| (o.path.clone(), n.version));
+    // glibc 2.28 (RHEL 8): the program's 2.34 and the library's 2.36 are both missing.
+    let (t, main) = build::glibc_scenario(&["2.2.5", "2.17", "2.28"], Some("2.28"));
+    let r = resolve_with(&Root::at(t.path()), &main, &[]);
+    assert_eq!(
+        first(&r, "libc.so.6").path.as_deref(),
+        Some("/usr/lib64/libc.so.6")
+    );
+    assert_eq!(needs_of(&r), Some(("/opt/lib/libarc.so.1".into(), "2.36".into())));
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    let old: Vec<_> = findings.iter().filter(|f| f.slug == "glibc-too-old").collect();
+    assert_eq!(old.len(), 1, "{findings:#?}");
+    assert!(
+        old[0].message.contains(
+            "/opt/lib/libarc.so.1 (loaded by it) needs GLIBC_2.36 (from libc.so.6), this machine's glibc is \
+             2.28: version `GLIBC_2.36' not found"
+        ),
+        "{}",
+        old[0].message
+    );
+    let because = old[0].evidence.join("\n");
+    assert!(
+        because.contains(&format!("{} needs GLIBC_2.34 from libc.so.6", r.objects[0].path)),
+        "{because}"
+    );
+    assert!(
+        because.contains("/usr/lib64/libc.so.6 defines versions up to GLIBC_2.28"),
+        "{because}"
+    );
+    assert!(
+        old[0].help.contains("x86_64-unknown-linux-gnu.2.17"),
+        "{}",
+        old[0].help
+    );
+    // One cause, one finding: the GLIBC_ versions are not also reported as symbol-version-missing.
+    assert!(
+        !findings.iter().any(|f| f.slug == "symbol-version-missing"),
+        "{findings:#?}"
+    );
+
+    // glibc 2.34 (RHEL 9): only the library's 2.36 is missing.
+    let (t, main) = build::glibc_scenario(&["2.2.5", "2.17", "2.28", "2.34"], Some("2.34"));
+    let r = resolve_with(&Root::at(t.path()), &main, &[]);
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    let old = findings
+        .iter()
+        .find(|f| f.slug == "glibc-too-old")
+        .expect("glibc-too-old");
+    assert_eq!(old.evidence.len(), 2, "{:?}", old.evidence);
+    assert!(old.help.contains("Debian 12"), "{}", old.help);
+
+    // Near miss: glibc 2.36 defines every version and symbol both need.
+    let (t, main) = build::glibc_scenario(&["2.2.5", "2.17", "2.28", "2.34", "2.36"], Some("2.36"));
+    let r = resolve_with(&Root::at(t.path()), &main, &[]);
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    assert!(
+        !findings
+            .iter()
+            .any(|f| f.slug == "glibc-too-old" || f.slug == "symbol-version-missing"),
+        "{findings:#?}"
+    );
+}
+
+/// A libc that lacks an old `GLIBC_` version its release should have (a damaged or foreign copy) is no
+/// glibc-too-old: the version is older than the release, so it stays `symbol-version-missing`.
+#[test]
+fn a_libc_missing_an_older_version_is_symbol_version_missing() {
+    let (t, main) = build::glibc_scenario(&["2.17", "2.34", "2.36"], Some("2.36"));
+    let r = resolve_with(&Root::at(t.path()), &main, &[]);
+    let findings = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
+    assert!(
+        !findings.iter().any(|f| f.slug == "glibc-too-old"),
+        "{findings:#?}"
+    );
+    // The program needs GLIBC_2.2.5 (for `__cxa_finalize`), which this libc does not define.
+    assert!(
+        r.objects[0]
+            .version_needs
+            .iter()
+            .any(|n| n.versions.iter().any(|v| v == "GLIBC_2.2.5")),
+        "{:?}",
+        r.objects[0].version_needs
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.slug == "symbol-version-missing"
+                && f.message.contains("version `GLIBC_2.2.5' not found")),
+        "{findings:#?}"
+    );
+}

@@ -118,8 +118,19 @@ fn matches<'m>(query: &str, m: &'m Matrix) -> Vec<Match<'m>> {
             source: e.row.cite(m),
         });
     }
-    for msg in &m.messages {
-        if q.contains(&msg.pattern.to_ascii_lowercase()) {
+    let said: Vec<&crate::matrix::MessageRow> = m
+        .messages
+        .iter()
+        .filter(|msg| q.contains(&msg.pattern.to_ascii_lowercase()))
+        .collect();
+    for msg in &said {
+        // The most specific message wins: "version `GLIBC_" (glibc-too-old) over "version `" alone.
+        let lower = msg.pattern.to_ascii_lowercase();
+        let within_longer = said.iter().any(|o| {
+            let other = o.pattern.to_ascii_lowercase();
+            other.len() > lower.len() && other.contains(&lower)
+        });
+        if !within_longer {
             out.push(Match::Message {
                 pattern: &msg.pattern,
                 meaning: &msg.meaning,

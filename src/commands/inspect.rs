@@ -50,6 +50,7 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
             crate::host::enrich::with_matrix(&mut host, &matrix);
             facts.host = Some(host);
         } else {
+            facts.unjudged_glibc = host.glibc.take();
             facts.host_note = Some(
                 "no NVIDIA GPU or driver on this machine: the binaries are judged alone (--gpu/--driver or \
                  --facts judge them for another machine; `cudadiag doctor` explains this one)"

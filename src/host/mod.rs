@@ -18,6 +18,7 @@ pub mod devnodes;
 pub mod driver;
 pub mod enrich;
 pub mod env;
+pub mod glibc;
 pub mod gpu;
 pub mod libcuda;
 mod library;
@@ -60,6 +61,7 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         libcuda: libcuda::candidates(root, env, &platform, cache.as_ref(), "libcuda.so.1"),
         nvml: libcuda::candidates(root, env, &platform, cache.as_ref(), "libnvidia-ml.so.1"),
         ld_cache: Some(ld_cache),
+        glibc: glibc::collect(root, env, &platform, cache.as_ref()),
         libraries: Vec::new(),
         catalog_skipped: opts.skip_catalog,
         problems: Vec::new(),

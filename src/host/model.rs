@@ -208,3 +208,28 @@ pub struct LibraryEntry {
     /// Which scan root found it (`/usr/local/cuda-12.4`, a site-packages directory).
     pub scan_root: String,
 }
+
+/// The machine's GNU C Library: the `libc.so.6` its loader resolves (`host::glibc`), and its release.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlibcFacts {
+    /// The release (`2.36`).
+    pub version: String,
+    /// How the release was read.
+    pub source: GlibcSource,
+    /// The path the loader opens (`/lib/x86_64-linux-gnu/libc.so.6`).
+    pub path: String,
+    /// Its real path, links resolved inside the root.
+    pub real_path: String,
+    /// What was read: the banner line and its file offset, or the highest version DT_VERDEF defines.
+    pub evidence: String,
+}
+
+/// Where a [`GlibcFacts`] release was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GlibcSource {
+    /// glibc's banner in `.rodata` ("GNU C Library (…) stable release version 2.36.").
+    Banner,
+    /// The highest `GLIBC_x.y` the library defines (DT_VERDEF): a lower bound of the release.
+    Verdef,
+}

@@ -449,6 +449,42 @@ pub fn versioned_imports(data: &[u8]) -> Option<Vec<crate::facts::DynSymbol>> {
     Some(elf::versioned_undefined(&elf, data))
 }
 
+/// [`libc_release`] of the file at `path` (a host path), mapped rather than read: only its headers, version
+/// tables and `.rodata` are touched.
+pub fn libc_release_at(path: &Path) -> Option<(Option<crate::glibc::Banner>, Vec<String>)> {
+    let (_file, map) = source::map(path).ok()?;
+    libc_release(&map)
+}
+
+/// glibc's banner ([`crate::glibc::banner`]) in the `.rodata` of the ELF file `data` (a `libc.so.6`), with its
+/// offset in the file, and the version names the file defines (DT_VERDEF). The whole file is searched when it
+/// has no `.rodata` section header. `None` when the bytes cannot be read as ELF.
+pub fn libc_release(data: &[u8]) -> Option<(Option<crate::glibc::Banner>, Vec<String>)> {
+    let (elf, _) = elfparse::parse(data).ok()?;
+    let ranges: Vec<(usize, usize)> = elf
+        .section_headers
+        .iter()
+        .filter(|sh| elf::section_name(&elf, sh) == ".rodata")
+        .filter_map(|sh| {
+            let start = usize::try_from(sh.sh_offset).ok()?;
+            let end = start.checked_add(usize::try_from(sh.sh_size).ok()?)?;
+            (end <= data.len()).then_some((start, end))
+        })
+        .collect();
+    let ranges = if ranges.is_empty() {
+        vec![(0, data.len())]
+    } else {
+        ranges
+    };
+    let banner = ranges.iter().find_map(|&(start, end)| {
+        crate::glibc::banner(&data[start..end]).map(|mut b| {
+            b.offset += start as u64;
+            b
+        })
+    });
+    Some((banner, elf::loader_facts(&elf).version_defs))
+}
+
 /// Longest string [`rodata_strings`] keeps (library names are short; longer strings are messages).
 pub const RODATA_STRING_MAX: usize = 256;
 

@@ -13,6 +13,9 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
         writeln!(out, "{}  {}", p.bold(&b.path), summary_line(b))?;
         if opts.verbose {
             details(b, p, out)?;
+            if let Some(line) = glibc_line(b, &report.facts.libraries, report.facts.glibc()) {
+                writeln!(out, "    {:<12}{line}", p.dim("glibc"))?;
+            }
         }
         if opts.verbose {
             for r in report.facts.libraries.iter().filter(|r| r.binary == b.path) {
@@ -213,6 +216,38 @@ pub fn summary_line(b: &BinaryFacts) -> String {
         parts.push(crate::report::json::format_name(b.format).to_string());
     }
     parts.join(" · ")
+}
+
+/// The glibc floor of a binary and of its process, for `-v`: "needs 2.34 (GLIBC_2.34 from libc.so.6); its
+/// process 2.35 (GLIBC_2.35 from libc.so.6, by /opt/lib/libfoo.so); the machine's 2.36".
+fn glibc_line(
+    b: &BinaryFacts,
+    resolutions: &[crate::loader::Resolution],
+    machine: Option<&crate::host::model::GlibcFacts>,
+) -> Option<String> {
+    let own = crate::glibc::floor(&b.elf.as_ref()?.version_needs);
+    let mut line = match &own {
+        Some(n) => format!("needs {} ({} from {})", n.version, n.name, n.from),
+        None => "needs no glibc symbol version".to_string(),
+    };
+    if let Some((o, n)) = resolutions
+        .iter()
+        .find(|r| r.binary == b.path)
+        .and_then(crate::rules::glibc::tree_floor)
+        && o.path != b.path
+        && own
+            .as_ref()
+            .is_none_or(|own| crate::glibc::compare(&n.version, &own.version).is_gt())
+    {
+        line.push_str(&format!(
+            "; its process {} ({} from {}, by {})",
+            n.version, n.name, n.from, o.path
+        ));
+    }
+    if let Some(g) = machine {
+        line.push_str(&format!("; the machine's {}", g.version));
+    }
+    Some(line)
 }
 
 fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {

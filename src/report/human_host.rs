@@ -154,6 +154,13 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
             ),
         )?;
     }
+    if let Some(g) = &h.glibc {
+        let how = match g.source {
+            crate::host::model::GlibcSource::Banner => "",
+            crate::host::model::GlibcSource::Verdef => " (at least: read from its version definitions)",
+        };
+        row(out, p, "glibc", &format!("{}  {}{how}", g.version, g.path))?;
+    }
     if h.gpus.is_empty() {
         row(out, p, "gpus", "none")?;
     }

@@ -109,6 +109,10 @@ struct Host<'a> {
     /// stable summary above.
     #[serde(skip_serializing_if = "Option::is_none")]
     facts: Option<&'a crate::facts::HostFacts>,
+    /// The machine's glibc (additive): `version` (`2.36`), `source` (`banner` or `verdef`), the `libc.so.6`
+    /// its loader resolves (`path`, `real_path`) and what was read in it (`evidence`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    glibc: Option<&'a crate::host::model::GlibcFacts>,
 }
 
 #[derive(Serialize)]
@@ -127,7 +131,10 @@ struct Gpu<'a> {
     bus_id: Option<&'a str>,
 }
 
-fn host(h: Option<&crate::facts::HostFacts>) -> Host<'_> {
+fn host<'a>(
+    h: Option<&'a crate::facts::HostFacts>,
+    glibc: Option<&'a crate::host::model::GlibcFacts>,
+) -> Host<'a> {
     Host {
         collected: h.is_some(),
         driver: Driver {
@@ -147,6 +154,7 @@ fn host(h: Option<&crate::facts::HostFacts>) -> Host<'_> {
             })
             .collect(),
         facts: h,
+        glibc,
     }
 }
 
@@ -169,6 +177,49 @@ struct Binary<'a> {
     nvvm: Vec<Entry<'a>>,
     fatbins: &'a [crate::facts::FatbinContainer],
     problems: &'a [crate::facts::Problem],
+    /// The glibc floor (additive; ELF files only): the highest `GLIBC_x.y` the file needs and, when its
+    /// libraries were resolved, the highest of its whole process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    glibc: Option<Glibc<'a>>,
+}
+
+/// `binaries[].glibc`: `needs` (`"2.34"`, null when the file needs no glibc version), the version `name` and
+/// the library it is needed `from`; `tree`, the same for every object the loader maps, with the object that
+/// needs it (`needed_by`).
+#[derive(Serialize)]
+struct Glibc<'a> {
+    needs: Option<String>,
+    name: Option<String>,
+    from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tree: Option<TreeGlibc<'a>>,
+}
+
+#[derive(Serialize)]
+struct TreeGlibc<'a> {
+    needs: Option<String>,
+    name: Option<String>,
+    from: Option<String>,
+    needed_by: Option<&'a str>,
+}
+
+fn glibc<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::loader::Resolution]) -> Option<Glibc<'a>> {
+    let own = crate::glibc::floor(&b.elf.as_ref()?.version_needs);
+    let tree = resolutions.iter().find(|r| r.binary == b.path).map(|r| {
+        let top = crate::rules::glibc::tree_floor(r);
+        TreeGlibc {
+            needed_by: top.as_ref().map(|(o, _)| o.path.as_str()),
+            needs: top.as_ref().map(|(_, n)| n.version.clone()),
+            name: top.as_ref().map(|(_, n)| n.name.clone()),
+            from: top.map(|(_, n)| n.from),
+        }
+    });
+    Some(Glibc {
+        needs: own.as_ref().map(|n| n.version.clone()),
+        name: own.as_ref().map(|n| n.name.clone()),
+        from: own.map(|n| n.from),
+        tree,
+    })
 }
 
 #[derive(Serialize)]
@@ -274,7 +325,7 @@ fn entry(e: &DeviceCode) -> Entry<'_> {
     }
 }
 
-fn binary(b: &BinaryFacts) -> Binary<'_> {
+fn binary<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::loader::Resolution]) -> Binary<'a> {
     let empty: &[String] = &[];
     let elf = b.elf.as_ref();
     Binary {
@@ -323,6 +374,7 @@ fn binary(b: &BinaryFacts) -> Binary<'_> {
             .collect(),
         fatbins: &b.fatbins,
         problems: &b.problems,
+        glibc: glibc(b, resolutions),
     }
 }
 
@@ -334,9 +386,14 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             name: "cudadiag",
             version: env!("CARGO_PKG_VERSION"),
         },
-        binaries: report.facts.binaries.iter().map(binary).collect(),
+        binaries: report
+            .facts
+            .binaries
+            .iter()
+            .map(|b| binary(b, &report.facts.libraries))
+            .collect(),
         libraries: libraries(report),
-        host: host(report.facts.host.as_ref()),
+        host: host(report.facts.host.as_ref(), report.facts.glibc()),
         probe: report.facts.probe.as_ref(),
         findings: &report.findings,
         wheels: &report.facts.wheels,

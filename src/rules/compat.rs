@@ -241,7 +241,7 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
             .libraries
             .iter()
             .filter(|r| r.binary == b.path)
-            .flat_map(|r| super::loader::evaluate(std::slice::from_ref(r)))
+            .flat_map(|r| super::loader::evaluate_on(std::slice::from_ref(r), facts.glibc(), &facts.binaries))
             .filter(|f| f.severity == Severity::Error)
             .collect();
         for t in &targets {

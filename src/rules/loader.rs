@@ -13,13 +13,31 @@ pub const LIBCUDA: &str = "libcuda.so.1";
 /// NVML, the driver's management library, loaded with `dlopen` by frameworks, NCCL and cuFile.
 pub const LIBNVML: &str = "libnvidia-ml.so.1";
 
-/// Every loader finding for every resolution.
+/// Every loader finding for every resolution, judged against the glibc of the `libc.so.6` each loads
+/// ([`evaluate_on`] with no machine facts).
 pub fn evaluate(resolutions: &[Resolution]) -> Vec<Finding> {
+    evaluate_on(resolutions, None, &[])
+}
+
+/// Every loader finding for every resolution on a machine whose glibc is `host` (when read), with the
+/// inspected binaries (for their architecture).
+pub fn evaluate_on(
+    resolutions: &[Resolution],
+    host: Option<&crate::host::model::GlibcFacts>,
+    binaries: &[crate::facts::BinaryFacts],
+) -> Vec<Finding> {
     let mut out = Vec::new();
     for r in resolutions {
+        let machine = binaries
+            .iter()
+            .find(|b| b.path == r.binary)
+            .and_then(|b| b.elf.as_ref())
+            .map(|e| e.machine_name.as_str());
+        let glibc = super::glibc::available(r, host);
         out.extend(library_not_found(r));
         out.extend(library_shadowed(r));
-        out.extend(symbol_version_missing(r));
+        out.extend(super::glibc::glibc_too_old(r, host, machine));
+        out.extend(symbol_version_missing(r, glibc.as_ref()));
         out.extend(multiple_cuda_majors(r));
     }
     out
@@ -307,8 +325,9 @@ pub fn library_shadowed(r: &Resolution) -> Vec<Finding> {
 
 /// `symbol-version-missing`: the provider ld.so picks lacks a version (`version 'V' not found`, fatal at load,
 /// `_dl_check_map_versions` in `elf/dl-version.c`) or no object of the process defines a versioned symbol the
-/// consumer needs (`undefined symbol: NAME, version V`; the loader's lookup fills `unbound`).
-pub fn symbol_version_missing(r: &Resolution) -> Vec<Finding> {
+/// consumer needs (`undefined symbol: NAME, version V`; the loader's lookup fills `unbound`). A glibc library's
+/// `GLIBC_x.y` newer than the process's glibc (`glibc`) is `glibc-too-old`'s, reported there once.
+pub fn symbol_version_missing(r: &Resolution, glibc: Option<&super::glibc::Available>) -> Vec<Finding> {
     let mut out = Vec::new();
     // The object each request gave, by requester and name (the first request, as ld.so answers the rest
     // from it).
@@ -336,6 +355,7 @@ pub fn symbol_version_missing(r: &Resolution) -> Vec<Finding> {
                 .versions
                 .iter()
                 .filter(|v| !provider.version_defs.contains(v))
+                .filter(|v| !super::glibc::covers(consumer, &need.file, v, glibc))
             {
                 out.push(
                     Finding::new(

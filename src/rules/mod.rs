@@ -7,6 +7,7 @@
 mod binary;
 pub mod compat;
 pub mod driver;
+pub mod glibc;
 pub mod host;
 pub mod kernel_image;
 pub mod loader;
@@ -29,7 +30,11 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
         findings.extend(binary::no_device_code(b));
     }
     findings.extend(compat::findings(facts, matrix));
-    findings.extend(loader::evaluate(&facts.libraries));
+    findings.extend(loader::evaluate_on(
+        &facts.libraries,
+        facts.glibc(),
+        &facts.binaries,
+    ));
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));
     }

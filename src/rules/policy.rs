@@ -417,6 +417,65 @@ pub fn min_driver(findings: Vec<Finding>, policy: &Policy) -> Vec<Finding> {
         .collect()
 }
 
+/// `policy-glibc`: a binary needs a newer `GLIBC_x.y` than the policy's oldest supported glibc (auditwheel's
+/// manylinux check). Each ELF of a wheel or directory is audited on its own, so the libraries bundled beside
+/// a binary are checked too.
+pub fn glibc_floor(b: &BinaryFacts, policy: &Policy) -> Option<Finding> {
+    let target = policy.glibc.as_ref()?;
+    let need = crate::glibc::floor(&b.elf.as_ref()?.version_needs)?;
+    if crate::glibc::compare(&need.version, &target.value) != std::cmp::Ordering::Greater {
+        return None;
+    }
+    let arch = match b.elf.as_ref().map(|e| e.machine_name.as_str()) {
+        Some("aarch64") => "aarch64",
+        _ => "x86_64",
+    };
+    let mut f = Finding::new(
+        Code::PolicyGlibc,
+        format!(
+            "{}: needs {} (from {}), the policy's oldest glibc is {}: version `{}' not found there",
+            b.path, need.name, need.from, target.value, need.name
+        ),
+        format!(
+            "Build it against glibc {0} or older: in a manylinux2014 container (glibc 2.17) or an older \
+             distribution, or with `cargo zigbuild --target {arch}-unknown-linux-gnu.{0}` (zig cc -target \
+             {arch}-linux-gnu.{0} for C/C++). Raise targets.glibc only if the release drops those systems.",
+            target.value
+        ),
+    )
+    .at(&b.path);
+    // The symbols that pull the floor up, as `objdump -T` would show them.
+    let symbols: Vec<String> = b
+        .elf
+        .iter()
+        .flat_map(|e| &e.versioned_undefined)
+        .filter_map(|s| {
+            let v = crate::glibc::release_of(s.version.as_deref()?)?;
+            (crate::glibc::compare(v, &target.value) == std::cmp::Ordering::Greater)
+                .then(|| format!("{}@{}", s.name, s.version.as_deref().unwrap_or_default()))
+        })
+        .collect();
+    f = f.because(format!(
+        "{} needs {} from {} (DT_VERNEED)",
+        b.path, need.name, need.from
+    ));
+    if !symbols.is_empty() {
+        let shown: Vec<&str> = symbols.iter().take(6).map(String::as_str).collect();
+        let more = symbols.len() - shown.len();
+        f = f.because(format!(
+            "symbols newer than glibc {}: {}{}",
+            target.value,
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    Some(f.because(cite(policy, target, "targets.glibc")))
+}
+
 /// `policy-forbidden-library` for a wheel's declared dependencies of a CUDA major the policy does not allow:
 /// pip installs them beside it (`rules::wheel` says what each installs).
 pub fn declared_majors(w: &WheelFacts, policy: &Policy) -> Vec<Finding> {
@@ -467,6 +526,7 @@ pub fn evaluate(facts: &Facts, policy: &Policy, m: &Matrix) -> Vec<Finding> {
         out.extend(forbidden(b, policy));
         out.extend(missing_arch(b, policy, m));
         out.extend(missing_ptx(b, policy));
+        out.extend(glibc_floor(b, policy));
     }
     for w in &facts.wheels {
         out.extend(declared_majors(w, policy));

@@ -112,3 +112,58 @@ pub fn glibc_list(file: &Path, env: &[(&str, &str)]) -> Option<Vec<(String, Opti
     }
     Some(list)
 }
+
+/// A stand-in glibc `libc.so.6` in `dir`: one version node per entry of `versions` (`2.2.5`, `2.28`, …,
+/// oldest first, each inheriting the one before, as glibc's do), each with a function of its own; the version
+/// nodes from 2.34 and 2.36 also define `__libc_start_main` and `arc4random`, the symbols programs built on
+/// glibc 2.34+ and a library calling `arc4random` need in those versions. With `banner`, glibc's banner line
+/// "GNU C Library (…) stable release version BANNER." is in its `.rodata`.
+pub fn fake_libc(dir: &Path, versions: &[&str], banner: Option<&str>) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let mut src = String::new();
+    if let Some(b) = banner {
+        src.push_str(&format!(
+            "__attribute__((used)) static const char banner[] = \
+             \"GNU C Library (cudadiag test) stable release version {b}.\\nCopyright (C) 2022.\\n\";\n"
+        ));
+    }
+    let mut map = String::new();
+    let mut prev: Option<String> = None;
+    for v in versions {
+        let f = format!("f_{}", v.replace('.', "_"));
+        src.push_str(&format!("int {f}(void) {{ return 0; }}\n"));
+        let mut syms = vec![f];
+        for (at, sym) in [("2.34", "__libc_start_main"), ("2.36", "arc4random")] {
+            if *v == at {
+                src.push_str(&format!("int {sym}(void) {{ return 0; }}\n"));
+                syms.push(sym.to_string());
+            }
+        }
+        let globals: String = syms.iter().map(|s| format!("{s}; ")).collect();
+        let local = if prev.is_none() { "local: *; " } else { "" };
+        let parent = prev.as_deref().unwrap_or("");
+        map.push_str(&format!("GLIBC_{v} {{ global: {globals}{local}}} {parent};\n"));
+        prev = Some(format!("GLIBC_{v}"));
+    }
+    let m = source(dir, "libc-map", &map);
+    let script = format!("-Wl,--version-script={}", m.display());
+    lib_from(dir, "libc.so.6", &src, &[], &["-nostdlib", &script])
+}
+
+/// A program built on this machine (glibc 2.34 or later: it needs `__libc_start_main@GLIBC_2.34`) and a
+/// library of it calling `arc4random` (`GLIBC_2.36`), in a root whose `libc.so.6` is a stand-in of a given
+/// release. Returns the root's directory and the program.
+pub fn glibc_scenario(libc: &[&str], banner: Option<&str>) -> (tempfile::TempDir, std::path::PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    fake_libc(&root.join("usr/lib64"), libc, banner);
+    let arc = lib_from(
+        &root.join("opt/lib"),
+        "libarc.so.1",
+        "#include <stdlib.h>\nunsigned int draw(void) { return arc4random(); }\n",
+        &[],
+        &[],
+    );
+    let main = exe(&root.join("app/main"), &[&arc], &["-Wl,-rpath,/opt/lib"]);
+    (t, main)
+}

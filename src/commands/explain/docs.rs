@@ -43,6 +43,10 @@ pub const DOCS: &[(&str, &str)] = &[
         "multiple-cuda-majors",
         include_str!("../../../data/codes/multiple-cuda-majors.md"),
     ),
+    (
+        "glibc-too-old",
+        include_str!("../../../data/codes/glibc-too-old.md"),
+    ),
     ("no-driver", include_str!("../../../data/codes/no-driver.md")),
     (
         "libcuda-not-found",
@@ -124,6 +128,10 @@ pub const DOCS: &[(&str, &str)] = &[
     (
         "waiver-expired",
         include_str!("../../../data/codes/waiver-expired.md"),
+    ),
+    (
+        "policy-glibc",
+        include_str!("../../../data/codes/policy-glibc.md"),
     ),
 ];
 
