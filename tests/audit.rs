@@ -889,3 +889,43 @@ fn a_large_wheel_member_is_inspected_from_a_temporary_file_with_the_same_facts()
     assert!(!small["device_code"].as_array().unwrap().is_empty());
     assert_eq!(small, large);
 }
+
+/// Issue 19, case 2: a wheel member's name and its METADATA reached the terminal raw in the human and `github`
+/// reports.
+#[test]
+fn hostile_wheel_member_and_metadata_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(dir.path(), "[targets]\ncuda-majors = [12]\n");
+    let path = dir.path().join("pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    zip.start_file("pkg/_ext\x1b]0;pwned\x07\u{9b}2J.so", opts)
+        .unwrap();
+    zip.write_all(&elf_needing(&["libcudart.so.12", "libcublas.so.12"]))
+        .unwrap();
+    zip.start_file("pkg-1.0.dist-info/METADATA", opts).unwrap();
+    zip.write_all(
+        b"Metadata-Version: 2.1\nName: pkg\x1b[2J\nVersion: 1.0\x07\nRequires-Dist: nvidia-cuda-runtime-cu12\x1b]0;x\x07\n",
+    )
+    .unwrap();
+    zip.finish().unwrap();
+    for format in ["human", "github"] {
+        let out = audit(dir.path(), &p)
+            .args(["--format", format])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07) && !text.contains('\u{9b}'),
+            "{format}: {text:?}"
+        );
+        assert!(
+            text.contains("_ext\\e]0;pwned\\x07\\u{9b}2J.so"),
+            "{format}: {text}"
+        );
+        if format == "human" {
+            assert!(text.contains("pkg\\e[2J 1.0\\x07"), "{text}");
+        }
+    }
+}
