@@ -69,6 +69,9 @@ pub enum ProblemKind {
     DeviceCode,
     /// The file is neither ELF, archive, fatbin, cubin nor PTX.
     Unrecognized,
+    /// The input could not be read at all (permission, a dangling link, not a regular file, an I/O error):
+    /// nothing about it was checked.
+    Unreadable,
 }
 
 /// ELF class.

@@ -929,3 +929,82 @@ fn hostile_wheel_member_and_metadata_reach_the_terminal_escaped() {
         }
     }
 }
+
+/// Issue 19, case 7: a directory whose `libbad.so` could not be read audited as "0 binaries", exit 0. Tests
+/// run as root, who reads anything, so the unreadable inputs here are a dangling link and a FIFO, and, where
+/// `setpriv` can drop to `nobody`, a `chmod 000` file read by an unprivileged user.
+#[test]
+fn unreadable_inputs_fail_the_audit_as_input_unreadable() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let p = policy(dir.path(), "[targets]\n");
+    let dist = dir.path().join("dist");
+    std::fs::create_dir(&dist).unwrap();
+    std::fs::write(dist.join("libgood.so"), stand_in("libgood.so")).unwrap();
+    // Near misses: a link to a file that exists and a subdirectory give nothing.
+    std::os::unix::fs::symlink("libgood.so", dist.join("libgood.so.1")).unwrap();
+    std::fs::create_dir(dist.join("sub")).unwrap();
+    let (code, v) = audit_json(dir.path(), &p, &[&dist], &[]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+    assert!(findings(&v, "input-unreadable").is_empty());
+
+    std::os::unix::fs::symlink("missing.so", dist.join("libbad.so")).unwrap();
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(dist.join("libpipe.so"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    let (code, v) = audit_json(dir.path(), &p, &[&dist], &[]);
+    assert_eq!(code, Some(1), "{}", v["findings"]);
+    let found = findings(&v, "input-unreadable");
+    let text = serde_json::to_string(&found).unwrap();
+    assert_eq!(found.len(), 2, "{text}");
+    assert!(
+        text.contains("libbad.so") && text.contains("missing.so"),
+        "{text}"
+    );
+    assert!(text.contains("libpipe.so") && text.contains("FIFO"), "{text}");
+    assert!(
+        found
+            .iter()
+            .all(|f| f["code"] == "CD107" && f["severity"] == "error")
+    );
+    let human = audit(dir.path(), &p).arg(&dist).output().unwrap();
+    assert_eq!(human.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&human.stdout).contains("error[CD107] input-unreadable"));
+
+    // A file its reader may not open, read by an unprivileged user.
+    let _ = std::fs::remove_file(dist.join("libpipe.so"));
+    let _ = std::fs::remove_file(dist.join("libbad.so"));
+    let secret = dist.join("libsecret.so");
+    std::fs::write(&secret, stand_in("libsecret.so")).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let is_root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .unwrap()
+        .stdout
+        == b"0\n";
+    if is_root && Path::new("/usr/bin/setpriv").exists() {
+        let out = std::process::Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(assert_cmd::cargo::cargo_bin("cudadiag"))
+            .args(["--color", "never", "audit", "--policy"])
+            .arg(&p)
+            .arg(&dist)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("libsecret.so: cannot be read: permission denied"),
+            "{text}"
+        );
+    }
+}

@@ -58,40 +58,116 @@ pub fn collect(
                 match entry {
                     Ok(e) if e.file_type().is_file() => {
                         let file = e.path();
+                        let shown = file.display().to_string();
                         if file.extension().is_some_and(|x| x == "whl") {
                             wheel(file, opts, &mut binaries, &mut wheels);
-                        } else if head_looks_binary(file) {
-                            match inspect_path(file, opts) {
-                                Ok(b) => binaries.extend(b),
-                                Err(e) => binaries
-                                    .push(unreadable(&file.display().to_string(), &e.error.to_string())),
+                        } else {
+                            match head_looks_binary(file) {
+                                Ok(true) => match inspect_path(file, opts) {
+                                    Ok(b) => binaries.extend(b),
+                                    Err(e) => binaries.push(cannot_read(&shown, &e.error)),
+                                },
+                                Ok(false) => {}
+                                Err(e) => binaries.push(cannot_read(&shown, &e)),
                             }
                         }
                     }
-                    Ok(_) => {}
+                    Ok(e) => {
+                        if let Some(why) = not_checked(e.path(), e.file_type()) {
+                            binaries.push(cannot_read_because(&e.path().display().to_string(), &why));
+                        }
+                    }
                     Err(e) => {
                         let where_ = e
                             .path()
                             .map_or_else(|| p.display().to_string(), |x| x.display().to_string());
-                        binaries.push(unreadable(&where_, &e.to_string()));
+                        binaries.push(cannot_read_because(&where_, &e.to_string()));
                     }
                 }
             }
         } else if p.extension().is_some_and(|x| x == "whl") {
             wheel(p, opts, &mut binaries, &mut wheels);
         } else {
-            binaries.extend(inspect_path(p, opts)?);
+            // A path that exists but cannot be read is a finding: the gate fails on what it could not check.
+            match inspect_path(p, opts) {
+                Ok(b) => binaries.extend(b),
+                Err(e) => binaries.push(cannot_read(&e.path, &e.error)),
+            }
         }
     }
     Ok((binaries, wheels))
 }
 
-fn head_looks_binary(file: &Path) -> bool {
+/// Whether the first bytes (or the name) say `file` is a binary; an error when it cannot be opened or read.
+fn head_looks_binary(file: &Path) -> std::io::Result<bool> {
     let mut head = [0u8; 8];
-    let n = std::fs::File::open(file)
-        .and_then(|mut f| f.read(&mut head))
-        .unwrap_or(0);
-    looks_binary(&head[..n], &file.to_string_lossy())
+    let mut f = std::fs::File::open(file)?;
+    let mut n = 0;
+    while n < head.len() {
+        match f.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(looks_binary(&head[..n], &file.to_string_lossy()))
+}
+
+/// Why a directory entry that is neither a regular file nor a directory could not be checked: a link whose
+/// target is missing, or a FIFO, socket or device (which may block, or never end, when read). A link to a
+/// file or directory is not followed (its target is audited where it lies), so it gives nothing.
+fn not_checked(path: &Path, kind: std::fs::FileType) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        return None;
+    }
+    if kind.is_symlink() {
+        return match std::fs::metadata(path) {
+            Ok(_) => None,
+            Err(e) => {
+                let to = std::fs::read_link(path)
+                    .map(|t| format!(" to {}", t.display()))
+                    .unwrap_or_default();
+                Some(format!(
+                    "cannot be read: symbolic link{to} cannot be followed: {e}"
+                ))
+            }
+        };
+    }
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    };
+    Some(format!("cannot be read: {what}, not a regular file"))
+}
+
+/// A placeholder for an input that could not be read (`input-unreadable`), with the operating system's error.
+fn cannot_read(path: &str, error: &std::io::Error) -> BinaryFacts {
+    let why = match error.kind() {
+        std::io::ErrorKind::PermissionDenied => format!("cannot be read: permission denied ({error})"),
+        _ => format!("cannot be read: {error}"),
+    };
+    cannot_read_because(path, &why)
+}
+
+fn cannot_read_because(path: &str, why: &str) -> BinaryFacts {
+    BinaryFacts {
+        path: path.to_string(),
+        problems: vec![Problem {
+            kind: ProblemKind::Unreadable,
+            message: why.to_string(),
+            offset: None,
+        }],
+        ..BinaryFacts::default()
+    }
 }
 
 fn unreadable(path: &str, why: &str) -> BinaryFacts {
@@ -118,9 +194,14 @@ pub fn wheel(
         path: name.clone(),
         ..WheelFacts::default()
     };
-    let archive = std::fs::File::open(file)
-        .map_err(|e| e.to_string())
-        .and_then(|f| zip::ZipArchive::new(f).map_err(|e| e.to_string()));
+    let archive = match std::fs::File::open(file) {
+        Ok(f) => zip::ZipArchive::new(f).map_err(|e| e.to_string()),
+        Err(e) => {
+            binaries.push(cannot_read(&name, &e));
+            wheels.push(facts);
+            return;
+        }
+    };
     let mut archive = match archive {
         Ok(a) => a,
         Err(e) => {
@@ -600,6 +681,31 @@ impl<'a> Parser<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Tests run as root, who is never refused: the permission error is injected.
+    #[test]
+    fn permission_denied_is_an_unreadable_input() {
+        let e = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let b = cannot_read("dist/libbad.so", &e);
+        assert_eq!(b.problems[0].kind, ProblemKind::Unreadable);
+        assert!(
+            b.problems[0]
+                .message
+                .starts_with("cannot be read: permission denied")
+        );
+        let facts = crate::facts::Facts {
+            binaries: vec![b],
+            ..crate::facts::Facts::default()
+        };
+        let findings = crate::rules::evaluate(&facts, &crate::matrix::Matrix::bundled().unwrap());
+        let slugs: Vec<&str> = findings.iter().map(|f| f.slug.as_str()).collect();
+        assert_eq!(slugs, ["input-unreadable"]);
+        assert!(
+            findings[0]
+                .message
+                .contains("dist/libbad.so: cannot be read: permission denied")
+        );
+    }
 
     #[test]
     fn metadata_headers_only() {
