@@ -289,6 +289,9 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
             if e.debug {
                 notes.push("debug".to_string());
             }
+            if let Some(why) = &e.unread {
+                notes.push(why.clone());
+            }
             if let Some(id) = &e.identifier {
                 notes.push(format!("id={id}"));
             }
