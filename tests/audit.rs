@@ -1008,3 +1008,90 @@ fn unreadable_inputs_fail_the_audit_as_input_unreadable() {
         );
     }
 }
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// A zip written by hand: one stored member, then `entries` central-directory records that all point at it
+/// (what no zip writer does, and a zip bomb does).
+fn zip_sharing_one_member(data: &[u8], entries: usize) -> Vec<u8> {
+    let crc = crc32(data);
+    let local_name = b"pkg/lib0.so";
+    let mut z = Vec::new();
+    let fixed = |z: &mut Vec<u8>, name_len: usize| {
+        z.extend_from_slice(&20u16.to_le_bytes()); // version needed
+        z.extend_from_slice(&0u16.to_le_bytes()); // flags
+        z.extend_from_slice(&0u16.to_le_bytes()); // stored
+        z.extend_from_slice(&0u32.to_le_bytes()); // time, date
+        z.extend_from_slice(&crc.to_le_bytes());
+        z.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        z.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        z.extend_from_slice(&(name_len as u16).to_le_bytes());
+        z.extend_from_slice(&0u16.to_le_bytes()); // extra length
+    };
+    z.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+    fixed(&mut z, local_name.len());
+    z.extend_from_slice(local_name);
+    z.extend_from_slice(data);
+    let cd_start = z.len();
+    for i in 0..entries {
+        let name = format!("pkg/lib{i}.so");
+        z.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+        z.extend_from_slice(&20u16.to_le_bytes()); // version made by
+        fixed(&mut z, name.len());
+        z.extend_from_slice(&[0u8; 6]); // comment length, disk, internal attributes
+        z.extend_from_slice(&0u32.to_le_bytes()); // external attributes
+        z.extend_from_slice(&0u32.to_le_bytes()); // local header offset: all the same
+        z.extend_from_slice(name.as_bytes());
+    }
+    let cd_len = z.len() - cd_start;
+    z.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+    z.extend_from_slice(&[0u8; 4]);
+    z.extend_from_slice(&(entries as u16).to_le_bytes());
+    z.extend_from_slice(&(entries as u16).to_le_bytes());
+    z.extend_from_slice(&(cd_len as u32).to_le_bytes());
+    z.extend_from_slice(&(cd_start as u32).to_le_bytes());
+    z.extend_from_slice(&0u16.to_le_bytes());
+    z
+}
+
+/// Issue 19, case 5: a 1 MB wheel with 40 central-directory entries pointing at one 1 GiB member wrote 40 GiB
+/// to `$TMPDIR`. The wheel is now reported, and the shared data read once.
+#[test]
+fn zip_entries_sharing_one_members_data_are_reported_and_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(dir.path(), "[targets]\n");
+    let lib = stand_in("libshared.so");
+    let whl = dir.path().join("bomb-1.0-py3-none-any.whl");
+    std::fs::write(&whl, zip_sharing_one_member(&lib, 40)).unwrap();
+    let (code, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert_eq!(code, Some(1), "{}", v["findings"]);
+    let bad = findings(&v, "malformed-binary");
+    assert_eq!(bad.len(), 1, "{}", v["findings"]);
+    let message = bad[0]["message"].as_str().unwrap();
+    assert!(message.contains("39 zip entries share or overlap"), "{message}");
+    let read: Vec<&str> = v["binaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["format"] == "elf")
+        .map(|b| b["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(read.len(), 1, "{read:?}");
+    // Near miss: one entry per member is an ordinary wheel.
+    std::fs::write(&whl, zip_sharing_one_member(&lib, 1)).unwrap();
+    let (code, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+}

@@ -210,7 +210,22 @@ pub fn wheel(
             return;
         }
     };
+    let shared = shared_data(&mut archive);
+    if let Some(report) = &shared.report {
+        binaries.push(BinaryFacts {
+            path: name.clone(),
+            problems: vec![Problem {
+                kind: ProblemKind::Binary,
+                message: report.clone(),
+                offset: None,
+            }],
+            ..BinaryFacts::default()
+        });
+    }
     for i in 0..archive.len() {
+        if shared.skip.contains(&i) {
+            continue;
+        }
         let mut member = match archive.by_index(i) {
             Ok(m) => m,
             Err(e) => {
@@ -257,6 +272,11 @@ pub fn wheel(
             ));
             continue;
         }
+        // Every byte inflated counts against the run's budget (memory or `$TMPDIR`, which may be RAM too).
+        if let Err(why) = opts.budget.reserve(member.size()) {
+            binaries.push(cannot_read_because(&label, &why));
+            continue;
+        }
         if member.size() > SPILL_OVER {
             match spill(&mut member, &head[..n]) {
                 Ok(tmp) => {
@@ -290,6 +310,61 @@ pub fn wheel(
     wheels.push(facts);
 }
 
+/// Central-directory entries whose data is another entry's, in whole or in part.
+#[derive(Debug, Default)]
+struct Shared {
+    /// Entries not to read: their data range starts inside one already kept.
+    skip: std::collections::BTreeSet<usize>,
+    /// One sentence for the wheel's `malformed-binary` finding, when any entry was skipped.
+    report: Option<String>,
+}
+
+/// Finds entries that share or overlap another member's data. `pip` never writes such a wheel; a zip bomb
+/// does (40 entries pointing at one 1 GiB member inflate 40 GiB), so the wheel is reported and each distinct
+/// data range is read once. An entry's extent is taken as its 30-byte local header plus its compressed data
+/// (the name and extra field only lengthen it), so overlaps found are certain.
+fn shared_data<R: std::io::Read + std::io::Seek>(archive: &mut zip::ZipArchive<R>) -> Shared {
+    let mut extents = Vec::new();
+    for i in 0..archive.len() {
+        if let Ok(m) = archive.by_index_raw(i)
+            && !m.is_dir()
+        {
+            let start = m.header_start();
+            extents.push((
+                start,
+                start.saturating_add(30).saturating_add(m.compressed_size()),
+                i,
+            ));
+        }
+    }
+    extents.sort_unstable();
+    let mut out = Shared::default();
+    let mut kept: Option<(u64, u64, usize)> = None;
+    let mut example = None;
+    for e in extents {
+        match kept {
+            Some(k) if e.0 < k.1 => {
+                out.skip.insert(e.2);
+                example.get_or_insert((k, e));
+            }
+            _ => kept = Some(e),
+        }
+    }
+    if let Some((k, e)) = example {
+        let n = out.skip.len();
+        out.report = Some(format!(
+            "{n} zip entr{} share or overlap another member's data (entries #{} and #{} at offsets 0x{:x} and \
+             0x{:x}): a zip-bomb pattern; each distinct data range was read once",
+            if n == 1 { "y" } else { "ies" },
+            k.2,
+            e.2,
+            k.0,
+            e.0
+        ));
+    }
+    out
+}
+
 /// Why a member could not be inflated to a temporary file.
 enum Spill {
     /// No temporary file could be created (read-only or missing `$TMPDIR`).
@@ -305,7 +380,7 @@ fn spill(member: &mut impl Read, head: &[u8]) -> Result<std::fs::File, Spill> {
     use std::io::Write;
     let mut file = tempfile::tempfile().map_err(|_| Spill::NoTemp)?;
     file.write_all(head).map_err(Spill::Write)?;
-    let mut member = member.take(MAX_MEMBER);
+    let mut member = member.take(MAX_MEMBER.saturating_sub(head.len() as u64));
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = match member.read(&mut buf) {
@@ -681,6 +756,45 @@ impl<'a> Parser<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 19, case 5: members are inflated within the run's budget; the one past it is not read, and says
+    /// so as an unreadable input rather than vanishing.
+    #[test]
+    fn wheel_members_inflate_within_the_run_budget() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pkg-1.0-py3-none-any.whl");
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        let elf = |fill: u8| {
+            let mut v = b"\x7fELF".to_vec();
+            v.resize(600 << 10, fill);
+            v
+        };
+        for (n, fill) in [("a.so", 1u8), ("b.so", 2), ("c.so", 3)] {
+            zip.start_file(n, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            zip.write_all(&elf(fill)).unwrap();
+        }
+        zip.finish().unwrap();
+        let opts = InspectOptions {
+            budget: std::sync::Arc::new(super::super::budget::Budget::new(
+                1300 << 10,
+                std::time::Duration::from_secs(60),
+            )),
+            ..InspectOptions::default()
+        };
+        let (mut binaries, mut wheels) = (Vec::new(), Vec::new());
+        wheel(&path, &opts, &mut binaries, &mut wheels);
+        assert_eq!(opts.budget.stats().inflations, 2);
+        assert_eq!(opts.budget.stats().bytes, 1200 << 10);
+        let refused: Vec<_> = binaries
+            .iter()
+            .filter(|b| b.problems.iter().any(|p| p.kind == ProblemKind::Unreadable))
+            .map(|b| b.path.as_str())
+            .collect();
+        assert_eq!(refused.len(), 1, "{binaries:?}");
+        assert!(refused[0].ends_with("!c.so"));
+    }
 
     /// Tests run as root, who is never refused: the permission error is injected.
     #[test]
