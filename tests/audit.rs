@@ -1003,7 +1003,7 @@ fn unreadable_inputs_fail_the_audit_as_input_unreadable() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(
-            text.contains("libsecret.so: cannot be read: permission denied"),
+            text.contains("libsecret.so: cannot be read: Permission denied"),
             "{text}"
         );
     }

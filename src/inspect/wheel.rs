@@ -151,11 +151,7 @@ fn not_checked(path: &Path, kind: std::fs::FileType) -> Option<String> {
 
 /// A placeholder for an input that could not be read (`input-unreadable`), with the operating system's error.
 fn cannot_read(path: &str, error: &std::io::Error) -> BinaryFacts {
-    let why = match error.kind() {
-        std::io::ErrorKind::PermissionDenied => format!("cannot be read: permission denied ({error})"),
-        _ => format!("cannot be read: {error}"),
-    };
-    cannot_read_because(path, &why)
+    cannot_read_because(path, &format!("cannot be read: {error}"))
 }
 
 fn cannot_read_because(path: &str, why: &str) -> BinaryFacts {
@@ -802,11 +798,7 @@ mod tests {
         let e = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
         let b = cannot_read("dist/libbad.so", &e);
         assert_eq!(b.problems[0].kind, ProblemKind::Unreadable);
-        assert!(
-            b.problems[0]
-                .message
-                .starts_with("cannot be read: permission denied")
-        );
+        assert_eq!(b.problems[0].message, "cannot be read: permission denied");
         let facts = crate::facts::Facts {
             binaries: vec![b],
             ..crate::facts::Facts::default()
@@ -818,6 +810,10 @@ mod tests {
             findings[0]
                 .message
                 .contains("dist/libbad.so: cannot be read: permission denied")
+        );
+        assert_eq!(
+            findings[0].evidence,
+            ["dist/libbad.so, opened for reading as the user running cudadiag: permission denied"]
         );
     }
 

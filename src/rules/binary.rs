@@ -62,7 +62,11 @@ pub fn unreadable(b: &BinaryFacts) -> Option<Finding> {
              link or file type, or take the path out of the inputs (or waive `input-unreadable` for it in the \
              policy) if it is not part of the release.",
         )
-        .because(format!("opening {}: {}", b.path, p.message))
+        .because(format!(
+            "{}, opened for reading as the user running cudadiag: {}",
+            b.path,
+            p.message.strip_prefix("cannot be read: ").unwrap_or(&p.message)
+        ))
         .at(&b.path),
     )
 }
