@@ -69,6 +69,9 @@ pub enum ProblemKind {
     DeviceCode,
     /// The file is neither ELF, archive, fatbin, cubin nor PTX.
     Unrecognized,
+    /// The input could not be read at all (permission, a dangling link, not a regular file, an I/O error):
+    /// nothing about it was checked.
+    Unreadable,
 }
 
 /// ELF class.
@@ -251,6 +254,10 @@ pub struct DeviceCode {
     pub toolkit: Option<String>,
     /// Where `toolkit` was read (`tkinfo` of this entry, or inferred from a sibling in the same container).
     pub toolkit_source: Option<String>,
+    /// Why the payload was not read although the inspection wanted it (over the size read without `--deep`,
+    /// or the run's decompression budget spent): its kernels and toolkit are unknown, not absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unread: Option<String>,
     /// From `__nv_relfatbin`: kept for device linking, never loaded at run time.
     pub relocatable: bool,
     /// Index of the container in [`BinaryFacts::fatbins`].

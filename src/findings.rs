@@ -79,6 +79,7 @@ catalogue! {
     MalformedDeviceCode = ("CD104", "malformed-device-code", Error, Some(200), "a fatbin, cubin or PTX payload is damaged");
     MalformedBinary = ("CD105", "malformed-binary", Error, None, "the host ELF or archive structure is damaged");
     UnrecognizedInput = ("CD106", "unrecognized-input", Warning, None, "the file is not an ELF, archive, fatbin, cubin or PTX");
+    InputUnreadable = ("CD107", "input-unreadable", Error, None, "an input could not be read, so nothing about it was checked");
     LibraryNotFound = ("CD200", "library-not-found", Error, None, "the dynamic loader will not find a needed library");
     LibraryShadowed = ("CD201", "library-shadowed", Warning, None, "another copy of a library wins over the one the binary's RUNPATH/RPATH meant");
     SymbolVersionMissing = ("CD202", "symbol-version-missing", Error, None, "a needed symbol version is missing from the library that will be loaded");

@@ -943,3 +943,209 @@ fn a_release_needing_a_newer_glibc_than_the_policy_fails() {
     assert!(findings(&v, "policy-glibc").is_empty(), "{}", v["findings"]);
     assert_eq!(code, Some(0), "{}", v["findings"]);
 }
+
+/// Issue 19, case 2: a wheel member's name and its METADATA reached the terminal raw in the human and `github`
+/// reports.
+#[test]
+fn hostile_wheel_member_and_metadata_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(dir.path(), "[targets]\ncuda-majors = [12]\n");
+    let path = dir.path().join("pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    zip.start_file("pkg/_ext\x1b]0;pwned\x07\u{9b}2J.so", opts)
+        .unwrap();
+    zip.write_all(&elf_needing(&["libcudart.so.12", "libcublas.so.12"]))
+        .unwrap();
+    zip.start_file("pkg-1.0.dist-info/METADATA", opts).unwrap();
+    zip.write_all(
+        b"Metadata-Version: 2.1\nName: pkg\x1b[2J\nVersion: 1.0\x07\nRequires-Dist: nvidia-cuda-runtime-cu12\x1b]0;x\x07\n",
+    )
+    .unwrap();
+    zip.finish().unwrap();
+    for format in ["human", "github"] {
+        let out = audit(dir.path(), &p)
+            .args(["--format", format])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07) && !text.contains('\u{9b}'),
+            "{format}: {text:?}"
+        );
+        assert!(
+            text.contains("_ext\\e]0;pwned\\x07\\u{9b}2J.so"),
+            "{format}: {text}"
+        );
+        if format == "human" {
+            assert!(text.contains("pkg\\e[2J 1.0\\x07"), "{text}");
+        }
+    }
+}
+
+/// Issue 19, case 7: a directory whose `libbad.so` could not be read audited as "0 binaries", exit 0. Tests
+/// run as root, who reads anything, so the unreadable inputs here are a dangling link and a FIFO, and, where
+/// `setpriv` can drop to `nobody`, a `chmod 000` file read by an unprivileged user.
+#[test]
+fn unreadable_inputs_fail_the_audit_as_input_unreadable() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let p = policy(dir.path(), "[targets]\n");
+    let dist = dir.path().join("dist");
+    std::fs::create_dir(&dist).unwrap();
+    std::fs::write(dist.join("libgood.so"), stand_in("libgood.so")).unwrap();
+    // Near misses: a link to a file that exists and a subdirectory give nothing.
+    std::os::unix::fs::symlink("libgood.so", dist.join("libgood.so.1")).unwrap();
+    std::fs::create_dir(dist.join("sub")).unwrap();
+    let (code, v) = audit_json(dir.path(), &p, &[&dist], &[]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+    assert!(findings(&v, "input-unreadable").is_empty());
+
+    std::os::unix::fs::symlink("missing.so", dist.join("libbad.so")).unwrap();
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(dist.join("libpipe.so"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    let (code, v) = audit_json(dir.path(), &p, &[&dist], &[]);
+    assert_eq!(code, Some(1), "{}", v["findings"]);
+    let found = findings(&v, "input-unreadable");
+    let text = serde_json::to_string(&found).unwrap();
+    assert_eq!(found.len(), 2, "{text}");
+    assert!(
+        text.contains("libbad.so") && text.contains("missing.so"),
+        "{text}"
+    );
+    assert!(text.contains("libpipe.so") && text.contains("FIFO"), "{text}");
+    assert!(
+        found
+            .iter()
+            .all(|f| f["code"] == "CD107" && f["severity"] == "error")
+    );
+    let human = audit(dir.path(), &p).arg(&dist).output().unwrap();
+    assert_eq!(human.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&human.stdout).contains("error[CD107] input-unreadable"));
+
+    // A file its reader may not open, read by an unprivileged user.
+    let _ = std::fs::remove_file(dist.join("libpipe.so"));
+    let _ = std::fs::remove_file(dist.join("libbad.so"));
+    let secret = dist.join("libsecret.so");
+    std::fs::write(&secret, stand_in("libsecret.so")).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let is_root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .unwrap()
+        .stdout
+        == b"0\n";
+    if is_root && Path::new("/usr/bin/setpriv").exists() {
+        let out = std::process::Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(assert_cmd::cargo::cargo_bin("cudadiag"))
+            .args(["--color", "never", "audit", "--policy"])
+            .arg(&p)
+            .arg(&dist)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("libsecret.so: cannot be read: Permission denied"),
+            "{text}"
+        );
+    }
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// A zip written by hand: one stored member, then `entries` central-directory records that all point at it
+/// (what no zip writer does, and a zip bomb does).
+fn zip_sharing_one_member(data: &[u8], entries: usize) -> Vec<u8> {
+    let crc = crc32(data);
+    let local_name = b"pkg/lib0.so";
+    let mut z = Vec::new();
+    let fixed = |z: &mut Vec<u8>, name_len: usize| {
+        z.extend_from_slice(&20u16.to_le_bytes()); // version needed
+        z.extend_from_slice(&0u16.to_le_bytes()); // flags
+        z.extend_from_slice(&0u16.to_le_bytes()); // stored
+        z.extend_from_slice(&0u32.to_le_bytes()); // time, date
+        z.extend_from_slice(&crc.to_le_bytes());
+        z.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        z.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        z.extend_from_slice(&(name_len as u16).to_le_bytes());
+        z.extend_from_slice(&0u16.to_le_bytes()); // extra length
+    };
+    z.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+    fixed(&mut z, local_name.len());
+    z.extend_from_slice(local_name);
+    z.extend_from_slice(data);
+    let cd_start = z.len();
+    for i in 0..entries {
+        let name = format!("pkg/lib{i}.so");
+        z.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+        z.extend_from_slice(&20u16.to_le_bytes()); // version made by
+        fixed(&mut z, name.len());
+        z.extend_from_slice(&[0u8; 6]); // comment length, disk, internal attributes
+        z.extend_from_slice(&0u32.to_le_bytes()); // external attributes
+        z.extend_from_slice(&0u32.to_le_bytes()); // local header offset: all the same
+        z.extend_from_slice(name.as_bytes());
+    }
+    let cd_len = z.len() - cd_start;
+    z.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+    z.extend_from_slice(&[0u8; 4]);
+    z.extend_from_slice(&(entries as u16).to_le_bytes());
+    z.extend_from_slice(&(entries as u16).to_le_bytes());
+    z.extend_from_slice(&(cd_len as u32).to_le_bytes());
+    z.extend_from_slice(&(cd_start as u32).to_le_bytes());
+    z.extend_from_slice(&0u16.to_le_bytes());
+    z
+}
+
+/// Issue 19, case 5: a 1 MB wheel with 40 central-directory entries pointing at one 1 GiB member wrote 40 GiB
+/// to `$TMPDIR`. The wheel is now reported, and the shared data read once.
+#[test]
+fn zip_entries_sharing_one_members_data_are_reported_and_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(dir.path(), "[targets]\n");
+    let lib = stand_in("libshared.so");
+    let whl = dir.path().join("bomb-1.0-py3-none-any.whl");
+    std::fs::write(&whl, zip_sharing_one_member(&lib, 40)).unwrap();
+    let (code, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert_eq!(code, Some(1), "{}", v["findings"]);
+    let bad = findings(&v, "malformed-binary");
+    assert_eq!(bad.len(), 1, "{}", v["findings"]);
+    let message = bad[0]["message"].as_str().unwrap();
+    assert!(message.contains("39 zip entries share or overlap"), "{message}");
+    let read: Vec<&str> = v["binaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["format"] == "elf")
+        .map(|b| b["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(read.len(), 1, "{read:?}");
+    // Near miss: one entry per member is an ordinary wheel.
+    std::fs::write(&whl, zip_sharing_one_member(&lib, 1)).unwrap();
+    let (code, v) = audit_json(dir.path(), &p, &[&whl], &[]);
+    assert_eq!(code, Some(0), "{}", v["findings"]);
+}

@@ -474,3 +474,181 @@ fn no_device_code_flag_does_not_claim_the_binary_has_none() {
     assert!(text.contains("SASS sm_80"), "{text}");
     assert!(text.contains("will fail"), "{text}");
 }
+
+/// Bytes that must never reach a terminal from data: ESC, BEL, and the 8-bit CSI (U+009B).
+fn raw_escapes(bytes: &[u8]) -> bool {
+    bytes.contains(&0x1b) || bytes.contains(&0x07) || String::from_utf8_lossy(bytes).contains('\u{9b}')
+}
+
+const EVIL: &str = "lib\x1b]0;pwned\x07\x1b[2Jevil.so";
+const EVIL_SHOWN: &str = "lib\\e]0;pwned\\x07\\e[2Jevil.so";
+
+fn cc(args: &[&std::ffi::OsStr]) {
+    let st = std::process::Command::new("cc").args(args).status().unwrap();
+    assert!(st.success(), "cc {args:?}");
+}
+
+/// Issue 19, case 2: a SONAME and NEEDED of `lib ESC]0;pwned BEL ESC[2J evil.so` retitled and cleared the
+/// terminal of whoever inspected the binary; file names carried escapes the same way.
+#[test]
+fn hostile_soname_needed_and_file_name_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("e.c"), "int evil(void) { return 1; }\n").unwrap();
+    std::fs::write(
+        d.join("m.c"),
+        "int evil(void);\nint main(void) { return evil(); }\n",
+    )
+    .unwrap();
+    let lib = d.join(EVIL);
+    let soname = format!("-Wl,-soname,{EVIL}");
+    let rpath = format!("-Wl,-rpath,{}", d.display());
+    cc(&[
+        "-shared".as_ref(),
+        "-fPIC".as_ref(),
+        "-o".as_ref(),
+        lib.as_os_str(),
+        soname.as_ref(),
+        d.join("e.c").as_os_str(),
+    ]);
+    let app = d.join("app\x1b[31m\u{9b}1m\u{202e}");
+    cc(&[
+        "-o".as_ref(),
+        app.as_os_str(),
+        d.join("m.c").as_os_str(),
+        lib.as_os_str(),
+        rpath.as_ref(),
+    ]);
+    for format in ["human", "github"] {
+        for input in [&app, &lib] {
+            let out = cudadiag()
+                .args([
+                    "inspect",
+                    "-v",
+                    "--no-host",
+                    "--color",
+                    "never",
+                    "--fail-on",
+                    "never",
+                    "--format",
+                    format,
+                ])
+                .arg(input)
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(!raw_escapes(&out.stdout), "{format}: {text:?}");
+            if format == "human" {
+                assert!(text.contains(EVIL_SHOWN), "{format}: {text}");
+            }
+            if input == &app && format == "human" {
+                assert!(text.contains("app\\e[31m\\u{9b}1m\\u{202e}"), "{text}");
+            }
+        }
+    }
+    // Coloured, the report's own colour sequences remain; the data's do not.
+    let out = cudadiag()
+        .args([
+            "inspect",
+            "-v",
+            "--no-host",
+            "--color",
+            "always",
+            "--fail-on",
+            "never",
+        ])
+        .arg(&app)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\x1b[1m") && !text.contains("\x1b]") && !text.contains("\x1b[2J"),
+        "{text:?}"
+    );
+    assert!(!text.contains("\x1b[31m\u{9b}"), "{text:?}");
+    // A tool error names the path escaped on stderr.
+    let out = cudadiag()
+        .arg("inspect")
+        .arg(d.join("missing\x1b]0;x\x07"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        !raw_escapes(&out.stderr),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing\\e]0;x\\x07"));
+}
+
+/// Issue 19, case 11: `explain` echoed escape bytes and a 5.5 MB query back on stderr.
+#[test]
+fn explain_echoes_a_hostile_or_huge_query_escaped_and_short() {
+    let out = cudadiag()
+        .args(["explain", "zz\x1b]0;pwned\x07\x1b[2J"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        !raw_escapes(&out.stderr),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("zz\\e]0;pwned\\x07\\e[2J"));
+    // One argument may not exceed 128 KiB: the query is its words joined by spaces.
+    let word = "q".repeat(9_999);
+    let out = cudadiag().arg("explain").args(vec![&word; 20]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.len() < 2_000 && err.contains("… (199999 bytes)"),
+        "{} bytes",
+        err.len()
+    );
+}
+
+/// Issue 19, case 11: on a closed standard output `codes` exited 0 and `inspect` 2 with "Broken pipe". Every
+/// command now stops writing quietly and exits with what it found.
+#[test]
+fn a_closed_stdout_is_quiet_and_keeps_the_outcome() {
+    use std::process::Stdio;
+    let run = |args: &[&str]| {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cudadiag"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader is gone before the first byte is written
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    assert_eq!(run(&["codes"]), (Some(0), String::new()));
+    // A report far longer than the output buffer (every fixture, about 150 KB): the pipe breaks while the
+    // report is written, not at the flush.
+    let mut args = vec!["inspect", "-v", "--no-host", "--fail-on", "never"];
+    let all: Vec<String> = fixtures().iter().map(|p| p.display().to_string()).collect();
+    args.extend(all.iter().map(String::as_str));
+    let (code, err) = run(&args);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+    let (code, err) = run(&[
+        "inspect",
+        "--no-host",
+        "fixtures/cuda13/BUILD.log",
+        "--fail-on",
+        "warning",
+    ]);
+    assert_eq!((code, err.as_str()), (Some(1), ""));
+    let (code, err) = run(&["explain", "no-kernel-image"]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+}

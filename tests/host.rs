@@ -707,3 +707,45 @@ fn python_on_path_is_an_environment() {
     );
     assert!(!paths("PATH=/usr/bin").iter().any(|p| p == want));
 }
+
+/// Issue 19, case 2: a GPU model string from `/proc/driver/nvidia/gpus/*/information` reached the terminal
+/// raw in `doctor`'s human and `github` reports.
+#[test]
+fn hostile_gpu_model_reaches_the_terminal_escaped() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    let info = root.join("proc/driver/nvidia/gpus/0000:19:00.0/information");
+    let text = std::fs::read_to_string(&info).unwrap();
+    let text = text.replace(
+        "NVIDIA H100 80GB HBM3",
+        "NVIDIA \x1b]0;pwned\x07\x1b[2J\u{9b}H100",
+    );
+    std::fs::write(&info, text).unwrap();
+    for format in ["human", "github"] {
+        let mut args = vec![
+            "doctor".to_string(),
+            "--color".into(),
+            "never".into(),
+            "--format".into(),
+            format.into(),
+        ];
+        args.extend(machine_args(&root, &case_dir("healthy").join("env"), &[]));
+        let out = Command::cargo_bin("cudadiag")
+            .unwrap()
+            .args(&args)
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07) && !shown.contains('\u{9b}'),
+            "{format}: {shown:?}"
+        );
+        if format == "human" {
+            assert!(
+                shown.contains("NVIDIA \\e]0;pwned\\x07\\e[2J\\u{9b}H100"),
+                "{shown}"
+            );
+        }
+    }
+}

@@ -15,6 +15,7 @@ fn deep() -> InspectOptions {
     InspectOptions {
         depth: Depth::Full,
         max_decompressed: LIMIT,
+        ..InspectOptions::default()
     }
 }
 
@@ -355,4 +356,102 @@ fn containers_found_through_wrappers_and_by_scan() {
     // The near miss: a file that shows no sign of being a CUDA program is not scanned.
     let b = read(&ElfSpec::host(vec![(".data.custom", data)]).bytes(), &deep());
     assert!(b.device_code.is_empty());
+}
+
+/// Issue 19, case 4: an 8 KB fatbin whose zstd entry inflates to 256 MiB cost 256 MiB and 0.25 s without
+/// `--deep` (the toolkit sample inflated it whole). Now nothing is inflated, and the entry says why.
+#[test]
+fn a_zstd_bomb_is_not_inflated_for_the_toolkit_sample() {
+    let bomb = container(&[Entry::zstd_bomb(ELF, 90, 0, 256 << 20)], None);
+    assert!(bomb.len() < 9_000, "{}", bomb.len());
+    let opts = InspectOptions::default();
+    let b = read(&bomb, &opts);
+    assert_eq!(opts.budget.stats().inflations, 0);
+    assert_eq!(opts.budget.stats().bytes, 0);
+    let e = &b.device_code[0];
+    assert_eq!((e.size, e.toolkit.as_deref()), (256 << 20, None));
+    assert!(
+        e.unread
+            .as_deref()
+            .is_some_and(|w| w.contains("toolkit not read")),
+        "{e:?}"
+    );
+    assert!(b.problems.is_empty(), "{:?}", b.problems);
+    // Near miss: a small compressed cubin is still sampled for its toolkit.
+    let small = container(
+        &[Entry::zstd(
+            ELF,
+            90,
+            &cubin(90, "Cuda compilation tools, release 13.0, V13.0.88"),
+        )],
+        None,
+    );
+    let opts = InspectOptions::default();
+    let b = read(&small, &opts);
+    assert_eq!(opts.budget.stats().inflations, 1);
+    assert_eq!(b.device_code[0].toolkit.as_deref(), Some("13.0.88"));
+    assert_eq!(b.device_code[0].unread, None);
+}
+
+/// Issue 19, case 4: 200 copies of a bomb in a directory took 49 s to audit. One run reads each distinct
+/// payload once, with or without `--deep`.
+#[test]
+fn two_hundred_copies_of_one_payload_inflate_once() {
+    let bomb = container(&[Entry::zstd_bomb(ELF, 90, 0, 8 << 20)], None);
+    let opts = deep();
+    for i in 0..200 {
+        let b = read(&bomb, &opts);
+        assert_eq!(device_problems(&b).len(), 1, "copy {i}: {:?}", b.problems); // zeros are no cubin
+    }
+    let s = opts.budget.stats();
+    assert_eq!((s.inflations, s.reused, s.bytes), (1, 199, 8 << 20));
+    let good = container(
+        &[Entry::zstd(
+            ELF,
+            90,
+            &cubin(90, "Cuda compilation tools, release 13.0, V13.0.88"),
+        )],
+        None,
+    );
+    let opts = InspectOptions::default();
+    for _ in 0..200 {
+        assert_eq!(
+            read(&good, &opts).device_code[0].toolkit.as_deref(),
+            Some("13.0.88")
+        );
+    }
+    assert_eq!(
+        (opts.budget.stats().inflations, opts.budget.stats().reused),
+        (1, 199)
+    );
+}
+
+/// Issue 19, case 4: the run's budget bounds what `--deep` inflates in all; what is left is reported as not
+/// read, not as damage.
+#[test]
+fn a_spent_decompression_budget_leaves_entries_unread_not_damaged() {
+    let two = container(
+        &[
+            Entry::zstd_bomb(ELF, 90, 0, 8 << 20),
+            Entry::zstd_bomb(ELF, 80, 1, 8 << 20),
+        ],
+        None,
+    );
+    let opts = InspectOptions {
+        budget: std::sync::Arc::new(inspect::budget::Budget::new(
+            12 << 20,
+            std::time::Duration::from_secs(60),
+        )),
+        ..deep()
+    };
+    let b = read(&two, &opts);
+    let s = opts.budget.stats();
+    assert_eq!((s.inflations, s.refused), (1, 1));
+    let unread: Vec<_> = b.device_code.iter().filter_map(|e| e.unread.as_deref()).collect();
+    assert_eq!(unread.len(), 1, "{:?}", b.device_code);
+    assert!(
+        unread[0].contains("decompression budget of 12582912 bytes"),
+        "{unread:?}"
+    );
+    assert_eq!(device_problems(&b).len(), 1, "{:?}", b.problems); // only the one inflated: zeros, no cubin
 }

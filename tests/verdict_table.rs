@@ -31,6 +31,7 @@ fn entry(kind: CodeKind, arch: &str, isa: Option<&str>) -> DeviceCode {
         options: None,
         toolkit: None,
         toolkit_source: None,
+        unread: None,
         relocatable: false,
         container: 0,
         offset: 0,

@@ -5,6 +5,7 @@ use cudadiag::inspect::{self, Depth, InspectOptions};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let opts = InspectOptions { depth: Depth::Full, max_decompressed: 16 << 20 };
+    // A fresh run budget per input: its memory of decoded payloads must not grow across inputs.
+    let opts = InspectOptions { depth: Depth::Full, max_decompressed: 16 << 20, ..InspectOptions::default() };
     let _ = inspect::bytes("fuzz", data, &opts);
 });

@@ -227,6 +227,9 @@ fn check(args: &ExplainArgs, codes: &[&'static CodeInfo], m: &Matrix) -> Result<
     Ok(out)
 }
 
+/// Characters of a query that matched nothing echoed back in the error.
+const ECHOED_QUERY: usize = 200;
+
 /// Runs `cudadiag explain`.
 pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let m = super::targets::load_matrix(args.target.matrix.as_deref())?;
@@ -234,9 +237,11 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
     let ms = matches(&query, &m);
     let codes = predicted(&ms);
     if ms.is_empty() {
+        // The query is echoed escaped and cut short: it may be a pasted log of megabytes, or hostile.
         return Err(ToolError(format!(
-            "nothing known matches \"{query}\": give a code (CD100), a slug (no-kernel-image), a CUDA error \
-             number or name, or an error message as printed; `cudadiag codes` lists the codes"
+            "nothing known matches \"{}\": give a code (CD100), a slug (no-kernel-image), a CUDA error \
+             number or name, or an error message as printed; `cudadiag codes` lists the codes",
+            report::truncated(&query, ECHOED_QUERY)
         )));
     }
     let checked = if args.check.is_empty() {
@@ -278,7 +283,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
                     "Checked {}:\n",
                     args.check
                         .iter()
-                        .map(|p| p.display().to_string())
+                        .map(|p| report::escape(&p.display().to_string()).into_owned())
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));

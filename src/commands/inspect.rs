@@ -17,6 +17,7 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
             Depth::Headers
         },
         max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
+        budget: std::sync::Arc::default(),
     };
     let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
     let read_host = args.facts.is_none() && !what_if && !args.no_host;

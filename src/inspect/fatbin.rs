@@ -11,7 +11,7 @@
 //! can. Payloads are read only when a question needs them (see [`Depth`]), and decompressed with a hard bound.
 
 use super::input::Input;
-use super::{Depth, InspectOptions, cubin, decompress, ptx};
+use super::{Depth, InspectOptions, budget, cubin, decompress, ptx};
 use crate::facts::{BinaryFacts, CodeKind, Compression, DeviceCode, FatbinContainer, Problem, ProblemKind};
 
 /// Container magic (`FATBIN_MAGIC`).
@@ -385,6 +385,7 @@ fn read_entry(
         options,
         toolkit: None,
         toolkit_source: None,
+        unread: None,
         relocatable: region.relocatable,
         container,
         offset: q as u64,
@@ -482,28 +483,45 @@ pub struct Pending {
 }
 
 /// What reading one payload gave.
-enum Decoded {
+#[derive(Debug, Clone)]
+pub(super) enum Decoded {
     Cubin(crate::facts::CubinFacts),
     Ptx(crate::facts::PtxFacts),
     Nothing,
     Damaged(String),
+    /// Not read: the run's decompression budget said no.
+    Unread(String),
 }
 
-/// Decompresses (bounded) and parses one entry's payload. Pure, so payloads can be read in parallel.
+/// Decompresses (bounded, within the run's budget, once per distinct payload) and parses one entry's
+/// payload. Safe to call from several threads.
 fn decode(stored: &[u8], entry: &DeviceCode, opts: &InspectOptions) -> Decoded {
-    let owned;
-    let bytes = if entry.compression == Compression::None {
-        stored
-    } else {
-        match decompress::decompress(entry.compression, stored, entry.size, opts.max_decompressed) {
-            Ok(v) => {
-                owned = v;
-                &owned[..]
-            }
-            Err(e) => return Decoded::Damaged(e.0),
-        }
+    if entry.compression == Compression::None {
+        return parse(stored, entry.kind);
+    }
+    let what = match (entry.kind, entry.compression) {
+        (CodeKind::Sass, Compression::Lz4) => 0,
+        (CodeKind::Sass, _) => 1,
+        (CodeKind::Ptx, Compression::Lz4) => 2,
+        (CodeKind::Ptx, _) => 3,
+        (CodeKind::Nvvm, _) => 4,
     };
-    match entry.kind {
+    opts.budget.decoded(stored, entry.size, what, || {
+        // An entry over the per-entry limit is refused by `decompress` as damage, without taking budget.
+        if entry.size <= opts.max_decompressed
+            && let Err(why) = opts.budget.reserve(entry.size)
+        {
+            return Decoded::Unread(why);
+        }
+        match decompress::decompress(entry.compression, stored, entry.size, opts.max_decompressed) {
+            Ok(v) => parse(&v, entry.kind),
+            Err(e) => Decoded::Damaged(e.0),
+        }
+    })
+}
+
+fn parse(bytes: &[u8], kind: CodeKind) -> Decoded {
+    match kind {
         CodeKind::Sass => match cubin::parse(bytes) {
             Ok(c) => Decoded::Cubin(c),
             Err(e) => Decoded::Damaged(e.0),
@@ -534,6 +552,7 @@ fn apply(index: usize, decoded: Decoded, out: &mut BinaryFacts) {
         }
         Decoded::Ptx(p) => entry.ptx = Some(p),
         Decoded::Nothing => {}
+        Decoded::Unread(why) => entry.unread = Some(why),
         Decoded::Damaged(e) => trouble = Some(format!("{} entry at 0x{at:x}: {e}", entry.arch)),
     }
     if let Some(message) = trouble {
@@ -601,7 +620,8 @@ fn share_container_toolkit(range: std::ops::Range<usize>, out: &mut BinaryFacts)
 /// compressed cubin, so that the report can still say which toolkit built the binary. Only that entry gets a
 /// toolkit: other containers may come from other toolkits.
 pub fn sample_toolkit(data: &Input<'_>, out: &mut BinaryFacts, opts: &InspectOptions) {
-    if out.device_code.iter().any(|e| e.toolkit.is_some()) {
+    // `--deep` has read every payload already: a second read would only repeat its damage.
+    if opts.depth == Depth::Full || out.device_code.iter().any(|e| e.toolkit.is_some()) {
         return;
     }
     let Some(i) = (0..out.device_code.len())
@@ -614,6 +634,17 @@ pub fn sample_toolkit(data: &Input<'_>, out: &mut BinaryFacts, opts: &InspectOpt
         return;
     };
     let entry = &out.device_code[i];
+    // The toolkit note is in a section whose header is at the end of the cubin: all of it must be inflated.
+    // Without `--deep`, not for a cubin that declares more than a small sample's worth.
+    if opts.depth != Depth::Full && entry.size > budget::SAMPLE_MAX {
+        out.device_code[i].unread = Some(format!(
+            "toolkit not read: the smallest compressed cubin declares {} bytes uncompressed, over the {} MiB \
+             read without --deep",
+            out.device_code[i].size,
+            budget::SAMPLE_MAX >> 20
+        ));
+        return;
+    }
     let header = data
         .u32_at(entry.offset as usize + 4)
         .map_or(ENTRY_HEADER, |v| v as usize);

@@ -5,6 +5,7 @@
 //! executes or loads the inspected file. Damage is never an error: it becomes a [`Problem`] in the facts and
 //! the rest of the file is still reported. Only failing to open or read the file is an [`InspectError`].
 
+pub mod budget;
 pub mod cubin;
 pub mod decompress;
 pub mod elf;
@@ -32,13 +33,16 @@ pub enum Depth {
     NoDeviceCode,
 }
 
-/// Knobs for [`path`] and [`bytes`].
-#[derive(Debug, Clone, Copy)]
+/// Knobs for [`path`] and [`bytes`]. Clones share one [`budget::Budget`]: make one per run.
+#[derive(Debug, Clone)]
 pub struct InspectOptions {
     /// How much of each payload to read.
     pub depth: Depth,
     /// Largest uncompressed size accepted for one entry; larger declarations are reported as damage.
     pub max_decompressed: u64,
+    /// The run's allowance for inflating fatbin payloads and wheel members, and its memory of payloads
+    /// already read.
+    pub budget: std::sync::Arc<budget::Budget>,
 }
 
 impl Default for InspectOptions {
@@ -46,6 +50,7 @@ impl Default for InspectOptions {
         InspectOptions {
             depth: Depth::Headers,
             max_decompressed: 256 << 20,
+            budget: std::sync::Arc::default(),
         }
     }
 }
@@ -255,6 +260,7 @@ fn raw_cubin(data: &[u8], facts: &mut BinaryFacts) {
                 options: None,
                 toolkit: toolkit.as_ref().map(|t| t.0.clone()),
                 toolkit_source: toolkit.map(|t| t.1.to_string()),
+                unread: None,
                 relocatable: c.elf_type == "rel",
                 container: 0,
                 offset: 0,
@@ -323,6 +329,7 @@ fn raw_ptx(data: &[u8], facts: &mut BinaryFacts) {
         options: None,
         toolkit: None,
         toolkit_source: None,
+        unread: None,
         relocatable: false,
         container: 0,
         offset: 0,

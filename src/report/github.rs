@@ -1,8 +1,10 @@
 //! GitHub Actions workflow commands: one `::error`/`::warning`/`::notice` line per finding, which the Actions
 //! runner turns into annotations on the run and, for files in the repository, on the pull request.
-//! Data and property values are escaped as the runner expects (`%`, CR, LF; and `:` `,` in properties).
+//! Data and property values are escaped as the runner expects (`%`, CR, LF; and `:` `,` in properties), after
+//! the control characters of the data itself are shown escaped ([`escape`]): the lines of an annotation are
+//! the report's own, and the log they land in is read on terminals too.
 
-use super::Report;
+use super::{Report, escape};
 use crate::findings::Severity;
 use std::io::{self, Write};
 
@@ -24,21 +26,21 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         };
         let mut props = vec![format!(
             "title={}",
-            escape_property(&format!("{} {}", f.code, f.slug))
+            escape_property(&escape(&format!("{} {}", f.code, f.slug)))
         )];
         if let Some(path) = &f.path {
             // A wheel member is not a repository file: annotate the wheel.
             let file = path.split('!').next().unwrap_or(path);
-            props.insert(0, format!("file={}", escape_property(file)));
+            props.insert(0, format!("file={}", escape_property(&escape(file))));
         }
-        let mut text = f.message.clone();
+        let mut text = escape(&f.message).into_owned();
         for e in &f.evidence {
             text.push_str("\nbecause ");
-            text.push_str(e);
+            text.push_str(&escape(e));
         }
         if !f.help.is_empty() {
             text.push_str("\nhelp: ");
-            text.push_str(&f.help);
+            text.push_str(&escape(&f.help));
         }
         writeln!(out, "::{command} {}::{}", props.join(","), escape_data(&text))?;
     }
@@ -59,5 +61,10 @@ mod tests {
     fn escaping() {
         assert_eq!(super::escape_data("50%\nx"), "50%25%0Ax");
         assert_eq!(super::escape_property("a:b,c"), "a%3Ab%2Cc");
+        // Data's own newlines and escapes are shown, not obeyed: one line per annotation, no ESC byte.
+        assert_eq!(
+            super::escape_data(&super::escape("lib\x1b]0;x\x07\nfake.so")),
+            "lib\\e]0;x\\x07\\nfake.so"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The human report: one summary line per binary, the entry table with `-v`, then the findings with their
 //! evidence ("because") and help, then the counts.
 
-use super::{Paint, RenderOptions, Report};
+use super::{Paint, RenderOptions, Report, Sane};
 use crate::facts::{BinaryFacts, CodeKind, Compression, CudartLinkage, DeviceCode};
 use crate::findings::{Finding, Severity};
 use std::io::{self, Write};
@@ -10,7 +10,7 @@ use std::io::{self, Write};
 pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     let p = opts.paint;
     for b in &report.facts.binaries {
-        writeln!(out, "{}  {}", p.bold(&b.path), summary_line(b))?;
+        writeln!(out, "{}  {}", p.bold(&b.path), Sane(&summary_line(b)))?;
         if opts.verbose {
             details(b, p, out)?;
             if let Some(line) = glibc_line(b, &report.facts.libraries, report.facts.glibc()) {
@@ -58,7 +58,7 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
         count(s.notes, "note", p)
     )?;
     if let Some(note) = &report.facts.host_note {
-        writeln!(out, "({note})")?;
+        writeln!(out, "({})", Sane(note))?;
     }
     verdicts(report, p, out)
 }
@@ -81,10 +81,11 @@ fn verdicts(report: &Report, p: Paint, out: &mut dyn Write) -> io::Result<()> {
             .strip_prefix(&format!("{}: ", v.binary))
             .unwrap_or(&why)
             .to_string();
+        let (binary, gpu) = (Sane(&v.binary), Sane(&v.gpu));
         if why.is_empty() {
-            writeln!(out, "  {} on {}: {word}", v.binary, v.gpu)?;
+            writeln!(out, "  {binary} on {gpu}: {word}")?;
         } else {
-            writeln!(out, "  {} on {}: {word}: {why}", v.binary, v.gpu)?;
+            writeln!(out, "  {binary} on {gpu}: {word}: {}", Sane(&why))?;
         }
     }
     let mut fixes: Vec<(&str, &str)> = Vec::new();
@@ -96,7 +97,7 @@ fn verdicts(report: &Report, p: Paint, out: &mut dyn Write) -> io::Result<()> {
     if !fixes.is_empty() {
         writeln!(out, "\n{}", p.bold("fixes, most important first"))?;
         for (i, (slug, help)) in fixes.iter().enumerate() {
-            writeln!(out, "  {}. [{slug}] {help}", i + 1)?;
+            writeln!(out, "  {}. [{}] {}", i + 1, Sane(slug), Sane(help))?;
         }
     }
     Ok(())
@@ -259,8 +260,8 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "    {class} {} {}{}",
-            e.machine_name,
-            e.elf_type,
+            Sane(&e.machine_name),
+            Sane(&e.elf_type),
             if e.has_symtab { "" } else { ", stripped" }
         )?;
         let rows: [(&str, Vec<String>); 5] = [
@@ -272,7 +273,7 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
         ];
         for (name, values) in rows {
             if !values.is_empty() {
-                writeln!(out, "    {:<12}{}", p.dim(name), values.join(" "))?;
+                writeln!(out, "    {:<12}{}", p.dim(name), Sane(&values.join(" ")))?;
             }
         }
         if e.nodeflib {
@@ -280,7 +281,7 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
         }
     }
     for ev in &b.cudart.evidence {
-        writeln!(out, "    {:<12}{ev}", p.dim("cudart"))?;
+        writeln!(out, "    {:<12}{}", p.dim("cudart"), Sane(ev))?;
     }
     for (i, c) in b.fatbins.iter().enumerate() {
         writeln!(
@@ -290,7 +291,7 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
             c.offset,
             c.section
                 .as_deref()
-                .map(|s| format!(" in {s}"))
+                .map(|s| format!(" in {}", Sane(s)))
                 .unwrap_or_default(),
             c.size,
             c.entries,
@@ -323,6 +324,9 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
             if e.debug {
                 notes.push("debug".to_string());
             }
+            if let Some(why) = &e.unread {
+                notes.push(why.clone());
+            }
             if let Some(id) = &e.identifier {
                 notes.push(format!("id={id}"));
             }
@@ -339,9 +343,8 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
             {
                 notes.push(format!("entries: {}", x.entries.join(", ")));
             }
-            writeln!(
-                out,
-                "    {:>3} {:>3}  {:<4}  {:<12} {:>5}  {:<5} {:>9} {:>9}  {:<10} {:<10} {}",
+            let row = format!(
+                "{:>3} {:>3}  {:<4}  {:<12} {:>5}  {:<5} {:>9} {:>9}  {:<10} {:<10} {}",
                 i,
                 e.container,
                 kind,
@@ -353,7 +356,8 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
                 format!("0x{:x}", e.flags),
                 e.toolkit.as_deref().unwrap_or("-"),
                 notes.join("; ")
-            )?;
+            );
+            writeln!(out, "    {}", Sane(&row))?;
         }
     }
     Ok(())
@@ -366,12 +370,12 @@ fn finding(f: &Finding, p: Paint, out: &mut dyn Write) -> io::Result<()> {
         Severity::Warning => p.warning(&head),
         Severity::Note => p.note(&head),
     };
-    writeln!(out, "{head} {}: {}", p.bold(&f.slug), f.message)?;
+    writeln!(out, "{head} {}: {}", p.bold(&f.slug), Sane(&f.message))?;
     for e in &f.evidence {
-        writeln!(out, "  {} {e}", p.dim("because"))?;
+        writeln!(out, "  {} {}", p.dim("because"), Sane(e))?;
     }
     if !f.help.is_empty() {
-        writeln!(out, "  {} {}", p.good("help"), f.help)?;
+        writeln!(out, "  {} {}", p.good("help"), Sane(&f.help))?;
     }
     writeln!(out)
 }
@@ -391,7 +395,7 @@ fn probe_section(
         p.error(outcome)
     };
     writeln!(out, "{}  {outcome} in {} ms", p.bold("live probe"), pr.elapsed_ms)?;
-    let row = |out: &mut dyn Write, k: &str, v: &str| writeln!(out, "    {:<12}{v}", p.dim(k));
+    let row = |out: &mut dyn Write, k: &str, v: &str| writeln!(out, "    {:<12}{}", p.dim(k), Sane(v));
     if let Some(d) = &pr.detail {
         row(out, "detail", d)?;
     }
@@ -504,10 +508,13 @@ fn probe_section(
         } else {
             ""
         };
-        row(
+        // The result is coloured: the data in the line is escaped piece by piece.
+        writeln!(
             out,
-            "module",
-            &format!("{what} on device {}: {result}{note}", m.device),
+            "    {:<12}{} on device {}: {result}{note}",
+            p.dim("module"),
+            Sane(&what),
+            m.device
         )?;
         if let Some(log) = &m.jit_log {
             row(out, "", &format!("JIT log: {}", log.replace('\n', " | ")))?;

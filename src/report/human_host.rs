@@ -1,13 +1,19 @@
 //! The human report's host section: driver, GPUs, platform, device nodes, driver libraries in search order,
 //! environment, and the CUDA libraries on disk (a line per kind; every copy with `-v`).
 
-use super::Paint;
+use super::{Paint, Sane};
 use crate::facts::HostFacts;
 use crate::host::devnodes::can_read_write;
 use crate::host::model::{Flavour, FoundVia, LibCandidate, LibKind, LibraryEntry};
 use std::io::{self, Write};
 
+/// A row whose value is data (paths, versions, environment values): shown escaped.
 fn row(out: &mut dyn Write, p: Paint, name: &str, value: &str) -> io::Result<()> {
+    writeln!(out, "{:<10}{}", p.dim(name), Sane(value))
+}
+
+/// A row whose value holds colour: the caller has escaped each piece of data in it.
+fn row_painted(out: &mut dyn Write, p: Paint, name: &str, value: &str) -> io::Result<()> {
     writeln!(out, "{:<10}{value}", p.dim(name))
 }
 
@@ -132,16 +138,16 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
                 Some(Flavour::Proprietary) => " proprietary kernel module",
                 None => "",
             },
-            d.source,
+            Sane(&d.source),
             h.driver_cuda
                 .as_deref()
-                .map(|c| format!(" · supports CUDA up to {c}"))
+                .map(|c| format!(" · supports CUDA up to {}", Sane(c)))
                 .unwrap_or_default(),
         ),
         None if h.platform.wsl.is_some() => "WSL2 (the Windows driver serves the GPU)".into(),
         None => "no NVIDIA kernel module loaded".into(),
     };
-    row(out, p, "driver", &driver)?;
+    row_painted(out, p, "driver", &driver)?;
     if !h.kernel.modules.is_empty() {
         row(
             out,
@@ -166,11 +172,11 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
     }
     for (i, g) in h.gpus.iter().enumerate() {
         let mut parts = vec![format!("{i}: {}", p.bold(&g.name))];
-        parts.push(format!("CC {}", g.cc.as_deref().unwrap_or("?")));
-        parts.extend(g.uuid.clone());
-        parts.extend(g.bus_id.clone());
+        parts.push(format!("CC {}", Sane(g.cc.as_deref().unwrap_or("?"))));
+        parts.extend(g.uuid.iter().map(|u| Sane(u).to_string()));
+        parts.extend(g.bus_id.iter().map(|b| Sane(b).to_string()));
         parts.extend(g.pci_device_id.map(|d| format!("[10de:{d:04x}]")));
-        row(out, p, if i == 0 { "gpus" } else { "" }, &parts.join("  "))?;
+        row_painted(out, p, if i == 0 { "gpus" } else { "" }, &parts.join("  "))?;
     }
     if !h.mig.is_empty() {
         row(out, p, "mig", &format!("{} GPU instance(s)", h.mig.len()))?;

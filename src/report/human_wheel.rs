@@ -1,7 +1,7 @@
 //! The wheel section of the human report (`audit`): each wheel's declared CUDA dependencies, and where each
 //! CUDA library its binaries need will come from after `pip install`.
 
-use super::Paint;
+use super::{Paint, Sane};
 use crate::facts::{Installed, Provided, WheelFacts};
 use std::io::{self, Write};
 
@@ -21,7 +21,7 @@ pub fn render(wheels: &[WheelFacts], p: Paint, out: &mut dyn Write) -> io::Resul
             (Some(n), None) => n.clone(),
             _ => "wheel".to_string(),
         };
-        writeln!(out, "\n{} ({})", p.bold(&title), w.path)?;
+        writeln!(out, "\n{} ({})", p.bold(&title), Sane(&w.path))?;
         for r in deps {
             let Some(c) = &r.cuda else { continue };
             let mut what = vec![match c.major {
@@ -34,7 +34,7 @@ pub fn render(wheels: &[WheelFacts], p: Paint, out: &mut dyn Write) -> io::Resul
             if let (Installed::WithExtra, Some(e)) = (r.installed, &r.extra) {
                 what.push(format!("only with [{e}]"));
             }
-            writeln!(out, "  declares {}  ({})", r.text, what.join(", "))?;
+            writeln!(out, "  declares {}  ({})", Sane(&r.text), Sane(&what.join(", ")))?;
         }
         let width = w.cuda_libraries.iter().map(|l| l.soname.len()).max().unwrap_or(0);
         for l in &w.cuda_libraries {
@@ -52,7 +52,7 @@ pub fn render(wheels: &[WheelFacts], p: Paint, out: &mut dyn Write) -> io::Resul
                 Provided::Extra => p.warning(&format!("only with an extra: {by}{dist}")),
                 Provided::Missing => p.error("neither bundled nor installed by a declared dependency"),
             };
-            writeln!(out, "  {:width$}  {line}", l.soname)?;
+            writeln!(out, "  {:width$}  {line}", Sane(&l.soname))?;
         }
     }
     Ok(())

@@ -259,6 +259,9 @@ struct Entry<'a> {
     toolkit: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     toolkit_source: Option<&'a str>,
+    /// Why the payload was not read (additive): its toolkit and kernels are unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unread: Option<&'a str>,
     relocatable: bool,
     code_version: String,
     flags: String,
@@ -311,6 +314,7 @@ fn entry(e: &DeviceCode) -> Entry<'_> {
         stored_size: e.stored_size,
         toolkit: e.toolkit.as_deref(),
         toolkit_source: e.toolkit_source.as_deref(),
+        unread: e.unread.as_deref(),
         relocatable: e.relocatable,
         code_version: format!("{}.{}", e.code_version[0], e.code_version[1]),
         flags: format!("0x{:x}", e.flags),

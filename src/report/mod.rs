@@ -11,6 +11,7 @@ mod human_wheel;
 pub mod json;
 mod junit;
 mod paint;
+mod sane;
 mod sarif;
 mod tree;
 
@@ -19,6 +20,7 @@ use crate::findings::{Finding, Severity};
 use std::io::{self, Write};
 
 pub use paint::{ColorChoice, Paint};
+pub use sane::{Sane, escape, truncated};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -100,17 +102,23 @@ pub struct RenderOptions {
 /// Renders `report` to `out`.
 pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     match opts.format {
-        OutputFormat::Human => human::render(report, opts, out),
+        OutputFormat::Human => human::render(report, opts, &mut sane::Guard::new(out, opts.paint.enabled())),
         OutputFormat::Json => json::render(report, out),
         OutputFormat::Sarif => sarif::render(report, out),
         OutputFormat::Junit => junit::render(report, out),
-        OutputFormat::Github => github::render(report, out),
+        OutputFormat::Github => github::render(report, &mut sane::Guard::new(out, false)),
     }
 }
 
-/// Writes a message for people to `out` (used for tool errors on stderr by the binary).
+/// Writes a message for people to `out` (used for tool errors on stderr by the binary). The message's own
+/// lines are kept (a TOML error's excerpt); every other control character in it is shown escaped.
 pub fn error_line(out: &mut dyn Write, paint: Paint, message: &str) -> io::Result<()> {
-    writeln!(out, "{}: {message}", paint.error("error"))
+    let message = sane::escape_keeping_lines(message);
+    writeln!(
+        sane::Guard::new(out, paint.enabled()),
+        "{}: {message}",
+        paint.error("error")
+    )
 }
 
 /// Writes raw text (used by commands whose output is a document, like `codes`).

@@ -37,8 +37,16 @@ impl Paint {
         Paint { enabled: false }
     }
 
+    /// Whether colour sequences are written.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// What is painted is data more often than not (a path, a SONAME): it is escaped first
+    /// ([`escape`](super::escape)), so that only the colour reaches the terminal as a sequence.
     fn apply(&self, s: &str, f: impl Fn(&str) -> String) -> String {
-        if self.enabled { f(s) } else { s.to_string() }
+        let s = super::escape(s);
+        if self.enabled { f(&s) } else { s.into_owned() }
     }
 
     /// Errors.

@@ -2,7 +2,7 @@
 //! `[rpath of X]`, `[LD_LIBRARY_PATH]`, `[runpath]`, `[ld.so.cache]`, `[default path]`, `[dlopen]`), and for a
 //! library that is not found the numbered search trail, the copies elsewhere on disk and a one-line fix.
 
-use super::Paint;
+use super::{Paint, Sane};
 use crate::loader::{How, Resolution};
 use crate::rules::loader::{copy_line, fix_for_missing, tag, trail_lines};
 use std::collections::BTreeSet;
@@ -60,7 +60,7 @@ fn node(
                         p.dim("[dlopen stem]"),
                         p.dim(&what)
                     )?;
-                    writeln!(out, "{pad}    {} {}", p.good("fix:"), fix_for_missing(l))?;
+                    writeln!(out, "{pad}    {} {}", p.good("fix:"), Sane(&fix_for_missing(l)))?;
                     continue;
                 }
                 let t = if tags.is_empty() {
@@ -81,9 +81,9 @@ fn node(
                     writeln!(out, "{pad}    {}", p.dim(&line))?;
                 }
                 for c in &l.copies {
-                    writeln!(out, "{pad}    {} {}", p.dim("elsewhere:"), copy_line(c))?;
+                    writeln!(out, "{pad}    {} {}", p.dim("elsewhere:"), Sane(&copy_line(c)))?;
                 }
-                writeln!(out, "{pad}    {} {}", p.good("fix:"), fix_for_missing(l))?;
+                writeln!(out, "{pad}    {} {}", p.good("fix:"), Sane(&fix_for_missing(l)))?;
                 continue;
             }
             how => tags.push(tag(how, l.via.as_deref(), &l.needed_by)),
@@ -95,10 +95,11 @@ fn node(
             .unwrap_or_default();
         writeln!(
             out,
-            "{pad}{} {} {}{version}",
+            "{pad}{} {} {}{}",
             p.bold(&l.soname),
             p.dim(&format!("[{}]", tags.join(", "))),
-            l.path.as_deref().unwrap_or("")
+            Sane(l.path.as_deref().unwrap_or("")),
+            Sane(&version)
         )?;
         if l.how != How::AlreadyLoaded
             && let Some(i) = l.object

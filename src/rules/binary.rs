@@ -24,7 +24,7 @@ pub fn malformed(b: &BinaryFacts) -> Vec<Finding> {
                     Code::MalformedBinary,
                     "The file is truncated or corrupt; the loader may refuse it. Re-copy or rebuild it.",
                 ),
-                ProblemKind::Unrecognized => return None,
+                ProblemKind::Unrecognized | ProblemKind::Unreadable => return None,
             };
             Some(
                 Finding::new(code, format!("{}: {}", b.path, p.message), help)
@@ -50,6 +50,27 @@ pub fn unrecognized(b: &BinaryFacts) -> Option<Finding> {
     )
 }
 
+/// `input-unreadable`: an input `audit` or `inspect` met but could not read. A gate that passed over what it
+/// could not check would pass a release it never looked at, so this is an error by default.
+pub fn unreadable(b: &BinaryFacts) -> Option<Finding> {
+    let p = b.problems.iter().find(|p| p.kind == ProblemKind::Unreadable)?;
+    Some(
+        Finding::new(
+            Code::InputUnreadable,
+            format!("{}: {}; nothing about it was checked", b.path, p.message),
+            "Run cudadiag as a user that can read the file (check its mode and owner with `ls -l`), fix the \
+             link or file type, or take the path out of the inputs (or waive `input-unreadable` for it in the \
+             policy) if it is not part of the release.",
+        )
+        .because(format!(
+            "{}, opened for reading as the user running cudadiag: {}",
+            b.path,
+            p.message.strip_prefix("cannot be read: ").unwrap_or(&p.message)
+        ))
+        .at(&b.path),
+    )
+}
+
 /// `no-device-code`: an ELF file with no CUDA device code at all (a note: host-only code is normal).
 pub fn no_device_code(b: &BinaryFacts) -> Option<Finding> {
     if b.format != Some(Format::Elf)
@@ -59,7 +80,10 @@ pub fn no_device_code(b: &BinaryFacts) -> Option<Finding> {
     {
         return None;
     }
-    if b.problems.iter().any(|p| p.kind == ProblemKind::Binary) {
+    if b.problems
+        .iter()
+        .any(|p| matches!(p.kind, ProblemKind::Binary | ProblemKind::Unreadable))
+    {
         return None;
     }
     Some(

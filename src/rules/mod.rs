@@ -27,6 +27,7 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     for b in &facts.binaries {
         findings.extend(binary::malformed(b));
         findings.extend(binary::unrecognized(b));
+        findings.extend(binary::unreadable(b));
         findings.extend(binary::no_device_code(b));
     }
     findings.extend(compat::findings(facts, matrix));

@@ -59,6 +59,27 @@ impl Entry {
         e
     }
 
+    /// A zstd decompression bomb: `size` bytes of `byte` as a frame of RLE blocks (RFC 8878 §3.1.1.2), 4
+    /// bytes per 128 KiB, so 256 MiB take 8 KB. The frame and the entry header both declare `size` honestly.
+    pub fn zstd_bomb(kind: u16, arch: u32, byte: u8, size: u64) -> Entry {
+        const BLOCK: u64 = 128 << 10;
+        let mut f = vec![0x28, 0xB5, 0x2F, 0xFD, 0xE0]; // magic; single segment, 8-byte content size
+        f.extend_from_slice(&size.to_le_bytes());
+        let mut left = size;
+        while left > 0 {
+            let n = left.min(BLOCK);
+            left -= n;
+            let header = (n << 3) | (1 << 1) | u64::from(left == 0); // RLE block, last flag
+            f.extend_from_slice(&header.to_le_bytes()[..3]);
+            f.push(byte);
+        }
+        let mut e = Entry::new(kind, arch, f.clone());
+        e.flags |= ZSTD;
+        e.compressed_size = f.len() as u32;
+        e.uncompressed_size = size;
+        e
+    }
+
     /// An LZ4-compressed entry holding `plain`.
     pub fn lz4(kind: u16, arch: u32, plain: &[u8]) -> Entry {
         let packed = lz4_flex::block::compress(plain);

@@ -28,6 +28,10 @@ pub const DOCS: &[(&str, &str)] = &[
         include_str!("../../../data/codes/unrecognized-input.md"),
     ),
     (
+        "input-unreadable",
+        include_str!("../../../data/codes/input-unreadable.md"),
+    ),
+    (
         "library-not-found",
         include_str!("../../../data/codes/library-not-found.md"),
     ),
