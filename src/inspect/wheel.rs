@@ -118,7 +118,8 @@ pub fn wheel(
         path: name.clone(),
         ..WheelFacts::default()
     };
-    let archive = std::fs::File::open(file)
+    let archive = crate::system::read::open_regular(file)
+        .map(|(f, _)| f)
         .map_err(|e| e.to_string())
         .and_then(|f| zip::ZipArchive::new(f).map_err(|e| e.to_string()));
     let mut archive = match archive {
