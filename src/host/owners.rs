@@ -168,7 +168,9 @@ pub struct ToolkitVersions {
 
 /// Reads `<dir>/version.json`.
 pub fn toolkit(root: &Root, dir: &Path) -> Option<ToolkitVersions> {
-    let text = root.read_to_string(&dir.join("version.json"), read::CONFIG_TEXT).ok()?;
+    let text = root
+        .read_to_string(&dir.join("version.json"), read::CONFIG_TEXT)
+        .ok()?;
     let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
     let obj = doc.as_object()?;
     let mut tv = ToolkitVersions::default();

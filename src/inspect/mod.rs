@@ -632,14 +632,35 @@ mod tests {
         let p = t.path().join("libgrowing.so");
         std::fs::write(&p, vec![0x7fu8; 1 << 20]).unwrap();
         let (file, map) = source::map(&p).unwrap();
-        std::fs::OpenOptions::new().write(true).open(&p).unwrap().set_len(0).unwrap();
-        let e = inspect_source(p.display().to_string(), file.as_ref(), &map, &InspectOptions::default())
-            .unwrap_err();
-        assert!(e.to_string().contains("changed (shrank) while it was being read"), "{e}");
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let e = inspect_source(
+            p.display().to_string(),
+            file.as_ref(),
+            &map,
+            &InspectOptions::default(),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("changed (shrank) while it was being read"),
+            "{e}"
+        );
         // The near miss: the same file left alone reads.
         std::fs::write(&p, vec![0x7fu8; 1 << 20]).unwrap();
         let (file, map) = source::map(&p).unwrap();
-        assert!(inspect_source(p.display().to_string(), file.as_ref(), &map, &InspectOptions::default()).is_ok());
+        assert!(
+            inspect_source(
+                p.display().to_string(),
+                file.as_ref(),
+                &map,
+                &InspectOptions::default()
+            )
+            .is_ok()
+        );
     }
 
     /// Names placed across chunk and part boundaries are each found whole, once, at their offset; fragments

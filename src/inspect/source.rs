@@ -10,8 +10,8 @@
 use super::guard::{self, Registration};
 use crate::system::read::{self, ReadError};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::ops::Deref;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// A guarded read-only map. The registration is declared first so that it ends before the map is unmapped.

@@ -299,8 +299,16 @@ mod tests {
             conf.push_str("include /etc/ld.so.conf\n");
         }
         crate::system::put(t.path(), "/etc/ld.so.conf", conf.as_bytes());
-        crate::system::put(t.path(), "/etc/ld.so.conf.d/x.conf", b"/opt/b/lib\ninclude /etc/ld.so.conf.d/y.conf\n");
-        crate::system::put(t.path(), "/etc/ld.so.conf.d/y.conf", b"/opt/c/lib\ninclude /etc/ld.so.conf.d/x.conf\n");
+        crate::system::put(
+            t.path(),
+            "/etc/ld.so.conf.d/x.conf",
+            b"/opt/b/lib\ninclude /etc/ld.so.conf.d/y.conf\n",
+        );
+        crate::system::put(
+            t.path(),
+            "/etc/ld.so.conf.d/y.conf",
+            b"/opt/c/lib\ninclude /etc/ld.so.conf.d/x.conf\n",
+        );
         let start = std::time::Instant::now();
         let dirs = ld_so_conf_dirs(&Root::at(t.path()), "/etc/ld.so.conf");
         assert!(start.elapsed() < std::time::Duration::from_secs(5));

@@ -368,7 +368,10 @@ mod tests {
         std::fs::write(&f, [b'x'; 16]).unwrap();
         assert_eq!(read(&f, TINY).unwrap().len(), 16);
         std::fs::write(&f, [b'x'; 17]).unwrap();
-        assert!(matches!(read(&f, TINY), Err(ReadError::TooLarge { size: Some(17), .. })));
+        assert!(matches!(
+            read(&f, TINY),
+            Err(ReadError::TooLarge { size: Some(17), .. })
+        ));
     }
 
     /// procfs files state a size of 0: the limit holds on what is read.
@@ -379,7 +382,10 @@ mod tests {
             bytes: 8,
             what: "a test file",
         };
-        assert!(matches!(read(p, small), Err(ReadError::TooLarge { size: None, .. })));
+        assert!(matches!(
+            read(p, small),
+            Err(ReadError::TooLarge { size: None, .. })
+        ));
         assert!(read_to_string(p, KERNEL_TEXT).unwrap().contains("Name:"));
     }
 
@@ -387,10 +393,12 @@ mod tests {
     fn missing_is_told_from_unreadable() {
         let e = read(Path::new("/nonexistent/x"), TINY).unwrap_err();
         assert!(e.is_not_found());
-        assert!(!ReadError::NotRegular {
-            file_type: FileKind::Fifo
-        }
-        .is_not_found());
+        assert!(
+            !ReadError::NotRegular {
+                file_type: FileKind::Fifo
+            }
+            .is_not_found()
+        );
     }
 
     #[test]
