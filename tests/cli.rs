@@ -474,3 +474,60 @@ fn no_device_code_flag_does_not_claim_the_binary_has_none() {
     assert!(text.contains("SASS sm_80"), "{text}");
     assert!(text.contains("will fail"), "{text}");
 }
+
+/// Case 1 of issue 19: `inspect FIFO` hung and `inspect /dev/zero` grew until the kernel killed it; the same
+/// for `--policy`, `--matrix` and `--facts`. Each is now refused at once, naming what the file is.
+#[test]
+fn inputs_that_are_not_regular_files_are_refused_not_read() {
+    let t = tempfile::tempdir().unwrap();
+    let fifo = t.path().join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let fifo = fifo.to_str().unwrap();
+    let sm80 = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/sm80");
+    let sm80 = sm80.to_str().unwrap();
+    let said = "is a FIFO (named pipe), not a regular file";
+    for (args, expect) in [
+        (vec!["inspect", fifo], said),
+        (
+            vec!["inspect", "/dev/zero"],
+            "is a character device, not a regular file",
+        ),
+        (vec!["audit", "--policy", fifo, sm80], said),
+        (vec!["inspect", "--matrix", fifo, sm80], said),
+        (vec!["doctor", "--facts", fifo], said),
+    ] {
+        let out = cudadiag()
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(20))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+    }
+    // Past its size: a sparse 17 MiB policy is refused, the near miss (a real one) is read.
+    let big = t.path().join("big.toml");
+    std::fs::File::create(&big).unwrap().set_len(17 << 20).unwrap();
+    let out = cudadiag()
+        .args(["audit", "--policy", big.to_str().unwrap(), sm80])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr.contains("is 17 MiB, more than the 16 MiB a policy file can be: not read"),
+        "{stderr}"
+    );
+    let ok = t.path().join("ok.toml");
+    std::fs::write(&ok, "[targets]\nsass = [\"sm_80\"]\n").unwrap();
+    cudadiag()
+        .args(["audit", "--policy", ok.to_str().unwrap(), sm80])
+        .assert()
+        .success();
+}

@@ -967,3 +967,130 @@ fn nothing_outside_the_root_is_read() {
         );
     }
 }
+
+/// The `no-driver` finding's evidence line about the version file.
+fn version_evidence(r: &Value) -> String {
+    finding(r, "no-driver")["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|e| e.starts_with("/proc/driver/nvidia/version"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Case 9 of issue 19: a version file of 8 GiB, or a FIFO, under `--root` was reported as "does not exist"
+/// (after a hang, for the FIFO). It is reported as what it is; an absent one still "does not exist".
+#[test]
+fn an_unreadable_driver_version_file_is_said_as_such() {
+    let env = case_dir("healthy").join("env");
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    let version = root.join("proc/driver/nvidia/version");
+    std::fs::remove_file(&version).unwrap();
+    std::fs::File::create(&version).unwrap().set_len(8 << 30).unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(
+        version_evidence(&r),
+        "/proc/driver/nvidia/version is there but was not read: is 8 GiB, more than the 1 MiB a /proc or /sys \
+         text file can be: not read"
+    );
+    assert!(
+        finding(&r, "no-driver")["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be read")
+    );
+    std::fs::remove_file(&version).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&version)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let r = doctor_at(&root, &env, &[]);
+    assert!(
+        version_evidence(&r).ends_with("is a FIFO (named pipe), not a regular file"),
+        "{r}"
+    );
+    // The near miss: no file at all.
+    std::fs::remove_file(&version).unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(version_evidence(&r), "/proc/driver/nvidia/version does not exist");
+}
+
+/// Case 3 of issue 19: ten `include /etc/ld.so.conf` lines hung `doctor` and `snapshot`. They finish with the
+/// findings of the same machine without them.
+#[test]
+fn a_self_including_ld_so_conf_does_not_hang() {
+    let env = case_dir("healthy").join("env");
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    let conf = root.join("etc/ld.so.conf");
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str(&"include /etc/ld.so.conf\n".repeat(10));
+    std::fs::write(&conf, text).unwrap();
+    let mut args = vec!["doctor".to_string(), "--format".into(), "json".into()];
+    args.extend(machine_args(&root, &env, &[]));
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(&args)
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(slugs(&r).is_empty(), "{:?}", slugs(&r));
+    assert_eq!(
+        r["host"]["facts"]["libraries"].as_array().map(Vec::len),
+        doctor("healthy", &[])["host"]["facts"]["libraries"]
+            .as_array()
+            .map(Vec::len)
+    );
+}
+
+/// Case 11 of issue 19: a snapshot of a newer format failed on a decode error of its facts; the version is
+/// read first and the message says to upgrade. The near miss: the current version decodes.
+#[test]
+fn a_newer_snapshot_fails_on_its_version() {
+    let t = tempfile::tempdir().unwrap();
+    let snap = t.path().join("new.json");
+    std::fs::write(
+        &snap,
+        r#"{"snapshot_version": 99, "tool": "cudadiag 9.0", "facts": {"host": 7}}"#,
+    )
+    .unwrap();
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["doctor", "--facts", snap.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "snapshot version 99 is newer than this cudadiag understands (max 1): upgrade cudadiag"
+        ),
+        "{stderr}"
+    );
+    std::fs::write(
+        &snap,
+        r#"{"snapshot_version": 1, "tool": "cudadiag 0.1", "facts": {"host": 7}}"#,
+    )
+    .unwrap();
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["doctor", "--facts", snap.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a cudadiag snapshot"));
+}
