@@ -239,7 +239,7 @@ pub fn size_text(n: u64) -> String {
         n if n >= KIB => ("KiB", KIB),
         n => return format!("{n} byte{}", if n == 1 { "" } else { "s" }),
     };
-    if n % div == 0 {
+    if n.is_multiple_of(div) {
         format!("{} {unit}", n / div)
     } else {
         format!("{:.1} {unit}", n as f64 / div as f64)
