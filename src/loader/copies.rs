@@ -195,9 +195,10 @@ const MAX_INCLUDE_DEPTH: usize = 8;
 /// itself never reads this file at run time.
 ///
 /// Each file is read once, at its first include (by its real path inside the root): ldconfig's
-/// `parse_conf_include` remembers nothing and would read a file that includes itself again and again, but
-/// a second reading could only list directories already listed (ldconfig's `add_single_dir` drops a directory it has, by device and inode), so
-/// the directories are the same, and ten `include /etc/ld.so.conf` lines cost ten lookups, not 10⁸ reads.
+/// `parse_conf_include` remembers nothing and would read a file that includes itself again and again, but a
+/// second reading could only list directories already listed (ldconfig's `add_single_dir` drops a directory
+/// it has, by device and inode), so the directories are the same, and ten `include /etc/ld.so.conf` lines
+/// cost ten lookups, not 10⁸ reads.
 pub fn ld_so_conf_dirs(root: &Root, file: &str) -> Vec<String> {
     let mut out = Vec::new();
     conf_dirs(root, file, 0, &mut BTreeSet::new(), &mut out);
