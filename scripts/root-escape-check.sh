@@ -90,7 +90,7 @@ PY
   elif [ -n "$escaped" ] || [ "$canary" != 0 ]; then
     status=1
     echo "$sub: ${ms} ms, ESCAPED ($(echo "$escaped" | grep -c . || true) distinct paths; canary in output: $canary)"
-    echo "$escaped" | head -15
+    head -15 <<< "$escaped"
   else
     echo "$sub: ${ms} ms, nothing outside the root"
   fi
