@@ -56,12 +56,55 @@ pub struct Waiver {
     pub code: String,
     /// Glob over the finding's path; `None` for every path.
     pub path: Option<String>,
+    /// `path`, compiled once when the policy is read.
+    pub path_glob: Option<Globs>,
     /// Why the finding is accepted (required).
     pub reason: String,
     /// Last day the waiver applies (`YYYY-MM-DD`).
     pub expires: Option<(i32, u32, u32)>,
     /// Line of `[[waiver]]`'s `code` key.
     pub line: usize,
+}
+
+/// Globs compiled once, when the policy is read: a policy is matched against every binary and every
+/// finding, and compiling a glob costs far more than matching it (40,000 patterns recompiled per binary made
+/// an audit quadratic).
+#[derive(Debug, Clone, Default)]
+pub struct Globs {
+    patterns: Vec<String>,
+    set: globset::GlobSet,
+}
+
+impl PartialEq for Globs {
+    fn eq(&self, other: &Self) -> bool {
+        self.patterns == other.patterns
+    }
+}
+
+impl Eq for Globs {}
+
+impl Globs {
+    /// Compiles `patterns`; the error names the index of the pattern at fault.
+    pub fn new<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Result<Globs, (usize, globset::Error)> {
+        let mut b = globset::GlobSetBuilder::new();
+        let mut kept = Vec::new();
+        for (i, p) in patterns.into_iter().enumerate() {
+            b.add(globset::Glob::new(p).map_err(|e| (i, e))?);
+            kept.push(p.to_string());
+        }
+        let set = b.build().map_err(|e| (0, e))?;
+        Ok(Globs { patterns: kept, set })
+    }
+
+    /// The index of the first pattern that matches `s`.
+    pub fn first_match(&self, s: &str) -> Option<usize> {
+        self.set.matches(s).into_iter().min()
+    }
+
+    /// Does any pattern match `s`?
+    pub fn is_match(&self, s: &str) -> bool {
+        self.set.is_match(s)
+    }
 }
 
 /// A parsed, validated policy.
@@ -81,6 +124,8 @@ pub struct Policy {
     pub glibc: Option<Lined<String>>,
     /// File-name globs of libraries that must not be shipped.
     pub forbid: Vec<Lined<String>>,
+    /// `forbid`, compiled once when the policy is read (index for index).
+    pub forbid_globs: Globs,
     /// Absolute RPATH/RUNPATH entries are allowed.
     pub allow_absolute_rpath: bool,
     /// RPATH/RUNPATH entries into a toolkit's `stubs/` are allowed.
@@ -156,13 +201,19 @@ struct RawWaiver {
     expires: Option<Spanned<String>>,
 }
 
-/// 1-based line of byte offset `at` in `text`.
-fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+/// Where each line of a text starts, for turning byte offsets into 1-based lines in O(log n): counting the
+/// newlines before every entry made a 40,000-entry policy quadratic (minutes).
+struct LineIndex(Vec<usize>);
+
+impl LineIndex {
+    fn new(text: &str) -> LineIndex {
+        LineIndex(memchr::memchr_iter(b'\n', text.as_bytes()).collect())
+    }
+
+    /// 1-based line of byte offset `at`.
+    fn of(&self, at: usize) -> usize {
+        self.0.partition_point(|&nl| nl < at) + 1
+    }
 }
 
 /// `sm_80`, `sm_90a`, `sm_100f` (SASS) or `compute_90` (PTX): prefix, digits, optional suffix.
@@ -202,35 +253,41 @@ impl Policy {
             line,
             message,
         };
+        let lines = LineIndex::new(text);
         let raw: RawPolicy = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| line_of(text, s.start));
+            let line = e.span().map(|s| lines.of(s.start));
             err(line, e.message().to_string())
         })?;
         let lined = |s: &Spanned<String>| Lined {
             value: s.get_ref().clone(),
-            line: line_of(text, s.span().start),
+            line: lines.of(s.span().start),
         };
         let mut p = Policy {
             origin: origin.to_string(),
             ..Policy::default()
         };
+        let mut seen_sass = std::collections::HashSet::new();
         if let Some(t) = raw.targets {
             for s in &t.sass {
                 if !valid_arch(s.get_ref(), "sm_") {
                     return Err(err(
-                        Some(line_of(text, s.span().start)),
+                        Some(lines.of(s.span().start)),
                         format!(
                             "targets.sass: {:?} is not an architecture like \"sm_80\" or \"sm_90a\"",
                             s.get_ref()
                         ),
                     ));
                 }
-                p.sass.push(lined(s));
+                // A repeated architecture is one requirement: kept once, at its first line (40,000 copies of
+                // one entry gave 40,000 target GPUs and as many findings).
+                if seen_sass.insert(s.get_ref().as_str()) {
+                    p.sass.push(lined(s));
+                }
             }
             if let Some(s) = &t.ptx {
                 if !valid_arch(s.get_ref(), "compute_") {
                     return Err(err(
-                        Some(line_of(text, s.span().start)),
+                        Some(lines.of(s.span().start)),
                         format!(
                             "targets.ptx: {:?} is not a virtual architecture like \"compute_90\"",
                             s.get_ref()
@@ -242,7 +299,7 @@ impl Policy {
             if let Some(s) = &t.min_driver {
                 if !valid_driver(s.get_ref()) {
                     return Err(err(
-                        Some(line_of(text, s.span().start)),
+                        Some(lines.of(s.span().start)),
                         format!(
                             "targets.min-driver: {:?} is not a driver version like \"535.104.05\"",
                             s.get_ref()
@@ -255,14 +312,14 @@ impl Policy {
                 let v = s.get_ref();
                 if !crate::glibc::numbers(v).is_some_and(|n| n.len() == 2 && n[0] == 2) {
                     return Err(err(
-                        Some(line_of(text, s.span().start)),
+                        Some(lines.of(s.span().start)),
                         format!("targets.glibc: {v:?} is not a glibc release like \"2.17\""),
                     ));
                 }
                 p.glibc = Some(lined(s));
             }
             if let Some(m) = &t.cuda_majors {
-                let line = line_of(text, m.span().start);
+                let line = lines.of(m.span().start);
                 if m.get_ref().is_empty() || m.get_ref().iter().any(|&v| !(7..=99).contains(&v)) {
                     return Err(err(
                         Some(line),
@@ -291,7 +348,7 @@ impl Policy {
                 p.allow_stubs = l.allow_stubs;
                 p.cudart = l.cudart.map(|c| Lined {
                     value: *c.get_ref(),
-                    line: line_of(text, c.span().start),
+                    line: lines.of(c.span().start),
                 });
             }
             None => {
@@ -304,12 +361,14 @@ impl Policy {
                     .collect();
             }
         }
-        for f in &p.forbid {
-            globset::Glob::new(&f.value)
-                .map_err(|e| err(Some(f.line), format!("libraries.forbid: {:?}: {e}", f.value)))?;
-        }
+        let mut seen_forbid = std::collections::HashSet::new();
+        p.forbid.retain(|f| seen_forbid.insert(f.value.clone()));
+        p.forbid_globs = Globs::new(p.forbid.iter().map(|f| f.value.as_str())).map_err(|(i, e)| {
+            let f = &p.forbid[i.min(p.forbid.len().saturating_sub(1))];
+            err(Some(f.line), format!("libraries.forbid: {:?}: {e}", f.value))
+        })?;
         for (key, value) in raw.severity.unwrap_or_default() {
-            let line = line_of(text, value.span().start);
+            let line = lines.of(value.span().start);
             if findings::lookup(&key).is_none() {
                 return Err(err(
                     Some(line),
@@ -334,7 +393,7 @@ impl Policy {
             });
         }
         for w in raw.waiver {
-            let line = line_of(text, w.code.span().start);
+            let line = lines.of(w.code.span().start);
             if findings::lookup(w.code.get_ref()).is_none() {
                 return Err(err(
                     Some(line),
@@ -347,18 +406,17 @@ impl Policy {
                     "waiver: every waiver needs a `reason` saying why the finding is accepted".into(),
                 )
             })?;
-            if let Some(path) = &w.path {
-                globset::Glob::new(path.get_ref()).map_err(|e| {
-                    err(
-                        Some(line_of(text, path.span().start)),
-                        format!("waiver.path: {e}"),
-                    )
-                })?;
-            }
+            let path_glob =
+                match &w.path {
+                    Some(path) => Some(Globs::new([path.get_ref().as_str()]).map_err(|(_, e)| {
+                        err(Some(lines.of(path.span().start)), format!("waiver.path: {e}"))
+                    })?),
+                    None => None,
+                };
             let expires = match &w.expires {
                 Some(e) => Some(parse_date(e.get_ref()).ok_or_else(|| {
                     err(
-                        Some(line_of(text, e.span().start)),
+                        Some(lines.of(e.span().start)),
                         format!(
                             "waiver.expires: {:?} is not a date like \"2027-06-30\"",
                             e.get_ref()
@@ -370,6 +428,7 @@ impl Policy {
             p.waivers.push(Waiver {
                 code: w.code.get_ref().clone(),
                 path: w.path.map(|p| p.into_inner()),
+                path_glob,
                 reason,
                 expires,
                 line,

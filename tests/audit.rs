@@ -1149,3 +1149,61 @@ fn zip_entries_sharing_one_members_data_are_reported_and_read_once() {
     let (code, v) = audit_json(dir.path(), &p, &[&whl], &[]);
     assert_eq!(code, Some(0), "{}", v["findings"]);
 }
+
+/// Case 10 of issue 19: 40,000 `sass` entries (two architectures, repeated) made 40,000 target GPUs and as
+/// many findings, and every forbid glob was recompiled per binary. Repeats are one requirement: one finding
+/// per distinct architecture missing, whatever the number of repeats.
+#[test]
+fn repeated_policy_entries_are_one_requirement() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("[targets]\nsass = [\n");
+    for _ in 0..20_000 {
+        text.push_str("\"sm_80\", \"sm_90\",\n");
+    }
+    text.push_str("]\n[libraries]\nforbid = [\n");
+    for _ in 0..20_000 {
+        text.push_str("\"libcuda.so*\", \"libnvidia-ml.so*\",\n");
+    }
+    text.push_str("]\n");
+    let p = policy(dir.path(), &text);
+    let out = cudadiag(dir.path())
+        .args(["audit", "--format", "json", "--policy"])
+        .arg(&p)
+        .arg(root().join("fixtures/cuda13/sm80"))
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let arch = findings(&v, "policy-missing-arch");
+    assert_eq!(arch.len(), 1, "{arch:?}");
+    assert!(arch[0]["message"].as_str().unwrap().contains("sm_90"));
+    // Nothing else multiplies with the repeats.
+    assert!(v["findings"].as_array().unwrap().len() < 10, "{}", v["findings"]);
+    // The near miss: a bundled libcuda is still forbidden by the first of the repeated patterns.
+    let w = wheel(
+        dir.path(),
+        "pkg-1.0-py3-none-manylinux2014_x86_64.whl",
+        &[("pkg/libcuda.so.1", stand_in("libcuda.so.1"))],
+        &[],
+    );
+    let out = cudadiag(dir.path())
+        .args(["audit", "--format", "json", "--policy"])
+        .arg(&p)
+        .arg(&w)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let forbidden = findings(&v, "policy-forbidden-library");
+    assert_eq!(forbidden.len(), 1, "{forbidden:?}");
+    assert!(
+        forbidden[0].to_string().contains("libcuda.so*"),
+        "{}",
+        forbidden[0]
+    );
+}

@@ -749,3 +749,390 @@ fn hostile_gpu_model_reaches_the_terminal_escaped() {
         }
     }
 }
+
+/// A root built of every escape tried so far (case 6 of issue 19): absolute links to `/`, `..` chains, links
+/// to the host's `/proc`, `/sys`, `/dev` and `/etc`, link loops, a self-including `ld.so.conf`, and two canary
+/// libraries outside the root that only an escaping walk could find. Returns (root, canary directory).
+fn escape_tree(t: &Path) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::symlink;
+    let root = t.join("root");
+    let outside = t.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("libcudart.so.13"), b"\x7fELF canary").unwrap();
+    for d in [
+        "etc",
+        "usr/lib/python3.99/site-packages",
+        "usr/lib/x86_64-linux-gnu",
+        "var/lib/dpkg",
+        "home",
+    ] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    // `/opt` is the host's `/`; `/usr/local` climbs out by `..`; a site-packages' nvidia/ is the canary.
+    symlink("/", root.join("opt")).unwrap();
+    symlink("../../outside", root.join("usr/local")).unwrap();
+    symlink(&outside, root.join("usr/lib/python3.99/site-packages/nvidia")).unwrap();
+    symlink(&outside, root.join("usr/lib/x86_64-linux-gnu/cuda")).unwrap();
+    // The host's pseudo-filesystems and configuration.
+    for d in ["proc", "sys", "dev", "root", "lib64"] {
+        symlink(format!("/{d}"), root.join(d)).unwrap();
+    }
+    symlink("/etc", root.join("etc/ld.so.conf.d")).unwrap();
+    symlink("/etc/ld.so.cache", root.join("etc/ld.so.cache")).unwrap();
+    symlink("/var/lib/dpkg/status", root.join("var/lib/dpkg/status")).unwrap();
+    symlink("/root", root.join("home/user")).unwrap();
+    symlink("loop-b", root.join("loop-a")).unwrap();
+    symlink("loop-a", root.join("loop-b")).unwrap();
+    symlink("/loop-a/lib", root.join("usr/lib/x86_64-linux-gnu/looped")).unwrap();
+    let mut conf = String::from("include ld.so.conf.d/*.conf\n/opt/lib\n/../../../../usr/lib\n/loop-a\n");
+    for _ in 0..10 {
+        conf.push_str("include /etc/ld.so.conf\n");
+    }
+    std::fs::write(root.join("etc/ld.so.conf"), conf).unwrap();
+    (root, outside)
+}
+
+/// Paths outside `allowed` that `trace` (`strace -f` output) shows opened, stat'ed or read as links
+/// successfully: the path is a call's first string, resolved as the kernel resolved it (a path spelled under
+/// the root may lead out through a link; the last component is not followed by `lstat`, `readlink` and
+/// `AT_SYMLINK_NOFOLLOW`); a call split by another thread (`<unfinished ...>`) is judged by its result.
+fn escapes(trace: &str, allowed: &[String]) -> Vec<String> {
+    let inside = |path: &Path| {
+        allowed
+            .iter()
+            .any(|a| path == Path::new(a) || path.starts_with(a))
+    };
+    let real = |path: &str, nofollow: bool| -> PathBuf {
+        let p = Path::new(path);
+        if path.starts_with("/proc/self") || path.starts_with("/proc/thread-self") {
+            return p.to_path_buf(); // the traced process's own, not this one's
+        }
+        match (nofollow, p.parent(), p.file_name()) {
+            (true, Some(dir), Some(name)) => dir.canonicalize().unwrap_or(dir.to_path_buf()).join(name),
+            _ => p.canonicalize().unwrap_or(p.to_path_buf()),
+        }
+    };
+    let mut pending: std::collections::HashMap<&str, (&str, &str)> = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for line in trace.lines() {
+        let Some((pid, call)) = line.split_once(' ') else {
+            continue;
+        };
+        let (path, first) = if call.starts_with("<...") {
+            let Some(p) = pending.remove(pid) else { continue };
+            p
+        } else {
+            let Some(path) = call.split('"').nth(1) else {
+                continue;
+            };
+            if call.ends_with("<unfinished ...>") {
+                pending.insert(pid, (path, call));
+                continue;
+            }
+            (path, call)
+        };
+        if call.contains("= -1 ") || !path.starts_with('/') {
+            continue;
+        }
+        let nofollow = first.starts_with("lstat")
+            || first.starts_with("readlink")
+            || first.contains("AT_SYMLINK_NOFOLLOW");
+        let r = real(path, nofollow);
+        if !inside(&r) {
+            out.push(format!("{} ({line})", r.display()));
+        }
+    }
+    out
+}
+
+/// What cudadiag's own process may open outside the root: its own libraries and their loader's cache (at
+/// start, before `main`), the pieces of `/proc/self` and `/sys` the Rust runtime and glibc read (stack guard,
+/// thread count, cgroup CPU quota), and the test's own directory (the inspected input lives there).
+fn runtime_paths(test_dir: &Path) -> Vec<String> {
+    let bin = env!("CARGO_BIN_EXE_cudadiag");
+    let mut allowed: Vec<String> = [
+        "/etc/ld.so.cache",
+        "/etc/ld.so.preload",
+        "/proc/self",
+        "/proc/thread-self",
+        "/sys/fs/cgroup",
+        "/sys/devices/system/cpu",
+        "/dev/null",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    allowed.push(bin.to_string());
+    allowed.push(test_dir.display().to_string());
+    allowed.push(std::env::current_dir().unwrap().display().to_string());
+    if let Ok(out) = std::process::Command::new("ldd").arg(bin).output() {
+        for l in String::from_utf8_lossy(&out.stdout).lines() {
+            let p = l
+                .split("=>")
+                .last()
+                .unwrap_or(l)
+                .split(" (")
+                .next()
+                .unwrap_or("")
+                .trim();
+            if p.starts_with('/') {
+                allowed.push(p.to_string());
+                if let Ok(real) = std::fs::canonicalize(p) {
+                    allowed.push(real.display().to_string());
+                }
+            }
+        }
+    }
+    allowed
+}
+
+/// Case 6 of issue 19: `inspect --root R` walked the host's directories when `R/opt` linked to `/`. On a
+/// tree of every escape, `doctor`, `inspect` and `snapshot` finish, name no library outside the root, and
+/// (where strace is installed) open nothing outside it but their own runtime's files.
+#[test]
+fn nothing_outside_the_root_is_read() {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().canonicalize().unwrap();
+    let canary_dir = tempfile::tempdir().unwrap();
+    let (root, outside) = escape_tree(canary_dir.path());
+    // The root itself lives in the canary's directory; the inspected input in the test's own.
+    let app = base.join("app");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/cudart_shared"),
+        &app,
+    )
+    .unwrap();
+    let root_s = root.display().to_string();
+    let machine = [
+        "--root",
+        &root_s,
+        "--clear-env",
+        "--env",
+        "HOME=/home/user",
+        "--env",
+        "LD_LIBRARY_PATH=/opt/lib:/../../..:/loop-a:/proc/self",
+        "--env",
+        "PATH=/opt/bin:/usr/local/bin",
+        "--env",
+        "CUDA_HOME=/opt",
+    ];
+    let app_s = app.display().to_string();
+    let runs: [Vec<&str>; 3] = [
+        [&["doctor", "--format", "json"][..], &machine[..]].concat(),
+        [
+            &["inspect", "--format", "json"][..],
+            &machine[..],
+            &[app_s.as_str()][..],
+        ]
+        .concat(),
+        [&["snapshot", "-o", "-"][..], &machine[..]].concat(),
+    ];
+    let strace = std::process::Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let mut allowed = runtime_paths(&base);
+    allowed.push(root_s.clone());
+    if let Ok(real) = root.canonicalize() {
+        allowed.push(real.display().to_string());
+    }
+    for args in &runs {
+        let start = std::time::Instant::now();
+        let out = Command::cargo_bin("cudadiag")
+            .unwrap()
+            .current_dir(&base)
+            .args(args)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "{args:?} took {:?}",
+            start.elapsed()
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        // The canaries are only reachable by leaving the root.
+        assert!(
+            !text.contains("canary") && !text.contains(&outside.display().to_string()),
+            "{args:?}"
+        );
+        if args[0] == "inspect" {
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let lib = v["libraries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["soname"] == "libcudart.so.13")
+                .unwrap();
+            assert!(lib["path"].is_null(), "{lib}");
+            assert_eq!(
+                lib.get("copies").map_or(0, |c| c.as_array().map_or(0, Vec::len)),
+                0,
+                "{lib}"
+            );
+        }
+        if !strace {
+            continue;
+        }
+        let trace = base.join("trace.txt");
+        let st = std::process::Command::new("strace")
+            .args([
+                "-f",
+                "-qq",
+                "-e",
+                "trace=openat,open,stat,lstat,newfstatat,statx,readlink,readlinkat",
+                "-o",
+            ])
+            .arg(&trace)
+            .arg(env!("CARGO_BIN_EXE_cudadiag"))
+            // cargo's LD_LIBRARY_PATH would have the loader look in the toolchain's directories at start.
+            .env_clear()
+            .args(args)
+            .current_dir(&base)
+            .output()
+            .unwrap();
+        if !matches!(st.status.code(), Some(0 | 1)) {
+            // strace refused (no ptrace in this sandbox): the output checks above stand alone.
+            continue;
+        }
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let bad = escapes(&text, &allowed);
+        assert!(
+            bad.is_empty(),
+            "{args:?} read outside the root:\n{}",
+            bad.join("\n")
+        );
+    }
+}
+
+/// The `no-driver` finding's evidence line about the version file.
+fn version_evidence(r: &Value) -> String {
+    finding(r, "no-driver")["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|e| e.starts_with("/proc/driver/nvidia/version"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Case 9 of issue 19: a version file of 8 GiB, or a FIFO, under `--root` was reported as "does not exist"
+/// (after a hang, for the FIFO). It is reported as what it is; an absent one still "does not exist".
+#[test]
+fn an_unreadable_driver_version_file_is_said_as_such() {
+    let env = case_dir("healthy").join("env");
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    let version = root.join("proc/driver/nvidia/version");
+    std::fs::remove_file(&version).unwrap();
+    std::fs::File::create(&version).unwrap().set_len(8 << 30).unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(
+        version_evidence(&r),
+        "/proc/driver/nvidia/version is there but was not read: is 8 GiB, more than the 1 MiB a /proc or /sys \
+         text file can be: not read"
+    );
+    assert!(
+        finding(&r, "no-driver")["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be read")
+    );
+    std::fs::remove_file(&version).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&version)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let r = doctor_at(&root, &env, &[]);
+    assert!(
+        version_evidence(&r).ends_with("is a FIFO (named pipe), not a regular file"),
+        "{r}"
+    );
+    // The near miss: no file at all.
+    std::fs::remove_file(&version).unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(version_evidence(&r), "/proc/driver/nvidia/version does not exist");
+}
+
+/// Case 3 of issue 19: ten `include /etc/ld.so.conf` lines hung `doctor` and `snapshot`. They finish with the
+/// findings of the same machine without them.
+#[test]
+fn a_self_including_ld_so_conf_does_not_hang() {
+    let env = case_dir("healthy").join("env");
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    let conf = root.join("etc/ld.so.conf");
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str(&"include /etc/ld.so.conf\n".repeat(10));
+    std::fs::write(&conf, text).unwrap();
+    let mut args = vec!["doctor".to_string(), "--format".into(), "json".into()];
+    args.extend(machine_args(&root, &env, &[]));
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(&args)
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(slugs(&r).is_empty(), "{:?}", slugs(&r));
+    assert_eq!(
+        r["host"]["facts"]["libraries"].as_array().map(Vec::len),
+        doctor("healthy", &[])["host"]["facts"]["libraries"]
+            .as_array()
+            .map(Vec::len)
+    );
+}
+
+/// Case 11 of issue 19: a snapshot of a newer format failed on a decode error of its facts; the version is
+/// read first and the message says to upgrade. The near miss: the current version decodes.
+#[test]
+fn a_newer_snapshot_fails_on_its_version() {
+    let t = tempfile::tempdir().unwrap();
+    let snap = t.path().join("new.json");
+    std::fs::write(
+        &snap,
+        r#"{"snapshot_version": 99, "tool": "cudadiag 9.0", "facts": {"host": 7}}"#,
+    )
+    .unwrap();
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["doctor", "--facts", snap.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "snapshot version 99 is newer than this cudadiag understands (max 1): upgrade cudadiag"
+        ),
+        "{stderr}"
+    );
+    std::fs::write(
+        &snap,
+        r#"{"snapshot_version": 1, "tool": "cudadiag 0.1", "facts": {"host": 7}}"#,
+    )
+    .unwrap();
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["doctor", "--facts", snap.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a cudadiag snapshot"));
+}

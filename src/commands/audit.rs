@@ -23,7 +23,7 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
             default
         }
     };
-    let text = std::fs::read_to_string(&path)
+    let text = crate::system::read::read_to_string(&path, crate::system::read::POLICY)
         .map_err(|e| ToolError(format!("cannot read policy {}: {e}", path.display())))?;
     let policy = Policy::parse(&text, &path.display().to_string()).map_err(|e| ToolError(e.to_string()))?;
     let (binaries, wheels) = inspect::wheel::collect(&args.paths, &InspectOptions::default())

@@ -24,20 +24,27 @@ struct Envelope {
 
 /// Reads a snapshot written by `cudadiag snapshot` (a bare serialised `Facts` is accepted too).
 pub fn load(path: &Path) -> Result<Facts, ToolError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::system::read::read_to_string(path, crate::system::read::SNAPSHOT)
         .map_err(|e| ToolError(format!("cannot read {}: {e}", path.display())))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| ToolError(format!("{} is not JSON: {e}", path.display())))?;
     let bad = |e: serde_json::Error| ToolError(format!("{} is not a cudadiag snapshot: {e}", path.display()));
-    if value.get("snapshot_version").is_some() {
-        let env: Envelope = serde_json::from_value(value).map_err(bad)?;
-        if env.snapshot_version > SNAPSHOT_VERSION {
+    if let Some(version) = value.get("snapshot_version") {
+        // The version first: a newer format's facts need not decode here, and "upgrade" is the useful answer.
+        let version = version.as_u64().ok_or_else(|| {
+            ToolError(format!(
+                "{} is not a cudadiag snapshot: snapshot_version is {version}, not a number",
+                path.display()
+            ))
+        })?;
+        if version > u64::from(SNAPSHOT_VERSION) {
             return Err(ToolError(format!(
-                "{} is snapshot format {}, newer than this cudadiag reads ({SNAPSHOT_VERSION})",
-                path.display(),
-                env.snapshot_version
+                "{}: snapshot version {version} is newer than this cudadiag understands (max {SNAPSHOT_VERSION}): \
+                 upgrade cudadiag",
+                path.display()
             )));
         }
+        let env: Envelope = serde_json::from_value(value).map_err(bad)?;
         Ok(env.facts)
     } else {
         serde_json::from_value(value).map_err(bad)

@@ -145,7 +145,7 @@ fn scan_roots(root: &Root, env: &Env, cache: Option<&LdCache>) -> Vec<ScanRoot> 
             loader_roots.push(loader(d.to_path_buf()));
         }
     }
-    for d in crate::loader::copies::ld_so_conf_dirs(root, "/etc/ld.so.conf", 0) {
+    for d in crate::loader::copies::ld_so_conf_dirs(root, "/etc/ld.so.conf") {
         loader_roots.push(loader(PathBuf::from(d)));
     }
     for d in libcuda::DEFAULT_DIRS {

@@ -71,7 +71,12 @@ pub fn parse_status(text: &str, source: &str) -> Option<Identity> {
 /// The identity of the process, from `/proc/self/status` under the root.
 pub fn identity(root: &Root) -> Option<Identity> {
     let path = "/proc/self/status";
-    parse_status(&root.read_to_string(Path::new(path)).ok()?, path)
+    parse_status(
+        &root
+            .read_to_string(Path::new(path), crate::system::read::KERNEL_TEXT)
+            .ok()?,
+        path,
+    )
 }
 
 /// Whether `who` may open `node` for reading and writing, by the classic owner/group/other bits (root always

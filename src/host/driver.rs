@@ -16,7 +16,7 @@
 
 use super::model::{Condition, ContainerFacts, Flavour, KernelFacts, PlatformFacts, WslFacts};
 use crate::facts::DriverFacts;
-use crate::system::{Env, Root};
+use crate::system::{Env, Root, read};
 use std::path::Path;
 
 /// Where procfs states the loaded module's version.
@@ -56,23 +56,29 @@ pub fn is_driver_version(s: &str) -> bool {
 pub fn kernel(root: &Root) -> (Option<DriverFacts>, KernelFacts) {
     let mut k = KernelFacts::default();
     let mut driver = None;
-    if let Ok(text) = root.read_to_string(Path::new(PROC_VERSION))
-        && let Some((version, flavour, line)) = parse_nvrm(&text)
-    {
-        driver = Some(DriverFacts {
-            version,
-            source: PROC_VERSION.to_string(),
-        });
-        k.flavour = Some(flavour);
-        k.nvrm_line = Some(line);
+    match root.read_to_string(Path::new(PROC_VERSION), read::KERNEL_TEXT) {
+        Ok(text) => {
+            if let Some((version, flavour, line)) = parse_nvrm(&text) {
+                driver = Some(DriverFacts {
+                    version,
+                    source: PROC_VERSION.to_string(),
+                });
+                k.flavour = Some(flavour);
+                k.nvrm_line = Some(line);
+            }
+        }
+        // Absent is the ordinary "no driver loaded"; anything else (a device, a FIFO, 8 GiB, permission
+        // denied) is said as what it is.
+        Err(e) if e.is_not_found() => {}
+        Err(e) => k.version_unreadable = Some(e.to_string()),
     }
-    if let Ok(v) = root.read_to_string(Path::new("/sys/module/nvidia/version")) {
+    if let Ok(v) = root.read_to_string(Path::new("/sys/module/nvidia/version"), read::KERNEL_TEXT) {
         let v = v.trim();
         if !v.is_empty() {
             k.sys_module_version = Some(v.to_string());
         }
     }
-    if let Ok(text) = root.read_to_string(Path::new("/proc/modules")) {
+    if let Ok(text) = root.read_to_string(Path::new("/proc/modules"), read::KERNEL_TEXT) {
         k.modules_source = Some("/proc/modules".to_string());
         for line in text.lines() {
             if let Some(name) = line.split_whitespace().next()
@@ -110,7 +116,7 @@ pub fn platform(root: &Root, env: &Env) -> PlatformFacts {
         evidence.push("/run/.containerenv exists".to_string());
         engine = engine.or(Some("podman"));
     }
-    if let Ok(cg) = root.read_to_string(Path::new("/proc/1/cgroup")) {
+    if let Ok(cg) = root.read_to_string(Path::new("/proc/1/cgroup"), read::KERNEL_TEXT) {
         for (needle, name) in [
             ("kubepods", "kubernetes"),
             ("docker", "docker"),
@@ -137,7 +143,7 @@ pub fn platform(root: &Root, env: &Env) -> PlatformFacts {
             evidence,
         });
     }
-    if let Ok(t) = root.read_to_string(Path::new("/etc/nv_tegra_release")) {
+    if let Ok(t) = root.read_to_string(Path::new("/etc/nv_tegra_release"), read::CONFIG_TEXT) {
         p.jetson = t.lines().next().map(|l| l.trim().to_string());
     }
     if let Some(req) = env.get("NVIDIA_REQUIRE_CUDA") {

@@ -26,7 +26,7 @@ fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 }
 
 fn hex_file(root: &Root, path: &Path) -> Option<u32> {
-    let t = root.read_to_string(path).ok()?;
+    let t = root.read_to_string(path, crate::system::read::KERNEL_TEXT).ok()?;
     u32::from_str_radix(t.trim().trim_start_matches("0x"), 16).ok()
 }
 
@@ -48,7 +48,7 @@ pub fn gpus(root: &Root, problems: &mut Vec<String>) -> Vec<GpuFacts> {
     if let Ok(dirs) = root.read_dir(Path::new(PROC_GPUS)) {
         for d in dirs {
             let info = d.join("information");
-            match root.read_to_string(&info) {
+            match root.read_to_string(&info, crate::system::read::KERNEL_TEXT) {
                 Ok(text) => match parse_information(&text, &info.display().to_string()) {
                     Some(g) => out.push(g),
                     None => problems.push(format!("{}: no Model line", info.display())),

@@ -120,7 +120,7 @@ fn cache_paths(cache: &LdCache, p: &Platform, soname: &str) -> Vec<String> {
 /// (there and in a format glibc reads, absent, or there but unreadable to glibc, which then searches as if
 /// there were none), and the cache when glibc can read it.
 pub fn read_cache(root: &Root) -> (LdCacheState, Option<LdCache>) {
-    match root.read(Path::new("/etc/ld.so.cache")) {
+    match root.read(Path::new("/etc/ld.so.cache"), crate::system::read::LD_SO_CACHE) {
         Err(_) => (LdCacheState::Missing, None),
         Ok(bytes) => match LdCache::parse(&bytes) {
             Ok(cache) => (LdCacheState::Usable, Some(cache)),

@@ -159,7 +159,7 @@ fn driver_library(kind: &str) -> bool {
 
 /// The runtime version a libcudart's `cudaRuntimeGetVersion` stores (`12.4`), read from its code.
 fn runtime_constant(root: &Root, real: &Path) -> Option<String> {
-    let bytes = root.read(real).ok()?;
+    let bytes = root.read(real, crate::system::read::LIBRARY).ok()?;
     if !bytes.starts_with(b"\x7fELF") {
         return None;
     }

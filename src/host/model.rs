@@ -24,6 +24,10 @@ pub enum Flavour {
 pub struct KernelFacts {
     /// The first line of `/proc/driver/nvidia/version`, verbatim.
     pub nvrm_line: Option<String>,
+    /// Why `/proc/driver/nvidia/version` is there but was not read ("is a FIFO (named pipe), not a regular
+    /// file", "is 8 GiB, more than the 1 MiB …", "Permission denied"); `None` when it was read or is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_unreadable: Option<String>,
     /// Proprietary or open.
     pub flavour: Option<Flavour>,
     /// `/sys/module/nvidia/version`.

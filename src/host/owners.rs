@@ -14,7 +14,7 @@
 //! distributions costs one directory listing.
 
 use super::model::Owner;
-use crate::system::Root;
+use crate::system::{Root, read};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -66,7 +66,7 @@ pub fn pip(root: &Root, site: &Path) -> OwnerMap {
         if !cuda_related(name) {
             continue;
         }
-        let Ok(record) = root.read_to_string(&d.join("RECORD")) else {
+        let Ok(record) = root.read_to_string(&d.join("RECORD"), read::PACKAGE_METADATA) else {
             continue;
         };
         let owner = Owner {
@@ -94,7 +94,7 @@ pub fn conda(root: &Root, prefix: &Path) -> OwnerMap {
         if !name.ends_with(".json") || !cuda_related(&name) {
             continue;
         }
-        let Ok(text) = root.read_to_string(&f) else {
+        let Ok(text) = root.read_to_string(&f, read::PACKAGE_METADATA) else {
             continue;
         };
         let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text) else {
@@ -117,7 +117,7 @@ pub fn conda(root: &Root, prefix: &Path) -> OwnerMap {
 /// dpkg: every shared library listed by a CUDA-related package.
 pub fn dpkg(root: &Root) -> OwnerMap {
     let mut map = OwnerMap::new();
-    let Ok(status) = root.read_to_string(Path::new("/var/lib/dpkg/status")) else {
+    let Ok(status) = root.read_to_string(Path::new("/var/lib/dpkg/status"), read::DPKG_STATUS) else {
         return map;
     };
     let mut versions = HashMap::new();
@@ -142,7 +142,7 @@ pub fn dpkg(root: &Root) -> OwnerMap {
         if !cuda_related(pkg) {
             continue;
         }
-        let Ok(list) = root.read_to_string(&f) else {
+        let Ok(list) = root.read_to_string(&f, read::PACKAGE_METADATA) else {
             continue;
         };
         let owner = Owner {
@@ -168,7 +168,9 @@ pub struct ToolkitVersions {
 
 /// Reads `<dir>/version.json`.
 pub fn toolkit(root: &Root, dir: &Path) -> Option<ToolkitVersions> {
-    let text = root.read_to_string(&dir.join("version.json")).ok()?;
+    let text = root
+        .read_to_string(&dir.join("version.json"), read::CONFIG_TEXT)
+        .ok()?;
     let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
     let obj = doc.as_object()?;
     let mut tv = ToolkitVersions::default();

@@ -12,6 +12,7 @@ pub mod elf;
 pub mod elfparse;
 pub mod exports;
 pub mod fatbin;
+pub mod guard;
 pub mod input;
 pub mod ptx;
 pub(crate) mod source;
@@ -79,11 +80,31 @@ pub fn path(path: &Path, opts: &InspectOptions) -> Result<Vec<BinaryFacts>, Insp
         path: display.clone(),
         error,
     })?;
-    let input = match &file {
-        Some(f) => Input::file(&map, f, 0),
-        None => Input::bytes(&map),
+    inspect_source(display, file.as_ref(), &map, opts)
+}
+
+/// Inspects a mapped input, and refuses the facts when the file shrank while it was read (what was read past
+/// its new end were zeros the guard put there, not the file).
+fn inspect_source(
+    display: String,
+    file: Option<&std::fs::File>,
+    map: &source::Source,
+    opts: &InspectOptions,
+) -> Result<Vec<BinaryFacts>, InspectError> {
+    let input = match file {
+        Some(f) => Input::file(map, f, 0),
+        None => Input::bytes(map),
     };
-    Ok(inspect_input(&display, &input, opts))
+    let facts = inspect_input(&display, &input, opts);
+    if map.truncated() {
+        return Err(InspectError {
+            path: display,
+            error: std::io::Error::other(
+                "the file changed (shrank) while it was being read; run again once whatever writes it is done",
+            ),
+        });
+    }
+    Ok(facts)
 }
 
 /// Inspects a file already open (a wheel member inflated to a temporary file), named `name` in the facts.
@@ -645,6 +666,45 @@ pub(crate) fn sample_libraries(per_dir: usize) -> Vec<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Case 8 of issue 19: an input truncated between its map and its parse (a linker rewriting it) is
+    /// reported as changed, and the process does not die of SIGBUS.
+    #[test]
+    fn an_input_shrinking_while_read_is_an_error_not_sigbus() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("libgrowing.so");
+        std::fs::write(&p, vec![0x7fu8; 1 << 20]).unwrap();
+        let (file, map) = source::map(&p).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let e = inspect_source(
+            p.display().to_string(),
+            file.as_ref(),
+            &map,
+            &InspectOptions::default(),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("changed (shrank) while it was being read"),
+            "{e}"
+        );
+        // The near miss: the same file left alone reads.
+        std::fs::write(&p, vec![0x7fu8; 1 << 20]).unwrap();
+        let (file, map) = source::map(&p).unwrap();
+        assert!(
+            inspect_source(
+                p.display().to_string(),
+                file.as_ref(),
+                &map,
+                &InspectOptions::default()
+            )
+            .is_ok()
+        );
+    }
 
     /// Names placed across chunk and part boundaries are each found whole, once, at their offset; fragments
     /// and long strings are not; a section is read from its first byte.

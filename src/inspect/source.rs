@@ -1,18 +1,29 @@
 //! Read-only memory maps of inputs.
 //!
 //! Mapping lets `inspect` read a 450 MB library by touching only the pages it needs (headers, not payloads),
-//! which is what keeps its memory a small fraction of `cuobjdump`'s. This is the one place outside the probe
-//! that needs `unsafe`: memmap2 cannot promise that another process will not truncate the file while it is
-//! mapped.
+//! which is what keeps its memory a small fraction of `cuobjdump`'s. Inputs are opened the one untrusted way
+//! ([`crate::system::read::open_regular`]): without blocking, and only when they are regular files (a FIFO or
+//! `/dev/zero` is refused with its type named, never read "whole"). Every map is guarded
+//! ([`super::guard`]): a file truncated while it is read gives zeros and a flag ([`Source::truncated`]), not a
+//! SIGBUS.
 
+use super::guard::{self, Registration};
+use crate::system::read::{self, ReadError};
 use std::fs::File;
 use std::ops::Deref;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// The bytes of an input: mapped, or read into memory when mapping is not possible (pipes, empty files).
+/// A guarded read-only map. The registration is declared first so that it ends before the map is unmapped.
+pub struct Mapped {
+    guard: Registration,
+    map: memmap2::Mmap,
+}
+
+/// The bytes of an input: mapped, or read into memory when mapping is not possible (empty files).
 pub enum Source {
-    /// A read-only map of a regular file.
-    Mapped(memmap2::Mmap),
+    /// A guarded read-only map of a regular file.
+    Mapped(Mapped),
     /// Bytes read into memory.
     Owned(Vec<u8>),
 }
@@ -20,7 +31,7 @@ pub enum Source {
 impl std::fmt::Debug for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Source::Mapped(m) => write!(f, "Mapped({} bytes)", m.len()),
+            Source::Mapped(m) => write!(f, "Mapped({} bytes)", m.map.len()),
             Source::Owned(v) => write!(f, "Owned({} bytes)", v.len()),
         }
     }
@@ -30,41 +41,54 @@ impl Deref for Source {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Source::Mapped(m) => m,
+            Source::Mapped(m) => &m.map,
             Source::Owned(v) => v,
         }
     }
 }
 
-/// Opens `path` read-only and maps it; the open file comes back too, for positioned reads.
+impl Source {
+    /// Did the file shrink while it was read? What was read past its new end were zeros: the facts drawn from
+    /// them must not be trusted.
+    pub fn truncated(&self) -> bool {
+        match self {
+            Source::Mapped(m) => m.guard.truncated(),
+            Source::Owned(_) => false,
+        }
+    }
+}
+
+/// Opens the regular file `path` read-only and maps it; the open file comes back too, for positioned reads.
+/// Anything but a regular file is an error naming its type (an [`std::io::Error`] of kind `InvalidInput`
+/// whose inner error is a [`ReadError`]).
 pub fn map(path: &Path) -> std::io::Result<(Option<File>, Source)> {
-    let file = File::open(path)?;
-    let meta = file.metadata()?;
-    if meta.is_dir() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::IsADirectory,
-            "is a directory",
-        ));
-    }
-    if !meta.is_file() || meta.len() == 0 {
-        return std::fs::read(path).map(|v| (None, Source::Owned(v)));
-    }
+    let (file, _meta) = read::open_regular(path).map_err(std::io::Error::from)?;
     let map = map_open(&file)?;
     Ok((Some(file), map))
 }
 
 /// Maps a regular file that is already open (a wheel member inflated to a temporary file).
 pub fn map_open(file: &File) -> std::io::Result<Source> {
-    if file.metadata()?.len() == 0 {
+    let meta = file.metadata()?;
+    if let Some(file_type) = read::FileKind::of(&meta) {
+        return Err(ReadError::NotRegular { file_type }.into());
+    }
+    if meta.len() == 0 {
         return Ok(Source::Owned(Vec::new()));
     }
-    // SAFETY: the map is read-only and private to this process. Another process truncating the file while we
-    // read it could raise SIGBUS; cudadiag is a short-lived reader of files the user pointed it at, the same
-    // trade-off ripgrep makes, and the alternative (reading 450 MB libraries whole) breaks the memory budget.
-    // A temporary file of our own has no name, so no other process can reach it.
+    // SAFETY: the map is read-only and private to this process. Another process truncating the file while it
+    // is read would raise SIGBUS on a page past the new end: the map is registered with the guard before any
+    // byte is read, which turns that into zeros and a flag, and is dropped before it (`Mapped`'s field order).
     #[allow(unsafe_code)]
     let map = unsafe { memmap2::Mmap::map(file) }?;
+    let Some(guard) = guard::register(map.as_ptr(), map.len()) else {
+        // No guard to be had: a copy in memory, never an unguarded map.
+        drop(map);
+        let mut bytes = vec![0u8; usize::try_from(meta.len()).map_err(std::io::Error::other)?];
+        file.read_exact_at(&mut bytes, 0)?;
+        return Ok(Source::Owned(bytes));
+    };
     // Pages are touched sparsely (headers here and there): no read-ahead.
     let _ = map.advise(memmap2::Advice::Random);
-    Ok(Source::Mapped(map))
+    Ok(Source::Mapped(Mapped { guard, map }))
 }

@@ -190,10 +190,11 @@ pub fn wheel(
         path: name.clone(),
         ..WheelFacts::default()
     };
-    let archive = match std::fs::File::open(file) {
-        Ok(f) => zip::ZipArchive::new(f).map_err(|e| e.to_string()),
+    // Opened without blocking and refused unless a regular file: a FIFO named `x.whl` must not hang the run.
+    let archive = match crate::system::read::open_regular(file) {
+        Ok((f, _)) => zip::ZipArchive::new(f).map_err(|e| e.to_string()),
         Err(e) => {
-            binaries.push(cannot_read(&name, &e));
+            binaries.push(cannot_read(&name, &e.into()));
             wheels.push(facts);
             return;
         }

@@ -4,7 +4,8 @@
 //! Looked for, under the root, in the default directories, the directories of `/etc/ld.so.conf` (and its
 //! `include`s), every directory already named by the search (RPATH, LD_LIBRARY_PATH, RUNPATH), and by a
 //! bounded walk of `/usr/local` and `/opt` (toolkits, conda) and of the system Pythons' `site-packages/nvidia`
-//! (pip wheels). Links are not followed by the walk, so `/lib` → `/usr/lib` is not counted twice.
+//! (pip wheels). Links are not followed by the walk, so `/lib` → `/usr/lib` is not counted twice, and the
+//! tops of the walk are resolved inside the root, so `R/opt -> /` walks `R`, never the host's `/`.
 
 use super::object::{Verdict, check_header};
 use super::platform::Platform;
@@ -44,7 +45,7 @@ pub fn fill(root: &Root, platform: &Platform, res: &mut Resolution) {
     let prefixes: Vec<String> = stems.iter().map(|s| format!("{s}.so")).collect();
     let matches = |name: &str| prefixes.iter().any(|p| name.starts_with(p.as_str()));
     let mut dirs: BTreeSet<&str> = res.system_dirs.iter().map(String::as_str).collect();
-    let conf = ld_so_conf_dirs(root, "/etc/ld.so.conf", 0);
+    let conf = ld_so_conf_dirs(root, "/etc/ld.so.conf");
     dirs.extend(conf.iter().map(String::as_str));
     for l in &res.libraries {
         for s in &l.trail {
@@ -157,9 +158,16 @@ fn walk_tops(root: &Root, matches: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
         }
     }
     for (top, depth) in tops {
-        let host = root.host_path(Path::new(&top));
+        // The top is resolved inside the root (`/opt` may be a link, even to `/`), and the walk below it
+        // follows no link: every directory it opens is under the root.
+        let Ok(real) = root.resolve(Path::new(&top)) else {
+            continue;
+        };
+        let host = root.host_path(&real);
         for entry in walkdir::WalkDir::new(&host)
             .max_depth(depth)
+            .follow_links(false)
+            .follow_root_links(false)
             .into_iter()
             .flatten()
         {
@@ -169,25 +177,52 @@ fn walk_tops(root: &Root, matches: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
             budget -= 1;
             let name = entry.file_name().to_string_lossy();
             if matches(&name)
-                && let Ok(rel) = entry.path().strip_prefix(root.dir())
+                && let Ok(rel) = entry.path().strip_prefix(&host)
             {
-                found.insert(Path::new("/").join(rel).to_string_lossy().into_owned());
+                found.insert(Path::new(&top).join(rel).to_string_lossy().into_owned());
             }
         }
     }
     found
 }
 
+/// Include levels followed, counting the top file: ldconfig has no limit (a file that includes itself
+/// recurses until it runs out of file descriptors); 8 is deeper than any distribution's configuration.
+const MAX_INCLUDE_DEPTH: usize = 8;
+
 /// The directories of an `ld.so.conf` and its `include` globs (`*` and `?` in the last component, matches in
 /// name order, as ldconfig's `glob` gives them), in file order: what `ldconfig` writes into the cache. glibc
 /// itself never reads this file at run time.
-pub fn ld_so_conf_dirs(root: &Root, file: &str, depth: usize) -> Vec<String> {
+///
+/// Each file is read once, at its first include (by its real path inside the root): ldconfig's
+/// `parse_conf_include` remembers nothing and would read a file that includes itself again and again, but a
+/// second reading could only list directories already listed (ldconfig's `add_single_dir` drops a directory
+/// it has, by device and inode), so the directories are the same, and ten `include /etc/ld.so.conf` lines
+/// cost ten lookups, not 10⁸ reads.
+pub fn ld_so_conf_dirs(root: &Root, file: &str) -> Vec<String> {
     let mut out = Vec::new();
-    if depth > 8 {
-        return out;
+    conf_dirs(root, file, 0, &mut BTreeSet::new(), &mut out);
+    out
+}
+
+fn conf_dirs(
+    root: &Root,
+    file: &str,
+    depth: usize,
+    visited: &mut BTreeSet<std::path::PathBuf>,
+    out: &mut Vec<String>,
+) {
+    if depth >= MAX_INCLUDE_DEPTH {
+        return;
     }
-    let Ok(text) = root.read_to_string(Path::new(file)) else {
-        return out;
+    let Ok(real) = root.resolve(Path::new(file)) else {
+        return;
+    };
+    if !visited.insert(real.clone()) {
+        return;
+    }
+    let Ok(text) = root.read_to_string(&real, crate::system::read::CONFIG_TEXT) else {
+        return;
     };
     for line in text.lines() {
         let line = line.split('#').next().unwrap_or("").trim();
@@ -212,7 +247,7 @@ pub fn ld_so_conf_dirs(root: &Root, file: &str, depth: usize) -> Vec<String> {
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 if glob_match(glob, &name) {
-                    out.extend(ld_so_conf_dirs(root, &e.to_string_lossy(), depth + 1));
+                    conf_dirs(root, &e.to_string_lossy(), depth + 1, visited, out);
                 }
             }
         } else if line.starts_with('/') {
@@ -224,7 +259,6 @@ pub fn ld_so_conf_dirs(root: &Root, file: &str, depth: usize) -> Vec<String> {
             });
         }
     }
-    out
 }
 
 fn glob_match(p: &str, s: &str) -> bool {
@@ -255,6 +289,32 @@ fn glob_match(p: &str, s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Case 3 of issue 19: ten `include /etc/ld.so.conf` lines in /etc/ld.so.conf gave 10⁸ reads (a hang);
+    /// each file is read once and the directories are those of one reading.
+    #[test]
+    fn self_including_ld_so_conf_is_read_once() {
+        let t = tempfile::tempdir().unwrap();
+        let mut conf = String::from("/opt/a/lib\ninclude ld.so.conf.d/*.conf\n");
+        for _ in 0..10 {
+            conf.push_str("include /etc/ld.so.conf\n");
+        }
+        crate::system::put(t.path(), "/etc/ld.so.conf", conf.as_bytes());
+        crate::system::put(
+            t.path(),
+            "/etc/ld.so.conf.d/x.conf",
+            b"/opt/b/lib\ninclude /etc/ld.so.conf.d/y.conf\n",
+        );
+        crate::system::put(
+            t.path(),
+            "/etc/ld.so.conf.d/y.conf",
+            b"/opt/c/lib\ninclude /etc/ld.so.conf.d/x.conf\n",
+        );
+        let start = std::time::Instant::now();
+        let dirs = ld_so_conf_dirs(&Root::at(t.path()), "/etc/ld.so.conf");
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(dirs, ["/opt/a/lib", "/opt/b/lib", "/opt/c/lib"]);
+    }
 
     #[test]
     fn globs() {

@@ -417,7 +417,8 @@ impl Files {
         let host = root.host_path(&real);
         // One open and one map per file for the whole run: the header check, the loader facts and, later, the
         // symbol reads all use this map.
-        let (file, meta) = match std::fs::File::open(&host).and_then(|f| f.metadata().map(|m| (f, m))) {
+        // Opened without blocking: a FIFO under a root must not hang the search.
+        let (file, meta) = match crate::system::read::open(&host).map_err(std::io::Error::from) {
             Ok(x) => x,
             Err(e) if is_absent(&e) => return Verdict::Absent,
             Err(e) => return Verdict::Unreadable(e.to_string()),
@@ -481,7 +482,7 @@ fn search_rodata(pool: &mut Pool, view: &LoaderView, host: &Path) -> Option<Arc<
         return None;
     }
     // One open for all the parts (a path lookup per megabyte added up to a hundred opens for PyTorch's tree).
-    let Ok(file) = std::fs::File::open(host).map(Arc::new) else {
+    let Ok(file) = crate::system::read::open_regular(host).map(|(f, _)| Arc::new(f)) else {
         return None;
     };
     let found = Arc::new(Parts::new(parts.len()));
@@ -494,7 +495,7 @@ fn search_rodata(pool: &mut Pool, view: &LoaderView, host: &Path) -> Option<Arc<
 
 /// `/etc/ld.so.cache` under `root`, parsed, with a one-line description (or why it cannot be used).
 fn read_ld_cache(root: &Root) -> (Option<LdCache>, String) {
-    match root.read(Path::new("/etc/ld.so.cache")) {
+    match root.read(Path::new("/etc/ld.so.cache"), crate::system::read::LD_SO_CACHE) {
         Ok(d) => match LdCache::parse(&d) {
             Ok(c) => {
                 let note = format!(

@@ -139,6 +139,8 @@ impl Platform {
             let mut vendor = String::new();
             let mut flags: Vec<String> = Vec::new();
             if let Ok(f) = root.open(Path::new("/proc/cpuinfo")) {
+                // Bounded: a `/proc/cpuinfo` under a root may be anything, `/dev/zero` included.
+                let f = std::io::Read::take(f, crate::system::read::KERNEL_TEXT.bytes);
                 for l in std::io::BufReader::new(f).lines().map_while(Result::ok) {
                     if let Some(v) = l.strip_prefix("vendor_id") {
                         vendor = v.trim_start_matches([' ', '\t', ':']).trim().to_string();

@@ -459,7 +459,7 @@ pub fn resolve_alongside(
             preloads.push((n.to_string(), "LD_PRELOAD".into()));
         }
     }
-    if let Ok(t) = root.read_to_string(Path::new("/etc/ld.so.preload")) {
+    if let Ok(t) = root.read_to_string(Path::new("/etc/ld.so.preload"), crate::system::read::CONFIG_TEXT) {
         for n in t
             .split(|c: char| c.is_whitespace() || c == ':')
             .filter(|s| !s.is_empty())

@@ -332,10 +332,12 @@ impl Matrix {
 
     /// Reads, parses and validates a matrix file (`--matrix FILE`).
     pub fn from_file(path: &std::path::Path) -> Result<Matrix, MatrixError> {
-        let text = std::fs::read_to_string(path).map_err(|e| MatrixError {
-            origin: path.display().to_string(),
-            line: None,
-            message: format!("cannot read: {e}"),
+        let text = crate::system::read::read_to_string(path, crate::system::read::MATRIX).map_err(|e| {
+            MatrixError {
+                origin: path.display().to_string(),
+                line: None,
+                message: format!("cannot read: {e}"),
+            }
         })?;
         Matrix::parse(&text, &path.display().to_string())
     }

@@ -101,15 +101,23 @@ pub fn no_driver(h: &HostFacts) -> Option<Finding> {
     let mut f = Finding::new(
         Code::NoDriver,
         format!(
-            "{} NVIDIA GPU{} on the PCI bus, but no NVIDIA kernel driver is loaded",
+            "{} NVIDIA GPU{} on the PCI bus, but {}",
             h.gpus.len(),
-            if h.gpus.len() == 1 { " is" } else { "s are" }
+            if h.gpus.len() == 1 { " is" } else { "s are" },
+            if h.kernel.version_unreadable.is_some() {
+                "no loaded NVIDIA kernel driver could be confirmed: its version file cannot be read"
+            } else {
+                "no NVIDIA kernel driver is loaded"
+            }
         ),
         "Install the NVIDIA driver, or load it (`sudo modprobe nvidia`). If it is installed: check for a \
          module built for the running kernel (DKMS), Secure Boot rejecting an unsigned module (\"Key was \
          rejected by service\" in dmesg), and nouveau holding the GPU.",
     )
-    .because("/proc/driver/nvidia/version does not exist");
+    .because(match &h.kernel.version_unreadable {
+        Some(why) => format!("/proc/driver/nvidia/version is there but was not read: {why}"),
+        None => "/proc/driver/nvidia/version does not exist".to_string(),
+    });
     for g in &h.gpus {
         f = f.because(format!("{} ({})", g.name, g.source));
     }

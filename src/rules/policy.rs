@@ -34,30 +34,29 @@ pub fn forbidden(b: &BinaryFacts, policy: &Policy) -> Vec<Finding> {
     let mut out = Vec::new();
     let name = file_name(&b.path);
     let soname = b.elf.as_ref().and_then(|e| e.soname.as_deref());
-    for pattern in &policy.forbid {
-        let Ok(glob) = globset::Glob::new(&pattern.value) else {
-            continue;
-        };
-        let m = glob.compile_matcher();
-        let hit = if m.is_match(name) {
-            Some(name)
-        } else {
-            soname.filter(|s| m.is_match(s))
-        };
-        if let Some(hit) = hit {
-            out.push(
-                Finding::new(
-                    Code::PolicyForbiddenLibrary,
-                    format!("{}: ships {hit}, which the policy forbids", b.path),
-                    "Driver libraries come from the machine's driver; a bundled copy shadows it and breaks on \
-                     every other driver (CUDA errors 34, 803, 804). Remove it from the package.",
-                )
-                .because(format!("{hit} matches {:?}", pattern.value))
-                .because(cite(policy, pattern, "libraries.forbid"))
-                .at(&b.path),
-            );
-            break;
-        }
+    // The first pattern, in policy order, that the file name or the SONAME matches (the name first).
+    let by_name = policy.forbid_globs.first_match(name);
+    let by_soname = soname.and_then(|s| policy.forbid_globs.first_match(s));
+    let first = match (by_name, by_soname) {
+        (Some(n), Some(s)) if s < n => Some((s, soname)),
+        (Some(n), _) => Some((n, Some(name))),
+        (None, Some(s)) => Some((s, soname)),
+        (None, None) => None,
+    };
+    if let Some((i, Some(hit))) = first
+        && let Some(pattern) = policy.forbid.get(i)
+    {
+        out.push(
+            Finding::new(
+                Code::PolicyForbiddenLibrary,
+                format!("{}: ships {hit}, which the policy forbids", b.path),
+                "Driver libraries come from the machine's driver; a bundled copy shadows it and breaks on \
+                 every other driver (CUDA errors 34, 803, 804). Remove it from the package.",
+            )
+            .because(format!("{hit} matches {:?}", pattern.value))
+            .because(cite(policy, pattern, "libraries.forbid"))
+            .at(&b.path),
+        );
     }
     if let Some(elf) = &b.elf {
         for (kind, list) in [("RPATH", &elf.rpath), ("RUNPATH", &elf.runpath)] {
@@ -216,9 +215,7 @@ pub fn apply(findings: Vec<Finding>, policy: &Policy, today: (i32, u32, u32)) ->
             let code_ok = w.code.eq_ignore_ascii_case(&f.code) || w.code == f.slug;
             let path_ok = match (&w.path, &f.path) {
                 (None, _) => true,
-                (Some(p), Some(path)) => {
-                    globset::Glob::new(p).is_ok_and(|g| g.compile_matcher().is_match(path))
-                }
+                (Some(_), Some(path)) => w.path_glob.as_ref().is_some_and(|g| g.is_match(path)),
                 (Some(_), None) => false,
             };
             let expired = w.expires.is_some_and(|e| e < today);

@@ -6,6 +6,7 @@
 //! customer filesystem and get the answers that machine would give.
 
 mod env;
+pub mod read;
 mod root;
 
 pub use env::Env;

@@ -4,6 +4,7 @@
 //! `..` never climbs above the root. This is what `chroot` would do, and what makes `--root /mnt/customer`
 //! safe and faithful.
 
+use super::read::{self, Limit, ReadError};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
@@ -63,19 +64,21 @@ impl Root {
         out
     }
 
-    /// Reads a whole file of the machine.
-    pub fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        std::fs::read(self.host_path(&self.resolve(path)?))
+    /// Reads a whole regular file of the machine, links followed inside the root, refusing anything larger
+    /// than `limit` (see [`super::read`]: devices, FIFOs and oversized files are errors that say so).
+    pub fn read(&self, path: &Path, limit: Limit) -> Result<Vec<u8>, ReadError> {
+        read::read(&self.host_path(&self.resolve(path)?), limit)
     }
 
-    /// Opens a file of the machine for reading, links followed inside the root.
+    /// Opens a file of the machine for reading, links followed inside the root, without blocking on a FIFO.
+    /// Any file type is opened: for reading a header of whatever is there, as the loader does.
     pub fn open(&self, path: &Path) -> io::Result<std::fs::File> {
-        std::fs::File::open(self.host_path(&self.resolve(path)?))
+        Ok(read::open(&self.host_path(&self.resolve(path)?))?.0)
     }
 
-    /// Reads the whole text file `path`, links followed inside the root.
-    pub fn read_to_string(&self, path: &Path) -> io::Result<String> {
-        std::fs::read_to_string(self.host_path(&self.resolve(path)?))
+    /// Reads the whole regular text file `path`, links followed inside the root, within `limit`.
+    pub fn read_to_string(&self, path: &Path, limit: Limit) -> Result<String, ReadError> {
+        read::read_to_string(&self.host_path(&self.resolve(path)?), limit)
     }
 
     /// Metadata of the file `path` names, links followed inside the root.
@@ -83,9 +86,18 @@ impl Root {
         std::fs::metadata(self.host_path(&self.resolve(path)?))
     }
 
-    /// Metadata of `path` itself (a link is not followed).
+    /// Metadata of `path` itself (its last component is not followed when it is a link; the directories
+    /// above it are resolved inside the root).
     pub fn symlink_metadata(&self, path: &Path) -> io::Result<std::fs::Metadata> {
-        std::fs::symlink_metadata(self.host_path(path))
+        let parent = match path.parent() {
+            Some(p) => self.resolve(p)?,
+            None => PathBuf::from("/"),
+        };
+        let host = match path.file_name() {
+            Some(name) => self.host_path(&parent).join(name),
+            None => self.host_path(&parent),
+        };
+        std::fs::symlink_metadata(host)
     }
 
     /// Entries of a directory of the machine, as machine paths, sorted by name.
@@ -217,7 +229,8 @@ mod tests {
             Path::new("/usr/lib/x86_64-linux-gnu/libfoo.so.1.2")
         );
         assert_eq!(
-            root.read(Path::new("/lib/x86_64-linux-gnu/libfoo.so.1")).unwrap(),
+            root.read(Path::new("/lib/x86_64-linux-gnu/libfoo.so.1"), read::CONFIG_TEXT)
+                .unwrap(),
             b"x"
         );
         // `..` in a link cannot climb out of the root.

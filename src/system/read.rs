@@ -1,0 +1,411 @@
+//! The one way cudadiag reads a file it does not trust: every input, every file of a `--root`, every policy,
+//! matrix and snapshot.
+//!
+//! What can go wrong with a path a user (or a customer's filesystem) hands over, and what this module does:
+//! - It names a FIFO: a plain `open` blocks until a writer appears (forever). Files are opened with
+//!   `O_NONBLOCK`, so the open returns at once, and the *opened* descriptor is examined with `fstat` before a
+//!   byte is read: there is no window between a `stat` and the `open` in which the file could be swapped.
+//! - It names a character device (`/dev/zero`, `/dev/urandom`): reading it "whole" never ends. Anything but
+//!   a regular file is refused with its type named ([`ReadError::NotRegular`]).
+//! - It is a regular file of 8 GiB where a 1 KiB one is expected: each kind of file has a [`Limit`], a size
+//!   past which it is not read ([`ReadError::TooLarge`]).
+//! - It lives in procfs or sysfs: those are regular files whose `stat` size is 0 (the kernel makes the text
+//!   on `read`), so the size is never trusted: at most `limit + 1` bytes are read, and one byte too many is
+//!   enough to refuse the file.
+//!
+//! `O_NOCTTY` is set too, so that opening a terminal device never makes it cudadiag's controlling terminal.
+//! A socket cannot be opened at all (`ENXIO`); its type is named from its metadata.
+//!
+//! Large inputs (450 MB libraries) are not read here but mapped (`inspect::source`), after the same open and
+//! the same regular-file check ([`open_regular`]).
+
+use std::fs::{File, Metadata};
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+
+/// How large one kind of file may be before cudadiag refuses to read it, and what that kind is called in the
+/// message ("more than the 1 MiB a /proc or /sys text file can be").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// The most bytes read.
+    pub bytes: u64,
+    /// The kind of file, with its article: "a /proc or /sys text file".
+    pub what: &'static str,
+}
+
+/// Text the kernel makes (`/proc/driver/nvidia/version`, `/proc/modules`, `/sys/module/*/version`,
+/// `/proc/cpuinfo`, `/proc/driver/nvidia/gpus/*/information`): a few KiB at most; `/proc/cpuinfo` of a
+/// 512-thread machine is about 700 KiB.
+pub const KERNEL_TEXT: Limit = Limit {
+    bytes: MIB,
+    what: "a /proc or /sys text file",
+};
+
+/// Small configuration files of the machine: `ld.so.conf` and its includes, `ld.so.preload`,
+/// `nv_tegra_release`, a toolkit's `version.json`. Real ones are under a few KiB.
+pub const CONFIG_TEXT: Limit = Limit {
+    bytes: MIB,
+    what: "a configuration file",
+};
+
+/// `/etc/ld.so.cache`: a few hundred KiB with thousands of libraries; its decoder bounds every count anyway.
+pub const LD_SO_CACHE: Limit = Limit {
+    bytes: 64 * MIB,
+    what: "an ld.so.cache",
+};
+
+/// Package metadata: a wheel's `METADATA`/`RECORD`, a dpkg `.list`, a conda-meta JSON. PyTorch's RECORD is
+/// under 1 MiB; a conda-meta file of a large package a few MiB.
+pub const PACKAGE_METADATA: Limit = Limit {
+    bytes: 64 * MIB,
+    what: "a package metadata file",
+};
+
+/// `/var/lib/dpkg/status`: about 3 MiB on a full desktop install.
+pub const DPKG_STATUS: Limit = Limit {
+    bytes: 256 * MIB,
+    what: "a dpkg status file",
+};
+
+/// A shared library read whole to find a constant in its code (libcudart is under 1 MiB; 256 MiB leaves
+/// room for anything that could be a runtime library and refuses what cannot).
+pub const LIBRARY: Limit = Limit {
+    bytes: 256 * MIB,
+    what: "a CUDA runtime library read whole",
+};
+
+/// `--policy`: the template is 4 KiB; a policy with thousands of waivers is still under 1 MiB.
+pub const POLICY: Limit = Limit {
+    bytes: 16 * MIB,
+    what: "a policy file",
+};
+
+/// `--matrix`: the bundled matrix is about 100 KiB.
+pub const MATRIX: Limit = Limit {
+    bytes: 16 * MIB,
+    what: "a compatibility matrix",
+};
+
+/// `--facts`: a node's snapshot is about 130 KiB, one with many binaries' facts a few MiB.
+pub const SNAPSHOT: Limit = Limit {
+    bytes: 256 * MIB,
+    what: "a snapshot",
+};
+
+/// What a path is when it is not a regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A directory.
+    Directory,
+    /// A FIFO (named pipe).
+    Fifo,
+    /// A character device (`/dev/zero`, a terminal).
+    CharDevice,
+    /// A block device (a disk).
+    BlockDevice,
+    /// A Unix socket.
+    Socket,
+    /// A symbolic link (only seen when links are not followed).
+    Symlink,
+    /// Anything else the kernel reports.
+    Other,
+}
+
+impl FileKind {
+    /// The kind of `meta`, `None` for a regular file.
+    pub fn of(meta: &Metadata) -> Option<FileKind> {
+        let t = meta.file_type();
+        Some(if t.is_file() {
+            return None;
+        } else if t.is_dir() {
+            FileKind::Directory
+        } else if t.is_fifo() {
+            FileKind::Fifo
+        } else if t.is_char_device() {
+            FileKind::CharDevice
+        } else if t.is_block_device() {
+            FileKind::BlockDevice
+        } else if t.is_socket() {
+            FileKind::Socket
+        } else if t.is_symlink() {
+            FileKind::Symlink
+        } else {
+            FileKind::Other
+        })
+    }
+}
+
+impl std::fmt::Display for FileKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileKind::Directory => "a directory",
+            FileKind::Fifo => "a FIFO (named pipe)",
+            FileKind::CharDevice => "a character device",
+            FileKind::BlockDevice => "a block device",
+            FileKind::Socket => "a socket",
+            FileKind::Symlink => "a symbolic link",
+            FileKind::Other => "not a file cudadiag knows",
+        })
+    }
+}
+
+/// Why an untrusted file was not read. The message reads after the path: "`PATH`: is a FIFO (named pipe),
+/// not a regular file".
+#[derive(Debug)]
+pub enum ReadError {
+    /// It is not a regular file; nothing was read.
+    NotRegular {
+        /// What it is.
+        file_type: FileKind,
+    },
+    /// It is larger than its kind of file can be; nothing was kept.
+    TooLarge {
+        /// Its size, when the file states one (procfs and sysfs files say 0: then only "more than").
+        size: Option<u64>,
+        /// The limit it passed.
+        limit: Limit,
+    },
+    /// The system refused (missing, permission denied, I/O error, not UTF-8 where text was wanted).
+    Io(io::Error),
+}
+
+impl ReadError {
+    /// Is this "the file does not exist" (as opposed to existing but unreadable)?
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ReadError::Io(e) if e.kind() == io::ErrorKind::NotFound)
+    }
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::NotRegular { file_type } => write!(f, "is {file_type}, not a regular file"),
+            ReadError::TooLarge {
+                size: Some(size),
+                limit,
+            } => write!(
+                f,
+                "is {}, more than the {} {} can be: not read",
+                size_text(*size),
+                size_text(limit.bytes),
+                limit.what
+            ),
+            ReadError::TooLarge { size: None, limit } => write!(
+                f,
+                "is more than the {} {} can be: not read",
+                size_text(limit.bytes),
+                limit.what
+            ),
+            ReadError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ReadError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for ReadError {
+    fn from(e: io::Error) -> Self {
+        ReadError::Io(e)
+    }
+}
+
+impl From<ReadError> for io::Error {
+    /// An I/O error keeps its own kind; the others are `InvalidInput` carrying the [`ReadError`] (which
+    /// [`io::Error::get_ref`] gives back).
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::Io(e) => e,
+            other => io::Error::new(io::ErrorKind::InvalidInput, other),
+        }
+    }
+}
+
+/// A size as people read it: "512 bytes", "1 MiB", "8.0 GiB" (one decimal unless exact).
+pub fn size_text(n: u64) -> String {
+    let (unit, div) = match n {
+        n if n >= 1 << 30 => ("GiB", 1u64 << 30),
+        n if n >= MIB => ("MiB", MIB),
+        n if n >= KIB => ("KiB", KIB),
+        n => return format!("{n} byte{}", if n == 1 { "" } else { "s" }),
+    };
+    if n.is_multiple_of(div) {
+        format!("{} {unit}", n / div)
+    } else {
+        format!("{:.1} {unit}", n as f64 / div as f64)
+    }
+}
+
+/// Opens `path` for reading without blocking (a FIFO opens at once) and returns it with the metadata of the
+/// opened descriptor, whatever its type. For callers that decide themselves what a device or pipe means
+/// (the loader reads the first bytes of anything, as `open_verify` does).
+pub fn open(path: &Path) -> Result<(File, Metadata), ReadError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| {
+            // A socket cannot be opened (ENXIO): say what it is rather than "No such device or address".
+            if e.raw_os_error() == Some(libc::ENXIO)
+                && let Ok(meta) = std::fs::metadata(path)
+                && let Some(file_type) = FileKind::of(&meta)
+            {
+                return ReadError::NotRegular { file_type };
+            }
+            ReadError::Io(e)
+        })?;
+    let meta = file.metadata()?;
+    Ok((file, meta))
+}
+
+/// [`open`], refusing anything that is not a regular file before a byte is read.
+pub fn open_regular(path: &Path) -> Result<(File, Metadata), ReadError> {
+    let (file, meta) = open(path)?;
+    match FileKind::of(&meta) {
+        Some(file_type) => Err(ReadError::NotRegular { file_type }),
+        None => Ok((file, meta)),
+    }
+}
+
+/// Reads the regular file `path` whole, refusing one larger than `limit`.
+pub fn read(path: &Path, limit: Limit) -> Result<Vec<u8>, ReadError> {
+    let (file, meta) = open_regular(path)?;
+    read_open(file, &meta, limit)
+}
+
+/// [`read`], as UTF-8 text.
+pub fn read_to_string(path: &Path, limit: Limit) -> Result<String, ReadError> {
+    let bytes = read(path, limit)?;
+    String::from_utf8(bytes).map_err(|_| {
+        ReadError::Io(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })
+}
+
+/// Reads an opened regular file whole within `limit`. The stated size is a hint only: procfs and sysfs say 0,
+/// and a file can grow while it is read, so at most `limit + 1` bytes are read.
+fn read_open(file: File, meta: &Metadata, limit: Limit) -> Result<Vec<u8>, ReadError> {
+    if meta.len() > limit.bytes {
+        return Err(ReadError::TooLarge {
+            size: Some(meta.len()),
+            limit,
+        });
+    }
+    let mut out = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(limit.bytes + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > limit.bytes {
+        return Err(ReadError::TooLarge { size: None, limit });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    const TINY: Limit = Limit {
+        bytes: 16,
+        what: "a test file",
+    };
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("f");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+        assert_eq!(rc, 0);
+        let start = Instant::now();
+        let e = read(&fifo, TINY).unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert_eq!(e.to_string(), "is a FIFO (named pipe), not a regular file");
+    }
+
+    #[test]
+    fn devices_and_directories_are_named() {
+        let e = read(Path::new("/dev/zero"), TINY).unwrap_err();
+        assert_eq!(e.to_string(), "is a character device, not a regular file");
+        let t = tempfile::tempdir().unwrap();
+        let e = read(t.path(), TINY).unwrap_err();
+        assert_eq!(e.to_string(), "is a directory, not a regular file");
+    }
+
+    #[test]
+    fn a_socket_is_named() {
+        let t = tempfile::tempdir().unwrap();
+        let s = t.path().join("s");
+        let _listener = std::os::unix::net::UnixListener::bind(&s).unwrap();
+        let e = read(&s, TINY).unwrap_err();
+        assert_eq!(e.to_string(), "is a socket, not a regular file");
+    }
+
+    #[test]
+    fn sizes_past_the_limit_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("big");
+        let file = File::create(&f).unwrap();
+        file.set_len(8 << 30).unwrap(); // sparse: costs no disk
+        let e = read(&f, KERNEL_TEXT).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "is 8 GiB, more than the 1 MiB a /proc or /sys text file can be: not read"
+        );
+        std::fs::write(&f, [b'x'; 16]).unwrap();
+        assert_eq!(read(&f, TINY).unwrap().len(), 16);
+        std::fs::write(&f, [b'x'; 17]).unwrap();
+        assert!(matches!(
+            read(&f, TINY),
+            Err(ReadError::TooLarge { size: Some(17), .. })
+        ));
+    }
+
+    /// procfs files state a size of 0: the limit holds on what is read.
+    #[test]
+    fn procfs_sizes_are_not_trusted() {
+        let p = Path::new("/proc/self/status");
+        let small = Limit {
+            bytes: 8,
+            what: "a test file",
+        };
+        assert!(matches!(
+            read(p, small),
+            Err(ReadError::TooLarge { size: None, .. })
+        ));
+        assert!(read_to_string(p, KERNEL_TEXT).unwrap().contains("Name:"));
+    }
+
+    #[test]
+    fn missing_is_told_from_unreadable() {
+        let e = read(Path::new("/nonexistent/x"), TINY).unwrap_err();
+        assert!(e.is_not_found());
+        assert!(
+            !ReadError::NotRegular {
+                file_type: FileKind::Fifo
+            }
+            .is_not_found()
+        );
+    }
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(size_text(1), "1 byte");
+        assert_eq!(size_text(512), "512 bytes");
+        assert_eq!(size_text(MIB), "1 MiB");
+        assert_eq!(size_text(3 * MIB / 2), "1.5 MiB");
+    }
+}
