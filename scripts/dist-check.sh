@@ -82,14 +82,18 @@ for reading in "objdump -T:$by_objdump" "readelf -V:$by_readelf"; do
   elif older_or_equal "$need" "$floor"; then ok "glibc floor by $tool: GLIBC_$need (<= $floor)"
   else bad "glibc floor by $tool: GLIBC_$need (> $floor)"; fi
 done
-# cudadiag's own reading of its symbol versions. The field is binaries[].glibc.needs; a build without the
-# glibc-floor feature has no `glibc` key and this check is skipped.
+# cudadiag's own reading of its symbol versions (`inspect --format json`); a build without the glibc-floor
+# feature has no such field and this check is skipped. THE FIELD: binaries[0] -> "glibc" -> "needs".
+self_field='["glibc", "needs"]'
 json="$scratch/self.json"
 "$bin" inspect --format json --no-host "$bin" >"$json" 2>/dev/null
 by_self=$(python3 -c 'import json, sys
-b = json.load(open(sys.argv[1]))["binaries"][0]
-g = b.get("glibc")
-print("absent" if g is None else (g.get("needs") or "none"))' "$json" 2>/dev/null || echo "unreadable")
+v = json.load(open(sys.argv[1]))["binaries"][0]
+for key in json.loads(sys.argv[2]):
+    if not isinstance(v, dict) or key not in v:
+        print("absent"); sys.exit()
+    v = v[key]
+print(v or "none")' "$json" "$self_field" 2>/dev/null || echo "unreadable")
 case "$by_self" in
   absent) skip "cudadiag's own glibc reading: this build's JSON has no binaries[].glibc" ;;
   unreadable) bad "cudadiag inspect --format json of itself did not give a readable report" ;;
