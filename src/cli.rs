@@ -10,6 +10,7 @@ use std::path::PathBuf;
 #[command(
     name = "cudadiag",
     version,
+    long_version = crate::build_info::LONG_VERSION,
     about = "Explains CUDA environment failures before anything runs",
     long_about = "cudadiag reads CUDA binaries (ELF files, their fatbins, cubins and PTX) without running or \
                   loading them, and says what GPU code they carry, what they link, and why they would fail.\n\n\
@@ -19,7 +20,9 @@ use std::path::PathBuf;
                   cudadiag inspect --format json ./app   the stable JSON report\n  \
                   cudadiag inspect --probe ./app         the same, confirmed with the real driver (child process)\n  \
                   cudadiag probe                         try the driver: GPUs, a tiny kernel, the runtime\n  \
-                  cudadiag codes                         every finding code\n\n\
+                  cudadiag codes                         every finding code\n  \
+                  cudadiag completions bash              shell completions (bash, zsh, fish, elvish, powershell)\n\n\
+                  `cudadiag --version` names the commit, the target and the bundled compatibility matrix.\n\n\
                   Exit status: 0 when no finding reaches --fail-on (default: error), 1 when one does, 2 on \
                   usage or I/O errors."
 )]
@@ -116,6 +119,21 @@ pub enum Command {
         cudadiag probe --cudart /opt/app/lib/libcudart.so.12 --probe-timeout 60"
     )]
     Probe(ProbeArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    #[command(
+        long_about = "Prints the completion script for SHELL to standard output. Load it from your shell's \
+        start-up file, or save it where the shell looks for completions.\n\n\
+        Examples:\n  \
+        cudadiag completions bash > ~/.local/share/bash-completion/completions/cudadiag\n  \
+        cudadiag completions zsh > \"${fpath[1]}/_cudadiag\"\n  \
+        cudadiag completions fish > ~/.config/fish/completions/cudadiag.fish\n  \
+        cudadiag completions elvish >> ~/.config/elvish/rc.elv\n  \
+        cudadiag completions powershell >> $PROFILE"
+    )]
+    Completions(CompletionsArgs),
+    /// Write the manual pages (internal: run by scripts/dist.sh; the release tarball ships them).
+    #[command(name = "__man", hide = true)]
+    Man(ManArgs),
     /// The probe's child process (internal: run by `probe` and `inspect --probe`).
     #[command(name = "__probe", hide = true)]
     ProbeChild,
@@ -387,6 +405,23 @@ pub struct InitArgs {
     /// Overwrite an existing file.
     #[arg(long)]
     pub force: bool,
+}
+
+/// `cudadiag completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `cudadiag __man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `cudadiag.1` and one page per command (`cudadiag-inspect.1`, …) into DIR instead of printing
+    /// `cudadiag.1` to standard output.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `cudadiag codes`.

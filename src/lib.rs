@@ -5,6 +5,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod build_info;
 pub mod cli;
 pub mod commands;
 pub mod facts;

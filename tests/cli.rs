@@ -95,6 +95,20 @@ fn json_fields_read_back() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["tool"]["name"], "cudadiag");
+    assert_eq!(v["tool"]["version"], env!("CARGO_PKG_VERSION"));
+    // Additive: which build wrote the report, and which matrix it carries (the same as `--version`).
+    let long = version_fields();
+    assert_eq!(v["tool"]["commit"], long["commit"].as_str());
+    assert_eq!(v["tool"]["target"], long["target"].as_str());
+    let matrix = v["tool"]["matrix"].as_object().unwrap();
+    assert_eq!(
+        long["matrix"],
+        format!(
+            "{} ({}, data/compat.toml)",
+            matrix["version"].as_str().unwrap(),
+            matrix["date"].as_str().unwrap()
+        )
+    );
     let b = &v["binaries"][0];
     assert_eq!(b["format"], "elf");
     assert_eq!(b["cudart"]["linkage"], "static");
@@ -291,6 +305,163 @@ fn code_list_snapshot() {
     let json = cudadiag().args(["codes", "--format", "json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["codes"].as_array().unwrap().len(), expected.lines().count());
+}
+
+/// `cudadiag --version`'s lines after the first, as `key: value`.
+fn version_fields() -> std::collections::BTreeMap<String, String> {
+    let out = cudadiag().arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(concat!("cudadiag ", env!("CARGO_PKG_VERSION")))
+    );
+    lines
+        .map(|l| {
+            let (k, v) = l
+                .split_once(": ")
+                .unwrap_or_else(|| panic!("not key: value: {l}"));
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn version_names_commit_target_and_matrix() {
+    let f = version_fields();
+    assert_eq!(f.keys().collect::<Vec<_>>(), ["commit", "matrix", "target"]);
+    let commit = f["commit"].strip_suffix("+dirty").unwrap_or(&f["commit"]);
+    assert!(
+        f["commit"] == "unknown" || commit.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{f:?}"
+    );
+    assert!(f["target"].ends_with("-linux-gnu"), "{f:?}");
+    let m = cudadiag::matrix::Matrix::bundled().unwrap();
+    let want = format!("{} ({}, data/compat.toml)", m.version.unwrap(), m.date.unwrap());
+    assert_eq!(f["matrix"], want);
+    // -V stays one line.
+    let short = cudadiag().arg("-V").output().unwrap();
+    assert_eq!(
+        String::from_utf8(short.stdout).unwrap(),
+        concat!("cudadiag ", env!("CARGO_PKG_VERSION"), "\n")
+    );
+}
+
+fn completions(shell: &str) -> String {
+    let out = cudadiag().args(["completions", shell]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "completions {shell}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn completions_for_every_shell_name_the_commands_and_hide_the_internal_ones() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = completions(shell);
+        for command in ["inspect", "doctor", "audit", "explain", "matrix", "completions"] {
+            assert!(script.contains(command), "{shell} completions lack {command}");
+        }
+        assert!(
+            script.contains("no-device-code"),
+            "{shell} completions lack inspect's options"
+        );
+        // `__probe` and `__man` are internal: never offered (bash spells a subcommand `…__subcmd__NAME`).
+        let words = script.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+        for w in words {
+            assert!(
+                !(w == "__man" || w == "__probe" || w.ends_with("____man") || w.ends_with("____probe")),
+                "{shell} completions offer {w}"
+            );
+        }
+    }
+    assert!(
+        cudadiag()
+            .args(["completions", "tcsh"])
+            .assert()
+            .get_output()
+            .status
+            .code()
+            == Some(2)
+    );
+}
+
+/// Each script is valid in its shell (where the shell is installed; bash is on every CI machine).
+#[test]
+fn completion_scripts_parse_in_their_shells() {
+    for (shell, check) in [
+        ("bash", ["bash", "-n"]),
+        ("zsh", ["zsh", "-n"]),
+        ("fish", ["fish", "-n"]),
+    ] {
+        let exists = std::process::Command::new(check[0])
+            .arg("-c")
+            .arg("true")
+            .output()
+            .is_ok();
+        if !exists {
+            assert_ne!(shell, "bash", "bash is needed to check the bash completions");
+            continue;
+        }
+        let t = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(t.path(), completions(shell)).unwrap();
+        let out = std::process::Command::new(check[0])
+            .arg(check[1])
+            .arg(t.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{shell} -n: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn man_pages_cover_every_visible_command() {
+    let out = cudadiag().arg("__man").output().unwrap();
+    assert!(out.status.success());
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.contains(".TH cudadiag 1"), "{page}");
+    for section in [
+        ".SH NAME",
+        ".SH SYNOPSIS",
+        ".SH DESCRIPTION",
+        ".SH OPTIONS",
+        ".SH SUBCOMMANDS",
+    ] {
+        assert!(page.contains(section), "cudadiag.1 lacks {section}");
+    }
+    assert!(page.contains("cudadiag\\-inspect(1)") && !page.contains("__probe"));
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("man1");
+    cudadiag().args(["__man", "--dir"]).arg(&dir).assert().success();
+    let mut pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    pages.sort();
+    for name in [
+        "cudadiag.1",
+        "cudadiag-inspect.1",
+        "cudadiag-audit.1",
+        "cudadiag-completions.1",
+    ] {
+        assert!(pages.contains(&name.to_string()), "{name} not in {pages:?}");
+    }
+    assert!(pages.iter().all(|p| !p.contains("__")), "{pages:?}");
+    let inspect = std::fs::read_to_string(dir.join("cudadiag-inspect.1")).unwrap();
+    assert!(
+        inspect.contains("no\\-device\\-code"),
+        "the inspect page lacks its options"
+    );
+    // `cudadiag --help` points at both.
+    let help = cudadiag().arg("--help").output().unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("completions"));
 }
 
 #[test]

@@ -132,6 +132,25 @@ fn unknown_field_is_refused() {
 }
 
 #[test]
+fn meta_version_and_date_are_read_and_checked() {
+    let m = bundled();
+    let date = m.date.clone().expect("the bundled matrix has a date");
+    assert!(date.len() == 10 && date.starts_with("20"), "{date}");
+    assert!(m.version.as_deref().is_some_and(|v| v.split('.').count() == 3));
+    // Both are optional: a `--matrix` file from before they existed still loads.
+    let without = BUNDLED.replacen(&format!("date = \"{date}\"\n"), "", 1).replacen(
+        "version = \"",
+        "# version = \"",
+        1,
+    );
+    let old = Matrix::parse(&without, "old.toml").unwrap();
+    assert_eq!((old.version, old.date), (None, None));
+    let bad = BUNDLED.replacen(&format!("date = \"{date}\""), "date = \"2026-13-01\"", 1);
+    let e = Matrix::parse(&bad, "bad.toml").unwrap_err().to_string();
+    assert!(e.contains("meta.date \"2026-13-01\" is not a date"), "{e}");
+}
+
+#[test]
 fn catalogue_errors_and_matrix_errors_agree() {
     // A code that says it predicts CUDA error N must be among the findings the matrix lists for N, so that
     // `explain N` leads back to it.

@@ -417,6 +417,22 @@ fn snapshot_gives_the_live_findings() {
         ]);
         assert_eq!(live["findings"], replay["findings"], "{case}");
         assert_eq!(live["host"], replay["host"], "{case}");
+        // The envelope names the build as the JSON report's `tool` does; `tool` stays a string for old readers.
+        let envelope: serde_json::Value = serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
+        assert_eq!(envelope["tool"], concat!("cudadiag ", env!("CARGO_PKG_VERSION")));
+        assert_eq!(envelope["tool_info"], live["tool"], "{case}");
+        // A snapshot written before `tool_info` existed still loads.
+        let mut old = envelope.clone();
+        old.as_object_mut().unwrap().remove("tool_info");
+        std::fs::write(&snap, serde_json::to_vec(&old).unwrap()).unwrap();
+        let replay = run_json(&[
+            "doctor".into(),
+            "--format".into(),
+            "json".into(),
+            "--facts".into(),
+            snap.display().to_string(),
+        ]);
+        assert_eq!(live["findings"], replay["findings"], "{case}");
     }
 }
 

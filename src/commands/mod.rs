@@ -2,6 +2,7 @@
 
 mod audit;
 mod codes;
+mod completions;
 mod doctor;
 mod explain;
 mod inspect;
@@ -102,6 +103,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
         Command::Explain(args) => explain::run(args, out),
         Command::Matrix(args) => matrix::run(args, out),
         Command::Probe(args) => probe::run(args, paint, out),
+        Command::Completions(args) => completions::run(args, out),
+        Command::Man(args) => completions::man(args, out),
         Command::ProbeChild => probe::child(out),
     }
 }

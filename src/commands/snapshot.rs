@@ -1,7 +1,8 @@
 //! `cudadiag snapshot`: the machine's facts (and the binaries' facts) in one JSON file, and reading it back.
 //!
 //! The file is the serialised [`Facts`] model inside a small envelope that names the format version and the
-//! cudadiag that wrote it. Because rules are pure, `doctor --facts FILE` and `inspect --facts FILE` give
+//! cudadiag that wrote it: `tool` (`"cudadiag 0.1.0"`, a string, as format 1 always had it) and `tool_info`,
+//! the same object as the JSON report's `tool` (commit, target, bundled matrix). Because rules are pure, `doctor --facts FILE` and `inspect --facts FILE` give
 //! exactly the findings the machine gave (DESIGN.md, principle 5).
 
 use super::{Outcome, ToolError};
@@ -19,6 +20,9 @@ pub const SNAPSHOT_VERSION: u32 = 1;
 struct Envelope {
     snapshot_version: u32,
     tool: String,
+    /// Absent from snapshots written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool_info: Option<crate::build_info::BuildInfo>,
     facts: Facts,
 }
 
@@ -72,6 +76,7 @@ pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolErro
     let env = Envelope {
         snapshot_version: SNAPSHOT_VERSION,
         tool: format!("cudadiag {}", env!("CARGO_PKG_VERSION")),
+        tool_info: Some(crate::build_info::BuildInfo::current()),
         facts,
     };
     let text = serde_json::to_string_pretty(&env).map_err(|e| ToolError(e.to_string()))?;

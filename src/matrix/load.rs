@@ -110,6 +110,17 @@ impl Ctx<'_> {
     }
 }
 
+/// `YYYY-MM-DD` with a month 1-12 and a day 1-31.
+fn is_iso_date(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    let num = |p: &str, len: usize, max: u32| {
+        p.len() == len
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u32>().is_ok_and(|n| (1..=max).contains(&n))
+    };
+    parts.len() == 3 && num(parts[0], 4, 9999) && num(parts[1], 2, 12) && num(parts[2], 2, 31)
+}
+
 /// Parses and validates.
 pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
     let raw: Raw = toml::from_str(text).map_err(|e| {
@@ -141,6 +152,15 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
         origin,
         sources: &raw.sources,
     };
+    if let Some(date) = &raw.meta.date
+        && !is_iso_date(date)
+    {
+        return Err(MatrixError {
+            origin: origin.to_string(),
+            line: None,
+            message: format!("meta.date \"{date}\" is not a date (YYYY-MM-DD)"),
+        });
+    }
     let mut no_release = Vec::new();
     for s in &raw.meta.no_toolkit_release {
         no_release.push(cx.cuda(0, s)?);
@@ -521,6 +541,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
     Ok(Matrix {
         origin: origin.to_string(),
         sources: raw.sources.clone(),
+        version: raw.meta.version.clone(),
+        date: raw.meta.date.clone(),
         no_toolkit_release: no_release,
         toolkits,
         minor_compat,

@@ -279,6 +279,10 @@ pub struct Matrix {
     pub origin: String,
     /// Source keys → where to read them.
     pub sources: BTreeMap<String, String>,
+    /// The data's release (`[meta] version`, `2026.12.1`), when the file gives one.
+    pub version: Option<String>,
+    /// The day of the data's last change (`[meta] date`, `2026-12-02`), when the file gives one.
+    pub date: Option<String>,
     /// CUDA minor releases that never shipped a toolkit (12.7).
     pub no_toolkit_release: Vec<CudaVersion>,
     /// Table 3, ascending.

@@ -40,6 +40,12 @@ pub(super) struct RawMeta {
     pub(super) compiled: String,
     #[serde(default)]
     pub(super) no_toolkit_release: Vec<String>,
+    /// The data's release (`2026.12.1`); optional so that older `--matrix` files still load.
+    #[serde(default)]
+    pub(super) version: Option<String>,
+    /// The day of the data's last change (`2026-12-02`).
+    #[serde(default)]
+    pub(super) date: Option<String>,
 }
 
 /// Fields every row has.

@@ -17,7 +17,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Serialize)]
 struct Wire<'a> {
     schema_version: u32,
-    tool: Tool,
+    /// `name` and `version` (the contract), plus `commit`, `target` and the bundled `matrix` {`version`,
+    /// `date`} (additive): which build wrote the report and which matrix it carries (`build_info`).
+    tool: crate::build_info::BuildInfo,
     binaries: Vec<Binary<'a>>,
     libraries: Vec<Library<'a>>,
     host: Host<'a>,
@@ -91,12 +93,6 @@ fn libraries(report: &Report) -> Vec<Library<'_>> {
         }
     }
     out
-}
-
-#[derive(Serialize)]
-struct Tool {
-    name: &'static str,
-    version: &'static str,
 }
 
 #[derive(Serialize)]
@@ -386,10 +382,7 @@ fn binary<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::loader::Resolution]) 
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let wire = Wire {
         schema_version: SCHEMA_VERSION,
-        tool: Tool {
-            name: "cudadiag",
-            version: env!("CARGO_PKG_VERSION"),
-        },
+        tool: crate::build_info::BuildInfo::current(),
         binaries: report
             .facts
             .binaries
