@@ -863,7 +863,9 @@ fn escapes(trace: &str, allowed: &[String]) -> Vec<String> {
 
 /// What cudadiag's own process may open outside the root: its own libraries and their loader's cache (at
 /// start, before `main`), the pieces of `/proc/self` and `/sys` the Rust runtime and glibc read (stack guard,
-/// thread count, cgroup CPU quota), and the test's own directory (the inspected input lives there).
+/// thread count, cgroup CPU quota), `/proc/sys/vm/overcommit_memory` (glibc's malloc reads it the first time it
+/// may give a thread arena's memory back, so only on some runs), and the test's own directory (the inspected
+/// input lives there).
 fn runtime_paths(test_dir: &Path) -> Vec<String> {
     let bin = env!("CARGO_BIN_EXE_cudadiag");
     let mut allowed: Vec<String> = [
@@ -873,6 +875,7 @@ fn runtime_paths(test_dir: &Path) -> Vec<String> {
         "/proc/thread-self",
         "/sys/fs/cgroup",
         "/sys/devices/system/cpu",
+        "/proc/sys/vm/overcommit_memory",
         "/dev/null",
     ]
     .iter()
