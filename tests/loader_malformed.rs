@@ -127,3 +127,29 @@ fn a_resolution_over_damaged_files_completes() {
         let _ = cudadiag::rules::loader::evaluate(std::slice::from_ref(&r));
     }
 }
+
+/// Every input a fuzzing campaign crashed on (`tests/data/fuzz/TARGET-what-it-broke`), through the entry point
+/// of its target: each must return. The first: a `DT_HASH` address near `u64::MAX` overflowed the offset of
+/// the table's symbol count (found by `loader_object`).
+#[test]
+fn fuzz_crash_inputs_return() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuzz");
+    let mut ran = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let data = std::fs::read(&path).unwrap();
+        match name.split('-').next().unwrap() {
+            "loader_object" => fuzzing::loader_object(&data),
+            "ld_cache" => fuzzing::ld_cache(&data),
+            "ld_so_image" => fuzzing::ld_so_image(&data),
+            "host_root" => fuzzing::host_root(&data),
+            "wheel" => fuzzing::wheel(&data),
+            "snapshot" => fuzzing::snapshot(&String::from_utf8_lossy(&data)),
+            "config_text" => fuzzing::config_text(&String::from_utf8_lossy(&data)),
+            other => panic!("{name}: no fuzz target called {other}"),
+        }
+        ran += 1;
+    }
+    assert!(ran >= 1, "no crash inputs under {}", dir.display());
+}

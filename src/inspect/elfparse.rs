@@ -98,8 +98,11 @@ pub fn parse(bytes: &[u8]) -> goblin::error::Result<(Elf<'_>, Vec<String>)> {
             Some(sh) => sh.sh_size.checked_div(sh.sh_entsize).map(|n| n as usize),
             None => match (info.gnu_hash, info.hash) {
                 (Some(g), _) => gnu_hash_len(bytes, g as usize, elf.is_64, elf.little_endian),
-                (None, Some(h)) => bytes
-                    .get(h as usize + 4..h as usize + 8)
+                // nchain, the second word of the table; the address comes from the file, so it may be anything.
+                (None, Some(h)) => usize::try_from(h)
+                    .ok()
+                    .and_then(|h| h.checked_add(4))
+                    .and_then(|at| bytes.get(at..at.checked_add(4)?))
                     .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize),
                 _ => None,
             },
@@ -250,7 +253,8 @@ pub fn gnu_hash_chain(
         .bytes()
         .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
     let mut walk = || -> Option<()> {
-        let (nbuckets, symoffset, bloom) = (word(off)?, word(off + 4)?, word(off + 8)?);
+        let (nbuckets, symoffset, bloom) =
+            (word(off)?, word(off.checked_add(4)?)?, word(off.checked_add(8)?)?);
         if nbuckets == 0 {
             return Some(());
         }
@@ -287,7 +291,7 @@ fn gnu_hash_len(data: &[u8], off: usize, is_64: bool, little: bool) -> Option<us
         let b = data.get(at..at.checked_add(4)?)?;
         Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
     };
-    let (nbuckets, symoffset, bloom) = (word(off)?, word(off + 4)?, word(off + 8)?);
+    let (nbuckets, symoffset, bloom) = (word(off)?, word(off.checked_add(4)?)?, word(off.checked_add(8)?)?);
     let buckets = off
         .checked_add(16)?
         .checked_add(bloom.checked_mul(if is_64 { 8 } else { 4 })?)?;
@@ -303,7 +307,7 @@ fn gnu_hash_len(data: &[u8], off: usize, is_64: bool, little: bool) -> Option<us
     loop {
         let h = word(at)?;
         last += 1;
-        at += 4;
+        at = at.checked_add(4)?;
         if h & 1 != 0 {
             return Some(last);
         }
