@@ -56,3 +56,130 @@ pub fn ld_so_image(data: &[u8]) {
     let _ = platform::system_dirs_in(data, true);
     let _ = platform::system_dirs_in(data, false);
 }
+
+/// Renders `facts` with their findings and verdicts in every format, into a sink: the renderers meet whatever
+/// strings the facts hold (a snapshot's, a machine's).
+fn judge_and_render(facts: crate::facts::Facts, matrix: &crate::matrix::Matrix) {
+    use crate::report::{self, OutputFormat, Paint, RenderOptions, Report};
+    let findings = crate::rules::evaluate(&facts, matrix);
+    let verdicts = crate::rules::compat::verdicts(&facts, matrix);
+    let report = Report {
+        facts,
+        findings,
+        verdicts,
+    };
+    for format in [
+        OutputFormat::Human,
+        OutputFormat::Json,
+        OutputFormat::Sarif,
+        OutputFormat::Junit,
+        OutputFormat::Github,
+    ] {
+        let opts = RenderOptions {
+            format,
+            paint: Paint::plain(),
+            verbose: true,
+        };
+        let _ = report::render(&report, &opts, &mut std::io::sink());
+    }
+}
+
+/// A snapshot file (`--facts`): decoded as `snapshot::load` decodes it, then judged and rendered. A snapshot
+/// comes from a customer's machine: no field of it may make a rule or a renderer panic.
+pub fn snapshot(text: &str) {
+    let Ok(matrix) = crate::matrix::Matrix::bundled() else {
+        return;
+    };
+    if let Ok(facts) = crate::commands::snapshot::parse(text, "fuzz") {
+        judge_and_render(facts, &matrix);
+    }
+}
+
+/// Policy and data files: a `cudadiag.toml` policy, a compatibility matrix (`--matrix`, validated as it is
+/// loaded), the pip package table, and `Requires-Dist` lines with their environment markers.
+pub fn config_text(text: &str) {
+    let _ = crate::policy::Policy::parse(text, "fuzz");
+    let _ = crate::rules::wheel::Table::parse(text);
+    let _ = crate::matrix::Matrix::parse(text, "fuzz");
+    let env = crate::inspect::wheel::Env::of_wheel(std::path::Path::new(
+        "x-1-cp311-cp311-manylinux2014_x86_64.whl",
+    ));
+    for line in text.lines().take(256) {
+        let _ = crate::inspect::wheel::requirement(line, &env);
+    }
+}
+
+/// The text files of a machine as `doctor --root` reads them (procfs, sysfs, ld.so.conf, dpkg, pip metadata,
+/// the container and Jetson markers): the bytes are cut at NUL bytes into the files of a small machine tree in
+/// a temporary directory, which is collected, judged and rendered.
+pub fn host_root(data: &[u8]) {
+    const FILES: &[&str] = &[
+        "proc/driver/nvidia/version",
+        "proc/driver/nvidia/gpus/0000:01:00.0/information",
+        "etc/ld.so.conf",
+        "etc/ld.so.conf.d/cuda.conf",
+        "var/lib/dpkg/status",
+        "var/lib/dpkg/info/libcudart12.list",
+        "proc/self/status",
+        "proc/modules",
+        "proc/1/cgroup",
+        "sys/module/nvidia/version",
+        "etc/nv_tegra_release",
+        "usr/local/cuda-12.4/version.json",
+        "usr/lib/python3/dist-packages/nvidia_cuda_runtime_cu12-12.4.127.dist-info/RECORD",
+        "usr/lib/python3/dist-packages/nvidia_cuda_runtime_cu12-12.4.127.dist-info/METADATA",
+        "opt/conda/conda-meta/cuda-cudart-12.4.127-0.json",
+        "etc/ld.so.preload",
+    ];
+    let Ok(dir) = tempfile::tempdir() else {
+        return;
+    };
+    for (chunk, path) in data.split(|&b| b == 0).zip(FILES) {
+        let file = dir.path().join(path);
+        if let Some(parent) = file.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let _ = std::fs::write(file, chunk);
+    }
+    let Ok(matrix) = crate::matrix::Matrix::bundled() else {
+        return;
+    };
+    let root = crate::system::Root::at(dir.path());
+    let env = crate::system::Env::empty();
+    let opts = crate::host::CollectOptions {
+        skip_catalog: false,
+        progress: None,
+    };
+    let host = crate::host::collect(&root, &env, &opts);
+    judge_and_render(
+        crate::facts::Facts {
+            host: Some(host),
+            ..Default::default()
+        },
+        &matrix,
+    );
+}
+
+/// A Python wheel (a zip archive): opened and every member inspected as `audit` does, through a temporary
+/// file since the wheel reader works on files.
+pub fn wheel(data: &[u8]) {
+    let Ok(dir) = tempfile::tempdir() else {
+        return;
+    };
+    let file = dir.path().join("fuzz-1.0-py3-none-any.whl");
+    if std::fs::write(&file, data).is_err() {
+        return;
+    }
+    let opts = crate::inspect::InspectOptions {
+        depth: crate::inspect::Depth::Full,
+        max_decompressed: 16 << 20,
+        // A small run budget: a wheel's members are inflated to temporary files, and a fuzzing run must not
+        // fill the disk.
+        budget: std::sync::Arc::new(crate::inspect::budget::Budget::new(
+            256 << 20,
+            std::time::Duration::from_secs(10),
+        )),
+    };
+    let (mut binaries, mut wheels) = (Vec::new(), Vec::new());
+    crate::inspect::wheel::wheel(&file, &opts, &mut binaries, &mut wheels);
+}

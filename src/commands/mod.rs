@@ -8,7 +8,7 @@ mod explain;
 mod inspect;
 mod matrix;
 mod probe;
-mod snapshot;
+pub(crate) mod snapshot;
 mod targets;
 
 use crate::cli::{Cli, Command};

@@ -30,22 +30,25 @@ struct Envelope {
 pub fn load(path: &Path) -> Result<Facts, ToolError> {
     let text = crate::system::read::read_to_string(path, crate::system::read::SNAPSHOT)
         .map_err(|e| ToolError(format!("cannot read {}: {e}", path.display())))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Decodes a snapshot's text; `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<Facts, ToolError> {
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| ToolError(format!("{} is not JSON: {e}", path.display())))?;
-    let bad = |e: serde_json::Error| ToolError(format!("{} is not a cudadiag snapshot: {e}", path.display()));
+        serde_json::from_str(text).map_err(|e| ToolError(format!("{origin} is not JSON: {e}")))?;
+    let bad = |e: serde_json::Error| ToolError(format!("{origin} is not a cudadiag snapshot: {e}"));
     if let Some(version) = value.get("snapshot_version") {
         // The version first: a newer format's facts need not decode here, and "upgrade" is the useful answer.
         let version = version.as_u64().ok_or_else(|| {
             ToolError(format!(
-                "{} is not a cudadiag snapshot: snapshot_version is {version}, not a number",
-                path.display()
+                "{origin} is not a cudadiag snapshot: snapshot_version is {version}, not a number"
             ))
         })?;
         if version > u64::from(SNAPSHOT_VERSION) {
             return Err(ToolError(format!(
-                "{}: snapshot version {version} is newer than this cudadiag understands (max {SNAPSHOT_VERSION}): \
-                 upgrade cudadiag",
-                path.display()
+                "{origin}: snapshot version {version} is newer than this cudadiag understands (max {SNAPSHOT_VERSION}): \
+                 upgrade cudadiag"
             )));
         }
         let env: Envelope = serde_json::from_value(value).map_err(bad)?;
