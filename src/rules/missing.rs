@@ -127,6 +127,18 @@ fn listing(names: &[String]) -> String {
     }
 }
 
+/// "the CUDA 12 library libcudart.so.12 that X requires" or "3 CUDA 12 libraries that X requires (a, b, c)".
+fn phrase(names: &[String], adjective: &str, tail: &str) -> String {
+    match names {
+        [one] => format!("the {adjective} library {one}{tail}"),
+        _ => format!(
+            "{} {adjective} libraries{tail} ({})",
+            names.len(),
+            names.join(", ")
+        ),
+    }
+}
+
 /// The common head of a grouped finding: its SONAMEs and request count.
 fn grouped(mut f: Finding, r: &Resolution, names: Vec<String>, requests: usize) -> Finding {
     f.sonames = names;
@@ -200,7 +212,7 @@ fn majors(names: &[String]) -> BTreeSet<u32> {
 fn packages_missing(r: &Resolution, how: &Installed, ls: &[&Library]) -> Finding {
     let names = sonames(ls);
     let majors = majors(&names);
-    let (whose, help, evidence) = match how {
+    let (what, help, evidence) = match how {
         Installed::Pip { site, dist } => pip_fix(&names, &majors, site, dist.as_ref()),
         Installed::Conda { prefix } => conda_fix(&names, &majors, prefix),
         Installed::System { manager } => system_fix(&names, &majors, *manager),
@@ -208,9 +220,8 @@ fn packages_missing(r: &Resolution, how: &Installed, ls: &[&Library]) -> Finding
     let mut f = Finding::new(
         Code::LibraryNotFound,
         format!(
-            "{}: {} {whose} will not load ({} request{}): cannot open shared object file",
+            "{}: {what} will not load ({} request{}): cannot open shared object file",
             r.binary,
-            listing(&names),
             ls.len(),
             plural(ls.len()),
         ),
@@ -352,7 +363,7 @@ fn pip_fix(names: &[String], majors: &BTreeSet<u32>, site: &str, dist: Option<&P
     let quoted: Vec<String> = pins.iter().map(|p| format!("'{p}'")).collect();
     match dist {
         Some(d) => (
-            format!("that {} {} requires", d.name, d.version),
+            phrase(names, "CUDA", &format!(" that {} {} requires", d.name, d.version)),
             format!(
                 "Install what {} {} declares (its Requires-Dist): `pip install {}`; or reinstall it with its \
                  dependencies: `pip install --force-reinstall {}=={}`.",
@@ -365,7 +376,11 @@ fn pip_fix(names: &[String], majors: &BTreeSet<u32>, site: &str, dist: Option<&P
             evidence,
         ),
         None => (
-            format!("of the NVIDIA wheels (pip layout in {site})"),
+            phrase(
+                names,
+                &format!("CUDA {}", majors_text(majors)),
+                " of NVIDIA's wheels",
+            ),
             format!(
                 "Install the NVIDIA wheels that provide them into the environment of {site}: `pip install {}`{}.",
                 quoted.join(" "),
@@ -403,6 +418,7 @@ fn toolkit_alternative(t: &super::wheel::Table, pins: &[String]) -> String {
 fn rows<'a>(
     names: &'a [String],
     majors: &BTreeSet<u32>,
+    label: &str,
     pick: impl Fn(&packages::Row) -> &str,
 ) -> (Vec<String>, Vec<String>, bool) {
     let Some(t) = packages::bundled() else {
@@ -413,16 +429,24 @@ fn rows<'a>(
         let Some(row) = t.row(name) else { continue };
         let pattern = pick(row);
         minor |= packages::per_minor(pattern);
+        let mut these = Vec::new();
         for m in majors {
             let p = packages::name_for(pattern, *m);
-            if !pkgs.contains(&p) {
-                pkgs.push(p);
+            if !these.contains(&p) {
+                these.push(p);
             }
         }
         evidence.push(format!(
-            "{name} is packaged as {pattern} [cuda_packages.toml: {}]",
+            "{name} is in the {label} package {} [cuda_packages.toml: {}]",
+            these.join(" or "),
             row.source
         ));
+        pkgs.extend(
+            these
+                .into_iter()
+                .filter(|p| !pkgs.contains(p))
+                .collect::<Vec<_>>(),
+        );
     }
     (pkgs, evidence, minor)
 }
@@ -433,13 +457,17 @@ fn majors_text(majors: &BTreeSet<u32>) -> String {
 
 /// conda: the conda-forge packages, pinned to the CUDA major with `cuda-version`.
 fn conda_fix(names: &[String], majors: &BTreeSet<u32>, prefix: &str) -> Fix {
-    let (pkgs, evidence, _) = rows(names, majors, |r| &r.conda);
+    let (pkgs, evidence, _) = rows(names, majors, "conda-forge", |r| &r.conda);
     let version = match majors.iter().collect::<Vec<_>>().as_slice() {
         [m] => format!(" 'cuda-version={m}'"),
         _ => String::new(),
     };
     (
-        format!("(CUDA {}) of the conda environment {prefix}", majors_text(majors)),
+        phrase(
+            names,
+            &format!("CUDA {}", majors_text(majors)),
+            &format!(" of the conda environment {prefix}"),
+        ),
         format!(
             "Install them into the environment: `conda install -p {prefix} -c conda-forge {}{version}`.",
             pkgs.join(" ")
@@ -455,14 +483,22 @@ fn system_fix(
     manager: Option<crate::loader::origin::PackageManager>,
 ) -> Fix {
     use crate::loader::origin::PackageManager;
-    let (deb, evidence, minor) = rows(names, majors, |r| &r.deb);
-    let (rpm, _, _) = rows(names, majors, |r| &r.rpm);
+    let (deb, deb_evidence, minor) = rows(names, majors, "deb", |r| &r.deb);
+    let (rpm, rpm_evidence, _) = rows(names, majors, "rpm", |r| &r.rpm);
+    let evidence = match manager {
+        Some(PackageManager::Rpm) => rpm_evidence,
+        _ => deb_evidence,
+    };
     let first = deb.first().cloned().unwrap_or_default();
+    let stem = first.strip_suffix("-N").unwrap_or(&first);
+    let list = match manager {
+        Some(PackageManager::Dpkg) => format!("`apt-cache search --names-only '^{stem}-'`"),
+        Some(PackageManager::Rpm) => format!("`dnf list '{stem}-*'`"),
+        None => format!("`apt-cache search --names-only '^{stem}-'` or `dnf list '{stem}-*'`"),
+    };
     let n = if minor {
-        let stem = first.strip_suffix("-N").unwrap_or(&first);
         format!(
-            " (N: the CUDA {} minor release it was built with; `apt-cache search --names-only '^{stem}-'` or \
-             `dnf list '{stem}-*'` lists them)",
+            " (N: the CUDA {} minor release it was built with; {list} lists them)",
             majors_text(majors)
         )
     } else {
@@ -478,7 +514,7 @@ fn system_fix(
         ),
     };
     (
-        format!("(CUDA {})", majors_text(majors)),
+        phrase(names, &format!("CUDA {}", majors_text(majors)), ""),
         format!(
             "Install the CUDA {} libraries from NVIDIA's repository: {how}{n}; or, in a Python environment, \
              the pip wheels (`cudadiag explain \"{}: cannot open shared object file\"` names them).",
