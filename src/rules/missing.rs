@@ -415,8 +415,8 @@ fn toolkit_alternative(t: &super::wheel::Table, pins: &[String]) -> String {
 }
 
 /// The system/conda rows of a group's SONAMEs, each with its package names for the majors.
-fn rows<'a>(
-    names: &'a [String],
+fn rows(
+    names: &[String],
     majors: &BTreeSet<u32>,
     label: &str,
     pick: impl Fn(&packages::Row) -> &str,
@@ -562,4 +562,95 @@ fn one(r: &Resolution, ls: &[&Library]) -> Finding {
         f = f.because(format!("on disk: {}", copy_line(c)));
     }
     grouped(f, r, vec![l.soname.clone()], ls.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loader::origin::{Origin, PackageManager};
+
+    fn missing(soname: &str, by: &str, index: usize) -> Library {
+        Library {
+            soname: soname.into(),
+            needed_by: by.into(),
+            needed_by_index: index,
+            path: None,
+            how: How::NotFound,
+            via: None,
+            object: None,
+            dlopen: false,
+            preload: false,
+            reason: None,
+            trail: Vec::new(),
+            intended: None,
+            copies: Vec::new(),
+            completions: Vec::new(),
+            error: None,
+        }
+    }
+
+    fn system(object: &str) -> Origin {
+        Origin {
+            object: object.into(),
+            installed: Installed::System {
+                manager: Some(PackageManager::Rpm),
+            },
+        }
+    }
+
+    #[test]
+    fn one_library_several_requesters_is_one_finding_counting_them() {
+        let r = Resolution {
+            binary: "/app".into(),
+            libraries: vec![
+                missing("libfoo.so.1", "/app", 0),
+                missing("libfoo.so.1", "/lib/a.so", 1),
+                missing("libfoo.so.1", "/lib/b.so", 2),
+            ],
+            origins: vec![system("/app"), system("/lib/a.so"), system("/lib/b.so")],
+            ..Resolution::default()
+        };
+        let f = library_not_found(&r);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].requests, f[0].sonames.as_slice()),
+            (Some(3), &["libfoo.so.1".to_string()][..])
+        );
+        assert!(
+            f[0].message.contains("needed by /app and 2 others"),
+            "{}",
+            f[0].message
+        );
+    }
+
+    #[test]
+    fn cuda_libraries_of_the_system_are_one_finding_with_rpm_names() {
+        let r = Resolution {
+            binary: "/app".into(),
+            libraries: vec![
+                missing("libcudart.so.12", "/app", 0),
+                missing("libcudnn.so.9", "/app", 0),
+                missing("libfoo.so.1", "/app", 0),
+            ],
+            origins: vec![system("/app")],
+            ..Resolution::default()
+        };
+        let f = library_not_found(&r);
+        assert_eq!(f.len(), 2, "the CUDA pair, and libfoo alone: {f:#?}");
+        assert_eq!(f[0].sonames, ["libcudart.so.12", "libcudnn.so.9"]);
+        // libcudnn.so.9 is CUDA 12 or 13; libcudart.so.12 settles it.
+        assert!(
+            f[0].help
+                .contains("sudo dnf install cuda-cudart-12-N libcudnn9-cuda-12"),
+            "{}",
+            f[0].help
+        );
+        assert!(!f[0].help.contains("apt-get"), "{}", f[0].help);
+        // Near miss: found libraries are no finding.
+        let mut ok = r.clone();
+        for l in &mut ok.libraries {
+            l.how = How::DefaultPath;
+        }
+        assert!(library_not_found(&ok).is_empty());
+    }
 }
