@@ -437,6 +437,31 @@ fn torch_without_its_cuda_wheels_is_one_finding_naming_its_pins() {
     for so in TORCH_CUDA {
         assert!(verbose.contains(&format!("{so} not found")), "{so}:\n{verbose}");
     }
+    // A CUDA toolkit off the search path does not change the answer: torch pins its own wheels; the copy is
+    // named in the evidence.
+    bare_lib(
+        &root.join("usr/local/cuda-13.0/targets/x86_64-linux/lib"),
+        "libcudart.so.13",
+        &[],
+        &[],
+    );
+    let (_, text) = inspect_in(&root, &torch, &["--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let nf = not_found(&doc);
+    assert_eq!(nf.len(), 1, "{nf:#?}");
+    assert!(
+        nf[0]["help"]
+            .as_str()
+            .unwrap()
+            .contains("'nvidia-cudnn-cu13==9.19.0.56'")
+    );
+    assert!(
+        nf[0]["evidence"]
+            .to_string()
+            .contains("libcudart.so.13: a copy is on disk, off the search path: /usr/local/cuda-13.0/"),
+        "{}",
+        nf[0]["evidence"]
+    );
 }
 
 /// Near miss: the same venv with the wheels in their real layout loads everything.

@@ -103,11 +103,12 @@ pub fn fill(root: &Root, res: &mut Resolution) {
     } else {
         None
     };
+    let mut records = Records::default();
     for i in requesters {
         let Some(o) = res.objects.get(i) else {
             continue;
         };
-        let installed = of(root, &o.realpath).unwrap_or(Installed::System { manager });
+        let installed = of(root, &o.realpath, &mut records).unwrap_or(Installed::System { manager });
         res.origins.push(Origin {
             object: o.path.clone(),
             installed,
@@ -115,11 +116,36 @@ pub fn fill(root: &Root, res: &mut Resolution) {
     }
 }
 
+/// The files each `*.dist-info/RECORD` lists, read once per run (torch's lists some twenty thousand, and
+/// several of its libraries may miss a library).
+#[derive(Default)]
+struct Records(std::collections::HashMap<std::path::PathBuf, Option<std::collections::HashSet<String>>>);
+
+impl Records {
+    fn lists(&mut self, root: &Root, info: &Path, rel: &str) -> bool {
+        self.0
+            .entry(info.to_path_buf())
+            .or_insert_with(|| {
+                let text = root
+                    .read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA)
+                    .ok()?;
+                Some(
+                    text.lines()
+                        .filter_map(|l| l.split(',').next())
+                        .map(str::to_string)
+                        .collect(),
+                )
+            })
+            .as_ref()
+            .is_some_and(|files| files.contains(rel))
+    }
+}
+
 /// How the object at `real` (a real path inside the root) was installed, when pip or conda did it.
-fn of(root: &Root, real: &str) -> Option<Installed> {
+fn of(root: &Root, real: &str, records: &mut Records) -> Option<Installed> {
     let path = Path::new(real);
     if let Some((site, rel)) = site_packages(path) {
-        let dist = owning_dist(root, &site, &rel);
+        let dist = owning_dist(root, &site, &rel, records);
         // conda installs Python packages with a dist-info too, and says so in its INSTALLER file.
         if dist.as_ref().is_some_and(|(_, installer)| installer == "conda")
             && let Some(prefix) = conda_prefix(root, path)
@@ -164,7 +190,7 @@ fn conda_prefix(root: &Root, path: &Path) -> Option<String> {
 /// The distribution of `site` whose `RECORD` lists `rel`, with its installer (`pip`, `conda`, `uv`). The
 /// distributions named like the top-level directory of `rel` are read first (`torch/lib/x.so` →
 /// `torch-*.dist-info`), so the usual case reads one RECORD.
-fn owning_dist(root: &Root, site: &Path, rel: &Path) -> Option<(PipDist, String)> {
+fn owning_dist(root: &Root, site: &Path, rel: &Path, records: &mut Records) -> Option<(PipDist, String)> {
     let top = rel
         .components()
         .next()
@@ -183,13 +209,7 @@ fn owning_dist(root: &Root, site: &Path, rel: &Path) -> Option<(PipDist, String)
         .collect();
     infos.sort();
     for (_, info) in infos {
-        let Ok(record) = root.read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA) else {
-            continue;
-        };
-        if !record
-            .lines()
-            .any(|l| l.split(',').next() == Some(rel_s.as_ref()))
-        {
+        if !records.lists(root, &info, &rel_s) {
             continue;
         }
         let metadata = info.join("METADATA");

@@ -74,15 +74,36 @@ fn cause(r: &Resolution, l: &Library) -> Cause {
     if l.dlopen || l.soname.contains('/') {
         return Cause::One(format!("{}\0{}", l.soname, l.dlopen));
     }
+    let origin = r.origins.iter().find(|o| o.object == l.needed_by);
+    // A pip distribution that declares the library wants its own pinned wheel, not a toolkit's copy that
+    // happens to be on disk (the copy is named in the evidence).
+    if let Some(o) = origin
+        && let Installed::Pip { dist: Some(d), .. } = &o.installed
+        && declared_by(d, &l.soname).is_some()
+    {
+        return Cause::Packages(o.installed.clone());
+    }
     if let Some(c) = l.copies.iter().find(|c| c.same_name && c.unusable.is_none()) {
         return Cause::OffPath(dir_of(&c.path).to_string());
     }
     let known = packages::pip().is_some_and(|t| t.is_cuda_library(&l.soname))
         || packages::bundled().is_some_and(|t| t.row(&l.soname).is_some());
-    match r.origins.iter().find(|o| o.object == l.needed_by) {
+    match origin {
         Some(o) if known => Cause::Packages(o.installed.clone()),
         _ => Cause::One(l.soname.clone()),
     }
+}
+
+/// The `Requires-Dist` line of `d` that installs `soname` (through the pip table), when one does.
+fn declared_by<'d>(d: &'d PipDist, soname: &str) -> Option<&'d crate::loader::origin::MetadataLine> {
+    let t = packages::pip()?;
+    let env = crate::inspect::wheel::Env::default();
+    d.requires.iter().find(|line| {
+        crate::inspect::wheel::requirement(&line.text, &env)
+            .filter(|req| req.installed != crate::facts::Installed::Never)
+            .and_then(|req| t.cuda_dependency(&req))
+            .is_some_and(|dep| dep.sonames.iter().any(|s| s == soname))
+    })
 }
 
 fn dir_of(p: &str) -> &str {
@@ -246,20 +267,30 @@ fn packages_missing(r: &Resolution, how: &Installed, ls: &[&Library]) -> Finding
     ));
     let mut nowhere = Vec::new();
     for name in &names {
-        let others: Vec<String> = ls
+        let usable: Vec<&crate::loader::Copy> = ls
             .iter()
             .find(|l| &l.soname == name)
-            .map(|l| {
-                l.copies
-                    .iter()
-                    .filter(|c| c.unusable.is_none())
-                    .map(copy_line)
-                    .collect()
-            })
+            .map(|l| l.copies.iter().filter(|c| c.unusable.is_none()).collect())
             .unwrap_or_default();
-        if others.is_empty() {
+        let off_path: Vec<String> = usable
+            .iter()
+            .filter(|c| c.same_name)
+            .map(|c| copy_line(c))
+            .collect();
+        let others: Vec<String> = usable
+            .iter()
+            .filter(|c| !c.same_name)
+            .map(|c| copy_line(c))
+            .collect();
+        if !off_path.is_empty() {
+            f = f.because(format!(
+                "{name}: a copy is on disk, off the search path: {}",
+                off_path.join(", ")
+            ));
+        }
+        if usable.is_empty() {
             nowhere.push(name.as_str());
-        } else {
+        } else if !others.is_empty() {
             f = f.because(format!(
                 "{name}: only other versions on disk: {}",
                 others.join(", ")
@@ -302,20 +333,12 @@ fn pip_fix(names: &[String], majors: &BTreeSet<u32>, site: &str, dist: Option<&P
             vec![],
         );
     };
-    let env = crate::inspect::wheel::Env::default();
     let mut pins: Vec<String> = Vec::new();
     // Per Requires-Dist line that provides some of them: the line and the libraries it installs.
     let mut from: Vec<(&crate::loader::origin::MetadataLine, Vec<&str>)> = Vec::new();
     let mut unpinned: Vec<&String> = Vec::new();
     for name in names {
-        let by = dist.and_then(|d| {
-            d.requires.iter().find(|line| {
-                crate::inspect::wheel::requirement(&line.text, &env)
-                    .filter(|req| req.installed != crate::facts::Installed::Never)
-                    .and_then(|req| t.cuda_dependency(&req))
-                    .is_some_and(|dep| dep.sonames.contains(name))
-            })
-        });
+        let by = dist.and_then(|d| declared_by(d, name));
         match by {
             Some(line) => match from.iter_mut().find(|(l, _)| *l == line) {
                 Some((_, ns)) => ns.push(name),
