@@ -95,7 +95,9 @@ pub enum Command {
         the dynamic loader, NVML and the container runtime map to the findings that predict them.\n\n\
         Examples:\n  cudadiag explain CD100\n  cudadiag explain \"no kernel image is available for execution on the device\"\n  \
         cudadiag explain --format json \"Failed to initialize NVML: Driver/library version mismatch\"\n  \
-        cudadiag explain 209 --check ./app --gpu 9.0 --driver 580.159.04   (is that why ./app fails there?)"
+        cudadiag explain 209 --check ./app --gpu 9.0 --driver 580.159.04   (is that why ./app fails there?)\n  \
+        cudadiag explain \"libcudart.so.12: cannot open shared object file\"   (its CUDA major, the pip/conda/apt/dnf \
+        packages that install it, and where copies are on this machine)"
     )]
     Explain(ExplainArgs),
     /// Query the bundled compatibility matrix.
@@ -168,6 +170,9 @@ pub struct ExplainArgs {
     /// What-if targets for --check, and the matrix.
     #[command(flatten)]
     pub target: TargetArgs,
+    /// For a library the query names (`libcudart.so.12`): look for its copies under DIR instead of `/`.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = DocFormat::Human)]
     pub format: DocFormat,

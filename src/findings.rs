@@ -136,6 +136,13 @@ pub struct Finding {
     /// The input this finding is about, when it is about one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// For a finding that groups libraries under one cause (`library-not-found`): every SONAME it covers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sonames: Vec<String>,
+    /// For such a finding: how many library requests the cause breaks (one SONAME may be needed by several
+    /// objects). Each request, with its search trail, is in the report's `libraries`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<usize>,
 }
 
 impl Finding {
@@ -150,6 +157,8 @@ impl Finding {
             evidence: Vec::new(),
             help: help.into(),
             path: None,
+            sonames: Vec::new(),
+            requests: None,
         }
     }
 

@@ -317,3 +317,76 @@ fn explain_glibc_version_not_found() {
         .collect();
     assert_eq!(slugs, ["symbol-version-missing", "library-shadowed"]);
 }
+
+/// A pasted loader error names a library: its CUDA major, its packages, and its copies under `--root`.
+#[test]
+fn explain_a_missing_library_names_its_packages_and_copies() {
+    let t = tempfile::tempdir().unwrap();
+    let lib = t.path().join("usr/local/cuda-13.0/targets/x86_64-linux/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    let src = t.path().join("s.c");
+    std::fs::write(&src, "int f(void) { return 1; }\n").unwrap();
+    let out = lib.join("libcudart.so.13.0.96");
+    let ok = std::process::Command::new("cc")
+        .args([
+            "-shared",
+            "-fPIC",
+            "-nostdlib",
+            "-Wl,-soname,libcudart.so.13",
+            "-o",
+        ])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let root = t.path().to_str().unwrap();
+    let query =
+        "./app: error while loading shared libraries: libcudart.so.12: cannot open shared object file";
+    let (code, text, err) = run(&["explain", "--root", root, query]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.starts_with("libcudart.so.12: a CUDA 12 library\n"), "{text}");
+    assert!(
+        text.contains("pip install nvidia-cuda-runtime-cu12 (or 'cuda-toolkit[cudart]==12.*')"),
+        "{text}"
+    );
+    assert!(
+        text.contains("conda install -c conda-forge cuda-cudart 'cuda-version=12'"),
+        "{text}"
+    );
+    assert!(text.contains("sudo apt-get install cuda-cudart-12-N"), "{text}");
+    assert!(text.contains("sudo dnf install cuda-cudart-12-N"), "{text}");
+    assert!(
+        text.contains("another version: /usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13.0.96"),
+        "{text}"
+    );
+    assert!(text.contains("CD200  library-not-found"), "{text}");
+    // JSON: the same, field by field.
+    let v = json(&["explain", "--format", "json", "--root", root, query]);
+    let l = &v["libraries"][0];
+    assert_eq!(l["library"], "libcudart.so.12");
+    assert_eq!(l["majors"], serde_json::json!([12]));
+    assert_eq!(l["pip"][0]["name"], "nvidia-cuda-runtime-cu12");
+    assert_eq!(l["conda"], "cuda-cudart");
+    assert_eq!(l["deb"], serde_json::json!(["cuda-cudart-12-N"]));
+    assert_eq!(l["copies"][0]["same_name"], false);
+    // Its CUDA 13 counterpart is found where it is, by its own name; a library no table knows says so.
+    let (_, text, _) = run(&[
+        "explain",
+        "--root",
+        root,
+        "libcudart.so.13: cannot open shared object file",
+    ]);
+    assert!(
+        text.contains("pip install nvidia-cuda-runtime (or 'cuda-toolkit[cudart]==13.*')"),
+        "{text}"
+    );
+    let (_, text, _) = run(&[
+        "explain",
+        "--root",
+        root,
+        "libfoo.so.1: cannot open shared object file",
+    ]);
+    assert!(text.contains("libfoo.so.1: not a CUDA library"), "{text}");
+    assert!(text.contains("no copy found"), "{text}");
+}

@@ -279,3 +279,333 @@ fn glibc_floor_in_json_and_glibc_too_old_through_root_and_snapshot() {
     assert_eq!(doc["host"]["glibc"]["version"], "2.36");
     assert!(glibc_findings(&doc).is_empty(), "{}", doc["findings"]);
 }
+
+/// A library with SONAME `soname` and no dependency, not even libc (`-nostdlib`): the roots below hold no
+/// libc, and nothing else should be missing.
+fn bare_lib(dir: &Path, soname: &str, deps: &[&Path], flags: &[&str]) -> std::path::PathBuf {
+    let mut all = vec!["-nostdlib"];
+    all.extend_from_slice(flags);
+    build::lib(dir, soname, "f", deps, &all)
+}
+
+/// Stub libraries with these SONAMEs in `dir`, to link against (and remove after).
+fn stubs(dir: &Path, sonames: &[&str]) -> Vec<std::path::PathBuf> {
+    sonames.iter().map(|s| bare_lib(dir, s, &[], &[])).collect()
+}
+
+/// torch 2.11.0's `Requires-Dist` lines (its METADATA, read from the PyPI wheel torch-2.11.0-cp311-cp311-
+/// manylinux_2_28_x86_64.whl), the CUDA part, and the RPATH of its libraries (libc10_cuda.so of that wheel).
+const TORCH_REQUIRES: &str = "Metadata-Version: 2.4\nName: torch\nVersion: 2.11.0\n\
+Requires-Dist: filelock\n\
+Requires-Dist: typing-extensions>=4.10.0\n\
+Requires-Dist: cuda-toolkit[cublas,cudart,cufft,cufile,cupti,curand,cusolver,cusparse,nvjitlink,nvrtc,nvtx]==13.0.2; platform_system == \"Linux\"\n\
+Requires-Dist: cuda-bindings<14,>=13.0.3; platform_system == \"Linux\"\n\
+Requires-Dist: nvidia-cudnn-cu13==9.19.0.56; platform_system == \"Linux\"\n\
+Requires-Dist: nvidia-cusparselt-cu13==0.8.0; platform_system == \"Linux\"\n\
+Requires-Dist: nvidia-nccl-cu13==2.28.9; platform_system == \"Linux\"\n\
+Requires-Dist: nvidia-nvshmem-cu13==3.4.5; platform_system == \"Linux\"\n\
+Requires-Dist: triton==3.6.0; platform_system == \"Linux\"\n\
+Requires-Dist: optree>=0.13.0; extra == \"optree\"\n\n\
+The description.\n";
+const TORCH_RPATH: &str = "-Wl,-rpath,$ORIGIN/../../nvidia/cudnn/lib:$ORIGIN/../../nvidia/nvshmem/lib:\
+$ORIGIN/../../nvidia/nccl/lib:$ORIGIN/../../nvidia/cusparselt/lib:$ORIGIN/../../nvidia/cu13/lib:$ORIGIN";
+const TORCH_CUDA: [&str; 12] = [
+    "libcudart.so.13",
+    "libcublas.so.13",
+    "libcublasLt.so.13",
+    "libcudnn.so.9",
+    "libnccl.so.2",
+    "libcusparse.so.12",
+    "libcufft.so.12",
+    "libcurand.so.10",
+    "libcusparseLt.so.0",
+    "libnvshmem_host.so.3",
+    "libcupti.so.13",
+    "libnvrtc.so.13",
+];
+
+/// A root with a venv holding torch 2.11.0 (its libtorch_cuda.so and libc10_cuda.so, their RPATH, its
+/// dist-info) and none of the NVIDIA wheels it requires; with `wheels`, the wheels are installed in their real
+/// layout (`nvidia/cu13/lib`, `nvidia/cudnn/lib`, …). Returns the root and libtorch_cuda.so.
+fn torch_venv(t: &Path, wheels: bool) -> (std::path::PathBuf, std::path::PathBuf) {
+    let root = t.join("root");
+    let site = root.join("venv/lib/python3.12/site-packages");
+    let scratch = t.join("scratch");
+    let deps = stubs(&scratch, &TORCH_CUDA);
+    let lib = site.join("torch/lib");
+    let flags = ["-Wl,--disable-new-dtags", TORCH_RPATH];
+    let c10 = bare_lib(&lib, "libc10_cuda.so", &[&deps[0]], &flags);
+    let mut all: Vec<&Path> = vec![&c10];
+    all.extend(deps.iter().map(|d| d.as_path()));
+    let torch = bare_lib(&lib, "libtorch_cuda.so", &all, &flags);
+    std::fs::remove_dir_all(&scratch).unwrap();
+    let info = site.join("torch-2.11.0.dist-info");
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(info.join("METADATA"), TORCH_REQUIRES).unwrap();
+    std::fs::write(
+        info.join("RECORD"),
+        "torch/__init__.py,sha256=x,1\ntorch/lib/libtorch_cuda.so,sha256=x,1\ntorch/lib/libc10_cuda.so,sha256=x,1\n",
+    )
+    .unwrap();
+    if wheels {
+        for so in TORCH_CUDA {
+            let dir = match so {
+                "libcudnn.so.9" => "cudnn",
+                "libnccl.so.2" => "nccl",
+                "libcusparseLt.so.0" => "cusparselt",
+                "libnvshmem_host.so.3" => "nvshmem",
+                _ => "cu13",
+            };
+            bare_lib(&site.join("nvidia").join(dir).join("lib"), so, &[], &[]);
+        }
+    }
+    (root, torch)
+}
+
+/// Runs `cudadiag --color never inspect --root ROOT --clear-env [extra] PATH`: exit code and stdout.
+fn inspect_in(root: &Path, path: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["--color", "never", "inspect", "--clear-env", "--root"])
+        .arg(root)
+        .args(extra)
+        .arg(path)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn not_found(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["slug"] == "library-not-found")
+        .collect()
+}
+
+/// Issue 20's case: torch installed without the CUDA wheels it requires is one finding, whose fix is torch's
+/// own pins; the JSON keeps every request and its trail.
+#[test]
+fn torch_without_its_cuda_wheels_is_one_finding_naming_its_pins() {
+    let t = tempfile::tempdir().unwrap();
+    let (root, torch) = torch_venv(t.path(), false);
+    let (code, text) = inspect_in(&root, &torch, &["--format", "json"]);
+    assert_eq!(code, Some(1));
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let nf = not_found(&doc);
+    assert_eq!(nf.len(), 1, "{nf:#?}");
+    let f = nf[0];
+    assert_eq!(f["sonames"].as_array().unwrap().len(), 12, "{f}");
+    // libcudart.so.13 is needed by libtorch_cuda.so and libc10_cuda.so: 13 requests.
+    assert_eq!(f["requests"], 13, "{f}");
+    let help = f["help"].as_str().unwrap();
+    assert!(help.contains("'nvidia-cudnn-cu13==9.19.0.56'"), "{help}");
+    assert!(help.contains("'cuda-toolkit[cublas,cudart,"), "{help}");
+    assert!(
+        help.contains("pip install --force-reinstall torch==2.11.0"),
+        "{help}"
+    );
+    assert!(
+        !help.contains("cuda-bindings") && !help.contains("triton"),
+        "{help}"
+    );
+    let evidence = f["evidence"].to_string();
+    assert!(
+        evidence.contains("torch-2.11.0.dist-info/METADATA:8: Requires-Dist: nvidia-cudnn-cu13"),
+        "{evidence}"
+    );
+    assert!(evidence.contains("nvidia/cu13/lib"), "{evidence}");
+    // Every request, with its trail, is still in `libraries`.
+    let libs = doc["libraries"].as_array().unwrap();
+    let missing: Vec<&serde_json::Value> = libs.iter().filter(|l| l["how"] == "not_found").collect();
+    assert_eq!(missing.len(), 13);
+    assert!(missing.iter().all(|l| !l["trail"].as_array().unwrap().is_empty()));
+    // The human report: measured in the issue at 184 lines before.
+    let (code, human) = inspect_in(&root, &torch, &[]);
+    assert_eq!(code, Some(1));
+    assert!(human.contains("nvidia-cudnn-cu13"), "{human}");
+    assert!(
+        human.lines().count() <= 40,
+        "{} lines:\n{human}",
+        human.lines().count()
+    );
+    let (_, verbose) = inspect_in(&root, &torch, &["-v"]);
+    for so in TORCH_CUDA {
+        assert!(verbose.contains(&format!("{so} not found")), "{so}:\n{verbose}");
+    }
+    // A CUDA toolkit off the search path does not change the answer: torch pins its own wheels; the copy is
+    // named in the evidence.
+    bare_lib(
+        &root.join("usr/local/cuda-13.0/targets/x86_64-linux/lib"),
+        "libcudart.so.13",
+        &[],
+        &[],
+    );
+    let (_, text) = inspect_in(&root, &torch, &["--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let nf = not_found(&doc);
+    assert_eq!(nf.len(), 1, "{nf:#?}");
+    assert!(
+        nf[0]["help"]
+            .as_str()
+            .unwrap()
+            .contains("'nvidia-cudnn-cu13==9.19.0.56'")
+    );
+    assert!(
+        nf[0]["evidence"]
+            .to_string()
+            .contains("libcudart.so.13: a copy is on disk, off the search path: /usr/local/cuda-13.0/"),
+        "{}",
+        nf[0]["evidence"]
+    );
+}
+
+/// Near miss: the same venv with the wheels in their real layout loads everything.
+#[test]
+fn torch_with_its_cuda_wheels_has_no_missing_library() {
+    let t = tempfile::tempdir().unwrap();
+    let (root, torch) = torch_venv(t.path(), true);
+    let (code, text) = inspect_in(&root, &torch, &["--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(not_found(&doc).is_empty(), "{doc:#}");
+    assert_eq!(code, Some(0), "{text}");
+}
+
+/// A root with a CUDA 13 toolkit under /usr/local/cuda-13.0 (no ld.so.conf line for it), a dpkg database, and
+/// `app/lib.so` linked against `sonames`.
+fn toolkit_root(t: &Path, sonames: &[&str], conf: bool) -> (std::path::PathBuf, std::path::PathBuf) {
+    let root = t.join("root");
+    let lib = root.join("usr/local/cuda-13.0/targets/x86_64-linux/lib");
+    stubs(&lib, &["libcudart.so.13", "libcublas.so.13"]);
+    std::fs::create_dir_all(root.join("var/lib/dpkg")).unwrap();
+    std::fs::write(root.join("var/lib/dpkg/status"), "").unwrap();
+    if conf {
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        std::fs::write(
+            root.join("etc/ld.so.conf"),
+            "/usr/local/cuda-13.0/targets/x86_64-linux/lib\n",
+        )
+        .unwrap();
+    }
+    let scratch = t.join("scratch");
+    let deps = stubs(&scratch, sonames);
+    let refs: Vec<&Path> = deps.iter().map(|d| d.as_path()).collect();
+    let app = bare_lib(&root.join("app"), "libapp.so", &refs, &[]);
+    std::fs::remove_dir_all(&scratch).unwrap();
+    (root, app)
+}
+
+#[test]
+fn cuda_12_libraries_on_a_cuda_13_machine_name_cuda_12_packages() {
+    let t = tempfile::tempdir().unwrap();
+    let (root, app) = toolkit_root(t.path(), &["libcudart.so.12", "libcublas.so.12"], false);
+    let (code, text) = inspect_in(&root, &app, &["--format", "json"]);
+    assert_eq!(code, Some(1));
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let nf = not_found(&doc);
+    assert_eq!(nf.len(), 1, "{nf:#?}");
+    let help = nf[0]["help"].as_str().unwrap();
+    // The root has dpkg: apt names, CUDA 12's.
+    assert!(
+        help.contains("sudo apt-get install cuda-cudart-12-N libcublas-12-N"),
+        "{help}"
+    );
+    let msg = nf[0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("2 CUDA 12 libraries (libcudart.so.12, libcublas.so.12)"),
+        "{msg}"
+    );
+    // The CUDA 13 copies are named as other versions, not offered as the answer.
+    let evidence = nf[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("only other versions on disk: /usr/local/cuda-13.0/"),
+        "{evidence}"
+    );
+}
+
+#[test]
+fn a_toolkit_off_the_search_path_gets_the_ldconfig_fix_with_its_directory() {
+    let t = tempfile::tempdir().unwrap();
+    let (root, app) = toolkit_root(t.path(), &["libcudart.so.13", "libcublas.so.13"], false);
+    let (code, text) = inspect_in(&root, &app, &["--format", "json"]);
+    assert_eq!(code, Some(1));
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let nf = not_found(&doc);
+    assert_eq!(nf.len(), 1, "{nf:#?}");
+    assert_eq!(
+        nf[0]["sonames"],
+        serde_json::json!(["libcudart.so.13", "libcublas.so.13"])
+    );
+    let dir = "/usr/local/cuda-13.0/targets/x86_64-linux/lib";
+    let help = nf[0]["help"].as_str().unwrap();
+    assert!(
+        help.contains(&format!(
+            "echo {dir} | sudo tee -a /etc/ld.so.conf.d/cuda.conf && sudo ldconfig"
+        )),
+        "{help}"
+    );
+    assert!(help.contains(&format!("export LD_LIBRARY_PATH={dir}")), "{help}");
+    // Near miss: the directory on the search path (LD_LIBRARY_PATH) loads both.
+    let (code, text) = inspect_in(
+        &root,
+        &app,
+        &["--format", "json", "--env", &format!("LD_LIBRARY_PATH={dir}")],
+    );
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(not_found(&doc).is_empty(), "{doc:#}");
+    assert_eq!(code, Some(0));
+    // Listed in ld.so.conf but the cache never written: the fix is ldconfig alone.
+    let t = tempfile::tempdir().unwrap();
+    let (root, app) = toolkit_root(t.path(), &["libcudart.so.13"], true);
+    let (_, text) = inspect_in(&root, &app, &["--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let help = not_found(&doc)[0]["help"].as_str().unwrap().to_string();
+    assert!(help.contains("run `sudo ldconfig`"), "{help}");
+}
+
+/// Without a dist-info, a pip layout's fix is the pip table's wheels for the CUDA major; in a conda
+/// environment, conda-forge's packages pinned with `cuda-version`.
+#[test]
+fn pip_without_metadata_and_conda_name_their_own_packages() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let scratch = t.path().join("scratch");
+    let deps = stubs(&scratch, &["libcudart.so.12", "libcudnn.so.9"]);
+    let refs: Vec<&Path> = deps.iter().map(|d| d.as_path()).collect();
+    let pip = bare_lib(
+        &root.join("venv/lib/python3.11/site-packages/ext/lib"),
+        "libext.so",
+        &refs,
+        &[],
+    );
+    let conda = bare_lib(&root.join("opt/conda/envs/ml/lib"), "libml.so", &refs, &[]);
+    std::fs::create_dir_all(root.join("opt/conda/envs/ml/conda-meta")).unwrap();
+    std::fs::remove_dir_all(&scratch).unwrap();
+
+    let (code, text) = inspect_in(&root, &pip, &["--format", "json"]);
+    assert_eq!(code, Some(1));
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let nf = not_found(&doc);
+    assert_eq!(nf.len(), 1, "{nf:#?}");
+    let help = nf[0]["help"].as_str().unwrap();
+    assert!(
+        help.contains("pip install 'nvidia-cuda-runtime-cu12' 'nvidia-cudnn-cu12'"),
+        "{help}"
+    );
+    assert!(!help.contains("cu13"), "libcudart.so.12 makes it CUDA 12: {help}");
+
+    let (code, text) = inspect_in(&root, &conda, &["--format", "json"]);
+    assert_eq!(code, Some(1));
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let help = not_found(&doc)[0]["help"].as_str().unwrap().to_string();
+    assert!(
+        help.contains(
+            "conda install -p /opt/conda/envs/ml -c conda-forge cuda-cudart cudnn 'cuda-version=12'"
+        ),
+        "{help}"
+    );
+}

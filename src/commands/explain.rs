@@ -14,6 +14,7 @@ use serde::Serialize;
 use std::io::Write;
 
 mod docs;
+mod library;
 
 pub use docs::doc;
 
@@ -236,7 +237,18 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
     let query = args.query.join(" ");
     let ms = matches(&query, &m);
     let codes = predicted(&ms);
-    if ms.is_empty() {
+    let root = args
+        .root
+        .as_ref()
+        .map_or_else(crate::system::Root::host, crate::system::Root::at);
+    if !root.is_host() && !root.dir().is_dir() {
+        return Err(ToolError(format!(
+            "--root {}: not a directory",
+            root.dir().display()
+        )));
+    }
+    let libraries = library::lookup(&query, &root);
+    if ms.is_empty() && libraries.is_empty() {
         // The query is echoed escaped and cut short: it may be a pasted log of megabytes, or hostile.
         return Err(ToolError(format!(
             "nothing known matches \"{}\": give a code (CD100), a slug (no-kernel-image), a CUDA error \
@@ -270,6 +282,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
                 "schema_version": report::json::SCHEMA_VERSION,
                 "query": query,
                 "matches": ms,
+                "libraries": libraries,
                 "findings": explained,
                 "checked": checked,
             });
@@ -301,6 +314,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
                 }
                 s.push('\n');
             }
+            s.push_str(&library::human(&libraries, &root));
             s.push_str(&human(&ms, &codes));
             report::text(out, &s)?;
         }

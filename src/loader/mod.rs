@@ -26,6 +26,7 @@ pub mod cache;
 pub mod copies;
 pub mod dlopen;
 pub mod object;
+pub mod origin;
 pub mod platform;
 pub mod resolve;
 pub mod search;
@@ -270,6 +271,10 @@ pub struct Resolution {
     pub objects: Vec<LoadedObject>,
     /// Every request, in the order ld.so makes them.
     pub libraries: Vec<Library>,
+    /// How each object that requested a missing library was installed (pip, conda, the system's packages),
+    /// read beside it: what the fix names packages from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<origin::Origin>,
 }
 
 /// Reads the version at the end of a file name: `libcudart.so.12.4.127` → `12.4.127`.

@@ -423,6 +423,7 @@ pub fn resolve_alongside(
             secure,
             objects: vec![main_object],
             libraries: Vec::new(),
+            origins: Vec::new(),
         },
         by_name: HashMap::from_iter([(main_path, 0)]),
         ids: vec![file_id(path)],
@@ -518,6 +519,7 @@ pub fn resolve_alongside(
     // The symbol checks run on the pool while the copies of missing libraries are looked for here.
     let binding = bind_versioned(&mut st.res, exports, st.files.pool());
     super::copies::fill(root, &platform, &mut st.res);
+    super::origin::fill(root, &mut st.res);
     binding.finish(&mut st.res, st.files.pool());
     Some(st.res)
 }

@@ -2,7 +2,7 @@
 //! win over the one a binary's RUNPATH/RPATH meant, symbol versions the chosen provider lacks, and several CUDA
 //! majors in one process. Pure functions over [`Resolution`]s: no I/O.
 
-use crate::findings::{Code, Finding, Severity};
+use crate::findings::{Code, Finding};
 use crate::loader::search::NO_CACHE;
 use crate::loader::{How, Library, Resolution, StepResult};
 use std::collections::{BTreeMap, BTreeSet};
@@ -199,66 +199,10 @@ pub fn fix_for_missing(l: &Library) -> String {
     )
 }
 
-/// `library-not-found`: a NEEDED (or preloaded, or dlopen'ed CUDA) library no step finds.
+/// `library-not-found`: a NEEDED (or preloaded, or dlopen'ed CUDA) library no step finds; one finding per
+/// cause ([`super::missing`]).
 pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let mut seen = BTreeSet::new();
-    let libcuda_found = r
-        .libraries
-        .iter()
-        .any(|l| l.soname == LIBCUDA && l.how != How::NotFound);
-    for l in &r.libraries {
-        if l.how != How::NotFound || !seen.insert(l.soname.clone()) {
-            continue;
-        }
-        // The driver library is the driver rules' question (`libcuda-not-found`, `no-driver`): they know whether
-        // this machine is meant to have one. Its resolution and trail stay in the facts for them to cite.
-        if l.dlopen && l.soname == LIBCUDA {
-            continue;
-        }
-        // NVML comes with the driver too: without libcuda as well, the driver is absent and that is the finding.
-        // (NVML alone missing is real: a container given the `compute` capability but not `utility`.)
-        if l.dlopen && l.soname == LIBNVML && !libcuda_found {
-            continue;
-        }
-        // A bare `libX.so` in `.rodata` is a stem the library completes with a version before it calls dlopen
-        // (cuDNN 9 adds ".9" to `libcudnn_ops.so`) or one name of several it tries; its absence is no error.
-        if l.is_dlopen_stem() {
-            continue;
-        }
-        let error = l.error.as_deref().unwrap_or("cannot open shared object file");
-        let kind = if l.dlopen {
-            " (loaded at run time with dlopen)"
-        } else if l.preload {
-            " (preloaded)"
-        } else {
-            ""
-        };
-        let mut f = Finding::new(
-            Code::LibraryNotFound,
-            format!(
-                "{}: {} needed by {}{kind} will not load: {error}",
-                r.binary, l.soname, l.needed_by
-            ),
-            fix_for_missing(l),
-        )
-        .at(&r.binary);
-        if l.dlopen {
-            // A library loaded at run time may be optional (NVML, cuDNN sub-libraries the program never uses).
-            f.severity = Severity::Warning;
-        }
-        if let Some(why) = &l.reason {
-            f = f.because(why.clone());
-        }
-        for line in trail_lines(l) {
-            f = f.because(format!("search {line}"));
-        }
-        for c in &l.copies {
-            f = f.because(format!("on disk: {}", copy_line(c)));
-        }
-        out.push(f);
-    }
-    out
+    super::missing::library_not_found(r)
 }
 
 /// `library-shadowed`: the copy ld.so picks is not the one the requester's own RUNPATH/RPATH names (an

@@ -11,6 +11,8 @@ pub mod glibc;
 pub mod host;
 pub mod kernel_image;
 pub mod loader;
+pub mod missing;
+pub mod packages;
 pub mod policy;
 pub mod probe;
 pub mod wheel;
