@@ -136,6 +136,21 @@ pub struct Finding {
     /// The input this finding is about, when it is about one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// Runs of `evidence` the human report shows in short unless asked for all of it (`-v`): a loader's
+    /// search trail of eleven steps is one line there. Every other format keeps every line.
+    #[serde(skip)]
+    pub folds: Vec<Fold>,
+}
+
+/// A run of a finding's evidence and its short form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fold {
+    /// The index of the run's first line in [`Finding::evidence`].
+    pub start: usize,
+    /// How many lines it holds.
+    pub len: usize,
+    /// What the human report shows in their place.
+    pub short: Vec<String>,
 }
 
 impl Finding {
@@ -150,12 +165,26 @@ impl Finding {
             evidence: Vec::new(),
             help: help.into(),
             path: None,
+            folds: Vec::new(),
         }
     }
 
     /// Adds a "because" line.
     pub fn because(mut self, evidence: impl Into<String>) -> Finding {
         self.evidence.push(evidence.into());
+        self
+    }
+
+    /// Adds "because" lines that the human report replaces with `short` unless it shows everything.
+    pub fn because_folded(mut self, lines: Vec<String>, short: Vec<String>) -> Finding {
+        if !lines.is_empty() {
+            self.folds.push(Fold {
+                start: self.evidence.len(),
+                len: lines.len(),
+                short,
+            });
+            self.evidence.extend(lines);
+        }
         self
     }
 

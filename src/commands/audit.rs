@@ -50,12 +50,8 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     let mut findings = crate::rules::policy::apply(findings, &policy, policy::today());
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     let verdicts = crate::rules::verdicts(&facts, &matrix);
-    let report = Report {
-        facts,
-        findings,
-        verdicts,
-    };
-    super::render(&report, &args.output, paint, false, out)
+    let report = Report::new(facts, findings, verdicts);
+    super::render(&report, &args.output, paint, report::Detail::Short, out)
 }
 
 /// Writes the commented policy template.

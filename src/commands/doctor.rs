@@ -75,5 +75,10 @@ pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
         host: Some(host),
         ..Facts::default()
     };
-    super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out)
+    let detail = if args.verbose {
+        crate::report::Detail::Verbose
+    } else {
+        crate::report::Detail::Short
+    };
+    super::evaluate_and_render(facts, &matrix, &args.output, paint, detail, out)
 }

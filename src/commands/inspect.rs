@@ -4,7 +4,7 @@ use super::{Outcome, ToolError};
 use crate::cli::InspectArgs;
 use crate::facts::Facts;
 use crate::inspect::{self, Depth, InspectOptions};
-use crate::report::Paint;
+use crate::report::{Detail, Paint};
 use std::io::Write;
 
 pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
@@ -67,7 +67,13 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
             &facts.binaries,
         )?);
     }
-    let outcome = super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out);
+    // Every kernel name of a large library is thousands of lines: `-v` counts them, `-v --deep` lists them.
+    let detail = match (args.verbose, args.deep) {
+        (false, _) => Detail::Short,
+        (true, false) => Detail::Verbose,
+        (true, true) => Detail::Everything,
+    };
+    let outcome = super::evaluate_and_render(facts, &matrix, &args.output, paint, detail, out);
     crate::parallel::discard(matrix);
     outcome
 }

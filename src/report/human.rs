@@ -6,18 +6,27 @@ use crate::facts::{BinaryFacts, CodeKind, Compression, CudartLinkage, DeviceCode
 use crate::findings::{Finding, Severity};
 use std::io::{self, Write};
 
-/// Renders the report for people.
+/// Renders the report for people: the answer first (one line per binary, or for the machine), then the
+/// findings, then the details (what each binary carries, the machine), the counts and the fixes.
 pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     let p = opts.paint;
+    let verbose = opts.detail.verbose();
+    if !report.headlines.is_empty() {
+        for h in &report.headlines {
+            headline(h, p, out)?;
+        }
+        writeln!(out)?;
+    }
+    for f in &report.findings {
+        finding(f, opts, out)?;
+    }
     for b in &report.facts.binaries {
         writeln!(out, "{}  {}", p.bold(&b.path), Sane(&summary_line(b)))?;
-        if opts.verbose {
-            details(b, p, out)?;
+        if verbose {
+            details(b, opts, out)?;
             if let Some(line) = glibc_line(b, &report.facts.libraries, report.facts.glibc()) {
                 writeln!(out, "    {:<12}{line}", p.dim("glibc"))?;
             }
-        }
-        if opts.verbose {
             for r in report.facts.libraries.iter().filter(|r| r.binary == b.path) {
                 super::tree::render(r, p, out)?;
             }
@@ -26,16 +35,10 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     super::human_wheel::render(&report.facts.wheels, p, out)?;
     // The machine section is for machines read (doctor, --facts); what-if targets show in the verdicts.
     if let Some(h) = report.facts.host.as_ref().filter(|h| h.observed) {
-        super::human_host::render(h, p, opts.verbose, out)?;
+        super::human_host::render(h, p, verbose, out)?;
     }
     if let Some(probe) = &report.facts.probe {
-        probe_section(probe, opts.verbose, p, out)?;
-    }
-    if !report.findings.is_empty() {
-        writeln!(out)?;
-    }
-    for f in &report.findings {
-        finding(f, p, out)?;
+        probe_section(probe, verbose, p, out)?;
     }
     let s = report.summary();
     let n = report.facts.binaries.len();
@@ -60,41 +63,52 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     if let Some(note) = &report.facts.host_note {
         writeln!(out, "({})", Sane(note))?;
     }
-    verdicts(report, p, out)
+    fixes(report, p, out)
 }
 
-/// The verdict per binary and GPU, then the fixes, most important first (errors before warnings, each once).
-fn verdicts(report: &Report, p: Paint, out: &mut dyn Write) -> io::Result<()> {
-    use crate::rules::Outcome;
-    if report.verdicts.is_empty() {
-        return Ok(());
+/// One line of the answer: `app on NVIDIA H200 (CC 9.0): will fail: why (and 2 more errors)`.
+fn headline(h: &crate::rules::Headline, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+    use crate::rules::Standing;
+    let subject = match (&h.subject, &h.gpu) {
+        (Some(b), Some(g)) => format!("{} on {}", p.bold(b), Sane(g)),
+        (Some(b), None) => p.bold(b),
+        (None, _) => p.bold("this machine"),
+    };
+    let word = match (h.standing, h.subject.is_some()) {
+        (Standing::Runs, _) => p.good("will run"),
+        (Standing::RunsAfterJit, _) => p.warning("will run after JIT"),
+        (Standing::Fails, true) => p.error("will fail"),
+        (Standing::Fails, false) => p.error("CUDA programs will fail"),
+        (Standing::NoDeviceCode, _) => p.dim("no verdict"),
+        (Standing::NoError, _) => p.good("no error found"),
+    };
+    let mut why = h.why.clone();
+    if h.standing == Standing::NoError && h.subject.is_some() {
+        why = "no GPU known to judge its kernels on (--gpu or --driver names one)".into();
     }
-    writeln!(out, "\n{}", p.bold("verdict"))?;
-    for v in &report.verdicts {
-        let (word, why) = match v.outcome {
-            Outcome::Runs => (p.good("will run"), v.reason.clone()),
-            Outcome::RunsAfterJit => (p.warning("will run after JIT"), v.reason.clone()),
-            Outcome::Fails => (p.error("will fail"), v.reason.clone()),
-            Outcome::NoDeviceCode => (p.dim("no verdict"), v.reason.clone()),
-        };
-        let why = why
-            .strip_prefix(&format!("{}: ", v.binary))
-            .unwrap_or(&why)
-            .to_string();
-        let (binary, gpu) = (Sane(&v.binary), Sane(&v.gpu));
-        if why.is_empty() {
-            writeln!(out, "  {binary} on {gpu}: {word}")?;
-        } else {
-            writeln!(out, "  {binary} on {gpu}: {word}: {}", Sane(&why))?;
-        }
+    if h.more_errors > 0 {
+        why.push_str(&format!(
+            " (and {} more error{})",
+            h.more_errors,
+            if h.more_errors == 1 { "" } else { "s" }
+        ));
     }
+    if why.is_empty() {
+        writeln!(out, "{subject}: {word}")
+    } else {
+        writeln!(out, "{subject}: {word}: {}", Sane(&why))
+    }
+}
+
+/// The fixes, most important first (errors and warnings, each once).
+fn fixes(report: &Report, p: Paint, out: &mut dyn Write) -> io::Result<()> {
     let mut fixes: Vec<(&str, &str)> = Vec::new();
     for f in &report.findings {
         if f.severity > Severity::Note && !f.help.is_empty() && !fixes.iter().any(|(_, h)| *h == f.help) {
             fixes.push((&f.slug, &f.help));
         }
     }
-    if !fixes.is_empty() {
+    if !fixes.is_empty() && !report.verdicts.is_empty() {
         writeln!(out, "\n{}", p.bold("fixes, most important first"))?;
         for (i, (slug, help)) in fixes.iter().enumerate() {
             writeln!(out, "  {}. [{}] {}", i + 1, Sane(slug), Sane(help))?;
@@ -251,7 +265,8 @@ fn glibc_line(
     Some(line)
 }
 
-fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    let p = opts.paint;
     if let Some(e) = &b.elf {
         let class = match e.class {
             crate::facts::ElfClass::Elf32 => "ELF32",
@@ -334,14 +349,6 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
                 if let Some(tool) = &c.tool {
                     notes.push(format!("by {tool}"));
                 }
-                if !c.kernels.is_empty() {
-                    notes.push(format!("kernels: {}", c.kernels.join(", ")));
-                }
-            }
-            if let Some(x) = &e.ptx
-                && !x.entries.is_empty()
-            {
-                notes.push(format!("entries: {}", x.entries.join(", ")));
             }
             let row = format!(
                 "{:>3} {:>3}  {:<4}  {:<12} {:>5}  {:<5} {:>9} {:>9}  {:<10} {:<10} {}",
@@ -358,12 +365,19 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
                 notes.join("; ")
             );
             writeln!(out, "    {}", Sane(&row))?;
+            if let Some(c) = &e.cubin {
+                name_list("kernels", &c.kernels, opts, out)?;
+            }
+            if let Some(x) = &e.ptx {
+                name_list("entries", &x.entries, opts, out)?;
+            }
         }
     }
     Ok(())
 }
 
-fn finding(f: &Finding, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+fn finding(f: &Finding, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    let p = opts.paint;
     let head = format!("{}[{}]", f.severity, f.code);
     let head = match f.severity {
         Severity::Error => p.error(&head),
@@ -371,13 +385,84 @@ fn finding(f: &Finding, p: Paint, out: &mut dyn Write) -> io::Result<()> {
         Severity::Note => p.note(&head),
     };
     writeln!(out, "{head} {}: {}", p.bold(&f.slug), Sane(&f.message))?;
-    for e in &f.evidence {
-        writeln!(out, "  {} {}", p.dim("because"), Sane(e))?;
+    let mut i = 0;
+    while i < f.evidence.len() {
+        // A folded run (a search trail) is shown in short unless everything is asked for.
+        let fold = f.folds.iter().find(|r| r.start == i && r.len > 0);
+        if let Some(r) = fold.filter(|_| !opts.detail.verbose()) {
+            for line in &r.short {
+                writeln!(out, "  {} {}", p.dim("because"), Sane(line))?;
+            }
+            i += r.len;
+            continue;
+        }
+        writeln!(out, "  {} {}", p.dim("because"), Sane(&f.evidence[i]))?;
+        i += 1;
     }
     if !f.help.is_empty() {
         writeln!(out, "  {} {}", p.good("help"), Sane(&f.help))?;
     }
     writeln!(out)
+}
+
+/// How wide a wrapped list may run: readable in an 80- to 120-column terminal and in a CI log.
+const LIST_WIDTH: usize = 100;
+/// How many names of a long list `-v` shows.
+const LIST_FIRST: usize = 5;
+
+/// A list of names under a table row (`kernels: a, b, c … 1,234 more`), wrapped at [`LIST_WIDTH`]: the first
+/// few with `-v`, all of them with `-v --deep`. A name longer than a line has a line of its own, whole (a
+/// mangled C++ name is copied, not read).
+fn name_list(label: &str, names: &[String], opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let all = opts.detail == super::Detail::Everything || names.len() <= LIST_FIRST + 1;
+    let shown = if all { names } else { &names[..LIST_FIRST] };
+    let indent = "            ";
+    let mut line = format!("{indent}{label} ({}): ", thousands(names.len()));
+    let mut first_on_line = true;
+    let mut pieces: Vec<String> = shown.iter().map(|n| super::escape(n).into_owned()).collect();
+    if !all {
+        pieces.push(format!(
+            "… {} more (all with --deep -v, or in --format json)",
+            thousands(names.len() - shown.len())
+        ));
+    }
+    let last = pieces.len() - 1;
+    for (k, piece) in pieces.iter().enumerate() {
+        let sep = if k < last && (all || k + 1 < last) {
+            ","
+        } else {
+            ""
+        };
+        let piece = format!("{piece}{sep}");
+        let width = line.chars().count() + 1 + piece.chars().count();
+        if !first_on_line && width > LIST_WIDTH {
+            writeln!(out, "{}", opts.paint.dim(line.trim_end()))?;
+            line = format!("{indent}    ");
+            first_on_line = true;
+        }
+        if !first_on_line {
+            line.push(' ');
+        }
+        line.push_str(&piece);
+        first_on_line = false;
+    }
+    writeln!(out, "{}", opts.paint.dim(&line))
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The live probe: how it ended, the driver, each GPU and its self-test, the runtime, each module load; every

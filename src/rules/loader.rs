@@ -87,6 +87,51 @@ pub fn trail_lines(l: &Library) -> Vec<String> {
         .collect()
 }
 
+/// A missing library's search in short, for the human report without `-v`: how many places were searched, of
+/// which kinds; the steps that found a file and refused it; and the step that would find a copy on disk once
+/// `ldconfig` has run. The copies themselves are evidence lines of their own.
+pub fn trail_short(l: &Library) -> Vec<String> {
+    let lines = trail_lines(l);
+    let mut kinds: Vec<(String, usize)> = Vec::new();
+    for s in &l.trail {
+        let what = tag(s.how, s.of.as_deref(), &l.needed_by);
+        match kinds.iter_mut().find(|(k, _)| *k == what) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((what, 1)),
+        }
+    }
+    let kinds: Vec<String> = kinds
+        .into_iter()
+        .map(|(k, n)| if n == 1 { k } else { format!("{k} ×{n}") })
+        .collect();
+    let n = l.trail.len();
+    let mut out = vec![format!(
+        "search: {n} place{} searched ({}), none gives it; -v lists each step",
+        if n == 1 { "" } else { "s" },
+        kinds.join(", ")
+    )];
+    for (s, line) in l.trail.iter().zip(&lines) {
+        if matches!(
+            s.result,
+            StepResult::WrongClass | StepResult::WrongMachine | StepResult::Invalid
+        ) {
+            out.push(format!("search {line}"));
+        }
+    }
+    let in_cache_dir = l
+        .copies
+        .iter()
+        .find(|c| c.unusable.is_none() && c.same_name && c.in_ld_so_conf);
+    if let (Some(c), Some(i)) = (in_cache_dir, l.trail.iter().position(|s| s.how == How::LdSoCache)) {
+        out.push(format!(
+            "search step {} [ld.so.cache] would give {} once `ldconfig` has run",
+            i + 1,
+            c.path
+        ));
+    }
+    out
+}
+
 fn dir_of(p: &str) -> &str {
     p.rsplit_once('/')
         .map_or(".", |(d, _)| if d.is_empty() { "/" } else { d })
@@ -250,9 +295,8 @@ pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
         if let Some(why) = &l.reason {
             f = f.because(why.clone());
         }
-        for line in trail_lines(l) {
-            f = f.because(format!("search {line}"));
-        }
+        let trail = trail_lines(l).into_iter().map(|line| format!("search {line}"));
+        f = f.because_folded(trail.collect(), trail_short(l));
         for c in &l.copies {
             f = f.because(format!("on disk: {}", copy_line(c)));
         }
