@@ -4,6 +4,9 @@
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
+#[path = "support/golden.rs"]
+mod golden;
+
 fn cudadiag() -> Command {
     let mut c = Command::cargo_bin("cudadiag").unwrap();
     c.env_remove("NO_COLOR").current_dir(env!("CARGO_MANIFEST_DIR"));
@@ -927,4 +930,28 @@ fn an_input_rewritten_while_read_never_kills_inspect() {
     writer.join().unwrap();
     // Not asserted: how often the race was hit (it depends on the machine's load).
     let _ = changed;
+}
+
+/// Golden: `inspect` of a fixture alone (`--no-host`), and against what-if machines: an H200 with a CUDA 13
+/// driver (runs), a V100 (no kernel image), and an old driver (the runtime is too new for it).
+#[test]
+fn golden_inspect_fixture() {
+    let run = |args: &[&str]| {
+        let out = cudadiag()
+            .args(["--color", "never", "inspect"])
+            .args(args)
+            .arg("fixtures/cuda13/multi")
+            .output()
+            .unwrap();
+        golden::transcript(&out, &[])
+    };
+    insta::assert_snapshot!("inspect_multi_no_host", run(&["--no-host"]));
+    insta::assert_snapshot!(
+        "inspect_multi_h200",
+        run(&["--gpu", "NVIDIA H200", "--driver", "580.159.04"])
+    );
+    insta::assert_snapshot!(
+        "inspect_multi_v100_old_driver",
+        run(&["--gpu", "7.0", "--driver", "535.104.05"])
+    );
 }

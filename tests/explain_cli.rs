@@ -5,6 +5,9 @@ use assert_cmd::Command;
 use cudadiag::findings::CATALOGUE;
 use serde_json::Value;
 
+#[path = "support/golden.rs"]
+mod golden;
+
 fn cudadiag() -> Command {
     let mut c = Command::cargo_bin("cudadiag").unwrap();
     c.env_remove("NO_COLOR").arg("--color").arg("never");
@@ -316,4 +319,11 @@ fn explain_glibc_version_not_found() {
         .map(|f| f["slug"].as_str().unwrap())
         .collect();
     assert_eq!(slugs, ["symbol-version-missing", "library-shadowed"]);
+}
+
+/// Golden: `explain` of a code, as a person reads it.
+#[test]
+fn golden_explain_code() {
+    let out = cudadiag().args(["explain", "CD100"]).output().unwrap();
+    insta::assert_snapshot!("explain_cd100", golden::transcript(&out, &[]));
 }

@@ -7,6 +7,9 @@ mod build;
 use assert_cmd::Command;
 use std::path::Path;
 
+#[path = "support/golden.rs"]
+mod golden;
+
 fn program_with_a_missing_library(dir: &Path) -> std::path::PathBuf {
     let dep = build::lib(&dir.join("lib"), "libgone.so.1", "gone", &[], &[]);
     let keep = build::lib(&dir.join("lib"), "libkeep.so.1", "keep", &[], &[]);
@@ -278,4 +281,38 @@ fn glibc_floor_in_json_and_glibc_too_old_through_root_and_snapshot() {
     let (_, doc) = json_of(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
     assert_eq!(doc["host"]["glibc"]["version"], "2.36");
     assert!(glibc_findings(&doc).is_empty(), "{}", doc["findings"]);
+}
+
+/// Golden: a program whose library is gone, built here (the temporary directory is `[TMP]`): the answer
+/// first, the search in short; `-v` shows every step of it.
+#[test]
+fn golden_missing_library() {
+    let t = tempfile::tempdir().unwrap();
+    let main = program_with_a_missing_library(t.path());
+    let run = |verbose: bool| {
+        let mut c = Command::cargo_bin("cudadiag").unwrap();
+        c.env_remove("NO_COLOR")
+            .args(["--color", "never", "inspect", "--no-host", "--clear-env"]);
+        if verbose {
+            c.arg("-v");
+        }
+        c.arg(&main).output().unwrap()
+    };
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(1));
+    let tmp = t.path().display().to_string();
+    insta::assert_snapshot!(
+        "inspect_missing_library",
+        golden::transcript(&out, &[(&tmp, "[TMP]")])
+    );
+    // Every step of the trail with -v, in the finding as in the tree.
+    let text = String::from_utf8_lossy(&run(true).stdout).into_owned();
+    let lib = t.path().join("lib").display().to_string();
+    assert!(
+        text.contains(&format!(
+            "because search 1. [runpath] {lib}/libgone.so.1: not present"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("-v lists each step"), "{text}");
 }

@@ -17,7 +17,7 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
             Depth::Headers
         },
         max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
-        budget: std::sync::Arc::default(),
+        ..InspectOptions::default()
     };
     let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
     let read_host = args.facts.is_none() && !what_if && !args.no_host;
@@ -34,7 +34,11 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         let host = host_root
             .as_ref()
             .map(|r| s.spawn(|| super::doctor::collect(r, &env, true)));
-        let facts = binaries_and_libraries(args, &opts, &root, &env);
+        // `--deep` on a framework library inflates thousands of payloads: say so on a terminal.
+        let facts =
+            crate::report::progress::while_running("reading device code…", "payloads", &opts.done, || {
+                binaries_and_libraries(args, &opts, &root, &env)
+            });
         use crate::parallel::join;
         (facts, join(matrix), host.map(join))
     });

@@ -11,6 +11,7 @@ mod human_wheel;
 pub mod json;
 mod junit;
 mod paint;
+pub mod progress;
 mod sane;
 mod sarif;
 mod tree;
