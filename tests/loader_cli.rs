@@ -106,7 +106,8 @@ fn human_tree_explains_the_missing_library() {
     assert!(text.contains("[ld.so.cache] no entry"), "{text}");
     assert!(text.contains("        fix: "), "{text}");
     assert!(text.contains("error[CD200] library-not-found"), "{text}");
-    // Without -v the tree is left out; the finding still carries the trail and the fix.
+    // Without -v the tree is left out; the finding carries the trail in short (its steps counted by kind) and
+    // the fix.
     let out = Command::cargo_bin("cudadiag")
         .unwrap()
         .args(["--color", "never", "inspect", "--clear-env"])
@@ -115,12 +116,33 @@ fn human_tree_explains_the_missing_library() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("    libkeep.so.1 [runpath]"), "{text}");
+    assert!(!text.contains("because search 1. [runpath]"), "{text}");
     assert!(
-        text.contains(&format!(
-            "because search 1. [runpath] {}/libgone.so.1: not present",
-            lib.display()
-        )),
+        text.contains("places searched (runpath, ld.so.cache, default path ×"),
         "{text}"
+    );
+    assert!(text.contains("-v lists each step"), "{text}");
+    // The JSON keeps every step.
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["inspect", "--format", "json", "--clear-env"])
+        .arg(&main)
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let finding = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["slug"] == "library-not-found")
+        .unwrap();
+    assert!(
+        finding["evidence"].as_array().unwrap().iter().any(|e| e
+            == &serde_json::Value::String(format!(
+                "search 1. [runpath] {}/libgone.so.1: not present",
+                lib.display()
+            ))),
+        "{finding}"
     );
 }
 

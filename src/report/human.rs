@@ -25,7 +25,7 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
         if verbose {
             details(b, opts, out)?;
             if let Some(line) = glibc_line(b, &report.facts.libraries, report.facts.glibc()) {
-                writeln!(out, "    {:<12}{line}", p.dim("glibc"))?;
+                writeln!(out, "    {}{line}", p.dim(&format!("{:<12}", "glibc")))?;
             }
             for r in report.facts.libraries.iter().filter(|r| r.binary == b.path) {
                 super::tree::render(r, p, out)?;
@@ -288,21 +288,26 @@ fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Re
         ];
         for (name, values) in rows {
             if !values.is_empty() {
-                writeln!(out, "    {:<12}{}", p.dim(name), Sane(&values.join(" ")))?;
+                writeln!(
+                    out,
+                    "    {}{}",
+                    p.dim(&format!("{:<12}", name)),
+                    Sane(&values.join(" "))
+                )?;
             }
         }
         if e.nodeflib {
-            writeln!(out, "    {:<12}DF_1_NODEFLIB", p.dim("flags"))?;
+            writeln!(out, "    {}DF_1_NODEFLIB", p.dim(&format!("{:<12}", "flags")))?;
         }
     }
     for ev in &b.cudart.evidence {
-        writeln!(out, "    {:<12}{}", p.dim("cudart"), Sane(ev))?;
+        writeln!(out, "    {}{}", p.dim(&format!("{:<12}", "cudart")), Sane(ev))?;
     }
     for (i, c) in b.fatbins.iter().enumerate() {
         writeln!(
             out,
-            "    {:<12}#{i} at 0x{:x}{}, {} bytes, {} entries{}",
-            p.dim("fatbin"),
+            "    {}#{i} at 0x{:x}{}, {} bytes, {} entries{}",
+            p.dim(&format!("{:<12}", "fatbin")),
             c.offset,
             c.section
                 .as_deref()
@@ -345,10 +350,8 @@ fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Re
             if let Some(id) = &e.identifier {
                 notes.push(format!("id={id}"));
             }
-            if let Some(c) = &e.cubin {
-                if let Some(tool) = &c.tool {
-                    notes.push(format!("by {tool}"));
-                }
+            if let Some(tool) = e.cubin.as_ref().and_then(|c| c.tool.as_ref()) {
+                notes.push(format!("by {tool}"));
             }
             let row = format!(
                 "{:>3} {:>3}  {:<4}  {:<12} {:>5}  {:<5} {:>9} {:>9}  {:<10} {:<10} {}",
@@ -457,7 +460,7 @@ fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -480,7 +483,9 @@ fn probe_section(
         p.error(outcome)
     };
     writeln!(out, "{}  {outcome} in {} ms", p.bold("live probe"), pr.elapsed_ms)?;
-    let row = |out: &mut dyn Write, k: &str, v: &str| writeln!(out, "    {:<12}{}", p.dim(k), Sane(v));
+    let row = |out: &mut dyn Write, k: &str, v: &str| {
+        writeln!(out, "    {}{}", p.dim(&format!("{:<12}", k)), Sane(v))
+    };
     if let Some(d) = &pr.detail {
         row(out, "detail", d)?;
     }
@@ -596,8 +601,8 @@ fn probe_section(
         // The result is coloured: the data in the line is escaped piece by piece.
         writeln!(
             out,
-            "    {:<12}{} on device {}: {result}{note}",
-            p.dim("module"),
+            "    {}{} on device {}: {result}{note}",
+            p.dim(&format!("{:<12}", "module")),
             Sane(&what),
             m.device
         )?;
@@ -606,4 +611,74 @@ fn probe_section(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Detail, OutputFormat};
+
+    fn list(n: usize, detail: Detail) -> String {
+        let names: Vec<String> = (0..n).map(|i| format!("_Z6kernel{i}Pfi")).collect();
+        let opts = RenderOptions {
+            format: OutputFormat::Human,
+            paint: Paint::plain(),
+            detail,
+        };
+        let mut out = Vec::new();
+        name_list("kernels", &names, &opts, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_long_list_shows_its_first_names_and_counts_the_rest() {
+        let text = list(1234, Detail::Verbose);
+        assert!(
+            text.contains("kernels (1,234): _Z6kernel0Pfi, _Z6kernel1Pfi"),
+            "{text}"
+        );
+        assert!(
+            text.contains("_Z6kernel4Pfi … 1,229 more (all with --deep -v"),
+            "{text}"
+        );
+        assert!(!text.contains("_Z6kernel5Pfi"), "{text}");
+    }
+
+    #[test]
+    fn every_name_with_deep_verbose_and_no_line_past_the_width() {
+        let text = list(1234, Detail::Everything);
+        assert!(text.contains("_Z6kernel1233Pfi"), "{text}");
+        assert!(!text.contains("more"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= LIST_WIDTH), "{text}");
+        // Each name once, none cut.
+        assert_eq!(text.matches("_Z6kernel").count(), 1234);
+    }
+
+    #[test]
+    fn a_name_longer_than_a_line_is_kept_whole_on_a_line_of_its_own() {
+        let long = "x".repeat(150);
+        let opts = RenderOptions {
+            format: OutputFormat::Human,
+            paint: Paint::plain(),
+            detail: Detail::Everything,
+        };
+        let mut out = Vec::new();
+        name_list(
+            "kernels",
+            &["a".into(), long.clone(), "b".into()],
+            &opts,
+            &mut out,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.lines().any(|l| l.trim() == format!("{long},")), "{text}");
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
 }

@@ -10,12 +10,12 @@ use std::io::{self, Write};
 
 /// A row whose value is data (paths, versions, environment values): shown escaped.
 fn row(out: &mut dyn Write, p: Paint, name: &str, value: &str) -> io::Result<()> {
-    writeln!(out, "{:<10}{}", p.dim(name), Sane(value))
+    writeln!(out, "{}{}", p.dim(&format!("{:<10}", name)), Sane(value))
 }
 
 /// A row whose value holds colour: the caller has escaped each piece of data in it.
 fn row_painted(out: &mut dyn Write, p: Paint, name: &str, value: &str) -> io::Result<()> {
-    writeln!(out, "{:<10}{value}", p.dim(name))
+    writeln!(out, "{}{value}", p.dim(&format!("{:<10}", name)))
 }
 
 fn candidates(out: &mut dyn Write, p: Paint, name: &str, list: &[LibCandidate]) -> io::Result<()> {
@@ -317,4 +317,89 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
         row(out, p, "problems", &format!("{} (see -v)", h.problems.len()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::model::Owner;
+
+    fn file(kind: &str, version: &str, path: &str) -> LibraryEntry {
+        LibraryEntry {
+            soname: path.rsplit('/').next().unwrap().into(),
+            path: path.into(),
+            real_path: path.into(),
+            kind: kind.into(),
+            version: Some(version.into()),
+            version_source: Some("deb package libcudnn9-cuda-13".into()),
+            runtime_version: None,
+            owner: Some(Owner {
+                kind: "deb".into(),
+                name: "libcudnn9-cuda-13".into(),
+                version: None,
+            }),
+            scan_root: "/usr/lib/x86_64-linux-gnu".into(),
+        }
+    }
+
+    fn render(libs: &[LibraryEntry], verbose: bool) -> String {
+        let mut out = Vec::new();
+        libraries(&mut out, Paint::plain(), libs, verbose).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn one_line_for_a_family_version_and_place() {
+        let dir = "/usr/lib/x86_64-linux-gnu";
+        let mut libs: Vec<LibraryEntry> = [
+            "libcudnn.so.9.19.0",
+            "libcudnn_ops.so.9.19.0",
+            "libcudnn_cnn.so.9.19.0",
+            "libcudnn_adv.so.9.19.0",
+            "libcudnn_graph.so.9.19.0",
+            "libcudnn_heuristic.so.9.19.0",
+            "libcudnn_engines_precompiled.so.9.19.0",
+            "libcudnn_engines_runtime_compiled.so.9.19.0",
+            "libcudnn_engines_ptx.so.9.19.0",
+        ]
+        .iter()
+        .map(|n| file("cudnn", "9.19.0", &format!("{dir}/{n}")))
+        .collect();
+        libs.push(file("cudnn", "9.1.0", "/opt/old/libcudnn.so.9.1.0"));
+        let text = render(&libs, false);
+        assert!(
+            text.contains(&format!(
+                "cuDNN      9.19.0       (9 files) {dir}  [deb libcudnn9-cuda-13]"
+            )),
+            "{text}"
+        );
+        // Another version elsewhere is its own line, with its path.
+        assert!(
+            text.contains("cuDNN      9.1.0        /opt/old/libcudnn.so.9.1.0"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 3, "{text}");
+        // -v: every file under its group.
+        let text = render(&libs, true);
+        assert!(
+            text.contains("libcudnn_engines_ptx.so.9.19.0  version from deb package"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 3 + 10, "{text}");
+    }
+
+    #[test]
+    fn labels_are_padded_before_they_are_coloured() {
+        let mut out = Vec::new();
+        row(
+            &mut out,
+            Paint::new(crate::report::ColorChoice::Always, false, false),
+            "gpus",
+            "none",
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // The padding sits inside the colour: the value starts at column 10 once the sequences are gone.
+        assert!(text.contains("gpus      \u{1b}["), "{text:?}");
+    }
 }
