@@ -538,3 +538,85 @@ pub fn multiple_cuda_majors(r: &Resolution) -> Option<Finding> {
     }
     Some(f)
 }
+
+#[cfg(test)]
+mod trail_short_tests {
+    use super::*;
+    use crate::loader::{Copy, Step};
+
+    fn step(how: How, dir: &str, result: StepResult) -> Step {
+        Step {
+            how,
+            of: None,
+            dir: Some(dir.into()),
+            path: None,
+            result,
+            note: None,
+        }
+    }
+
+    fn missing(trail: Vec<Step>, copies: Vec<Copy>) -> Library {
+        Library {
+            soname: "libcudart.so.12".into(),
+            needed_by: "/app".into(),
+            needed_by_index: 0,
+            path: None,
+            how: How::NotFound,
+            via: None,
+            object: None,
+            dlopen: false,
+            preload: false,
+            reason: None,
+            trail,
+            intended: None,
+            copies,
+            completions: Vec::new(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn the_steps_are_counted_by_kind_and_a_refused_file_is_named() {
+        let l = missing(
+            vec![
+                step(How::Runpath, "/app/a", StepResult::NotPresent),
+                step(How::Runpath, "/app/b", StepResult::WrongClass),
+                step(How::LdSoCache, "/etc/ld.so.cache", StepResult::NoEntry),
+                step(How::DefaultPath, "/lib", StepResult::NotPresent),
+                step(How::DefaultPath, "/usr/lib", StepResult::NotPresent),
+            ],
+            Vec::new(),
+        );
+        let short = trail_short(&l);
+        assert_eq!(
+            short[0],
+            "search: 5 places searched (runpath ×2, ld.so.cache, default path ×2), none gives it; -v lists each step"
+        );
+        assert_eq!(short.len(), 2, "{short:?}");
+        assert!(short[1].starts_with("search 2. [runpath] /app/b"), "{short:?}");
+    }
+
+    #[test]
+    fn a_copy_in_a_directory_ld_so_conf_lists_names_the_cache_step() {
+        let copy = |in_ld_so_conf| Copy {
+            path: "/usr/local/cuda/lib64/libcudart.so.12".into(),
+            same_name: true,
+            version: None,
+            unusable: None,
+            in_ld_so_conf,
+        };
+        let trail = || {
+            vec![
+                step(How::LdSoCache, "/etc/ld.so.cache", StepResult::NoEntry),
+                step(How::DefaultPath, "/lib", StepResult::NotPresent),
+            ]
+        };
+        let short = trail_short(&missing(trail(), vec![copy(true)]));
+        assert_eq!(
+            short.last().unwrap(),
+            "search step 1 [ld.so.cache] would give /usr/local/cuda/lib64/libcudart.so.12 once `ldconfig` has run"
+        );
+        // Near miss: a copy elsewhere is its own evidence line, not a step of the search.
+        assert_eq!(trail_short(&missing(trail(), vec![copy(false)])).len(), 1);
+    }
+}
