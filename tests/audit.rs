@@ -1212,12 +1212,13 @@ fn repeated_policy_entries_are_one_requirement() {
 }
 
 /// Golden: `audit` of a single-arch binary against a release policy that wants more, as a person reads it; and
-/// nothing on stderr, which is not a terminal here (no progress line).
+/// nothing on stderr, which is not a terminal here (no progress line, even asked for at once).
 #[test]
 fn golden_audit_failing_policy() {
     let dir = tempfile::tempdir().unwrap();
     let p = policy(dir.path(), RELEASE);
     let out = audit(dir.path(), &p)
+        .env("CUDADIAG_PROGRESS_DELAY_MS", "0")
         .arg(root().join("fixtures/cuda13/sm80"))
         .output()
         .unwrap();

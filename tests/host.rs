@@ -1182,7 +1182,7 @@ fn golden_doctor() {
 }
 
 /// `doctor` with stderr not a terminal (a pipe here) writes nothing there: no progress line, no erasing
-/// sequence, whatever the run's length.
+/// sequence, even when the line is asked for at once (`CUDADIAG_PROGRESS_DELAY_MS=0`).
 #[test]
 fn doctor_writes_nothing_to_a_stderr_that_is_not_a_terminal() {
     let d = case_dir("conda-pip-toolkit");
@@ -1190,6 +1190,7 @@ fn doctor_writes_nothing_to_a_stderr_that_is_not_a_terminal() {
     args.extend(machine_args(&d.join("root"), &d.join("env"), &[]));
     let out = Command::cargo_bin("cudadiag")
         .unwrap()
+        .env("CUDADIAG_PROGRESS_DELAY_MS", "0")
         .args(&args)
         .output()
         .unwrap();
