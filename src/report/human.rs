@@ -11,12 +11,7 @@ use std::io::{self, Write};
 pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     let p = opts.paint;
     let verbose = opts.detail.verbose();
-    if !report.headlines.is_empty() {
-        for h in &report.headlines {
-            headline(h, p, out)?;
-        }
-        writeln!(out)?;
-    }
+    headlines(report, opts, out)?;
     for f in &report.findings {
         finding(f, opts, out)?;
     }
@@ -64,6 +59,46 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
         writeln!(out, "({})", Sane(note))?;
     }
     fixes(report, p, out)
+}
+
+/// How many headlines are shown before those that say all is well are counted instead (`audit` of a
+/// directory of hundreds of libraries).
+const HEADLINES_SHOWN: usize = 12;
+
+/// The answer, one line per binary (and GPU): all of them when they are few or with `-v`; else every line that
+/// says something is wrong, and a count of those that say all is well.
+fn headlines(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    use crate::rules::Standing;
+    if report.headlines.is_empty() {
+        return Ok(());
+    }
+    let fold = report.headlines.len() > HEADLINES_SHOWN && !opts.detail.verbose();
+    let well = |h: &&crate::rules::Headline| {
+        matches!(
+            h.standing,
+            Standing::Runs | Standing::NoError | Standing::NoDeviceCode
+        )
+    };
+    let mut folded = 0;
+    for h in &report.headlines {
+        if fold && well(&h) {
+            folded += 1;
+        } else {
+            headline(h, opts.paint, out)?;
+        }
+    }
+    if folded > 0 {
+        writeln!(
+            out,
+            "{}",
+            opts.paint.good(&format!(
+                "… and {} more with nothing wrong: will run, or no device code of their own (each in --format \
+                 json)",
+                thousands(folded)
+            ))
+        )?;
+    }
+    writeln!(out)
 }
 
 /// One line of the answer: `app on NVIDIA H200 (CC 9.0): will fail: why (and 2 more errors)`.
@@ -672,6 +707,79 @@ mod tests {
         .unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.lines().any(|l| l.trim() == format!("{long},")), "{text}");
+    }
+
+    fn report_of(headlines: Vec<crate::rules::Headline>) -> Report {
+        Report {
+            headlines,
+            ..Report::default()
+        }
+    }
+
+    fn headline_of(name: &str, standing: crate::rules::Standing) -> crate::rules::Headline {
+        crate::rules::Headline {
+            subject: Some(name.into()),
+            gpu: Some("CC 9.0".into()),
+            standing,
+            why: String::new(),
+            more_errors: 0,
+        }
+    }
+
+    fn shown(report: &Report, detail: Detail) -> String {
+        let opts = RenderOptions {
+            format: OutputFormat::Human,
+            paint: Paint::plain(),
+            detail,
+        };
+        let mut out = Vec::new();
+        headlines(report, &opts, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn many_headlines_keep_what_is_wrong_and_count_the_rest() {
+        use crate::rules::Standing;
+        let mut list: Vec<_> = (0..20)
+            .map(|i| headline_of(&format!("lib{i}.so"), Standing::Runs))
+            .collect();
+        list[7].standing = Standing::Fails;
+        list[7].why = "no kernel image".into();
+        let r = report_of(list);
+        let text = shown(&r, Detail::Short);
+        assert!(
+            text.contains("lib7.so on CC 9.0: will fail: no kernel image"),
+            "{text}"
+        );
+        assert!(!text.contains("lib8.so"), "{text}");
+        assert!(text.contains("… and 19 more with nothing wrong"), "{text}");
+        // With -v, every line.
+        assert_eq!(shown(&r, Detail::Verbose).lines().count(), 21);
+        // A few are never folded.
+        let few = report_of(
+            (0..3)
+                .map(|i| headline_of(&format!("l{i}"), Standing::Runs))
+                .collect(),
+        );
+        assert_eq!(shown(&few, Detail::Short).lines().count(), 4);
+    }
+
+    #[test]
+    fn data_in_the_answer_and_in_name_lists_is_escaped() {
+        let mut h = headline_of("app\x1b]0;pwned\x07", crate::rules::Standing::Fails);
+        h.why = "libx\u{202e}.so missing".into();
+        let text = shown(&report_of(vec![h]), Detail::Short);
+        assert!(!text.contains('\x1b') && !text.contains('\u{202e}'), "{text:?}");
+        assert!(text.contains("app\\e]0;pwned\\x07"), "{text:?}");
+        let opts = RenderOptions {
+            format: OutputFormat::Human,
+            paint: Paint::new(crate::report::ColorChoice::Always, false, false),
+            detail: Detail::Everything,
+        };
+        let mut out = Vec::new();
+        name_list("kernels", &["k\x1b[2J".into()], &opts, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("k\\e[2J"), "{text:?}");
     }
 
     #[test]
