@@ -299,7 +299,8 @@ pub struct InspectArgs {
     /// Files to inspect.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Show every device-code entry and the ELF details.
+    /// Show every device-code entry, the ELF details, the loader tree and every step of a missing library's
+    /// search (shown in short without it). Kernel names are counted with their first few; with --deep, all.
     #[arg(short, long)]
     pub verbose: bool,
     /// Decompress and parse every payload (kernel names, PTX directives, every toolkit note). Slower on large
@@ -347,7 +348,8 @@ pub struct InspectArgs {
 /// `cudadiag doctor`.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// List every CUDA library copy found (by default only a summary per kind).
+    /// List every CUDA library file found (by default one line per family, version and directory), and every
+    /// problem met while reading the machine.
     #[arg(short, long)]
     pub verbose: bool,
     /// Skip the catalogue of CUDA libraries on disk (the only part that walks directories).

@@ -143,6 +143,21 @@ pub struct Finding {
     /// objects). Each request, with its search trail, is in the report's `libraries`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<usize>,
+    /// Runs of `evidence` the human report shows in short unless asked for all of it (`-v`): a loader's
+    /// search trail of eleven steps is one line there. Every other format keeps every line.
+    #[serde(skip)]
+    pub folds: Vec<Fold>,
+}
+
+/// A run of a finding's evidence and its short form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fold {
+    /// The index of the run's first line in [`Finding::evidence`].
+    pub start: usize,
+    /// How many lines it holds.
+    pub len: usize,
+    /// What the human report shows in their place.
+    pub short: Vec<String>,
 }
 
 impl Finding {
@@ -159,12 +174,26 @@ impl Finding {
             path: None,
             sonames: Vec::new(),
             requests: None,
+            folds: Vec::new(),
         }
     }
 
     /// Adds a "because" line.
     pub fn because(mut self, evidence: impl Into<String>) -> Finding {
         self.evidence.push(evidence.into());
+        self
+    }
+
+    /// Adds "because" lines that the human report replaces with `short` unless it shows everything.
+    pub fn because_folded(mut self, lines: Vec<String>, short: Vec<String>) -> Finding {
+        if !lines.is_empty() {
+            self.folds.push(Fold {
+                start: self.evidence.len(),
+                len: lines.len(),
+                short,
+            });
+            self.evidence.extend(lines);
+        }
         self
     }
 

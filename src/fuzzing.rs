@@ -63,10 +63,12 @@ fn judge_and_render(facts: crate::facts::Facts, matrix: &crate::matrix::Matrix) 
     use crate::report::{self, OutputFormat, Paint, RenderOptions, Report};
     let findings = crate::rules::evaluate(&facts, matrix);
     let verdicts = crate::rules::compat::verdicts(&facts, matrix);
+    let headlines = crate::rules::headline::headlines(&facts, &findings, &verdicts);
     let report = Report {
         facts,
         findings,
         verdicts,
+        headlines,
     };
     for format in [
         OutputFormat::Human,
@@ -78,7 +80,7 @@ fn judge_and_render(facts: crate::facts::Facts, matrix: &crate::matrix::Matrix) 
         let opts = RenderOptions {
             format,
             paint: Paint::plain(),
-            verbose: true,
+            detail: crate::report::Detail::Everything,
         };
         let _ = report::render(&report, &opts, &mut std::io::sink());
     }
@@ -179,6 +181,7 @@ pub fn wheel(data: &[u8]) {
             256 << 20,
             std::time::Duration::from_secs(10),
         )),
+        ..Default::default()
     };
     let (mut binaries, mut wheels) = (Vec::new(), Vec::new());
     crate::inspect::wheel::wheel(&file, &opts, &mut binaries, &mut wheels);

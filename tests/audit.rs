@@ -4,6 +4,9 @@ use assert_cmd::Command;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+#[path = "support/golden.rs"]
+mod golden;
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -1205,5 +1208,26 @@ fn repeated_policy_entries_are_one_requirement() {
         forbidden[0].to_string().contains("libcuda.so*"),
         "{}",
         forbidden[0]
+    );
+}
+
+/// Golden: `audit` of a single-arch binary against a release policy that wants more, as a person reads it; and
+/// nothing on stderr, which is not a terminal here (no progress line, even asked for at once).
+#[test]
+fn golden_audit_failing_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(dir.path(), RELEASE);
+    let out = audit(dir.path(), &p)
+        .env("CUDADIAG_PROGRESS_DELAY_MS", "0")
+        .arg(root().join("fixtures/cuda13/sm80"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let here = root().display().to_string();
+    let tmp = dir.path().display().to_string();
+    insta::assert_snapshot!(
+        "audit_failing_policy",
+        golden::transcript(&out, &[(&tmp, "[TMP]"), (&here, "[REPO]")])
     );
 }

@@ -4,6 +4,9 @@
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
+#[path = "support/golden.rs"]
+mod golden;
+
 fn cudadiag() -> Command {
     let mut c = Command::cargo_bin("cudadiag").unwrap();
     c.env_remove("NO_COLOR").current_dir(env!("CARGO_MANIFEST_DIR"));
@@ -144,8 +147,9 @@ fn relocatable_entries_are_marked() {
 
 #[test]
 fn human_summary_line_snapshot() {
-    // One summary line per binary, first. (cudart_shared needs libcudart.so.13, which a CI machine without
-    // CUDA lacks: the loader's library-not-found follows the summary lines and is checked in the loader tests.)
+    // One summary line per binary, among the details after the headlines and the findings. (cudart_shared needs
+    // libcudart.so.13, which a CI machine without CUDA lacks: its library-not-found is checked in the loader
+    // tests.)
     let out = cudadiag()
         .args([
             "inspect",
@@ -158,7 +162,10 @@ fn human_summary_line_snapshot() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    let summary: Vec<&str> = text.lines().take(3).collect();
+    let summary: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("fixtures/") && l.contains("  "))
+        .collect();
     assert_eq!(
         summary,
         [
@@ -923,4 +930,28 @@ fn an_input_rewritten_while_read_never_kills_inspect() {
     writer.join().unwrap();
     // Not asserted: how often the race was hit (it depends on the machine's load).
     let _ = changed;
+}
+
+/// Golden: `inspect` of a fixture alone (`--no-host`), and against what-if machines: an H200 with a CUDA 13
+/// driver (runs), a V100 (no kernel image), and an old driver (the runtime is too new for it).
+#[test]
+fn golden_inspect_fixture() {
+    let run = |args: &[&str]| {
+        let out = cudadiag()
+            .args(["--color", "never", "inspect"])
+            .args(args)
+            .arg("fixtures/cuda13/multi")
+            .output()
+            .unwrap();
+        golden::transcript(&out, &[])
+    };
+    insta::assert_snapshot!("inspect_multi_no_host", run(&["--no-host"]));
+    insta::assert_snapshot!(
+        "inspect_multi_h200",
+        run(&["--gpu", "NVIDIA H200", "--driver", "580.159.04"])
+    );
+    insta::assert_snapshot!(
+        "inspect_multi_v100_old_driver",
+        run(&["--gpu", "7.0", "--driver", "535.104.05"])
+    );
 }

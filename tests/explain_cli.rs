@@ -5,6 +5,9 @@ use assert_cmd::Command;
 use cudadiag::findings::CATALOGUE;
 use serde_json::Value;
 
+#[path = "support/golden.rs"]
+mod golden;
+
 fn cudadiag() -> Command {
     let mut c = Command::cargo_bin("cudadiag").unwrap();
     c.env_remove("NO_COLOR").arg("--color").arg("never");
@@ -389,4 +392,11 @@ fn explain_a_missing_library_names_its_packages_and_copies() {
     ]);
     assert!(text.contains("libfoo.so.1: not a CUDA library"), "{text}");
     assert!(text.contains("no copy found"), "{text}");
+}
+
+/// Golden: `explain` of a code, as a person reads it.
+#[test]
+fn golden_explain_code() {
+    let out = cudadiag().args(["explain", "CD100"]).output().unwrap();
+    insta::assert_snapshot!("explain_cd100", golden::transcript(&out, &[]));
 }

@@ -5,6 +5,9 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+#[path = "support/golden.rs"]
+mod golden;
+
 fn case_dir(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/hosts")
@@ -1154,4 +1157,43 @@ fn a_newer_snapshot_fails_on_its_version() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a cudadiag snapshot"));
+}
+
+/// Golden: `doctor` on a few machines, as a person reads it.
+#[test]
+fn golden_doctor() {
+    for case in [
+        "healthy",
+        "conda-pip-toolkit",
+        "container-no-gpu",
+        "stale-ld-cache",
+    ] {
+        let d = case_dir(case);
+        let mut args = vec!["--color".to_string(), "never".into(), "doctor".into()];
+        args.extend(machine_args(&d.join("root"), &d.join("env"), &[]));
+        let out = Command::cargo_bin("cudadiag")
+            .unwrap()
+            .env_remove("NO_COLOR")
+            .args(&args)
+            .output()
+            .unwrap();
+        insta::assert_snapshot!(format!("doctor_{case}"), golden::transcript(&out, &[]));
+    }
+}
+
+/// `doctor` with stderr not a terminal (a pipe here) writes nothing there: no progress line, no erasing
+/// sequence, even when the line is asked for at once (`CUDADIAG_PROGRESS_DELAY_MS=0`).
+#[test]
+fn doctor_writes_nothing_to_a_stderr_that_is_not_a_terminal() {
+    let d = case_dir("conda-pip-toolkit");
+    let mut args = vec!["doctor".to_string()];
+    args.extend(machine_args(&d.join("root"), &d.join("env"), &[]));
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .env("CUDADIAG_PROGRESS_DELAY_MS", "0")
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -7,6 +7,9 @@ mod build;
 use assert_cmd::Command;
 use std::path::Path;
 
+#[path = "support/golden.rs"]
+mod golden;
+
 fn program_with_a_missing_library(dir: &Path) -> std::path::PathBuf {
     let dep = build::lib(&dir.join("lib"), "libgone.so.1", "gone", &[], &[]);
     let keep = build::lib(&dir.join("lib"), "libkeep.so.1", "keep", &[], &[]);
@@ -103,7 +106,8 @@ fn human_tree_explains_the_missing_library() {
     assert!(text.contains("[ld.so.cache] no entry"), "{text}");
     assert!(text.contains("        fix: "), "{text}");
     assert!(text.contains("error[CD200] library-not-found"), "{text}");
-    // Without -v the tree is left out; the finding still carries the trail and the fix.
+    // Without -v the tree is left out; the finding carries the trail in short (its steps counted by kind) and
+    // the fix.
     let out = Command::cargo_bin("cudadiag")
         .unwrap()
         .args(["--color", "never", "inspect", "--clear-env"])
@@ -112,12 +116,33 @@ fn human_tree_explains_the_missing_library() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("    libkeep.so.1 [runpath]"), "{text}");
+    assert!(!text.contains("because search 1. [runpath]"), "{text}");
     assert!(
-        text.contains(&format!(
-            "because search 1. [runpath] {}/libgone.so.1: not present",
-            lib.display()
-        )),
+        text.contains("places searched (runpath, ld.so.cache, default path ×"),
         "{text}"
+    );
+    assert!(text.contains("-v lists each step"), "{text}");
+    // The JSON keeps every step.
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["inspect", "--format", "json", "--clear-env"])
+        .arg(&main)
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let finding = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["slug"] == "library-not-found")
+        .unwrap();
+    assert!(
+        finding["evidence"].as_array().unwrap().iter().any(|e| e
+            == &serde_json::Value::String(format!(
+                "search 1. [runpath] {}/libgone.so.1: not present",
+                lib.display()
+            ))),
+        "{finding}"
     );
 }
 
@@ -608,4 +633,38 @@ fn pip_without_metadata_and_conda_name_their_own_packages() {
         ),
         "{help}"
     );
+}
+
+/// Golden: a program whose library is gone, built here (the temporary directory is `[TMP]`): the answer
+/// first, the search in short; `-v` shows every step of it.
+#[test]
+fn golden_missing_library() {
+    let t = tempfile::tempdir().unwrap();
+    let main = program_with_a_missing_library(t.path());
+    let run = |verbose: bool| {
+        let mut c = Command::cargo_bin("cudadiag").unwrap();
+        c.env_remove("NO_COLOR")
+            .args(["--color", "never", "inspect", "--no-host", "--clear-env"]);
+        if verbose {
+            c.arg("-v");
+        }
+        c.arg(&main).output().unwrap()
+    };
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(1));
+    let tmp = t.path().display().to_string();
+    insta::assert_snapshot!(
+        "inspect_missing_library",
+        golden::transcript(&out, &[(&tmp, "[TMP]")])
+    );
+    // Every step of the trail with -v, in the finding as in the tree.
+    let text = String::from_utf8_lossy(&run(true).stdout).into_owned();
+    let lib = t.path().join("lib").display().to_string();
+    assert!(
+        text.contains(&format!(
+            "because search 1. [runpath] {lib}/libgone.so.1: not present"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("-v lists each step"), "{text}");
 }

@@ -26,8 +26,11 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     let text = crate::system::read::read_to_string(&path, crate::system::read::POLICY)
         .map_err(|e| ToolError(format!("cannot read policy {}: {e}", path.display())))?;
     let policy = Policy::parse(&text, &path.display().to_string()).map_err(|e| ToolError(e.to_string()))?;
-    let (binaries, wheels) = inspect::wheel::collect(&args.paths, &InspectOptions::default())
-        .map_err(|e| ToolError(e.to_string()))?;
+    let opts = InspectOptions::default();
+    let (binaries, wheels) = report::progress::while_running("inspecting…", "files", &opts.done, || {
+        inspect::wheel::collect(&args.paths, &opts)
+    })
+    .map_err(|e| ToolError(e.to_string()))?;
     let matrix = super::targets::load_matrix(args.matrix.as_deref())?;
     let pip = crate::rules::wheel::Table::bundled().map_err(ToolError)?;
     // The release's targets, not this machine's: audit runs on CI runners without GPUs.
@@ -50,12 +53,8 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     let mut findings = crate::rules::policy::apply(findings, &policy, policy::today());
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     let verdicts = crate::rules::verdicts(&facts, &matrix);
-    let report = Report {
-        facts,
-        findings,
-        verdicts,
-    };
-    super::render(&report, &args.output, paint, false, out)
+    let report = Report::new(facts, findings, verdicts);
+    super::render(&report, &args.output, paint, report::Detail::Short, out)
 }
 
 /// Writes the commented policy template.

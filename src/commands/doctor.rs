@@ -2,7 +2,7 @@
 //!
 //! Collects [`HostFacts`] (or reads them from a snapshot), runs the rules and renders the report. The library
 //! catalogue walks directories; when that takes more than a second on a terminal, a progress line on stderr
-//! says so (and is erased when done), never on stdout and never when stderr is redirected.
+//! says so (`report::progress`).
 
 use super::{Outcome, ToolError};
 use crate::cli::{DoctorArgs, SystemArgs};
@@ -10,10 +10,8 @@ use crate::facts::{Facts, HostFacts};
 use crate::host::{self, CollectOptions};
 use crate::report::Paint;
 use crate::system::{Env, Root};
-use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::Duration;
+use std::io::Write;
+use std::sync::atomic::AtomicUsize;
 
 /// The root the arguments name, refused when it is not a directory.
 pub fn checked_root(system: &SystemArgs) -> Result<Root, ToolError> {
@@ -30,37 +28,16 @@ pub fn checked_root(system: &SystemArgs) -> Result<Root, ToolError> {
 /// Collects the host facts, with a progress line on a terminal when the catalogue takes over a second.
 pub fn collect(root: &Root, env: &Env, skip_catalog: bool) -> HostFacts {
     let counter = AtomicUsize::new(0);
-    let (done, finished) = mpsc::channel::<()>();
-    std::thread::scope(|s| {
-        if std::io::stderr().is_terminal() {
-            let counter = &counter;
-            s.spawn(move || {
-                // Quiet for the first second; then a line refreshed every 100 ms until the scan ends (the
-                // channel closes), erased at the end. Waiting on the channel, not sleeping, so that a fast scan
-                // is never held up.
-                let mut wait = Duration::from_secs(1);
-                let mut shown = false;
-                while let Err(RecvTimeoutError::Timeout) = finished.recv_timeout(wait) {
-                    let line = format!(
-                        "\rcudadiag: scanning for CUDA libraries… {} directories",
-                        counter.load(Ordering::Relaxed)
-                    );
-                    let _ = std::io::stderr().write_all(line.as_bytes());
-                    shown = true;
-                    wait = Duration::from_millis(100);
-                }
-                if shown {
-                    let _ = std::io::stderr().write_all(b"\r\x1b[K");
-                }
-            });
-        }
-        let opts = CollectOptions {
-            skip_catalog,
-            progress: Some(&counter),
-        };
-        let facts = host::collect(root, env, &opts);
-        drop(done);
-        facts
+    let opts = CollectOptions {
+        skip_catalog,
+        progress: Some(&counter),
+    };
+    // Without the catalogue there is nothing long to show (and `inspect` reads the machine beside its own work).
+    if skip_catalog {
+        return host::collect(root, env, &opts);
+    }
+    crate::report::progress::while_running("scanning for CUDA libraries…", "directories", &counter, || {
+        host::collect(root, env, &opts)
     })
 }
 
@@ -75,5 +52,10 @@ pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
         host: Some(host),
         ..Facts::default()
     };
-    super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out)
+    let detail = if args.verbose {
+        crate::report::Detail::Verbose
+    } else {
+        crate::report::Detail::Short
+    };
+    super::evaluate_and_render(facts, &matrix, &args.output, paint, detail, out)
 }

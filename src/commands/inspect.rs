@@ -4,7 +4,7 @@ use super::{Outcome, ToolError};
 use crate::cli::InspectArgs;
 use crate::facts::Facts;
 use crate::inspect::{self, Depth, InspectOptions};
-use crate::report::Paint;
+use crate::report::{Detail, Paint};
 use std::io::Write;
 
 pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
@@ -17,7 +17,7 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
             Depth::Headers
         },
         max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
-        budget: std::sync::Arc::default(),
+        ..InspectOptions::default()
     };
     let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
     let read_host = args.facts.is_none() && !what_if && !args.no_host;
@@ -34,7 +34,11 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         let host = host_root
             .as_ref()
             .map(|r| s.spawn(|| super::doctor::collect(r, &env, true)));
-        let facts = binaries_and_libraries(args, &opts, &root, &env);
+        // `--deep` on a framework library inflates thousands of payloads: say so on a terminal.
+        let facts =
+            crate::report::progress::while_running("reading device code…", "payloads", &opts.done, || {
+                binaries_and_libraries(args, &opts, &root, &env)
+            });
         use crate::parallel::join;
         (facts, join(matrix), host.map(join))
     });
@@ -67,7 +71,13 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
             &facts.binaries,
         )?);
     }
-    let outcome = super::evaluate_and_render(facts, &matrix, &args.output, paint, args.verbose, out);
+    // Every kernel name of a large library is thousands of lines: `-v` counts them, `-v --deep` lists them.
+    let detail = match (args.verbose, args.deep) {
+        (false, _) => Detail::Short,
+        (true, false) => Detail::Verbose,
+        (true, true) => Detail::Everything,
+    };
+    let outcome = super::evaluate_and_render(facts, &matrix, &args.output, paint, detail, out);
     crate::parallel::discard(matrix);
     outcome
 }

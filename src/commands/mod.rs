@@ -49,17 +49,13 @@ pub(crate) fn evaluate_and_render(
     matrix: &crate::matrix::Matrix,
     output: &crate::cli::OutputArgs,
     paint: Paint,
-    verbose: bool,
+    detail: crate::report::Detail,
     out: &mut dyn Write,
 ) -> Result<Outcome, ToolError> {
     let findings = crate::rules::evaluate(&facts, matrix);
     let verdicts = crate::rules::verdicts(&facts, matrix);
-    let report = crate::report::Report {
-        facts,
-        findings,
-        verdicts,
-    };
-    let outcome = render(&report, output, paint, verbose, out);
+    let report = crate::report::Report::new(facts, findings, verdicts);
+    let outcome = render(&report, output, paint, detail, out);
     // A large tree's report is tens of thousands of strings: the exit need not wait for them to be freed.
     crate::parallel::discard(report);
     outcome
@@ -70,13 +66,13 @@ pub(crate) fn render(
     report: &crate::report::Report,
     output: &crate::cli::OutputArgs,
     paint: Paint,
-    verbose: bool,
+    detail: crate::report::Detail,
     out: &mut dyn Write,
 ) -> Result<Outcome, ToolError> {
     let options = crate::report::RenderOptions {
         format: output.format,
         paint,
-        verbose,
+        detail,
     };
     crate::report::render(report, &options, out)?;
     Ok(if report.fails(output.fail_on.threshold()) {
@@ -88,11 +84,9 @@ pub(crate) fn render(
 
 /// Runs the parsed command line, writing the report to `out`.
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
-    let paint = Paint::new(
-        cli.color,
-        std::io::stdout().is_terminal(),
-        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-    );
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let paint = Paint::new(cli.color, std::io::stdout().is_terminal(), no_color);
+    crate::report::progress::configure(Paint::new(cli.color, std::io::stderr().is_terminal(), no_color));
     match &cli.command {
         Command::Inspect(args) => inspect::run(args, paint, out),
         Command::Codes(args) => codes::run(args, out),

@@ -38,7 +38,14 @@ pub fn run(args: &ProbeArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
         ..Facts::default()
     };
     let matrix = super::targets::load_matrix(None)?;
-    super::evaluate_and_render(facts, &matrix, &args.output, paint, true, out)
+    super::evaluate_and_render(
+        facts,
+        &matrix,
+        &args.output,
+        paint,
+        crate::report::Detail::Verbose,
+        out,
+    )
 }
 
 /// `cudadiag __probe`: the child. Reads its request on stdin, writes JSON lines on stdout.

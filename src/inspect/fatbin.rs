@@ -571,6 +571,7 @@ pub fn read_payloads(data: &Input<'_>, pending: &[Pending], out: &mut BinaryFact
             Some(stored) => decode(&stored, &code[j.index], opts),
             None => Decoded::Damaged("payload could not be read".into()),
         };
+        opts.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         (j.index, decoded)
     });
     for (index, decoded) in results {

@@ -44,6 +44,8 @@ pub struct InspectOptions {
     /// The run's allowance for inflating fatbin payloads and wheel members, and its memory of payloads
     /// already read.
     pub budget: std::sync::Arc<budget::Budget>,
+    /// Work done so far (files inspected, payloads inflated), shared by clones, for a progress line.
+    pub done: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Default for InspectOptions {
@@ -52,6 +54,7 @@ impl Default for InspectOptions {
             depth: Depth::Headers,
             max_decompressed: 256 << 20,
             budget: std::sync::Arc::default(),
+            done: std::sync::Arc::default(),
         }
     }
 }

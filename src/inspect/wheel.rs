@@ -57,6 +57,7 @@ pub fn collect(
             for entry in walker.drain(..) {
                 match entry {
                     Ok(e) if e.file_type().is_file() => {
+                        opts.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let file = e.path();
                         let shown = file.display().to_string();
                         if file.extension().is_some_and(|x| x == "whl") {

@@ -6,18 +6,22 @@ use crate::facts::{BinaryFacts, CodeKind, Compression, CudartLinkage, DeviceCode
 use crate::findings::{Finding, Severity};
 use std::io::{self, Write};
 
-/// Renders the report for people.
+/// Renders the report for people: the answer first (one line per binary, or for the machine), then the
+/// findings, then the details (what each binary carries, the machine), the counts and the fixes.
 pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     let p = opts.paint;
+    let verbose = opts.detail.verbose();
+    headlines(report, opts, out)?;
+    for f in &report.findings {
+        finding(f, opts, out)?;
+    }
     for b in &report.facts.binaries {
         writeln!(out, "{}  {}", p.bold(&b.path), Sane(&summary_line(b)))?;
-        if opts.verbose {
-            details(b, p, out)?;
+        if verbose {
+            details(b, opts, out)?;
             if let Some(line) = glibc_line(b, &report.facts.libraries, report.facts.glibc()) {
-                writeln!(out, "    {:<12}{line}", p.dim("glibc"))?;
+                writeln!(out, "    {}{line}", p.dim(&format!("{:<12}", "glibc")))?;
             }
-        }
-        if opts.verbose {
             for r in report.facts.libraries.iter().filter(|r| r.binary == b.path) {
                 super::tree::render(r, p, out)?;
             }
@@ -26,16 +30,10 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     super::human_wheel::render(&report.facts.wheels, p, out)?;
     // The machine section is for machines read (doctor, --facts); what-if targets show in the verdicts.
     if let Some(h) = report.facts.host.as_ref().filter(|h| h.observed) {
-        super::human_host::render(h, p, opts.verbose, out)?;
+        super::human_host::render(h, p, verbose, out)?;
     }
     if let Some(probe) = &report.facts.probe {
-        probe_section(probe, opts.verbose, p, out)?;
-    }
-    if !report.findings.is_empty() {
-        writeln!(out)?;
-    }
-    for f in &report.findings {
-        finding(f, p, out)?;
+        probe_section(probe, verbose, p, out)?;
     }
     let s = report.summary();
     let n = report.facts.binaries.len();
@@ -60,41 +58,92 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     if let Some(note) = &report.facts.host_note {
         writeln!(out, "({})", Sane(note))?;
     }
-    verdicts(report, p, out)
+    fixes(report, p, out)
 }
 
-/// The verdict per binary and GPU, then the fixes, most important first (errors before warnings, each once).
-fn verdicts(report: &Report, p: Paint, out: &mut dyn Write) -> io::Result<()> {
-    use crate::rules::Outcome;
-    if report.verdicts.is_empty() {
+/// How many headlines are shown before those that say all is well are counted instead (`audit` of a
+/// directory of hundreds of libraries).
+const HEADLINES_SHOWN: usize = 12;
+
+/// The answer, one line per binary (and GPU): all of them when they are few or with `-v`; else every line that
+/// says something is wrong, and a count of those that say all is well.
+fn headlines(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    use crate::rules::Standing;
+    if report.headlines.is_empty() {
         return Ok(());
     }
-    writeln!(out, "\n{}", p.bold("verdict"))?;
-    for v in &report.verdicts {
-        let (word, why) = match v.outcome {
-            Outcome::Runs => (p.good("will run"), v.reason.clone()),
-            Outcome::RunsAfterJit => (p.warning("will run after JIT"), v.reason.clone()),
-            Outcome::Fails => (p.error("will fail"), v.reason.clone()),
-            Outcome::NoDeviceCode => (p.dim("no verdict"), v.reason.clone()),
-        };
-        let why = why
-            .strip_prefix(&format!("{}: ", v.binary))
-            .unwrap_or(&why)
-            .to_string();
-        let (binary, gpu) = (Sane(&v.binary), Sane(&v.gpu));
-        if why.is_empty() {
-            writeln!(out, "  {binary} on {gpu}: {word}")?;
+    let fold = report.headlines.len() > HEADLINES_SHOWN && !opts.detail.verbose();
+    let well = |h: &&crate::rules::Headline| {
+        matches!(
+            h.standing,
+            Standing::Runs | Standing::NoError | Standing::NoDeviceCode
+        )
+    };
+    let mut folded = 0;
+    for h in &report.headlines {
+        if fold && well(&h) {
+            folded += 1;
         } else {
-            writeln!(out, "  {binary} on {gpu}: {word}: {}", Sane(&why))?;
+            headline(h, opts.paint, out)?;
         }
     }
+    if folded > 0 {
+        writeln!(
+            out,
+            "{}",
+            opts.paint.good(&format!(
+                "… and {} more with nothing wrong: will run, or no device code of their own (each in --format \
+                 json)",
+                thousands(folded)
+            ))
+        )?;
+    }
+    writeln!(out)
+}
+
+/// One line of the answer: `app on NVIDIA H200 (CC 9.0): will fail: why (and 2 more errors)`.
+fn headline(h: &crate::rules::Headline, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+    use crate::rules::Standing;
+    let subject = match (&h.subject, &h.gpu) {
+        (Some(b), Some(g)) => format!("{} on {}", p.bold(b), Sane(g)),
+        (Some(b), None) => p.bold(b),
+        (None, _) => p.bold("this machine"),
+    };
+    let word = match (h.standing, h.subject.is_some()) {
+        (Standing::Runs, _) => p.good("will run"),
+        (Standing::RunsAfterJit, _) => p.warning("will run after JIT"),
+        (Standing::Fails, true) => p.error("will fail"),
+        (Standing::Fails, false) => p.error("CUDA programs will fail"),
+        (Standing::NoDeviceCode, _) => p.dim("no verdict"),
+        (Standing::NoError, _) => p.good("no error found"),
+    };
+    let mut why = h.why.clone();
+    if h.standing == Standing::NoError && h.subject.is_some() {
+        why = "no GPU known to judge its kernels on (--gpu or --driver names one)".into();
+    }
+    if h.more_errors > 0 {
+        why.push_str(&format!(
+            " (and {} more error{})",
+            h.more_errors,
+            if h.more_errors == 1 { "" } else { "s" }
+        ));
+    }
+    if why.is_empty() {
+        writeln!(out, "{subject}: {word}")
+    } else {
+        writeln!(out, "{subject}: {word}: {}", Sane(&why))
+    }
+}
+
+/// The fixes, most important first (errors and warnings, each once).
+fn fixes(report: &Report, p: Paint, out: &mut dyn Write) -> io::Result<()> {
     let mut fixes: Vec<(&str, &str)> = Vec::new();
     for f in &report.findings {
         if f.severity > Severity::Note && !f.help.is_empty() && !fixes.iter().any(|(_, h)| *h == f.help) {
             fixes.push((&f.slug, &f.help));
         }
     }
-    if !fixes.is_empty() {
+    if !fixes.is_empty() && !report.verdicts.is_empty() {
         writeln!(out, "\n{}", p.bold("fixes, most important first"))?;
         for (i, (slug, help)) in fixes.iter().enumerate() {
             writeln!(out, "  {}. [{}] {}", i + 1, Sane(slug), Sane(help))?;
@@ -251,7 +300,8 @@ fn glibc_line(
     Some(line)
 }
 
-fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    let p = opts.paint;
     if let Some(e) = &b.elf {
         let class = match e.class {
             crate::facts::ElfClass::Elf32 => "ELF32",
@@ -273,21 +323,26 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
         ];
         for (name, values) in rows {
             if !values.is_empty() {
-                writeln!(out, "    {:<12}{}", p.dim(name), Sane(&values.join(" ")))?;
+                writeln!(
+                    out,
+                    "    {}{}",
+                    p.dim(&format!("{:<12}", name)),
+                    Sane(&values.join(" "))
+                )?;
             }
         }
         if e.nodeflib {
-            writeln!(out, "    {:<12}DF_1_NODEFLIB", p.dim("flags"))?;
+            writeln!(out, "    {}DF_1_NODEFLIB", p.dim(&format!("{:<12}", "flags")))?;
         }
     }
     for ev in &b.cudart.evidence {
-        writeln!(out, "    {:<12}{}", p.dim("cudart"), Sane(ev))?;
+        writeln!(out, "    {}{}", p.dim(&format!("{:<12}", "cudart")), Sane(ev))?;
     }
     for (i, c) in b.fatbins.iter().enumerate() {
         writeln!(
             out,
-            "    {:<12}#{i} at 0x{:x}{}, {} bytes, {} entries{}",
-            p.dim("fatbin"),
+            "    {}#{i} at 0x{:x}{}, {} bytes, {} entries{}",
+            p.dim(&format!("{:<12}", "fatbin")),
             c.offset,
             c.section
                 .as_deref()
@@ -330,18 +385,8 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
             if let Some(id) = &e.identifier {
                 notes.push(format!("id={id}"));
             }
-            if let Some(c) = &e.cubin {
-                if let Some(tool) = &c.tool {
-                    notes.push(format!("by {tool}"));
-                }
-                if !c.kernels.is_empty() {
-                    notes.push(format!("kernels: {}", c.kernels.join(", ")));
-                }
-            }
-            if let Some(x) = &e.ptx
-                && !x.entries.is_empty()
-            {
-                notes.push(format!("entries: {}", x.entries.join(", ")));
+            if let Some(tool) = e.cubin.as_ref().and_then(|c| c.tool.as_ref()) {
+                notes.push(format!("by {tool}"));
             }
             let row = format!(
                 "{:>3} {:>3}  {:<4}  {:<12} {:>5}  {:<5} {:>9} {:>9}  {:<10} {:<10} {}",
@@ -358,12 +403,19 @@ fn details(b: &BinaryFacts, p: Paint, out: &mut dyn Write) -> io::Result<()> {
                 notes.join("; ")
             );
             writeln!(out, "    {}", Sane(&row))?;
+            if let Some(c) = &e.cubin {
+                name_list("kernels", &c.kernels, opts, out)?;
+            }
+            if let Some(x) = &e.ptx {
+                name_list("entries", &x.entries, opts, out)?;
+            }
         }
     }
     Ok(())
 }
 
-fn finding(f: &Finding, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+fn finding(f: &Finding, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    let p = opts.paint;
     let head = format!("{}[{}]", f.severity, f.code);
     let head = match f.severity {
         Severity::Error => p.error(&head),
@@ -371,13 +423,84 @@ fn finding(f: &Finding, p: Paint, out: &mut dyn Write) -> io::Result<()> {
         Severity::Note => p.note(&head),
     };
     writeln!(out, "{head} {}: {}", p.bold(&f.slug), Sane(&f.message))?;
-    for e in &f.evidence {
-        writeln!(out, "  {} {}", p.dim("because"), Sane(e))?;
+    let mut i = 0;
+    while i < f.evidence.len() {
+        // A folded run (a search trail) is shown in short unless everything is asked for.
+        let fold = f.folds.iter().find(|r| r.start == i && r.len > 0);
+        if let Some(r) = fold.filter(|_| !opts.detail.verbose()) {
+            for line in &r.short {
+                writeln!(out, "  {} {}", p.dim("because"), Sane(line))?;
+            }
+            i += r.len;
+            continue;
+        }
+        writeln!(out, "  {} {}", p.dim("because"), Sane(&f.evidence[i]))?;
+        i += 1;
     }
     if !f.help.is_empty() {
         writeln!(out, "  {} {}", p.good("help"), Sane(&f.help))?;
     }
     writeln!(out)
+}
+
+/// How wide a wrapped list may run: readable in an 80- to 120-column terminal and in a CI log.
+const LIST_WIDTH: usize = 100;
+/// How many names of a long list `-v` shows.
+const LIST_FIRST: usize = 5;
+
+/// A list of names under a table row (`kernels: a, b, c … 1,234 more`), wrapped at [`LIST_WIDTH`]: the first
+/// few with `-v`, all of them with `-v --deep`. A name longer than a line has a line of its own, whole (a
+/// mangled C++ name is copied, not read).
+fn name_list(label: &str, names: &[String], opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let all = opts.detail == super::Detail::Everything || names.len() <= LIST_FIRST + 1;
+    let shown = if all { names } else { &names[..LIST_FIRST] };
+    let indent = "            ";
+    let mut line = format!("{indent}{label} ({}): ", thousands(names.len()));
+    let mut first_on_line = true;
+    let mut pieces: Vec<String> = shown.iter().map(|n| super::escape(n).into_owned()).collect();
+    if !all {
+        pieces.push(format!(
+            "… {} more (all with --deep -v, or in --format json)",
+            thousands(names.len() - shown.len())
+        ));
+    }
+    let last = pieces.len() - 1;
+    for (k, piece) in pieces.iter().enumerate() {
+        let sep = if k < last && (all || k + 1 < last) {
+            ","
+        } else {
+            ""
+        };
+        let piece = format!("{piece}{sep}");
+        let width = line.chars().count() + 1 + piece.chars().count();
+        if !first_on_line && width > LIST_WIDTH {
+            writeln!(out, "{}", opts.paint.dim(line.trim_end()))?;
+            line = format!("{indent}    ");
+            first_on_line = true;
+        }
+        if !first_on_line {
+            line.push(' ');
+        }
+        line.push_str(&piece);
+        first_on_line = false;
+    }
+    writeln!(out, "{}", opts.paint.dim(&line))
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The live probe: how it ended, the driver, each GPU and its self-test, the runtime, each module load; every
@@ -395,7 +518,9 @@ fn probe_section(
         p.error(outcome)
     };
     writeln!(out, "{}  {outcome} in {} ms", p.bold("live probe"), pr.elapsed_ms)?;
-    let row = |out: &mut dyn Write, k: &str, v: &str| writeln!(out, "    {:<12}{}", p.dim(k), Sane(v));
+    let row = |out: &mut dyn Write, k: &str, v: &str| {
+        writeln!(out, "    {}{}", p.dim(&format!("{:<12}", k)), Sane(v))
+    };
     if let Some(d) = &pr.detail {
         row(out, "detail", d)?;
     }
@@ -511,8 +636,8 @@ fn probe_section(
         // The result is coloured: the data in the line is escaped piece by piece.
         writeln!(
             out,
-            "    {:<12}{} on device {}: {result}{note}",
-            p.dim("module"),
+            "    {}{} on device {}: {result}{note}",
+            p.dim(&format!("{:<12}", "module")),
             Sane(&what),
             m.device
         )?;
@@ -521,4 +646,147 @@ fn probe_section(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Detail, OutputFormat};
+
+    fn list(n: usize, detail: Detail) -> String {
+        let names: Vec<String> = (0..n).map(|i| format!("_Z6kernel{i}Pfi")).collect();
+        let opts = RenderOptions {
+            format: OutputFormat::Human,
+            paint: Paint::plain(),
+            detail,
+        };
+        let mut out = Vec::new();
+        name_list("kernels", &names, &opts, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_long_list_shows_its_first_names_and_counts_the_rest() {
+        let text = list(1234, Detail::Verbose);
+        assert!(
+            text.contains("kernels (1,234): _Z6kernel0Pfi, _Z6kernel1Pfi"),
+            "{text}"
+        );
+        assert!(
+            text.contains("_Z6kernel4Pfi … 1,229 more (all with --deep -v"),
+            "{text}"
+        );
+        assert!(!text.contains("_Z6kernel5Pfi"), "{text}");
+    }
+
+    #[test]
+    fn every_name_with_deep_verbose_and_no_line_past_the_width() {
+        let text = list(1234, Detail::Everything);
+        assert!(text.contains("_Z6kernel1233Pfi"), "{text}");
+        assert!(!text.contains("more"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= LIST_WIDTH), "{text}");
+        // Each name once, none cut.
+        assert_eq!(text.matches("_Z6kernel").count(), 1234);
+    }
+
+    #[test]
+    fn a_name_longer_than_a_line_is_kept_whole_on_a_line_of_its_own() {
+        let long = "x".repeat(150);
+        let opts = RenderOptions {
+            format: OutputFormat::Human,
+            paint: Paint::plain(),
+            detail: Detail::Everything,
+        };
+        let mut out = Vec::new();
+        name_list(
+            "kernels",
+            &["a".into(), long.clone(), "b".into()],
+            &opts,
+            &mut out,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.lines().any(|l| l.trim() == format!("{long},")), "{text}");
+    }
+
+    fn report_of(headlines: Vec<crate::rules::Headline>) -> Report {
+        Report {
+            headlines,
+            ..Report::default()
+        }
+    }
+
+    fn headline_of(name: &str, standing: crate::rules::Standing) -> crate::rules::Headline {
+        crate::rules::Headline {
+            subject: Some(name.into()),
+            gpu: Some("CC 9.0".into()),
+            standing,
+            why: String::new(),
+            more_errors: 0,
+        }
+    }
+
+    fn shown(report: &Report, detail: Detail) -> String {
+        let opts = RenderOptions {
+            format: OutputFormat::Human,
+            paint: Paint::plain(),
+            detail,
+        };
+        let mut out = Vec::new();
+        headlines(report, &opts, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn many_headlines_keep_what_is_wrong_and_count_the_rest() {
+        use crate::rules::Standing;
+        let mut list: Vec<_> = (0..20)
+            .map(|i| headline_of(&format!("lib{i}.so"), Standing::Runs))
+            .collect();
+        list[7].standing = Standing::Fails;
+        list[7].why = "no kernel image".into();
+        let r = report_of(list);
+        let text = shown(&r, Detail::Short);
+        assert!(
+            text.contains("lib7.so on CC 9.0: will fail: no kernel image"),
+            "{text}"
+        );
+        assert!(!text.contains("lib8.so"), "{text}");
+        assert!(text.contains("… and 19 more with nothing wrong"), "{text}");
+        // With -v, every line.
+        assert_eq!(shown(&r, Detail::Verbose).lines().count(), 21);
+        // A few are never folded.
+        let few = report_of(
+            (0..3)
+                .map(|i| headline_of(&format!("l{i}"), Standing::Runs))
+                .collect(),
+        );
+        assert_eq!(shown(&few, Detail::Short).lines().count(), 4);
+    }
+
+    #[test]
+    fn data_in_the_answer_and_in_name_lists_is_escaped() {
+        let mut h = headline_of("app\x1b]0;pwned\x07", crate::rules::Standing::Fails);
+        h.why = "libx\u{202e}.so missing".into();
+        let text = shown(&report_of(vec![h]), Detail::Short);
+        assert!(!text.contains('\x1b') && !text.contains('\u{202e}'), "{text:?}");
+        assert!(text.contains("app\\e]0;pwned\\x07"), "{text:?}");
+        let opts = RenderOptions {
+            format: OutputFormat::Human,
+            paint: Paint::new(crate::report::ColorChoice::Always, false, false),
+            detail: Detail::Everything,
+        };
+        let mut out = Vec::new();
+        name_list("kernels", &["k\x1b[2J".into()], &opts, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("k\\e[2J"), "{text:?}");
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
 }

@@ -1,5 +1,6 @@
 //! The human report's host section: driver, GPUs, platform, device nodes, driver libraries in search order,
-//! environment, and the CUDA libraries on disk (a line per kind; every copy with `-v`).
+//! environment, and the CUDA libraries on disk (a line per family, version, directory and owner; every file
+//! with `-v`).
 
 use super::{Paint, Sane};
 use crate::facts::HostFacts;
@@ -9,12 +10,12 @@ use std::io::{self, Write};
 
 /// A row whose value is data (paths, versions, environment values): shown escaped.
 fn row(out: &mut dyn Write, p: Paint, name: &str, value: &str) -> io::Result<()> {
-    writeln!(out, "{:<10}{}", p.dim(name), Sane(value))
+    writeln!(out, "{}{}", p.dim(&format!("{:<10}", name)), Sane(value))
 }
 
 /// A row whose value holds colour: the caller has escaped each piece of data in it.
 fn row_painted(out: &mut dyn Write, p: Paint, name: &str, value: &str) -> io::Result<()> {
-    writeln!(out, "{:<10}{value}", p.dim(name))
+    writeln!(out, "{}{value}", p.dim(&format!("{:<10}", name)))
 }
 
 fn candidates(out: &mut dyn Write, p: Paint, name: &str, list: &[LibCandidate]) -> io::Result<()> {
@@ -63,6 +64,62 @@ fn owner(l: &LibraryEntry) -> String {
         .unwrap_or_else(|| "owner unknown".into())
 }
 
+/// How people write a library family's name (`cudnn` → `cuDNN`); a family without one keeps the catalogue's.
+fn family(kind: &str) -> &str {
+    match kind {
+        "cudnn" => "cuDNN",
+        "cublas" => "cuBLAS",
+        "cufft" => "cuFFT",
+        "curand" => "cuRAND",
+        "cusparse" => "cuSPARSE",
+        "cusolver" => "cuSOLVER",
+        "cutensor" => "cuTENSOR",
+        "nccl" => "NCCL",
+        "nvml" => "NVML",
+        "nvrtc" => "NVRTC",
+        "nvjitlink" => "nvJitLink",
+        "npp" => "NPP",
+        "nvidia-ptxjitcompiler" => "PTX JIT",
+        "nvshmem" => "NVSHMEM",
+        other => other,
+    }
+}
+
+/// Files of one family, version, directory and owner: one line (`cuDNN 9.19.0 (9 files) /usr/lib/…
+/// [deb libcudnn9-cuda-13]`), and each file under it with `-v`.
+struct Group<'a> {
+    kind: &'a str,
+    version: &'a str,
+    dir: &'a str,
+    owner: String,
+    files: Vec<&'a LibraryEntry>,
+}
+
+fn groups<'a>(files: &[&'a LibraryEntry]) -> Vec<Group<'a>> {
+    let mut out: Vec<Group<'a>> = Vec::new();
+    for f in files {
+        let dir = f.real_path.rsplit_once('/').map_or(".", |(d, _)| d);
+        let version = f.version.as_deref().unwrap_or("?");
+        let owner = owner(f);
+        match out
+            .iter_mut()
+            .find(|g| g.kind == f.kind && g.version == version && g.dir == dir && g.owner == owner)
+        {
+            Some(g) => g.files.push(f),
+            None => out.push(Group {
+                kind: &f.kind,
+                version,
+                dir,
+                owner,
+                files: vec![f],
+            }),
+        }
+    }
+    // By family, then place: the catalogue's order is the walk's.
+    out.sort_by(|a, b| (a.kind, a.dir, a.version).cmp(&(b.kind, b.dir, b.version)));
+    out
+}
+
 fn libraries(out: &mut dyn Write, p: Paint, libs: &[LibraryEntry], verbose: bool) -> io::Result<()> {
     // One line per real file: the links to it add nothing but names.
     let mut files: Vec<&LibraryEntry> = Vec::new();
@@ -74,54 +131,62 @@ fn libraries(out: &mut dyn Write, p: Paint, libs: &[LibraryEntry], verbose: bool
     if files.is_empty() {
         return row(out, p, "libraries", "no CUDA library found on disk");
     }
-    let mut kinds: Vec<&str> = files.iter().map(|f| f.kind.as_str()).collect();
-    kinds.sort_unstable();
-    kinds.dedup();
+    let groups = groups(&files);
     row(
         out,
         p,
         "libraries",
-        &format!("{} files ({} paths)", files.len(), libs.len()),
+        &format!(
+            "{} files ({} paths) in {} groups{}",
+            files.len(),
+            libs.len(),
+            groups.len(),
+            if verbose { "" } else { " (-v lists each file)" }
+        ),
     )?;
-    for kind in kinds {
-        let of_kind: Vec<&&LibraryEntry> = files.iter().filter(|f| f.kind == kind).collect();
-        if verbose || matches!(kind, "cudart" | "libcuda" | "stub" | "compat" | "cudnn") {
-            for f in of_kind {
-                let rt = f
-                    .runtime_version
-                    .as_deref()
-                    .map(|v| format!(", runtime {v}"))
-                    .unwrap_or_default();
+    for g in &groups {
+        // A runtime's own version (what `cudaRuntimeGetVersion` returns) is worth its place on the line.
+        let mut runtimes: Vec<&str> = g
+            .files
+            .iter()
+            .filter_map(|f| f.runtime_version.as_deref())
+            .collect();
+        runtimes.dedup();
+        let rt = if runtimes.is_empty() {
+            String::new()
+        } else {
+            format!(", runtime {}", runtimes.join(", "))
+        };
+        let place = match g.files.as_slice() {
+            [one] => one.real_path.clone(),
+            many => format!("({} files) {}", many.len(), g.dir),
+        };
+        row(
+            out,
+            p,
+            "",
+            &format!(
+                "{:<10} {:<12} {place}  [{}{rt}]",
+                family(g.kind),
+                g.version,
+                g.owner
+            ),
+        )?;
+        if verbose {
+            for f in &g.files {
+                let name = f.real_path.rsplit('/').next().unwrap_or(&f.real_path);
+                let what = if g.files.len() == 1 { "" } else { name };
                 row(
                     out,
                     p,
                     "",
                     &format!(
-                        "{kind:<10} {:<12} {}  ({}{rt}; version from {})",
-                        f.version.as_deref().unwrap_or("?"),
-                        f.real_path,
-                        owner(f),
+                        "    {what}{}version from {}",
+                        if what.is_empty() { "" } else { "  " },
                         f.version_source.as_deref().unwrap_or("nowhere")
                     ),
                 )?;
             }
-        } else {
-            let mut versions: Vec<&str> = of_kind
-                .iter()
-                .map(|f| f.version.as_deref().unwrap_or("?"))
-                .collect();
-            versions.dedup();
-            row(
-                out,
-                p,
-                "",
-                &format!(
-                    "{kind:<10} {} cop{} ({})",
-                    of_kind.len(),
-                    if of_kind.len() == 1 { "y" } else { "ies" },
-                    versions.join(", ")
-                ),
-            )?;
         }
     }
     Ok(())
@@ -252,4 +317,89 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
         row(out, p, "problems", &format!("{} (see -v)", h.problems.len()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::model::Owner;
+
+    fn file(kind: &str, version: &str, path: &str) -> LibraryEntry {
+        LibraryEntry {
+            soname: path.rsplit('/').next().unwrap().into(),
+            path: path.into(),
+            real_path: path.into(),
+            kind: kind.into(),
+            version: Some(version.into()),
+            version_source: Some("deb package libcudnn9-cuda-13".into()),
+            runtime_version: None,
+            owner: Some(Owner {
+                kind: "deb".into(),
+                name: "libcudnn9-cuda-13".into(),
+                version: None,
+            }),
+            scan_root: "/usr/lib/x86_64-linux-gnu".into(),
+        }
+    }
+
+    fn render(libs: &[LibraryEntry], verbose: bool) -> String {
+        let mut out = Vec::new();
+        libraries(&mut out, Paint::plain(), libs, verbose).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn one_line_for_a_family_version_and_place() {
+        let dir = "/usr/lib/x86_64-linux-gnu";
+        let mut libs: Vec<LibraryEntry> = [
+            "libcudnn.so.9.19.0",
+            "libcudnn_ops.so.9.19.0",
+            "libcudnn_cnn.so.9.19.0",
+            "libcudnn_adv.so.9.19.0",
+            "libcudnn_graph.so.9.19.0",
+            "libcudnn_heuristic.so.9.19.0",
+            "libcudnn_engines_precompiled.so.9.19.0",
+            "libcudnn_engines_runtime_compiled.so.9.19.0",
+            "libcudnn_engines_ptx.so.9.19.0",
+        ]
+        .iter()
+        .map(|n| file("cudnn", "9.19.0", &format!("{dir}/{n}")))
+        .collect();
+        libs.push(file("cudnn", "9.1.0", "/opt/old/libcudnn.so.9.1.0"));
+        let text = render(&libs, false);
+        assert!(
+            text.contains(&format!(
+                "cuDNN      9.19.0       (9 files) {dir}  [deb libcudnn9-cuda-13]"
+            )),
+            "{text}"
+        );
+        // Another version elsewhere is its own line, with its path.
+        assert!(
+            text.contains("cuDNN      9.1.0        /opt/old/libcudnn.so.9.1.0"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 3, "{text}");
+        // -v: every file under its group.
+        let text = render(&libs, true);
+        assert!(
+            text.contains("libcudnn_engines_ptx.so.9.19.0  version from deb package"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 3 + 10, "{text}");
+    }
+
+    #[test]
+    fn labels_are_padded_before_they_are_coloured() {
+        let mut out = Vec::new();
+        row(
+            &mut out,
+            Paint::new(crate::report::ColorChoice::Always, false, false),
+            "gpus",
+            "none",
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // The padding sits inside the colour: the value starts at column 10 once the sequences are gone.
+        assert!(text.contains("gpus      \u{1b}["), "{text:?}");
+    }
 }

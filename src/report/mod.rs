@@ -11,6 +11,7 @@ mod human_wheel;
 pub mod json;
 mod junit;
 mod paint;
+pub mod progress;
 mod sane;
 mod sarif;
 mod tree;
@@ -55,6 +56,21 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// One verdict per binary and GPU (empty when no GPU is known).
     pub verdicts: Vec<crate::rules::Verdict>,
+    /// The first lines of the human report: per binary (or for the machine), will it run and why.
+    pub headlines: Vec<crate::rules::Headline>,
+}
+
+impl Report {
+    /// A report of `facts` and `findings`, with the verdicts and the headlines the rules give for them.
+    pub fn new(facts: Facts, findings: Vec<Finding>, verdicts: Vec<crate::rules::Verdict>) -> Report {
+        let headlines = crate::rules::headlines(&facts, &findings, &verdicts);
+        Report {
+            facts,
+            findings,
+            verdicts,
+            headlines,
+        }
+    }
 }
 
 /// Counts per severity.
@@ -95,8 +111,28 @@ pub struct RenderOptions {
     pub format: OutputFormat,
     /// Colours (human format only).
     pub paint: Paint,
-    /// Show every device-code entry and the ELF details.
-    pub verbose: bool,
+    /// How much to show.
+    pub detail: Detail,
+}
+
+/// How much of a report the human format shows. The other formats always carry everything.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Detail {
+    /// The answer: verdicts, findings (search trails in short), the machine in summary.
+    #[default]
+    Short,
+    /// `-v`: every device-code entry, the ELF details, the loader tree, whole search trails, every library
+    /// file; long name lists (kernels, PTX entries) counted with their first few.
+    Verbose,
+    /// `-v --deep`: as `Verbose`, with every name of every list.
+    Everything,
+}
+
+impl Detail {
+    /// `-v` or more.
+    pub fn verbose(self) -> bool {
+        self >= Detail::Verbose
+    }
 }
 
 /// Renders `report` to `out`.

@@ -87,6 +87,51 @@ pub fn trail_lines(l: &Library) -> Vec<String> {
         .collect()
 }
 
+/// A missing library's search in short, for the human report without `-v`: how many places were searched, of
+/// which kinds; the steps that found a file and refused it; and the step that would find a copy on disk once
+/// `ldconfig` has run. The copies themselves are evidence lines of their own.
+pub fn trail_short(l: &Library) -> Vec<String> {
+    let lines = trail_lines(l);
+    let mut kinds: Vec<(String, usize)> = Vec::new();
+    for s in &l.trail {
+        let what = tag(s.how, s.of.as_deref(), &l.needed_by);
+        match kinds.iter_mut().find(|(k, _)| *k == what) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((what, 1)),
+        }
+    }
+    let kinds: Vec<String> = kinds
+        .into_iter()
+        .map(|(k, n)| if n == 1 { k } else { format!("{k} ×{n}") })
+        .collect();
+    let n = l.trail.len();
+    let mut out = vec![format!(
+        "search: {n} place{} searched ({}), none gives it; -v lists each step",
+        if n == 1 { "" } else { "s" },
+        kinds.join(", ")
+    )];
+    for (s, line) in l.trail.iter().zip(&lines) {
+        if matches!(
+            s.result,
+            StepResult::WrongClass | StepResult::WrongMachine | StepResult::Invalid
+        ) {
+            out.push(format!("search {line}"));
+        }
+    }
+    let in_cache_dir = l
+        .copies
+        .iter()
+        .find(|c| c.unusable.is_none() && c.same_name && c.in_ld_so_conf);
+    if let (Some(c), Some(i)) = (in_cache_dir, l.trail.iter().position(|s| s.how == How::LdSoCache)) {
+        out.push(format!(
+            "search step {} [ld.so.cache] would give {} once `ldconfig` has run",
+            i + 1,
+            c.path
+        ));
+    }
+    out
+}
+
 fn dir_of(p: &str) -> &str {
     p.rsplit_once('/')
         .map_or(".", |(d, _)| if d.is_empty() { "/" } else { d })
@@ -437,4 +482,86 @@ pub fn multiple_cuda_majors(r: &Resolution) -> Option<Finding> {
         f = f.because(format!("CUDA {m}: {}", libs.join(", ")));
     }
     Some(f)
+}
+
+#[cfg(test)]
+mod trail_short_tests {
+    use super::*;
+    use crate::loader::{Copy, Step};
+
+    fn step(how: How, dir: &str, result: StepResult) -> Step {
+        Step {
+            how,
+            of: None,
+            dir: Some(dir.into()),
+            path: None,
+            result,
+            note: None,
+        }
+    }
+
+    fn missing(trail: Vec<Step>, copies: Vec<Copy>) -> Library {
+        Library {
+            soname: "libcudart.so.12".into(),
+            needed_by: "/app".into(),
+            needed_by_index: 0,
+            path: None,
+            how: How::NotFound,
+            via: None,
+            object: None,
+            dlopen: false,
+            preload: false,
+            reason: None,
+            trail,
+            intended: None,
+            copies,
+            completions: Vec::new(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn the_steps_are_counted_by_kind_and_a_refused_file_is_named() {
+        let l = missing(
+            vec![
+                step(How::Runpath, "/app/a", StepResult::NotPresent),
+                step(How::Runpath, "/app/b", StepResult::WrongClass),
+                step(How::LdSoCache, "/etc/ld.so.cache", StepResult::NoEntry),
+                step(How::DefaultPath, "/lib", StepResult::NotPresent),
+                step(How::DefaultPath, "/usr/lib", StepResult::NotPresent),
+            ],
+            Vec::new(),
+        );
+        let short = trail_short(&l);
+        assert_eq!(
+            short[0],
+            "search: 5 places searched (runpath ×2, ld.so.cache, default path ×2), none gives it; -v lists each step"
+        );
+        assert_eq!(short.len(), 2, "{short:?}");
+        assert!(short[1].starts_with("search 2. [runpath] /app/b"), "{short:?}");
+    }
+
+    #[test]
+    fn a_copy_in_a_directory_ld_so_conf_lists_names_the_cache_step() {
+        let copy = |in_ld_so_conf| Copy {
+            path: "/usr/local/cuda/lib64/libcudart.so.12".into(),
+            same_name: true,
+            version: None,
+            unusable: None,
+            in_ld_so_conf,
+        };
+        let trail = || {
+            vec![
+                step(How::LdSoCache, "/etc/ld.so.cache", StepResult::NoEntry),
+                step(How::DefaultPath, "/lib", StepResult::NotPresent),
+            ]
+        };
+        let short = trail_short(&missing(trail(), vec![copy(true)]));
+        assert_eq!(
+            short.last().unwrap(),
+            "search step 1 [ld.so.cache] would give /usr/local/cuda/lib64/libcudart.so.12 once `ldconfig` has run"
+        );
+        // Near miss: a copy elsewhere is its own evidence line, not a step of the search.
+        assert_eq!(trail_short(&missing(trail(), vec![copy(false)])).len(), 1);
+    }
 }

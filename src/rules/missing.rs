@@ -13,7 +13,7 @@
 //!
 //! Libraries loaded with `dlopen` stay one finding each, as warnings: one may be optional.
 
-use super::loader::{copy_line, fix_for_missing, trail_lines};
+use super::loader::{copy_line, fix_for_missing, trail_lines, trail_short};
 use super::packages;
 use crate::findings::{Code, Finding, Severity};
 use crate::loader::origin::{Installed, PipDist};
@@ -578,9 +578,9 @@ fn one(r: &Resolution, ls: &[&Library]) -> Finding {
     if let Some(why) = &l.reason {
         f = f.because(why.clone());
     }
-    for line in trail_lines(l) {
-        f = f.because(format!("search {line}"));
-    }
+    // The human report shows the trail in short (`-v`: every step); every other format keeps every step.
+    let trail = trail_lines(l).into_iter().map(|line| format!("search {line}"));
+    f = f.because_folded(trail.collect(), trail_short(l));
     for c in &l.copies {
         f = f.because(format!("on disk: {}", copy_line(c)));
     }

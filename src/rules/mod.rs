@@ -8,6 +8,7 @@ mod binary;
 pub mod compat;
 pub mod driver;
 pub mod glibc;
+pub mod headline;
 pub mod host;
 pub mod kernel_image;
 pub mod loader;
@@ -22,6 +23,7 @@ use crate::findings::Finding;
 use crate::matrix::Matrix;
 
 pub use compat::{Outcome, Verdict, verdicts};
+pub use headline::{Headline, Standing, headlines};
 
 /// Runs every rule over the facts, returning findings most severe first (stable within a severity).
 pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
