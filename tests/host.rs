@@ -834,9 +834,11 @@ fn escapes(trace: &str, allowed: &[String]) -> Vec<String> {
     let mut pending: std::collections::HashMap<&str, (&str, &str)> = std::collections::HashMap::new();
     let mut out = Vec::new();
     for line in trace.lines() {
+        // strace pads the pid to a common width when pids of several lengths appear ("7372  readlink(").
         let Some((pid, call)) = line.split_once(' ') else {
             continue;
         };
+        let call = call.trim_start();
         let (path, first) = if call.starts_with("<...") {
             let Some(p) = pending.remove(pid) else { continue };
             p
