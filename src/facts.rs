@@ -461,6 +461,10 @@ pub struct HostFacts {
     pub driver: Option<DriverFacts>,
     /// The NVIDIA GPUs.
     pub gpus: Vec<GpuFacts>,
+    /// Whether the PCI bus was read (`None`: not recorded, as for a what-if target or a snapshot taken by an
+    /// earlier version). No GPU is certain only when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus: Option<crate::host::gpu::PciBus>,
     /// These facts were read from a machine (`host::collect`), not declared as a what-if target (`--gpu`,
     /// `--driver`): only then do the machine rules (device nodes, libraries, environment) apply.
     #[serde(default)]

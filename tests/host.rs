@@ -308,6 +308,37 @@ fn container_and_wsl_are_recognised() {
     assert_eq!(r["host"]["facts"]["libcuda"][0]["kind"], "wsl");
 }
 
+/// A container with neither `/sys` nor the NVIDIA driver (issue 21): `no-driver`, and not `no-gpu`, since the
+/// PCI bus was never read. With an empty `/sys/bus/pci/devices` it is `no-gpu` alone.
+#[test]
+fn a_container_without_sys_or_driver_is_no_driver_not_no_gpu() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    std::fs::create_dir_all(root.join("proc/self")).unwrap();
+    std::fs::write(root.join(".dockerenv"), "").unwrap();
+    std::fs::write(
+        root.join("proc/self/status"),
+        "Name:\tcudadiag\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\t0\n",
+    )
+    .unwrap();
+    let env = t.path().join("env");
+    std::fs::write(&env, "PATH=/usr/bin:/bin\nHOME=/root\n").unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(slugs(&r), ["no-driver"], "{r}");
+    let f = finding(&r, "no-driver");
+    assert!(f["evidence"].to_string().contains("/sys/bus/pci/devices does not exist"));
+    assert_eq!(r["host"]["facts"]["pci_bus"]["state"], "unreadable");
+    // near miss: the bus is there, read, and holds only another vendor's function
+    let dev = root.join("sys/bus/pci/devices/0000:00:02.0");
+    std::fs::create_dir_all(&dev).unwrap();
+    std::fs::write(dev.join("vendor"), "0x8086\n").unwrap();
+    std::fs::write(dev.join("class"), "0x030000\n").unwrap();
+    std::fs::write(dev.join("device"), "0x46a6\n").unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(slugs(&r), ["no-gpu"], "{r}");
+    assert_eq!(r["host"]["facts"]["pci_bus"]["devices"], 1);
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {

@@ -134,6 +134,39 @@ fn no_gpu_fires_when_nothing_is_visible() {
     assert!(host::no_gpu(&h).is_none());
 }
 
+/// A container without `/sys` and without the driver: that there is no driver is certain, that there is no GPU
+/// is not (issue 21). Only a bus that was read and showed no NVIDIA display controller gives `no-gpu`.
+#[test]
+fn an_unread_pci_bus_without_a_driver_is_no_driver_not_no_gpu() {
+    use cudadiag::host::gpu::PciBus;
+    let mut h = healthy();
+    h.gpus.clear();
+    h.driver = None;
+    h.pci_bus = Some(PciBus::Unreadable {
+        reason: "/sys/bus/pci/devices does not exist".into(),
+    });
+    let f = host::no_driver(&h).unwrap();
+    assert!(f.message.contains("unknown"), "{}", f.message);
+    assert!(f.evidence.iter().any(|e| e.contains("PCI bus was not read")));
+    assert!(host::no_gpu(&h).is_none());
+    // near miss: the bus was read and shows no NVIDIA function: no GPU, and nothing to drive
+    h.pci_bus = Some(PciBus::Read { devices: 3 });
+    assert!(host::no_driver(&h).is_none());
+    let g = host::no_gpu(&h).unwrap();
+    assert!(
+        g.evidence.iter().any(|e| e.contains("lists 3 PCI functions")),
+        "{:?}",
+        g.evidence
+    );
+    // near miss: the driver is loaded and lists no GPU: its list is enough, read bus or not
+    h.driver = healthy().driver;
+    h.pci_bus = Some(PciBus::Unreadable {
+        reason: "/sys/bus/pci/devices does not exist".into(),
+    });
+    assert!(host::no_gpu(&h).is_some());
+    assert!(host::no_driver(&h).is_none());
+}
+
 #[test]
 fn driver_library_mismatch_compares_the_first_driver_library() {
     let mut h = healthy();

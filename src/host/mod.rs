@@ -42,13 +42,14 @@ pub struct CollectOptions<'a> {
 pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
     let mut problems = Vec::new();
     let (driver, kernel) = driver::kernel(root);
-    let gpus = gpu::gpus(root, &mut problems);
+    let (gpus, pci_bus) = gpu::gpus(root, &mut problems);
     let device_nodes = devnodes::nodes(root, &mut problems);
     let platform = libcuda::host_platform(root);
     let (ld_cache, cache) = libcuda::read_cache(root);
     let mut facts = HostFacts {
         driver,
         gpus,
+        pci_bus: Some(pci_bus),
         kernel,
         platform: driver::platform(root, env),
         identity: devnodes::identity(root),
