@@ -504,6 +504,14 @@ pub struct HostFacts {
     /// Every `libnvidia-ml.so.1` the loader could pick, in search order.
     #[serde(default)]
     pub nvml: Vec<crate::host::model::LibCandidate>,
+    /// The driver libraries' files as read: the candidates above and the `libcuda.so*` / `libnvidia-*` files
+    /// beside the driver's own (size, whole or cut short, SONAME, `DT_NEEDED`, symbol versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub driver_files: Vec<crate::host::libfile::LibFile>,
+    /// The driver's JIT cache: where, whether on, whether it holds anything (`None`: no `CUDA_CACHE_PATH` or
+    /// `HOME` to place it, or not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit_cache: Option<crate::host::jit_cache::JitCacheFacts>,
     /// Every CUDA library found on the machine.
     #[serde(default)]
     pub libraries: Vec<crate::host::model::LibraryEntry>,

@@ -80,6 +80,8 @@ catalogue! {
     MalformedBinary = ("CD105", "malformed-binary", Error, None, "the host ELF or archive structure is damaged");
     UnrecognizedInput = ("CD106", "unrecognized-input", Warning, None, "the file is not an ELF, archive, fatbin, cubin or PTX");
     InputUnreadable = ("CD107", "input-unreadable", Error, None, "an input could not be read, so nothing about it was checked");
+    PtxJitDisabled = ("CD108", "ptx-jit-disabled", Error, Some(223), "the GPU has only PTX to run and CUDA_DISABLE_PTX_JIT forbids compiling it");
+    PtxJitCacheOnly = ("CD109", "ptx-jit-cache-only", Warning, None, "PTX JIT is disabled: the code runs only if the JIT cache holds an earlier compile");
     LibraryNotFound = ("CD200", "library-not-found", Error, None, "the dynamic loader will not find a needed library");
     LibraryShadowed = ("CD201", "library-shadowed", Warning, None, "another copy of a library wins over the one the binary's RUNPATH/RPATH meant");
     SymbolVersionMissing = ("CD202", "symbol-version-missing", Error, None, "a needed symbol version is missing from the library that will be loaded");
@@ -93,6 +95,7 @@ catalogue! {
     CompatLibcudaUnsupported = ("CD305", "compat-libcuda-unsupported", Error, Some(803), "a forward-compatibility libcuda cannot be used with this driver or GPU");
     StubLibcuda = ("CD306", "stub-libcuda", Error, Some(34), "the toolkit's stub libcuda.so.1 will be loaded instead of the driver's");
     GpuUnsupportedByDriver = ("CD307", "gpu-unsupported-by-driver", Error, Some(100), "the installed driver branch no longer supports this GPU");
+    DriverLibraryDamaged = ("CD308", "driver-library-damaged", Error, None, "a driver library file is empty or cut short");
     NoVisibleDevices = ("CD400", "no-visible-devices", Error, Some(100), "CUDA_VISIBLE_DEVICES hides every GPU");
     DeviceNodesMissing = ("CD401", "device-nodes-missing", Error, Some(100), "the /dev/nvidia* device nodes are missing");
     DevicePermissionDenied = ("CD402", "device-permission-denied", Error, Some(100), "the current user cannot open the /dev/nvidia* device nodes");

@@ -33,6 +33,7 @@ pub fn evaluate(h: &HostFacts) -> Vec<Finding> {
     ]
     .into_iter()
     .flatten()
+    .chain(super::driver_files::damaged(h))
     .collect()
 }
 
@@ -397,10 +398,28 @@ pub fn no_visible_devices(h: &HostFacts) -> Option<Finding> {
     Some(f)
 }
 
-/// `stub-libcuda`: the first `libcuda.so.1` the loader finds is the toolkit's stub (error 34). An unversioned
-/// stub `libcuda.so` on the path is harmless: nothing at run time opens that name.
+/// `stub-libcuda`: the first `libcuda.so.1` the loader finds is the toolkit's stub (error 34), whether it sits in
+/// a `stubs` directory or was copied elsewhere under that name (recognised by its content: no `DT_NEEDED`, no
+/// symbol versions; `host::libfile`). An unversioned stub `libcuda.so` on the path is harmless: nothing at run
+/// time opens that name.
 pub fn stub_libcuda(h: &HostFacts) -> Option<Finding> {
     let first = h.libcuda.first().filter(|c| c.kind == LibKind::Stub)?;
+    let in_stubs = [&first.path, &first.real_path]
+        .iter()
+        .any(|p| p.split('/').any(|c| c == "stubs"));
+    let help = if in_stubs {
+        "Remove the `stubs` directory from LD_LIBRARY_PATH (and from ld.so.conf); the stub is for linking \
+         only (`-L…/lib64/stubs`), never for running. Never name a stub `libcuda.so.1`."
+            .to_string()
+    } else {
+        let dir = first.path.rsplit_once('/').map_or("/", |(d, _)| d);
+        format!(
+            "{} is a copy of the CUDA toolkit's link stub (`lib64/stubs/libcuda.so`): delete it (or take {dir} \
+             off the loader's path) so that the driver's libcuda.so.1 is found. The stub is for linking only; \
+             never copy it as `libcuda.so.1` into an image or environment.",
+            first.path
+        )
+    };
     let mut f = Finding::new(
         Code::StubLibcuda,
         format!(
@@ -408,10 +427,17 @@ pub fn stub_libcuda(h: &HostFacts) -> Option<Finding> {
              (CUDA driver is a stub library)",
             first.path
         ),
-        "Remove the `stubs` directory from LD_LIBRARY_PATH (and from ld.so.conf); the stub is for linking \
-         only (`-L…/lib64/stubs`), never for running. Never name a stub `libcuda.so.1`.",
+        help,
     )
     .because(format!("first libcuda.so.1: {}", describe(first)));
+    if let Some(file) = h.driver_files.iter().find(|f| f.path == first.real_path) {
+        let what = if file.is_link_stub() {
+            "the toolkit's link stub: the driver's libcuda needs libc and defines symbol versions"
+        } else {
+            "in a `stubs` directory"
+        };
+        f = f.because(format!("{} — {what}", file.describe()));
+    }
     if let Some(real) = h.libcuda.iter().find(|c| c.kind != LibKind::Stub) {
         f = f.because(format!("the next one would be {}", describe(real)));
     }

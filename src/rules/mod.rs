@@ -7,8 +7,10 @@
 mod binary;
 pub mod compat;
 pub mod driver;
+pub mod driver_files;
 pub mod glibc;
 pub mod host;
+pub mod jit_cache;
 pub mod kernel_image;
 pub mod loader;
 pub mod policy;

@@ -32,6 +32,14 @@ pub const DOCS: &[(&str, &str)] = &[
         include_str!("../../../data/codes/input-unreadable.md"),
     ),
     (
+        "ptx-jit-disabled",
+        include_str!("../../../data/codes/ptx-jit-disabled.md"),
+    ),
+    (
+        "ptx-jit-cache-only",
+        include_str!("../../../data/codes/ptx-jit-cache-only.md"),
+    ),
+    (
         "library-not-found",
         include_str!("../../../data/codes/library-not-found.md"),
     ),
@@ -79,6 +87,10 @@ pub const DOCS: &[(&str, &str)] = &[
     (
         "gpu-unsupported-by-driver",
         include_str!("../../../data/codes/gpu-unsupported-by-driver.md"),
+    ),
+    (
+        "driver-library-damaged",
+        include_str!("../../../data/codes/driver-library-damaged.md"),
     ),
     (
         "no-visible-devices",
