@@ -326,7 +326,11 @@ fn a_container_without_sys_or_driver_is_no_driver_not_no_gpu() {
     let r = doctor_at(&root, &env, &[]);
     assert_eq!(slugs(&r), ["no-driver"], "{r}");
     let f = finding(&r, "no-driver");
-    assert!(f["evidence"].to_string().contains("/sys/bus/pci/devices does not exist"));
+    assert!(
+        f["evidence"]
+            .to_string()
+            .contains("/sys/bus/pci/devices does not exist")
+    );
     assert_eq!(r["host"]["facts"]["pci_bus"]["state"], "unreadable");
     // near miss: the bus is there, read, and holds only another vendor's function
     let dev = root.join("sys/bus/pci/devices/0000:00:02.0");
@@ -370,14 +374,22 @@ fn a_stub_copied_anywhere_as_libcuda_so_1_is_stub_libcuda() {
     copy_tree(&case_dir("healthy").join("root"), &root);
     let app = root.join("opt/app/lib");
     std::fs::create_dir_all(&app).unwrap();
-    let stub = cc_lib(t.path(), "stub.so", CU_SRC, &["-nostdlib", "-Wl,-soname,libcuda.so.1"]);
+    let stub = cc_lib(
+        t.path(),
+        "stub.so",
+        CU_SRC,
+        &["-nostdlib", "-Wl,-soname,libcuda.so.1"],
+    );
     std::fs::copy(&stub, app.join("libcuda.so.1")).unwrap();
     let env = case_dir("healthy").join("env");
     let r = doctor_at(&root, &env, &["LD_LIBRARY_PATH=/opt/app/lib"]);
     assert_eq!(slugs(&r), ["stub-libcuda"], "{r}");
     let f = finding(&r, "stub-libcuda");
     let ev = f["evidence"].to_string();
-    assert!(ev.contains("no DT_NEEDED entry") && ev.contains("no symbol versions"), "{ev}");
+    assert!(
+        ev.contains("no DT_NEEDED entry") && ev.contains("no symbol versions"),
+        "{ev}"
+    );
     assert!(f["help"].as_str().unwrap().contains("/opt/app/lib/libcuda.so.1"));
     assert_eq!(r["host"]["facts"]["libcuda"][0]["kind"], "stub");
     // near miss: a library with the same SONAME that needs libc and defines symbol versions, as the
@@ -388,7 +400,10 @@ fn a_stub_copied_anywhere_as_libcuda_so_1_is_stub_libcuda() {
         t.path(),
         "real.so",
         CU_SRC,
-        &["-Wl,-soname,libcuda.so.1", &format!("-Wl,--version-script={}", map.display())],
+        &[
+            "-Wl,-soname,libcuda.so.1",
+            &format!("-Wl,--version-script={}", map.display()),
+        ],
     );
     std::fs::copy(&real, app.join("libcuda.so.1")).unwrap();
     let r = doctor_at(&root, &env, &["LD_LIBRARY_PATH=/opt/app/lib"]);
@@ -405,18 +420,37 @@ fn empty_or_truncated_driver_libraries_are_damaged() {
     copy_tree(&case_dir("healthy").join("root"), &root);
     let dir = root.join("usr/lib/x86_64-linux-gnu");
     let env = case_dir("healthy").join("env");
-    let whole = cc_lib(t.path(), "whole.so", CU_SRC, &["-Wl,-soname,libnvidia-gpucomp.so.550.90.07"]);
+    let whole = cc_lib(
+        t.path(),
+        "whole.so",
+        CU_SRC,
+        &["-Wl,-soname,libnvidia-gpucomp.so.550.90.07"],
+    );
     std::fs::copy(&whole, dir.join("libnvidia-gpucomp.so.550.90.07")).unwrap();
     let r = doctor_at(&root, &env, &[]);
     assert_eq!(slugs(&r), Vec::<String>::new(), "{r}");
     std::fs::write(dir.join("libnvidia-ptxjitcompiler.so.550.90.07"), "").unwrap();
     let bytes = std::fs::read(&whole).unwrap();
-    std::fs::write(dir.join("libnvidia-gpucomp.so.550.90.07"), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(
+        dir.join("libnvidia-gpucomp.so.550.90.07"),
+        &bytes[..bytes.len() / 2],
+    )
+    .unwrap();
     let r = doctor_at(&root, &env, &[]);
-    assert_eq!(slugs(&r), ["driver-library-damaged", "driver-library-damaged"], "{r}");
+    assert_eq!(
+        slugs(&r),
+        ["driver-library-damaged", "driver-library-damaged"],
+        "{r}"
+    );
     let text = r["findings"].to_string();
-    assert!(text.contains("libnvidia-ptxjitcompiler.so.550.90.07 is empty (0 bytes)"), "{text}");
-    assert!(text.contains("libnvidia-gpucomp.so.550.90.07 is cut short"), "{text}");
+    assert!(
+        text.contains("libnvidia-ptxjitcompiler.so.550.90.07 is empty (0 bytes)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("libnvidia-gpucomp.so.550.90.07 is cut short"),
+        "{text}"
+    );
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -171,13 +171,24 @@ fn ptx_only_under_disabled_jit_depends_on_the_cache() {
     assert!(codes.contains(&"ptx-jit-cache-only".to_string()), "{codes:?}");
     let (o, codes) = outcome(&facts_with(&off, Some(cache(CacheDir::Empty, false))));
     assert_eq!((o, codes[0].as_str()), (Outcome::Fails, "ptx-jit-disabled"));
-    let (o, _) = outcome(&facts_with(&off, Some(cache(CacheDir::Holds { entries: 3 }, true))));
-    assert_eq!(o, Outcome::Fails, "CUDA_CACHE_DISABLE=1: nothing is read from the cache");
+    let (o, _) = outcome(&facts_with(
+        &off,
+        Some(cache(CacheDir::Holds { entries: 3 }, true)),
+    ));
+    assert_eq!(
+        o,
+        Outcome::Fails,
+        "CUDA_CACHE_DISABLE=1: nothing is read from the cache"
+    );
     // near miss: JIT allowed (unset, or `0`): runs after JIT, no cache finding
     for env in [&[][..], &[("CUDA_DISABLE_PTX_JIT", "0")][..]] {
         let (o, codes) = outcome(&facts_with(env, Some(cache(CacheDir::Empty, false))));
         assert_eq!(o, Outcome::RunsAfterJit);
-        assert!(!codes.iter().any(|c| c.starts_with("ptx-jit-disabled") || c == "ptx-jit-cache-only"));
+        assert!(
+            !codes
+                .iter()
+                .any(|c| c.starts_with("ptx-jit-disabled") || c == "ptx-jit-cache-only")
+        );
     }
     // near miss: a binary with SASS for the H200 is not touched by the setting
     let sm90 = inspect::path(&dir().join("multi"), &InspectOptions::default()).unwrap();

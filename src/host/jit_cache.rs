@@ -84,10 +84,7 @@ pub fn collect(root: &Root, env: &Env) -> Option<JitCacheFacts> {
         Some(p) => (p.to_string(), "CUDA_CACHE_PATH"),
         None => {
             let home = env.get("HOME").filter(|h| h.starts_with('/'))?;
-            (
-                format!("{}/.nv/ComputeCache", home.trim_end_matches('/')),
-                "HOME",
-            )
+            (format!("{}/.nv/ComputeCache", home.trim_end_matches('/')), "HOME")
         }
     };
     let disabled = env
@@ -126,7 +123,10 @@ mod tests {
         assert_eq!(collect(&root, &env), None);
         env.set("HOME", "/home/u/");
         let c = collect(&root, &env).unwrap();
-        assert_eq!((c.path.as_str(), c.dir.clone()), ("/home/u/.nv/ComputeCache", CacheDir::Missing));
+        assert_eq!(
+            (c.path.as_str(), c.dir.clone()),
+            ("/home/u/.nv/ComputeCache", CacheDir::Missing)
+        );
         put(t.path(), "/home/u/.nv/ComputeCache/index", b"x");
         assert!(collect(&root, &env).unwrap().may_hold_compiles());
         env.set("CUDA_CACHE_DISABLE", "1");
