@@ -102,6 +102,7 @@ catalogue! {
     NvidiaUvmMissing = ("CD403", "nvidia-uvm-missing", Error, Some(999), "the nvidia-uvm module or its device node is missing");
     NouveauLoaded = ("CD404", "nouveau-loaded", Error, None, "the nouveau driver holds the GPU");
     NoGpu = ("CD405", "no-gpu", Error, Some(100), "no NVIDIA GPU is present");
+    DeviceOrderMismatch = ("CD406", "device-order-mismatch", Warning, None, "CUDA_VISIBLE_DEVICES indices follow CUDA's fastest-first order, not nvidia-smi's, on GPUs of different models");
     ProbeFailed = ("CD500", "probe-failed", Error, None, "the live probe failed, crashed or timed out");
     ProbeDisagrees = ("CD501", "probe-disagrees", Warning, None, "the live probe contradicts the static verdict (a cudadiag or matrix bug)");
     PolicyMissingArch = ("CD600", "policy-missing-arch", Error, None, "a target architecture the policy requires has no SASS");

@@ -433,3 +433,37 @@ fn versions_compare_numerically() {
     assert_eq!(cmp_versions("580.65.06", "580.65.06"), Equal);
     assert_eq!(cmp_versions("1000.1", "999.99.99"), Greater);
 }
+
+/// `CUDA_VISIBLE_DEVICES` indices on GPUs of different models follow CUDA's fastest-first order, not
+/// nvidia-smi's PCI order (issue 21).
+#[test]
+fn device_order_mismatch_needs_indices_mixed_models_and_the_default_order() {
+    use cudadiag::rules::device_order::device_order_mismatch;
+    let mut h = healthy();
+    h.gpus[1].name = "NVIDIA T400".into();
+    h.env.vars.insert("CUDA_VISIBLE_DEVICES".into(), "1".into());
+    let f = device_order_mismatch(&h).unwrap();
+    assert!(f.evidence.iter().any(|e| e.contains("FASTEST_FIRST")));
+    assert!(f.help.contains("CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+    assert_eq!(f.severity, cudadiag::findings::Severity::Warning);
+    let mut fastest = h.clone();
+    fastest
+        .env
+        .vars
+        .insert("CUDA_DEVICE_ORDER".into(), "FASTEST_FIRST".into());
+    assert!(device_order_mismatch(&fastest).is_some());
+    // near misses: PCI order asked for; GPUs selected by UUID; one model only; the variable unset
+    let mut pci = h.clone();
+    pci.env
+        .vars
+        .insert("CUDA_DEVICE_ORDER".into(), "PCI_BUS_ID".into());
+    assert!(device_order_mismatch(&pci).is_none());
+    let mut uuid = h.clone();
+    uuid.env.vars.insert("CUDA_VISIBLE_DEVICES".into(), UUID1.into());
+    assert!(device_order_mismatch(&uuid).is_none());
+    let mut same = healthy();
+    same.env.vars.insert("CUDA_VISIBLE_DEVICES".into(), "1".into());
+    assert!(device_order_mismatch(&same).is_none());
+    h.env.vars.remove("CUDA_VISIBLE_DEVICES");
+    assert!(device_order_mismatch(&h).is_none());
+}

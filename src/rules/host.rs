@@ -34,6 +34,7 @@ pub fn evaluate(h: &HostFacts) -> Vec<Finding> {
     .into_iter()
     .flatten()
     .chain(super::driver_files::damaged(h))
+    .chain(super::device_order::device_order_mismatch(h))
     .collect()
 }
 

@@ -6,6 +6,7 @@
 
 mod binary;
 pub mod compat;
+pub mod device_order;
 pub mod driver;
 pub mod driver_files;
 pub mod glibc;

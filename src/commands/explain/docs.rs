@@ -118,6 +118,10 @@ pub const DOCS: &[(&str, &str)] = &[
         include_str!("../../../data/codes/probe-failed.md"),
     ),
     (
+        "device-order-mismatch",
+        include_str!("../../../data/codes/device-order-mismatch.md"),
+    ),
+    (
         "probe-disagrees",
         include_str!("../../../data/codes/probe-disagrees.md"),
     ),
