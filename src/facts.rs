@@ -512,6 +512,10 @@ pub struct HostFacts {
     /// `HOME` to place it, or not recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jit_cache: Option<crate::host::jit_cache::JitCacheFacts>,
+    /// The NVIDIA Container Toolkit's CDI specs (`/etc/cdi`, `/var/run/cdi`) and the driver versions of the
+    /// libraries they mount.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cdi: Vec<crate::host::cdi::CdiSpec>,
     /// Every CUDA library found on the machine.
     #[serde(default)]
     pub libraries: Vec<crate::host::model::LibraryEntry>,

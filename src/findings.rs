@@ -96,6 +96,7 @@ catalogue! {
     StubLibcuda = ("CD306", "stub-libcuda", Error, Some(34), "the toolkit's stub libcuda.so.1 will be loaded instead of the driver's");
     GpuUnsupportedByDriver = ("CD307", "gpu-unsupported-by-driver", Error, Some(100), "the installed driver branch no longer supports this GPU");
     DriverLibraryDamaged = ("CD308", "driver-library-damaged", Error, None, "a driver library file is empty or cut short");
+    CdiSpecStale = ("CD309", "cdi-spec-stale", Error, None, "a CDI spec mounts driver libraries of another version than the loaded kernel module");
     NoVisibleDevices = ("CD400", "no-visible-devices", Error, Some(100), "CUDA_VISIBLE_DEVICES hides every GPU");
     DeviceNodesMissing = ("CD401", "device-nodes-missing", Error, Some(100), "the /dev/nvidia* device nodes are missing");
     DevicePermissionDenied = ("CD402", "device-permission-denied", Error, Some(100), "the current user cannot open the /dev/nvidia* device nodes");

@@ -453,6 +453,46 @@ fn empty_or_truncated_driver_libraries_are_damaged() {
     );
 }
 
+/// A CDI spec generated for driver 550.54.14 on a machine whose module is now 550.90.07 is stale; one generated
+/// for the loaded driver is not (issue 21).
+#[test]
+fn a_cdi_spec_for_another_driver_is_stale() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    let env = case_dir("healthy").join("env");
+    let spec = |v: &str| {
+        format!(
+            "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n  containerEdits:\n    deviceNodes:\n    \
+             - path: /dev/nvidia0\ncontainerEdits:\n  mounts:\n  - hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.{v}\n    \
+             containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.{v}\n    options: [ro, nosuid, nodev, bind]\n  \
+             - hostPath: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.{v}\n    containerPath: /x\n"
+        )
+    };
+    std::fs::create_dir_all(root.join("etc/cdi")).unwrap();
+    std::fs::write(root.join("etc/cdi/nvidia.yaml"), spec("550.90.07")).unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(slugs(&r), Vec::<String>::new(), "{r}");
+    assert_eq!(r["host"]["facts"]["cdi"][0]["driver_versions"][0], "550.90.07");
+    std::fs::write(root.join("etc/cdi/nvidia.yaml"), spec("550.54.14")).unwrap();
+    std::fs::create_dir_all(root.join("var/run/cdi")).unwrap();
+    std::fs::write(
+        root.join("var/run/cdi/nvidia.json"),
+        r#"{"kind":"nvidia.com/gpu","containerEdits":{"mounts":[{"hostPath":"/usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07"}]}}"#,
+    )
+    .unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(slugs(&r), ["cdi-spec-stale"], "{r}");
+    let f = finding(&r, "cdi-spec-stale");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("/etc/cdi/nvidia.yaml mounts driver 550.54.14")
+    );
+    assert!(f["help"].as_str().unwrap().contains("nvidia-ctk cdi generate"));
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {

@@ -14,6 +14,7 @@
 //! emulation for the machine's own loader, its cache entries and the ELF checks that decide which file wins.
 
 pub mod catalog;
+pub mod cdi;
 pub mod devnodes;
 pub mod driver;
 pub mod enrich;
@@ -68,6 +69,7 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         libraries: Vec::new(),
         driver_files: Vec::new(),
         jit_cache: jit_cache::collect(root, env),
+        cdi: cdi::collect(root),
         catalog_skipped: opts.skip_catalog,
         problems: Vec::new(),
     };

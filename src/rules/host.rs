@@ -35,6 +35,7 @@ pub fn evaluate(h: &HostFacts) -> Vec<Finding> {
     .flatten()
     .chain(super::driver_files::damaged(h))
     .chain(super::device_order::device_order_mismatch(h))
+    .chain(super::cdi::cdi_spec_stale(h))
     .collect()
 }
 

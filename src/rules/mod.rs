@@ -5,6 +5,7 @@
 //! its own function.
 
 mod binary;
+pub mod cdi;
 pub mod compat;
 pub mod device_order;
 pub mod driver;

@@ -93,6 +93,10 @@ pub const DOCS: &[(&str, &str)] = &[
         include_str!("../../../data/codes/driver-library-damaged.md"),
     ),
     (
+        "cdi-spec-stale",
+        include_str!("../../../data/codes/cdi-spec-stale.md"),
+    ),
+    (
         "no-visible-devices",
         include_str!("../../../data/codes/no-visible-devices.md"),
     ),
