@@ -87,6 +87,7 @@ catalogue! {
     SymbolVersionMissing = ("CD202", "symbol-version-missing", Error, None, "a needed symbol version is missing from the library that will be loaded");
     MultipleCudaMajors = ("CD203", "multiple-cuda-majors", Warning, None, "libraries of several CUDA major versions are loaded into one process");
     GlibcTooOld = ("CD204", "glibc-too-old", Error, None, "the binary or a library it loads needs a newer glibc than the machine has");
+    DuplicateCudaLibrary = ("CD205", "duplicate-cuda-library", Warning, None, "two copies of one CUDA library are loaded into one process");
     NoDriver = ("CD300", "no-driver", Error, Some(35), "no NVIDIA kernel driver is loaded");
     LibcudaNotFound = ("CD301", "libcuda-not-found", Error, Some(35), "the driver library libcuda.so.1 cannot be found");
     DriverInsufficient = ("CD302", "driver-insufficient", Error, Some(35), "the driver is older than the CUDA runtime or code needs");

@@ -10,6 +10,7 @@ pub mod compat;
 pub mod device_order;
 pub mod driver;
 pub mod driver_files;
+pub mod duplicates;
 pub mod glibc;
 pub mod host;
 pub mod jit_cache;
@@ -40,6 +41,9 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
         facts.glibc(),
         &facts.binaries,
     ));
+    for r in &facts.libraries {
+        findings.extend(duplicates::duplicate_cuda_libraries(r));
+    }
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));
     }

@@ -59,6 +59,10 @@ pub const DOCS: &[(&str, &str)] = &[
         "glibc-too-old",
         include_str!("../../../data/codes/glibc-too-old.md"),
     ),
+    (
+        "duplicate-cuda-library",
+        include_str!("../../../data/codes/duplicate-cuda-library.md"),
+    ),
     ("no-driver", include_str!("../../../data/codes/no-driver.md")),
     (
         "libcuda-not-found",
