@@ -392,8 +392,7 @@ fn a_stub_copied_anywhere_as_libcuda_so_1_is_stub_libcuda() {
     );
     assert!(f["help"].as_str().unwrap().contains("/opt/app/lib/libcuda.so.1"));
     assert_eq!(r["host"]["facts"]["libcuda"][0]["kind"], "stub");
-    // near miss: a library with the same SONAME that needs libc and defines symbol versions, as the
-    // driver's does, in the same place
+    // near miss: a library with the same SONAME that needs libc, as the driver's does, in the same place
     let map = t.path().join("v.map");
     std::fs::write(&map, "libcuda.so.1 { global: cu*; local: *; };\n").unwrap();
     let real = cc_lib(

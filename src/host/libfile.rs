@@ -5,10 +5,10 @@
 //! Why by content: the stub `libcuda.so` of a CUDA toolkit (`targets/<arch>/lib/stubs/`) is copied as
 //! `libcuda.so.1` into application directories by Dockerfiles and conda recipes, where no `stubs` component
 //! is left in its path; loaded, it makes every call return error 34 ("CUDA driver is a stub library"). The
-//! CUDA 13.0 stub is about 70 KB, has the SONAME `libcuda.so.1`, no `DT_NEEDED` entry and no symbol versions
-//! (no `DT_VERDEF`); the driver's libcuda (tens of MB, "Version 580.159.04" in its read-only data) needs libc
-//! and its siblings. A real libcuda cannot work without libc, so "no `DT_NEEDED`" alone is decisive;
-//! `docs/driver-libraries.md` gives the sources.
+//! CUDA 13.0 stub is 70,368 bytes, has the SONAME `libcuda.so.1`, no `DT_NEEDED` entry and no symbol versions
+//! (no `DT_VERDEF`); the driver's libcuda (96 MB for 580.159.04, its version in its read-only data) needs libm,
+//! libc, libdl, libpthread and librt. A real libcuda cannot work without libc, so "no `DT_NEEDED`" is what
+//! decides; `docs/driver-libraries.md` gives the sources and what readelf showed.
 //!
 //! Why whole-file checks: an interrupted copy, a full disk during a driver install or a broken container layer
 //! leaves `libnvidia-*.so` files empty or cut short. ld.so then stops with "file too short" or "ELF load

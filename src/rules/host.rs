@@ -434,7 +434,7 @@ pub fn stub_libcuda(h: &HostFacts) -> Option<Finding> {
     .because(format!("first libcuda.so.1: {}", describe(first)));
     if let Some(file) = h.driver_files.iter().find(|f| f.path == first.real_path) {
         let what = if file.is_link_stub() {
-            "the toolkit's link stub: the driver's libcuda needs libc and defines symbol versions"
+            "the toolkit's link stub: the driver's libcuda needs libc, libm, libdl, libpthread and librt"
         } else {
             "in a `stubs` directory"
         };
