@@ -461,6 +461,10 @@ pub struct HostFacts {
     pub driver: Option<DriverFacts>,
     /// The NVIDIA GPUs.
     pub gpus: Vec<GpuFacts>,
+    /// Whether the PCI bus was read (`None`: not recorded, as for a what-if target or a snapshot taken by an
+    /// earlier version). No GPU is certain only when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus: Option<crate::host::gpu::PciBus>,
     /// These facts were read from a machine (`host::collect`), not declared as a what-if target (`--gpu`,
     /// `--driver`): only then do the machine rules (device nodes, libraries, environment) apply.
     #[serde(default)]
@@ -500,6 +504,18 @@ pub struct HostFacts {
     /// Every `libnvidia-ml.so.1` the loader could pick, in search order.
     #[serde(default)]
     pub nvml: Vec<crate::host::model::LibCandidate>,
+    /// The driver libraries' files as read: the candidates above and the `libcuda.so*` / `libnvidia-*` files
+    /// beside the driver's own (size, whole or cut short, SONAME, `DT_NEEDED`, symbol versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub driver_files: Vec<crate::host::libfile::LibFile>,
+    /// The driver's JIT cache: where, whether on, whether it holds anything (`None`: no `CUDA_CACHE_PATH` or
+    /// `HOME` to place it, or not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit_cache: Option<crate::host::jit_cache::JitCacheFacts>,
+    /// The NVIDIA Container Toolkit's CDI specs (`/etc/cdi`, `/var/run/cdi`) and the driver versions of the
+    /// libraries they mount.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cdi: Vec<crate::host::cdi::CdiSpec>,
     /// Every CUDA library found on the machine.
     #[serde(default)]
     pub libraries: Vec<crate::host::model::LibraryEntry>,

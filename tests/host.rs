@@ -311,6 +311,190 @@ fn container_and_wsl_are_recognised() {
     assert_eq!(r["host"]["facts"]["libcuda"][0]["kind"], "wsl");
 }
 
+/// A container with neither `/sys` nor the NVIDIA driver (issue 21): `no-driver`, and not `no-gpu`, since the
+/// PCI bus was never read. With an empty `/sys/bus/pci/devices` it is `no-gpu` alone.
+#[test]
+fn a_container_without_sys_or_driver_is_no_driver_not_no_gpu() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    std::fs::create_dir_all(root.join("proc/self")).unwrap();
+    std::fs::write(root.join(".dockerenv"), "").unwrap();
+    std::fs::write(
+        root.join("proc/self/status"),
+        "Name:\tcudadiag\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\t0\n",
+    )
+    .unwrap();
+    let env = t.path().join("env");
+    std::fs::write(&env, "PATH=/usr/bin:/bin\nHOME=/root\n").unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(slugs(&r), ["no-driver"], "{r}");
+    let f = finding(&r, "no-driver");
+    assert!(
+        f["evidence"]
+            .to_string()
+            .contains("/sys/bus/pci/devices does not exist")
+    );
+    assert_eq!(r["host"]["facts"]["pci_bus"]["state"], "unreadable");
+    // near miss: the bus is there, read, and holds only another vendor's function
+    let dev = root.join("sys/bus/pci/devices/0000:00:02.0");
+    std::fs::create_dir_all(&dev).unwrap();
+    std::fs::write(dev.join("vendor"), "0x8086\n").unwrap();
+    std::fs::write(dev.join("class"), "0x030000\n").unwrap();
+    std::fs::write(dev.join("device"), "0x46a6\n").unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(slugs(&r), ["no-gpu"], "{r}");
+    assert_eq!(r["host"]["facts"]["pci_bus"]["devices"], 1);
+}
+
+/// Builds a shared object with `cc` from C source `src`, named `name` in `dir`, with `flags`.
+fn cc_lib(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let out = dir.join(name);
+    let st = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&c)
+        .args(flags)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    out
+}
+
+const CU_SRC: &str = "int cuInit(unsigned f) { (void)f; return 34; }\n\
+                      int cuDriverGetVersion(int *v) { *v = 0; return 34; }\n\
+                      int cuDeviceGetCount(int *n) { *n = 0; return 34; }\n";
+
+/// Issue 21: the toolkit's stub copied as `libcuda.so.1` into an application directory on LD_LIBRARY_PATH (no
+/// `stubs` in its path) is recognised by content: no DT_NEEDED, no symbol versions. A synthetic stub with
+/// those properties (`cc -shared -nostdlib`, SONAME libcuda.so.1) stands in for the real one (the device-run
+/// check against CUDA 13.0's is `scripts/verdicts-live.sh`).
+#[test]
+fn a_stub_copied_anywhere_as_libcuda_so_1_is_stub_libcuda() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    let app = root.join("opt/app/lib");
+    std::fs::create_dir_all(&app).unwrap();
+    let stub = cc_lib(
+        t.path(),
+        "stub.so",
+        CU_SRC,
+        &["-nostdlib", "-Wl,-soname,libcuda.so.1"],
+    );
+    std::fs::copy(&stub, app.join("libcuda.so.1")).unwrap();
+    let env = case_dir("healthy").join("env");
+    let r = doctor_at(&root, &env, &["LD_LIBRARY_PATH=/opt/app/lib"]);
+    assert_eq!(slugs(&r), ["stub-libcuda"], "{r}");
+    let f = finding(&r, "stub-libcuda");
+    let ev = f["evidence"].to_string();
+    assert!(
+        ev.contains("no DT_NEEDED entry") && ev.contains("no symbol versions"),
+        "{ev}"
+    );
+    assert!(f["help"].as_str().unwrap().contains("/opt/app/lib/libcuda.so.1"));
+    assert_eq!(r["host"]["facts"]["libcuda"][0]["kind"], "stub");
+    // near miss: a library with the same SONAME that needs libc, as the driver's does, in the same place
+    let map = t.path().join("v.map");
+    std::fs::write(&map, "libcuda.so.1 { global: cu*; local: *; };\n").unwrap();
+    let real = cc_lib(
+        t.path(),
+        "real.so",
+        CU_SRC,
+        &[
+            "-Wl,-soname,libcuda.so.1",
+            &format!("-Wl,--version-script={}", map.display()),
+        ],
+    );
+    std::fs::copy(&real, app.join("libcuda.so.1")).unwrap();
+    let r = doctor_at(&root, &env, &["LD_LIBRARY_PATH=/opt/app/lib"]);
+    assert_eq!(slugs(&r), Vec::<String>::new(), "{r}");
+    assert_eq!(r["host"]["facts"]["libcuda"][0]["kind"], "driver");
+}
+
+/// Empty and truncated driver libraries beside the driver's libcuda are `driver-library-damaged`; a whole one
+/// is not.
+#[test]
+fn empty_or_truncated_driver_libraries_are_damaged() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    let dir = root.join("usr/lib/x86_64-linux-gnu");
+    let env = case_dir("healthy").join("env");
+    let whole = cc_lib(
+        t.path(),
+        "whole.so",
+        CU_SRC,
+        &["-Wl,-soname,libnvidia-gpucomp.so.550.90.07"],
+    );
+    std::fs::copy(&whole, dir.join("libnvidia-gpucomp.so.550.90.07")).unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(slugs(&r), Vec::<String>::new(), "{r}");
+    std::fs::write(dir.join("libnvidia-ptxjitcompiler.so.550.90.07"), "").unwrap();
+    let bytes = std::fs::read(&whole).unwrap();
+    std::fs::write(
+        dir.join("libnvidia-gpucomp.so.550.90.07"),
+        &bytes[..bytes.len() / 2],
+    )
+    .unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(
+        slugs(&r),
+        ["driver-library-damaged", "driver-library-damaged"],
+        "{r}"
+    );
+    let text = r["findings"].to_string();
+    assert!(
+        text.contains("libnvidia-ptxjitcompiler.so.550.90.07 is empty (0 bytes)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("libnvidia-gpucomp.so.550.90.07 is cut short"),
+        "{text}"
+    );
+}
+
+/// A CDI spec generated for driver 550.54.14 on a machine whose module is now 550.90.07 is stale; one generated
+/// for the loaded driver is not (issue 21).
+#[test]
+fn a_cdi_spec_for_another_driver_is_stale() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&case_dir("healthy").join("root"), &root);
+    let env = case_dir("healthy").join("env");
+    let spec = |v: &str| {
+        format!(
+            "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n  containerEdits:\n    deviceNodes:\n    \
+             - path: /dev/nvidia0\ncontainerEdits:\n  mounts:\n  - hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.{v}\n    \
+             containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.{v}\n    options: [ro, nosuid, nodev, bind]\n  \
+             - hostPath: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.{v}\n    containerPath: /x\n"
+        )
+    };
+    std::fs::create_dir_all(root.join("etc/cdi")).unwrap();
+    std::fs::write(root.join("etc/cdi/nvidia.yaml"), spec("550.90.07")).unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(slugs(&r), Vec::<String>::new(), "{r}");
+    assert_eq!(r["host"]["facts"]["cdi"][0]["driver_versions"][0], "550.90.07");
+    std::fs::write(root.join("etc/cdi/nvidia.yaml"), spec("550.54.14")).unwrap();
+    std::fs::create_dir_all(root.join("var/run/cdi")).unwrap();
+    std::fs::write(
+        root.join("var/run/cdi/nvidia.json"),
+        r#"{"kind":"nvidia.com/gpu","containerEdits":{"mounts":[{"hostPath":"/usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07"}]}}"#,
+    )
+    .unwrap();
+    let r = doctor_at(&root, &env, &[]);
+    assert_eq!(slugs(&r), ["cdi-spec-stale"], "{r}");
+    let f = finding(&r, "cdi-spec-stale");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("/etc/cdi/nvidia.yaml mounts driver 550.54.14")
+    );
+    assert!(f["help"].as_str().unwrap().contains("nvidia-ctk cdi generate"));
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {

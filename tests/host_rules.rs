@@ -134,6 +134,39 @@ fn no_gpu_fires_when_nothing_is_visible() {
     assert!(host::no_gpu(&h).is_none());
 }
 
+/// A container without `/sys` and without the driver: that there is no driver is certain, that there is no GPU
+/// is not (issue 21). Only a bus that was read and showed no NVIDIA display controller gives `no-gpu`.
+#[test]
+fn an_unread_pci_bus_without_a_driver_is_no_driver_not_no_gpu() {
+    use cudadiag::host::gpu::PciBus;
+    let mut h = healthy();
+    h.gpus.clear();
+    h.driver = None;
+    h.pci_bus = Some(PciBus::Unreadable {
+        reason: "/sys/bus/pci/devices does not exist".into(),
+    });
+    let f = host::no_driver(&h).unwrap();
+    assert!(f.message.contains("unknown"), "{}", f.message);
+    assert!(f.evidence.iter().any(|e| e.contains("PCI bus was not read")));
+    assert!(host::no_gpu(&h).is_none());
+    // near miss: the bus was read and shows no NVIDIA function: no GPU, and nothing to drive
+    h.pci_bus = Some(PciBus::Read { devices: 3 });
+    assert!(host::no_driver(&h).is_none());
+    let g = host::no_gpu(&h).unwrap();
+    assert!(
+        g.evidence.iter().any(|e| e.contains("lists 3 PCI functions")),
+        "{:?}",
+        g.evidence
+    );
+    // near miss: the driver is loaded and lists no GPU: its list is enough, read bus or not
+    h.driver = healthy().driver;
+    h.pci_bus = Some(PciBus::Unreadable {
+        reason: "/sys/bus/pci/devices does not exist".into(),
+    });
+    assert!(host::no_gpu(&h).is_some());
+    assert!(host::no_driver(&h).is_none());
+}
+
 #[test]
 fn driver_library_mismatch_compares_the_first_driver_library() {
     let mut h = healthy();
@@ -399,4 +432,38 @@ fn versions_compare_numerically() {
     assert_eq!(cmp_versions("550.54.14", "550.90.07"), Less);
     assert_eq!(cmp_versions("580.65.06", "580.65.06"), Equal);
     assert_eq!(cmp_versions("1000.1", "999.99.99"), Greater);
+}
+
+/// `CUDA_VISIBLE_DEVICES` indices on GPUs of different models follow CUDA's fastest-first order, not
+/// nvidia-smi's PCI order (issue 21).
+#[test]
+fn device_order_mismatch_needs_indices_mixed_models_and_the_default_order() {
+    use cudadiag::rules::device_order::device_order_mismatch;
+    let mut h = healthy();
+    h.gpus[1].name = "NVIDIA T400".into();
+    h.env.vars.insert("CUDA_VISIBLE_DEVICES".into(), "1".into());
+    let f = device_order_mismatch(&h).unwrap();
+    assert!(f.evidence.iter().any(|e| e.contains("FASTEST_FIRST")));
+    assert!(f.help.contains("CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+    assert_eq!(f.severity, cudadiag::findings::Severity::Warning);
+    let mut fastest = h.clone();
+    fastest
+        .env
+        .vars
+        .insert("CUDA_DEVICE_ORDER".into(), "FASTEST_FIRST".into());
+    assert!(device_order_mismatch(&fastest).is_some());
+    // near misses: PCI order asked for; GPUs selected by UUID; one model only; the variable unset
+    let mut pci = h.clone();
+    pci.env
+        .vars
+        .insert("CUDA_DEVICE_ORDER".into(), "PCI_BUS_ID".into());
+    assert!(device_order_mismatch(&pci).is_none());
+    let mut uuid = h.clone();
+    uuid.env.vars.insert("CUDA_VISIBLE_DEVICES".into(), UUID1.into());
+    assert!(device_order_mismatch(&uuid).is_none());
+    let mut same = healthy();
+    same.env.vars.insert("CUDA_VISIBLE_DEVICES".into(), "1".into());
+    assert!(device_order_mismatch(&same).is_none());
+    h.env.vars.remove("CUDA_VISIBLE_DEVICES");
+    assert!(device_order_mismatch(&h).is_none());
 }

@@ -1244,3 +1244,26 @@ fn a_libc_missing_an_older_version_is_symbol_version_missing() {
         "{findings:#?}"
     );
 }
+
+/// Issue 21: a framework's vendored, renamed cudart (`libcudart-<hash>.so.12`) next to the plain one another
+/// library needs: two copies of one runtime in one process.
+#[test]
+fn a_vendored_and_a_plain_cudart_are_two_copies() {
+    use cudadiag::rules::duplicates::duplicate_cuda_libraries;
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("lib");
+    let rt12 = lib(&d, "libcudart.so.12", "a", &[], &[]);
+    let vendored = lib(&d, "libcudart-9335f6a2.so.12", "b", &[], &[]);
+    let flag = format!("-Wl,-rpath,{}", d.display());
+    let ext = lib(&d, "libtorch_ext.so", "c", &[&vendored], &[&flag]);
+    let blas12 = lib(&d, "libcublas.so.12", "e", &[], &[]);
+    let both = exe(&t.path().join("both"), &[&rt12, &ext], &[&flag]);
+    let r = resolve(&both, &[]);
+    let f = duplicate_cuda_libraries(&r);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].message.contains("2 copies of libcudart (CUDA 12)"));
+    assert_eq!(f[0].evidence.len(), 2);
+    // near miss: one cudart and other CUDA libraries of the same major
+    let one = exe(&t.path().join("one"), &[&rt12, &blas12], &[&flag]);
+    assert!(duplicate_cuda_libraries(&resolve(&one, &[])).is_empty());
+}

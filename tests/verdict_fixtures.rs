@@ -121,3 +121,78 @@ fn human_verdict_snapshot() {
     let want = mask(include_str!("snapshots/verdict_h200.txt"));
     assert_eq!(got, want);
 }
+
+/// Issue 21: the real PTX-only fixture on the recorded H200 under `CUDA_DISABLE_PTX_JIT=1`: it fails with an
+/// empty (or disabled) JIT cache, and runs only if the cache holds an earlier compile when one holds entries.
+#[test]
+fn ptx_only_under_disabled_jit_depends_on_the_cache() {
+    use cudadiag::host::jit_cache::{CacheDir, JitCacheFacts};
+    let m = Matrix::bundled().unwrap();
+    let (gpu_name, driver) = machine();
+    let binaries = inspect::path(&dir().join("ptx_only"), &InspectOptions::default()).unwrap();
+    let facts_with = |env: &[(&str, &str)], cache: Option<JitCacheFacts>| {
+        let mut host = HostFacts {
+            driver: Some(DriverFacts {
+                version: driver.clone(),
+                source: "TOOLKIT.txt".into(),
+            }),
+            gpus: vec![GpuFacts {
+                name: gpu_name.clone(),
+                source: "TOOLKIT.txt".into(),
+                ..GpuFacts::default()
+            }],
+            jit_cache: cache,
+            ..HostFacts::default()
+        };
+        for (k, v) in env {
+            host.env.vars.insert(k.to_string(), v.to_string());
+        }
+        Facts {
+            binaries: binaries.clone(),
+            host: Some(host),
+            ..Facts::default()
+        }
+    };
+    let cache = |dir: CacheDir, disabled: bool| JitCacheFacts {
+        path: "/root/.nv/ComputeCache".into(),
+        from: "HOME".into(),
+        disabled,
+        max_size: None,
+        dir,
+    };
+    let warm = cache(CacheDir::Holds { entries: 17 }, false);
+    let off = [("CUDA_DISABLE_PTX_JIT", "1")];
+    let outcome = |f: &Facts| {
+        let v = rules::verdicts(f, &m);
+        (v[0].outcome, v[0].codes.clone())
+    };
+    let (o, codes) = outcome(&facts_with(&off, Some(warm.clone())));
+    assert_eq!(o, Outcome::RunsAfterJit);
+    assert!(codes.contains(&"ptx-jit-cache-only".to_string()), "{codes:?}");
+    let (o, codes) = outcome(&facts_with(&off, Some(cache(CacheDir::Empty, false))));
+    assert_eq!((o, codes[0].as_str()), (Outcome::Fails, "ptx-jit-disabled"));
+    let (o, _) = outcome(&facts_with(
+        &off,
+        Some(cache(CacheDir::Holds { entries: 3 }, true)),
+    ));
+    assert_eq!(
+        o,
+        Outcome::Fails,
+        "CUDA_CACHE_DISABLE=1: nothing is read from the cache"
+    );
+    // near miss: JIT allowed (unset, or `0`): runs after JIT, no cache finding
+    for env in [&[][..], &[("CUDA_DISABLE_PTX_JIT", "0")][..]] {
+        let (o, codes) = outcome(&facts_with(env, Some(cache(CacheDir::Empty, false))));
+        assert_eq!(o, Outcome::RunsAfterJit);
+        assert!(
+            !codes
+                .iter()
+                .any(|c| c.starts_with("ptx-jit-disabled") || c == "ptx-jit-cache-only")
+        );
+    }
+    // near miss: a binary with SASS for the H200 is not touched by the setting
+    let sm90 = inspect::path(&dir().join("multi"), &InspectOptions::default()).unwrap();
+    let mut f = facts_with(&off, None);
+    f.binaries = sm90;
+    assert_eq!(outcome(&f).0, Outcome::Runs);
+}

@@ -12,7 +12,25 @@
 
 use crate::facts::GpuFacts;
 use crate::system::Root;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
+
+/// Whether `/sys/bus/pci/devices` was read: only a bus that was read and showed no NVIDIA display controller
+/// says there is no GPU. A container without `/sys` (or with it masked) shows nothing either way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum PciBus {
+    /// The directory was listed; `devices` entries were in it (NVIDIA or not).
+    Read {
+        /// How many PCI functions the directory listed.
+        devices: usize,
+    },
+    /// The directory could not be listed (absent, not a directory, permission denied).
+    Unreadable {
+        /// Why, as the system said it.
+        reason: String,
+    },
+}
 
 const PROC_GPUS: &str = "/proc/driver/nvidia/gpus";
 const PCI_DEVICES: &str = "/sys/bus/pci/devices";
@@ -42,8 +60,9 @@ pub fn parse_information(text: &str, source: &str) -> Option<GpuFacts> {
     })
 }
 
-/// Every NVIDIA GPU the driver lists, completed (and, where the driver is absent, supplied) from the PCI bus.
-pub fn gpus(root: &Root, problems: &mut Vec<String>) -> Vec<GpuFacts> {
+/// Every NVIDIA GPU the driver lists, completed (and, where the driver is absent, supplied) from the PCI bus,
+/// and whether the bus could be read at all.
+pub fn gpus(root: &Root, problems: &mut Vec<String>) -> (Vec<GpuFacts>, PciBus) {
     let mut out: Vec<GpuFacts> = Vec::new();
     if let Ok(dirs) = root.read_dir(Path::new(PROC_GPUS)) {
         for d in dirs {
@@ -57,8 +76,19 @@ pub fn gpus(root: &Root, problems: &mut Vec<String>) -> Vec<GpuFacts> {
             }
         }
     }
-    let Ok(devices) = root.read_dir(Path::new(PCI_DEVICES)) else {
-        return out;
+    let devices = match root.read_dir(Path::new(PCI_DEVICES)) {
+        Ok(devices) => devices,
+        Err(e) => {
+            let reason = if e.kind() == std::io::ErrorKind::NotFound {
+                format!("{PCI_DEVICES} does not exist")
+            } else {
+                format!("{PCI_DEVICES}: {e}")
+            };
+            return (out, PciBus::Unreadable { reason });
+        }
+    };
+    let bus = PciBus::Read {
+        devices: devices.len(),
     };
     for d in devices {
         if hex_file(root, &d.join("vendor")) != Some(u32::from(NVIDIA_VENDOR)) {
@@ -90,7 +120,7 @@ pub fn gpus(root: &Root, problems: &mut Vec<String>) -> Vec<GpuFacts> {
             });
         }
     }
-    out
+    (out, bus)
 }
 
 /// MIG GPU instances: `gpuN/mig/giM` under the driver's capabilities directory.

@@ -14,13 +14,16 @@
 //! emulation for the machine's own loader, its cache entries and the ELF checks that decide which file wins.
 
 pub mod catalog;
+pub mod cdi;
 pub mod devnodes;
 pub mod driver;
 pub mod enrich;
 pub mod env;
 pub mod glibc;
 pub mod gpu;
+pub mod jit_cache;
 pub mod libcuda;
+pub mod libfile;
 mod library;
 pub mod model;
 pub mod owners;
@@ -42,13 +45,14 @@ pub struct CollectOptions<'a> {
 pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
     let mut problems = Vec::new();
     let (driver, kernel) = driver::kernel(root);
-    let gpus = gpu::gpus(root, &mut problems);
+    let (gpus, pci_bus) = gpu::gpus(root, &mut problems);
     let device_nodes = devnodes::nodes(root, &mut problems);
     let platform = libcuda::host_platform(root);
     let (ld_cache, cache) = libcuda::read_cache(root);
     let mut facts = HostFacts {
         driver,
         gpus,
+        pci_bus: Some(pci_bus),
         kernel,
         platform: driver::platform(root, env),
         identity: devnodes::identity(root),
@@ -63,9 +67,13 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         ld_cache: Some(ld_cache),
         glibc: glibc::collect(root, env, &platform, cache.as_ref()),
         libraries: Vec::new(),
+        driver_files: Vec::new(),
+        jit_cache: jit_cache::collect(root, env),
+        cdi: cdi::collect(root),
         catalog_skipped: opts.skip_catalog,
         problems: Vec::new(),
     };
+    facts.driver_files = driver_files(root, &mut facts.libcuda, &mut facts.nvml);
     if !opts.skip_catalog {
         let (libraries, scan_problems) = catalog::scan(root, env, cache.as_ref(), opts.progress);
         facts.libraries = libraries;
@@ -73,4 +81,41 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
     }
     facts.problems = problems;
     facts
+}
+
+/// The files of the driver's libraries: every `libcuda.so.1` and `libnvidia-ml.so.1` candidate, and the
+/// `libcuda.so*` / `libnvidia-*` files beside the driver's own. A candidate whose content is the toolkit's link
+/// stub (whatever its directory) is marked as one.
+fn driver_files(
+    root: &Root,
+    libcuda: &mut [model::LibCandidate],
+    nvml: &mut [model::LibCandidate],
+) -> Vec<libfile::LibFile> {
+    use std::path::Path;
+    let mut files: Vec<libfile::LibFile> = Vec::new();
+    for c in libcuda.iter_mut().chain(nvml.iter_mut()) {
+        let file = match files.iter().find(|f| f.path == c.real_path) {
+            Some(f) => f.clone(),
+            None => {
+                let f = libfile::examine(root, Path::new(&c.real_path));
+                files.push(f.clone());
+                f
+            }
+        };
+        if file.is_link_stub() {
+            c.kind = model::LibKind::Stub;
+        }
+    }
+    let dirs: Vec<String> = libcuda
+        .iter()
+        .chain(nvml.iter())
+        .filter(|c| c.kind == model::LibKind::Driver)
+        .filter_map(|c| Some(Path::new(&c.real_path).parent()?.display().to_string()))
+        .collect();
+    for (i, d) in dirs.iter().enumerate() {
+        if !dirs[..i].contains(d) {
+            libfile::driver_files_in(root, Path::new(d), 256, &mut files);
+        }
+    }
+    files
 }

@@ -127,6 +127,7 @@ pub fn findings(facts: &Facts, m: &Matrix) -> Vec<Finding> {
         out.extend(driver::zstd(b, drv.as_ref(), m));
         for t in &targets {
             out.extend(kernel_image::check(b, t, drv.as_ref(), m));
+            out.extend(super::jit_cache::check(b, t, host, m));
         }
         if targets.is_empty() {
             out.extend(kernel_image::ptx_only_too_new(b, drv.as_ref(), m));
@@ -262,6 +263,7 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
             fs.extend(driver::zstd(b, drv.as_ref(), m));
             if has_loadable_code(b) {
                 fs.extend(kernel_image::check(b, t, drv.as_ref(), m));
+                fs.extend(super::jit_cache::check(b, t, host, m));
             }
             for l in &libs {
                 fs.extend(kernel_image::check(l, t, drv.as_ref(), m));

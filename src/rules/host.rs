@@ -8,6 +8,7 @@ use crate::facts::{DriverFacts, HostFacts};
 use crate::findings::{Code, Finding};
 use crate::host::devnodes::can_read_write;
 use crate::host::env::visibility;
+use crate::host::gpu::PciBus;
 use crate::host::model::{DeviceNode, FoundVia, LdCacheState, LibCandidate, LibKind, LibraryEntry};
 use std::cmp::Ordering;
 
@@ -32,6 +33,9 @@ pub fn evaluate(h: &HostFacts) -> Vec<Finding> {
     ]
     .into_iter()
     .flatten()
+    .chain(super::driver_files::damaged(h))
+    .chain(super::device_order::device_order_mismatch(h))
+    .chain(super::cdi::cdi_spec_stale(h))
     .collect()
 }
 
@@ -93,33 +97,59 @@ fn driver_evidence(h: &HostFacts) -> Option<String> {
     Some(format!("{} shows kernel module {}", d.source, d.version))
 }
 
-/// `no-driver`: the PCI bus shows NVIDIA GPUs, but no NVIDIA kernel module is loaded.
+/// Why the PCI bus says nothing, when it was not read (`None`: it was read, or the facts do not say).
+fn pci_unread(h: &HostFacts) -> Option<&str> {
+    match &h.pci_bus {
+        Some(PciBus::Unreadable { reason }) => Some(reason),
+        Some(PciBus::Read { .. }) | None => None,
+    }
+}
+
+/// `no-driver`: no NVIDIA kernel module is loaded, while the PCI bus shows NVIDIA GPUs or could not be read
+/// (a container without `/sys`): no driver is certain then, no GPU is not.
 pub fn no_driver(h: &HostFacts) -> Option<Finding> {
-    if h.driver.is_some() || wsl(h) || h.gpus.is_empty() {
+    if h.driver.is_some() || wsl(h) || (jetson(h) && h.gpus.is_empty()) {
         return None;
     }
-    let mut f = Finding::new(
-        Code::NoDriver,
+    let unread = pci_unread(h);
+    if h.gpus.is_empty() && unread.is_none() {
+        return None;
+    }
+    let module = if h.kernel.version_unreadable.is_some() {
+        "no loaded NVIDIA kernel driver could be confirmed: its version file cannot be read"
+    } else {
+        "no NVIDIA kernel driver is loaded"
+    };
+    let message = if h.gpus.is_empty() {
         format!(
-            "{} NVIDIA GPU{} on the PCI bus, but {}",
+            "{module}: CUDA programs cannot start (whether the machine has an NVIDIA GPU is unknown: the PCI bus \
+             could not be read)"
+        )
+    } else {
+        format!(
+            "{} NVIDIA GPU{} on the PCI bus, but {module}",
             h.gpus.len(),
             if h.gpus.len() == 1 { " is" } else { "s are" },
-            if h.kernel.version_unreadable.is_some() {
-                "no loaded NVIDIA kernel driver could be confirmed: its version file cannot be read"
-            } else {
-                "no NVIDIA kernel driver is loaded"
-            }
-        ),
+        )
+    };
+    let help = if h.gpus.is_empty() && in_container(h) {
+        "Inside a container the driver comes from the host: start it with GPU access (`docker run --gpus all`, \
+         CDI `--device nvidia.com/gpu=all`, or a `nvidia.com/gpu` resource limit on Kubernetes), on a host \
+         whose NVIDIA driver is loaded (`nvidia-smi` there)."
+    } else {
         "Install the NVIDIA driver, or load it (`sudo modprobe nvidia`). If it is installed: check for a \
          module built for the running kernel (DKMS), Secure Boot rejecting an unsigned module (\"Key was \
-         rejected by service\" in dmesg), and nouveau holding the GPU.",
-    )
-    .because(match &h.kernel.version_unreadable {
+         rejected by service\" in dmesg), and nouveau holding the GPU."
+    };
+    let mut f = Finding::new(Code::NoDriver, message, help).because(match &h.kernel.version_unreadable {
         Some(why) => format!("/proc/driver/nvidia/version is there but was not read: {why}"),
         None => "/proc/driver/nvidia/version does not exist".to_string(),
     });
     for g in &h.gpus {
         f = f.because(format!("{} ({})", g.name, g.source));
+    }
+    if let Some(why) = unread {
+        f = f.because(format!("the PCI bus was not read: {why}"));
     }
     Some(f)
 }
@@ -142,9 +172,15 @@ pub fn nouveau_loaded(h: &HostFacts) -> Option<Finding> {
     )
 }
 
-/// `no-gpu`: no NVIDIA GPU is visible to the driver or on the PCI bus.
+/// `no-gpu`: no NVIDIA GPU is visible to the driver, and the PCI bus was read and shows none. Without a driver
+/// and without a readable bus nothing is known about the GPU (`no-driver` speaks); with a driver, its own GPU
+/// list is enough.
 pub fn no_gpu(h: &HostFacts) -> Option<Finding> {
     if !h.gpus.is_empty() || wsl(h) || jetson(h) {
+        return None;
+    }
+    let unread = pci_unread(h);
+    if h.driver.is_none() && unread.is_some() {
         return None;
     }
     let mut f = Finding::new(
@@ -158,8 +194,19 @@ pub fn no_gpu(h: &HostFacts) -> Option<Finding> {
              firmware (`lspci -d 10de:`)."
         },
     )
-    .because("/proc/driver/nvidia/gpus lists no GPU")
-    .because("/sys/bus/pci/devices has no NVIDIA (0x10de) display controller");
+    .because(if h.driver.is_some() {
+        "/proc/driver/nvidia/gpus lists no GPU"
+    } else {
+        "/proc/driver/nvidia/gpus does not exist (no NVIDIA driver)"
+    });
+    f = f.because(match (&h.pci_bus, unread) {
+        (_, Some(why)) => format!("the PCI bus was not read: {why}"),
+        (Some(PciBus::Read { devices }), None) => format!(
+            "/sys/bus/pci/devices lists {devices} PCI function{}, none an NVIDIA (0x10de) display controller",
+            if *devices == 1 { "" } else { "s" }
+        ),
+        _ => "/sys/bus/pci/devices has no NVIDIA (0x10de) display controller".to_string(),
+    });
     if let Some(e) = driver_evidence(h) {
         f = f.because(e);
     }
@@ -353,10 +400,28 @@ pub fn no_visible_devices(h: &HostFacts) -> Option<Finding> {
     Some(f)
 }
 
-/// `stub-libcuda`: the first `libcuda.so.1` the loader finds is the toolkit's stub (error 34). An unversioned
-/// stub `libcuda.so` on the path is harmless: nothing at run time opens that name.
+/// `stub-libcuda`: the first `libcuda.so.1` the loader finds is the toolkit's stub (error 34), whether it sits in
+/// a `stubs` directory or was copied elsewhere under that name (recognised by its content: no `DT_NEEDED`, no
+/// symbol versions; `host::libfile`). An unversioned stub `libcuda.so` on the path is harmless: nothing at run
+/// time opens that name.
 pub fn stub_libcuda(h: &HostFacts) -> Option<Finding> {
     let first = h.libcuda.first().filter(|c| c.kind == LibKind::Stub)?;
+    let in_stubs = [&first.path, &first.real_path]
+        .iter()
+        .any(|p| p.split('/').any(|c| c == "stubs"));
+    let help = if in_stubs {
+        "Remove the `stubs` directory from LD_LIBRARY_PATH (and from ld.so.conf); the stub is for linking \
+         only (`-L…/lib64/stubs`), never for running. Never name a stub `libcuda.so.1`."
+            .to_string()
+    } else {
+        let dir = first.path.rsplit_once('/').map_or("/", |(d, _)| d);
+        format!(
+            "{} is a copy of the CUDA toolkit's link stub (`lib64/stubs/libcuda.so`): delete it (or take {dir} \
+             off the loader's path) so that the driver's libcuda.so.1 is found. The stub is for linking only; \
+             never copy it as `libcuda.so.1` into an image or environment.",
+            first.path
+        )
+    };
     let mut f = Finding::new(
         Code::StubLibcuda,
         format!(
@@ -364,10 +429,17 @@ pub fn stub_libcuda(h: &HostFacts) -> Option<Finding> {
              (CUDA driver is a stub library)",
             first.path
         ),
-        "Remove the `stubs` directory from LD_LIBRARY_PATH (and from ld.so.conf); the stub is for linking \
-         only (`-L…/lib64/stubs`), never for running. Never name a stub `libcuda.so.1`.",
+        help,
     )
     .because(format!("first libcuda.so.1: {}", describe(first)));
+    if let Some(file) = h.driver_files.iter().find(|f| f.path == first.real_path) {
+        let what = if file.is_link_stub() {
+            "the toolkit's link stub: the driver's libcuda needs libc, libm, libdl, libpthread and librt"
+        } else {
+            "in a `stubs` directory"
+        };
+        f = f.because(format!("{} — {what}", file.describe()));
+    }
     if let Some(real) = h.libcuda.iter().find(|c| c.kind != LibKind::Stub) {
         f = f.because(format!("the next one would be {}", describe(real)));
     }

@@ -5,11 +5,16 @@
 //! its own function.
 
 mod binary;
+pub mod cdi;
 pub mod compat;
+pub mod device_order;
 pub mod driver;
+pub mod driver_files;
+pub mod duplicates;
 pub mod glibc;
 pub mod headline;
 pub mod host;
+pub mod jit_cache;
 pub mod kernel_image;
 pub mod loader;
 pub mod missing;
@@ -40,6 +45,9 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
         facts.glibc(),
         &facts.binaries,
     ));
+    for r in &facts.libraries {
+        findings.extend(duplicates::duplicate_cuda_libraries(r));
+    }
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));
     }

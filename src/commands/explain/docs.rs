@@ -32,6 +32,14 @@ pub const DOCS: &[(&str, &str)] = &[
         include_str!("../../../data/codes/input-unreadable.md"),
     ),
     (
+        "ptx-jit-disabled",
+        include_str!("../../../data/codes/ptx-jit-disabled.md"),
+    ),
+    (
+        "ptx-jit-cache-only",
+        include_str!("../../../data/codes/ptx-jit-cache-only.md"),
+    ),
+    (
         "library-not-found",
         include_str!("../../../data/codes/library-not-found.md"),
     ),
@@ -50,6 +58,10 @@ pub const DOCS: &[(&str, &str)] = &[
     (
         "glibc-too-old",
         include_str!("../../../data/codes/glibc-too-old.md"),
+    ),
+    (
+        "duplicate-cuda-library",
+        include_str!("../../../data/codes/duplicate-cuda-library.md"),
     ),
     ("no-driver", include_str!("../../../data/codes/no-driver.md")),
     (
@@ -81,6 +93,14 @@ pub const DOCS: &[(&str, &str)] = &[
         include_str!("../../../data/codes/gpu-unsupported-by-driver.md"),
     ),
     (
+        "driver-library-damaged",
+        include_str!("../../../data/codes/driver-library-damaged.md"),
+    ),
+    (
+        "cdi-spec-stale",
+        include_str!("../../../data/codes/cdi-spec-stale.md"),
+    ),
+    (
         "no-visible-devices",
         include_str!("../../../data/codes/no-visible-devices.md"),
     ),
@@ -104,6 +124,10 @@ pub const DOCS: &[(&str, &str)] = &[
     (
         "probe-failed",
         include_str!("../../../data/codes/probe-failed.md"),
+    ),
+    (
+        "device-order-mismatch",
+        include_str!("../../../data/codes/device-order-mismatch.md"),
     ),
     (
         "probe-disagrees",

@@ -404,3 +404,29 @@ fn the_same_self_test_failure_on_every_gpu_is_one_finding() {
         f[1].message
     );
 }
+
+/// Issue 21: under CUDA_DISABLE_PTX_JIT=1 a PTX-only program ran from a warm JIT cache while the probe's module
+/// load failed with 209. `ptx-jit-cache-only` explains the failure, and a success does not contradict it.
+#[test]
+fn the_jit_cache_explains_a_module_load_either_way() {
+    let mut p = probe(0, 1);
+    p.modules = vec![module("./ptx", 0, 209)];
+    let f = run(
+        &facts(p.clone(), true),
+        vec![static_finding(Code::PtxJitCacheOnly, Some("./ptx"))],
+    );
+    assert_eq!(slugs(&f), ["ptx-jit-cache-only"]);
+    assert!(f[0].evidence.iter().any(|e| e.starts_with("confirmed by")));
+    p.modules = vec![module("./ptx", 0, 0)];
+    let f = run(
+        &facts(p.clone(), true),
+        vec![static_finding(Code::PtxJitCacheOnly, Some("./ptx"))],
+    );
+    assert_eq!(slugs(&f), ["ptx-jit-cache-only"], "{f:?}");
+    // near miss: with an empty cache the failure is certain, and a success is a disagreement
+    let f = run(
+        &facts(p, true),
+        vec![static_finding(Code::PtxJitDisabled, Some("./ptx"))],
+    );
+    assert_eq!(slugs(&f), ["ptx-jit-disabled", "probe-disagrees"]);
+}
