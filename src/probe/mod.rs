@@ -65,9 +65,20 @@ pub fn cudart_request(explicit: Option<&Path>, binaries: &[BinaryFacts]) -> Opti
     })
 }
 
+/// Bytes of a fatbin container's header; a container no larger declares no entry.
+const FATBIN_HEADER: u64 = 16;
+
 /// Whether container `i` of `b` declares kernels: `Some(true)` if any entry names one (cubin kernels, PTX
-/// `.entry`), `Some(false)` if every loadable entry was read and none does, `None` if some payload was not read.
+/// `.entry`), `Some(false)` if every loadable entry was read and none does, or if the container declares no
+/// entry at all (a bare 16-byte header: nvcc 13's device-link container of a PTX-only build), `None` if some
+/// payload was not read.
 pub fn container_has_kernels(b: &BinaryFacts, i: usize) -> Option<bool> {
+    if b.fatbins
+        .get(i)
+        .is_some_and(|c| c.entries == 0 && c.size <= FATBIN_HEADER)
+    {
+        return Some(false);
+    }
     let entries: Vec<_> = b
         .device_code
         .iter()
@@ -184,5 +195,27 @@ mod tests {
         let r = module_requests(&[b, missing]);
         assert_eq!(r.len(), 1);
         assert_eq!((r[0].container, r[0].offset), (Some(0), 0));
+    }
+
+    /// Seen live on the H200: a PTX-only nvcc 13 program's first container is a bare header, which the
+    /// driver answers with 209 as data while the program runs; the probe took it for a failure and reported
+    /// probe-disagrees. A container that declares no entry has no kernels.
+    #[test]
+    fn an_empty_container_has_no_kernels() {
+        let mut b = binary(file!(), CudartLinkage::Static, None);
+        let container = |offset, size, entries| FatbinContainer {
+            section: Some(".nv_fatbin".into()),
+            offset,
+            size,
+            entries,
+            found_by_scan: false,
+        };
+        b.fatbins = vec![container(0, 16, 0), container(16, 496, 1)];
+        assert_eq!(container_has_kernels(&b, 0), Some(false));
+        // Its neighbour's one entry was not read (no device_code facts here): unknown, not "none".
+        assert_eq!(container_has_kernels(&b, 1), None);
+        // A container that declares entry bytes but yielded none (damage) is not taken as empty.
+        b.fatbins[0] = container(0, 512, 0);
+        assert_eq!(container_has_kernels(&b, 0), None);
     }
 }
