@@ -97,7 +97,9 @@ pub enum Command {
         cudadiag explain --format json \"Failed to initialize NVML: Driver/library version mismatch\"\n  \
         cudadiag explain 209 --check ./app --gpu 9.0 --driver 580.159.04   (is that why ./app fails there?)\n  \
         cudadiag explain \"libcudart.so.12: cannot open shared object file\"   (its CUDA major, the pip/conda/apt/dnf \
-        packages that install it, and where copies are on this machine)"
+        packages that install it, and where copies are on this machine)\n  \
+        cudadiag explain \"libcudart.so.12: cannot open shared object file\" --check ./app --env LD_LIBRARY_PATH=/opt/lib   \
+        (is it missing for ./app, and every place the loader looks)"
     )]
     Explain(ExplainArgs),
     /// Query the bundled compatibility matrix.

@@ -385,6 +385,23 @@ fn explain_check_confirms_a_missing_library_with_its_whole_trail() {
         .unwrap();
     assert_eq!(libcuda["status"], "not-checked");
     assert_eq!(libcuda["details"][0], "this machine is not read with --no-host");
+    // A message about another library: the program fails the same way, but not on the library named.
+    let (code, out, _) = run(&[
+        "explain",
+        "libcudart.so.12: cannot open shared object file",
+        "--check",
+        app,
+        "--clear-env",
+        "--no-host",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains(
+            "  confirmed    library-not-found: missing here: libgone.so.1; not libcudart.so.12, which the \
+             message names\n"
+        ),
+        "{out}"
+    );
 }
 
 /// Near miss: the library is there, so the message does not apply to this program.

@@ -244,7 +244,12 @@ fn needs(slug: &str) -> Result<Needs, &'static str> {
 /// Reads the `--check` binaries as `inspect` does (their loader trees through the root and the environment;
 /// this machine, unless a what-if target or `--no-host` says otherwise), evaluates the rules, and sorts the
 /// predicted findings into confirmed, ruled out and not checked.
-fn check(args: &ExplainArgs, codes: &[&'static CodeInfo], m: &Matrix) -> Result<Vec<Checked>, ToolError> {
+fn check(
+    args: &ExplainArgs,
+    codes: &[&'static CodeInfo],
+    named: &[String],
+    m: &Matrix,
+) -> Result<Vec<Checked>, ToolError> {
     let opts = crate::inspect::InspectOptions::default();
     let reading = super::inspect::Reading {
         paths: &args.check,
@@ -279,10 +284,24 @@ fn check(args: &ExplainArgs, codes: &[&'static CodeInfo], m: &Matrix) -> Result<
     for c in codes {
         let hits: Vec<Finding> = fired.iter().filter(|f| f.slug == c.slug).cloned().collect();
         if !hits.is_empty() {
+            let mut details: Vec<String> = hits.iter().map(|f| f.message.clone()).collect();
+            // "libcudart.so.12: cannot open…" pasted, and the program misses another library: say so, lest
+            // the confirmation read as being about the library the message names.
+            let missing: Vec<&String> = hits.iter().flat_map(|f| &f.sonames).collect();
+            if !missing.is_empty() {
+                let absent: Vec<&String> = named.iter().filter(|n| !missing.contains(n)).collect();
+                if !absent.is_empty() {
+                    details.push(format!(
+                        "missing here: {}; not {}, which the message names",
+                        join(&missing),
+                        join(&absent)
+                    ));
+                }
+            }
             out.push(Checked {
                 slug: c.slug,
                 status: "confirmed",
-                details: hits.iter().map(|f| f.message.clone()).collect(),
+                details,
                 findings: hits,
             });
             continue;
@@ -339,6 +358,10 @@ fn check(args: &ExplainArgs, codes: &[&'static CodeInfo], m: &Matrix) -> Result<
     Ok(out)
 }
 
+fn join(names: &[&String]) -> String {
+    names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+}
+
 /// Characters of a query that matched nothing echoed back in the error.
 const ECHOED_QUERY: usize = 200;
 
@@ -361,7 +384,7 @@ pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
     let checked = if args.check.is_empty() {
         None
     } else {
-        Some(check(args, &codes, &m)?)
+        Some(check(args, &codes, &library::sonames(&query), &m)?)
     };
     let confirmed_error = checked.iter().flatten().any(|c| {
         c.status == "confirmed"
@@ -403,11 +426,16 @@ pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
                         .join(", ")
                 ));
                 for c in cs {
-                    // A confirmed finding is printed whole below: its message is not repeated here.
-                    let details = if c.status == "confirmed" || c.details.is_empty() {
+                    // A confirmed finding is printed whole below: its message is not repeated here, a note is.
+                    let details = if c.status == "confirmed" {
+                        &c.details[c.findings.len().min(c.details.len())..]
+                    } else {
+                        &c.details[..]
+                    };
+                    let details = if details.is_empty() {
                         String::new()
                     } else {
-                        format!(": {}", c.details.join("; "))
+                        format!(": {}", details.join("; "))
                     };
                     s.push_str(&format!("  {:<12} {}{details}\n", c.status, c.slug));
                 }
