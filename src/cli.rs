@@ -97,7 +97,9 @@ pub enum Command {
         cudadiag explain --format json \"Failed to initialize NVML: Driver/library version mismatch\"\n  \
         cudadiag explain 209 --check ./app --gpu 9.0 --driver 580.159.04   (is that why ./app fails there?)\n  \
         cudadiag explain \"libcudart.so.12: cannot open shared object file\"   (its CUDA major, the pip/conda/apt/dnf \
-        packages that install it, and where copies are on this machine)"
+        packages that install it, and where copies are on this machine)\n  \
+        cudadiag explain \"libcudart.so.12: cannot open shared object file\" --check ./app --env LD_LIBRARY_PATH=/opt/lib   \
+        (is it missing for ./app, and every place the loader looks)"
     )]
     Explain(ExplainArgs),
     /// Query the bundled compatibility matrix.
@@ -163,16 +165,21 @@ pub struct ExplainArgs {
     /// pasted error message.
     #[arg(required = true, value_name = "CODE|SLUG|TEXT", num_args = 1..)]
     pub query: Vec<String>,
-    /// Check these binaries for the findings the query points to (with --gpu/--driver as the target), and say
-    /// which are confirmed and which are ruled out.
+    /// Check these binaries for the findings the query points to, as `inspect` does (their libraries resolved
+    /// through --root and the environment, on this machine or the --gpu/--driver target), and say which are
+    /// confirmed, with every line of their evidence, and which are ruled out.
     #[arg(long = "check", value_name = "PATH")]
     pub check: Vec<PathBuf>,
+    /// With --check: judge the binaries alone, without this machine's driver, GPUs and environment.
+    #[arg(long, requires = "check")]
+    pub no_host: bool,
     /// What-if targets for --check, and the matrix.
     #[command(flatten)]
     pub target: TargetArgs,
-    /// For a library the query names (`libcudart.so.12`): look for its copies under DIR instead of `/`.
-    #[arg(long, value_name = "DIR")]
-    pub root: Option<PathBuf>,
+    /// The machine: where --check resolves libraries and where copies of a library the query names
+    /// (`libcudart.so.12`) are looked for.
+    #[command(flatten)]
+    pub system: SystemArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = DocFormat::Human)]
     pub format: DocFormat,

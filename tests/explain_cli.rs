@@ -8,6 +8,9 @@ use serde_json::Value;
 #[path = "support/golden.rs"]
 mod golden;
 
+#[path = "support/loader_build.rs"]
+mod build;
+
 fn cudadiag() -> Command {
     let mut c = Command::cargo_bin("cudadiag").unwrap();
     c.env_remove("NO_COLOR").arg("--color").arg("never");
@@ -280,9 +283,185 @@ fn explain_checks_a_binary_against_the_target() {
     ]);
     assert_eq!(v["checked"][0]["slug"], "no-kernel-image");
     assert_eq!(v["checked"][0]["status"], "ruled-out");
-    // Without a GPU the kernel-image rule cannot run.
-    let v = json(&["explain", "--format", "json", "209", "--check", &multi]);
+    // Without a GPU (none given, this machine not read) the kernel-image rule cannot run.
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "209",
+        "--check",
+        &multi,
+        "--no-host",
+    ]);
     assert_eq!(v["checked"][0]["status"], "not-checked");
+    assert_eq!(v["checked"][0]["details"][0], "needs --gpu (no GPU was read)");
+}
+
+/// `app` needs `libgone.so.1` and `libkeep.so.1` from `dir/lib` (its RUNPATH); `gone` says whether the first
+/// is removed.
+fn program_needing_libgone(dir: &std::path::Path, gone: bool) -> std::path::PathBuf {
+    let dep = build::lib(&dir.join("lib"), "libgone.so.1", "gone", &[], &[]);
+    let keep = build::lib(&dir.join("lib"), "libkeep.so.1", "keep", &[], &[]);
+    let flag = format!("-Wl,-rpath,{}", dir.join("lib").display());
+    let main = build::exe(
+        &dir.join("app"),
+        &[&dep, &keep],
+        &["-Wl,--enable-new-dtags", &flag],
+    );
+    if gone {
+        std::fs::remove_file(&dep).unwrap();
+    }
+    main
+}
+
+const LIBGONE_MESSAGE: &str =
+    "./app: error while loading shared libraries: libgone.so.1: cannot open shared object file";
+
+/// The loader's message, checked on the program: the loader tree is resolved as `inspect` resolves it, and
+/// the finding is shown with every step of its search, not in short.
+#[test]
+fn explain_check_confirms_a_missing_library_with_its_whole_trail() {
+    let t = tempfile::tempdir().unwrap();
+    let app = program_needing_libgone(t.path(), true);
+    let app = app.to_str().unwrap();
+    let lib = t.path().join("lib").display().to_string();
+    let (code, out, err) = run(&[
+        "explain",
+        LIBGONE_MESSAGE,
+        "--check",
+        app,
+        "--clear-env",
+        "--no-host",
+    ]);
+    assert_eq!(code, 1, "a confirmed error fails: {out}{err}");
+    assert!(out.contains("  confirmed    library-not-found\n"), "{out}");
+    assert!(
+        out.contains("error[CD200] library-not-found: ") && out.contains("libgone.so.1"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "  because search 1. [runpath] {lib}/libgone.so.1: not present\n"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("  because search 2. [ld.so.cache] "), "{out}");
+    assert!(out.contains("[default path] "), "{out}");
+    assert!(!out.contains("-v lists each step"), "no trail in short: {out}");
+    // Every step of the trail, numbered from 1 without a gap.
+    let steps: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("  because search "))
+        .collect();
+    assert!(steps.len() >= 3, "{out}");
+    for (i, l) in steps.iter().enumerate() {
+        assert!(l.starts_with(&format!("  because search {}. [", i + 1)), "{l}");
+    }
+    // The JSON carries the confirmed finding whole, its trail included.
+    let out = cudadiag()
+        .args(["explain", "--format", "json", LIBGONE_MESSAGE, "--check", app])
+        .args(["--clear-env", "--no-host"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &v["checked"][0];
+    assert_eq!(c["slug"], "library-not-found");
+    assert_eq!(c["status"], "confirmed");
+    let evidence = c["findings"][0]["evidence"].as_array().unwrap();
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.as_str() == Some(&format!("search 1. [runpath] {lib}/libgone.so.1: not present"))),
+        "{c}"
+    );
+    assert_eq!(c["findings"][0]["sonames"][0], "libgone.so.1");
+    // libcuda-not-found is the machine's: not read with --no-host, so not checked, and said why.
+    let libcuda = v["checked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["slug"] == "libcuda-not-found")
+        .unwrap();
+    assert_eq!(libcuda["status"], "not-checked");
+    assert_eq!(libcuda["details"][0], "this machine is not read with --no-host");
+    // A message about another library: the program fails the same way, but not on the library named.
+    let (code, out, _) = run(&[
+        "explain",
+        "libcudart.so.12: cannot open shared object file",
+        "--check",
+        app,
+        "--clear-env",
+        "--no-host",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains(
+            "  confirmed    library-not-found: missing here: libgone.so.1; not libcudart.so.12, which the \
+             message names\n"
+        ),
+        "{out}"
+    );
+}
+
+/// Near miss: the library is there, so the message does not apply to this program.
+#[test]
+fn explain_check_rules_out_a_library_that_is_found() {
+    let t = tempfile::tempdir().unwrap();
+    let app = program_needing_libgone(t.path(), false);
+    let (code, out, err) = run(&[
+        "explain",
+        LIBGONE_MESSAGE,
+        "--check",
+        app.to_str().unwrap(),
+        "--clear-env",
+        "--no-host",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("  ruled-out    library-not-found\n"), "{out}");
+    assert!(!out.contains("error[CD200]"), "{out}");
+}
+
+/// The loader is emulated in the environment given: `--env LD_LIBRARY_PATH` finds a copy the RUNPATH does
+/// not, and the finding is ruled out; a file with no loader tree leaves it unchecked.
+#[test]
+fn explain_check_uses_the_environment_and_says_when_there_is_no_loader_tree() {
+    let t = tempfile::tempdir().unwrap();
+    let app = program_needing_libgone(t.path(), true);
+    let elsewhere = build::lib(&t.path().join("other"), "libgone.so.1", "gone", &[], &[]);
+    let env = format!("LD_LIBRARY_PATH={}", elsewhere.parent().unwrap().display());
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        LIBGONE_MESSAGE,
+        "--check",
+        app.to_str().unwrap(),
+        "--clear-env",
+        "--env",
+        &env,
+        "--no-host",
+    ]);
+    assert_eq!(v["checked"][0]["status"], "ruled-out", "{v}");
+    let ptx = t.path().join("k.ptx");
+    std::fs::write(&ptx, ".version 8.0\n.target sm_80\n.address_size 64\n").unwrap();
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        LIBGONE_MESSAGE,
+        "--check",
+        ptx.to_str().unwrap(),
+        "--no-host",
+    ]);
+    assert_eq!(v["checked"][0]["status"], "not-checked", "{v}");
+    assert!(
+        v["checked"][0]["details"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("no loader tree"),
+        "{v}"
+    );
 }
 
 /// The loader's glibc message maps to glibc-too-old alone: the more specific message wins over the general

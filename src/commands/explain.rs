@@ -7,9 +7,9 @@
 
 use super::{Outcome, ToolError};
 use crate::cli::ExplainArgs;
-use crate::findings::{self, CATALOGUE, CodeInfo};
+use crate::findings::{self, CATALOGUE, CodeInfo, Finding};
 use crate::matrix::Matrix;
-use crate::report::{self, DocFormat};
+use crate::report::{self, DocFormat, Paint};
 use serde::Serialize;
 use std::io::Write;
 
@@ -171,82 +171,207 @@ struct Checked {
     status: &'static str,
     /// The findings that fired (confirmed), or why it could not be checked.
     details: Vec<String>,
+    /// The findings that fired, whole: every line of their evidence (a loader's search trail, step by step).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    findings: Vec<Finding>,
 }
 
-/// Which facts a finding's rule needs: (needs a GPU, needs a driver). `None`: no rule in this command checks it.
-fn needs(slug: &str) -> Option<(bool, bool)> {
-    match slug {
-        "no-kernel-image" | "ptx-jit-required" => Some((true, false)),
-        "ptx-too-new" | "gpu-unsupported-by-driver" => Some((true, true)),
-        "driver-insufficient" | "minor-version-compat" => Some((false, true)),
-        "malformed-device-code" | "malformed-binary" | "no-device-code" => Some((false, false)),
-        _ => None,
-    }
+/// What a finding's rule reads: whether `--check` read enough to rule it out when it did not fire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    /// The binaries alone.
+    Binaries,
+    /// The binaries and a GPU and/or a driver: a what-if target's, or this machine's.
+    Target { gpu: bool, driver: bool },
+    /// The binaries' loader trees.
+    Loader,
+    /// The loader trees and the machine's glibc.
+    Glibc,
+    /// The machine's facts: its driver, GPUs, device nodes, driver libraries, environment.
+    Host,
+    /// The machine's environment (`CUDA_DISABLE_PTX_JIT`, the JIT cache) and a GPU.
+    HostAndGpu,
 }
 
-/// Inspects `--check` binaries against the what-if targets and sorts the predicted findings into confirmed,
-/// ruled out and not checked.
-fn check(args: &ExplainArgs, codes: &[&'static CodeInfo], m: &Matrix) -> Result<Vec<Checked>, ToolError> {
-    let mut facts = crate::facts::Facts::default();
-    for p in &args.check {
-        let bins = crate::inspect::path(p, &crate::inspect::InspectOptions::default())
-            .map_err(|e| ToolError(e.to_string()))?;
-        facts.binaries.extend(bins);
-    }
-    super::targets::apply(&args.target, &mut facts, m)?;
+/// What `slug`'s rule needs, or which command checks it when `explain --check` does not.
+fn needs(slug: &str) -> Result<Needs, &'static str> {
+    Ok(match slug {
+        "no-kernel-image" | "ptx-jit-required" => Needs::Target {
+            gpu: true,
+            driver: false,
+        },
+        "ptx-too-new" | "gpu-unsupported-by-driver" => Needs::Target {
+            gpu: true,
+            driver: true,
+        },
+        "driver-insufficient" | "minor-version-compat" => Needs::Target {
+            gpu: false,
+            driver: true,
+        },
+        "malformed-device-code"
+        | "malformed-binary"
+        | "no-device-code"
+        | "unrecognized-input"
+        | "input-unreadable" => Needs::Binaries,
+        "ptx-jit-disabled" | "ptx-jit-cache-only" => Needs::HostAndGpu,
+        "library-not-found"
+        | "library-shadowed"
+        | "symbol-version-missing"
+        | "multiple-cuda-majors"
+        | "duplicate-cuda-library" => Needs::Loader,
+        "glibc-too-old" => Needs::Glibc,
+        "no-driver"
+        | "libcuda-not-found"
+        | "driver-library-mismatch"
+        | "compat-libcuda-unsupported"
+        | "stub-libcuda"
+        | "driver-library-damaged"
+        | "cdi-spec-stale"
+        | "no-visible-devices"
+        | "device-nodes-missing"
+        | "device-permission-denied"
+        | "nvidia-uvm-missing"
+        | "nouveau-loaded"
+        | "no-gpu"
+        | "device-order-mismatch" => Needs::Host,
+        "probe-failed" | "probe-disagrees" => {
+            return Err("checked by the live probe (`cudadiag inspect --probe`), not by explain");
+        }
+        _ => return Err("checked against a policy (`cudadiag audit --policy`), not by explain"),
+    })
+}
+
+/// Reads the `--check` binaries as `inspect` does (their loader trees through the root and the environment;
+/// this machine, unless a what-if target or `--no-host` says otherwise), evaluates the rules, and sorts the
+/// predicted findings into confirmed, ruled out and not checked.
+fn check(
+    args: &ExplainArgs,
+    codes: &[&'static CodeInfo],
+    named: &[String],
+    m: &Matrix,
+) -> Result<Vec<Checked>, ToolError> {
+    let opts = crate::inspect::InspectOptions::default();
+    let reading = super::inspect::Reading {
+        paths: &args.check,
+        opts: &opts,
+        system: &args.system,
+        target: &args.target,
+        libraries: true,
+        device_code: true,
+        host: !args.no_host,
+        snapshot: None,
+    };
+    let (facts, _) = super::inspect::read(&reading, || Ok(m))?;
     let fired = crate::rules::evaluate(&facts, m);
+    let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
+    let host = facts.host.as_ref().filter(|h| h.observed);
     let has_gpu = facts.host.as_ref().is_some_and(|h| !h.gpus.is_empty());
     let has_driver = facts.host.as_ref().is_some_and(|h| h.driver.is_some());
+    let no_host = || -> String {
+        if what_if {
+            "this machine is not read with --gpu/--driver".into()
+        } else if args.no_host {
+            "this machine is not read with --no-host".into()
+        } else if facts.host_note.is_some() {
+            "this machine shows no NVIDIA GPU or driver, so its driver checks do not apply (`cudadiag doctor` \
+             explains it)"
+                .into()
+        } else {
+            "this machine's facts could not be read".into()
+        }
+    };
     let mut out = Vec::new();
     for c in codes {
-        let hits: Vec<String> = fired
-            .iter()
-            .filter(|f| f.slug == c.slug)
-            .map(|f| f.message.clone())
-            .collect();
-        let (status, details) = if !hits.is_empty() {
-            ("confirmed", hits)
-        } else {
-            match needs(c.slug) {
-                Some((gpu, drv)) if (!gpu || has_gpu) && (!drv || has_driver) => ("ruled-out", Vec::new()),
-                Some((gpu, _)) => {
-                    let missing = if gpu && !has_gpu { "--gpu" } else { "--driver" };
-                    ("not-checked", vec![format!("needs {missing}")])
+        let hits: Vec<Finding> = fired.iter().filter(|f| f.slug == c.slug).cloned().collect();
+        if !hits.is_empty() {
+            let mut details: Vec<String> = hits.iter().map(|f| f.message.clone()).collect();
+            // "libcudart.so.12: cannot open…" pasted, and the program misses another library: say so, lest
+            // the confirmation read as being about the library the message names.
+            let missing: Vec<&String> = hits.iter().flat_map(|f| &f.sonames).collect();
+            if !missing.is_empty() {
+                let absent: Vec<&String> = named.iter().filter(|n| !missing.contains(n)).collect();
+                if !absent.is_empty() {
+                    details.push(format!(
+                        "missing here: {}; not {}, which the message names",
+                        join(&missing),
+                        join(&absent)
+                    ));
                 }
-                None => (
-                    "not-checked",
-                    vec!["checked by the loader and host checks, not by explain".into()],
-                ),
+            }
+            out.push(Checked {
+                slug: c.slug,
+                status: "confirmed",
+                details,
+                findings: hits,
+            });
+            continue;
+        }
+        let unchecked: Option<String> = match needs(c.slug) {
+            Err(by) => Some(by.into()),
+            Ok(Needs::Binaries) => None,
+            Ok(Needs::Target { gpu, driver }) => {
+                if gpu && !has_gpu {
+                    Some("needs --gpu (no GPU was read)".into())
+                } else if driver && !has_driver {
+                    Some("needs --driver (no driver was read)".into())
+                } else {
+                    None
+                }
+            }
+            Ok(Needs::Loader | Needs::Glibc) if facts.libraries.is_empty() => {
+                Some("no loader tree: none of the checked files is an ELF program or library".into())
+            }
+            Ok(Needs::Loader) => None,
+            Ok(Needs::Glibc) => facts.glibc().is_none().then(|| {
+                format!(
+                    "needs the machine's glibc ({})",
+                    if what_if || args.no_host {
+                        no_host()
+                    } else {
+                        "not found under the root".into()
+                    }
+                )
+            }),
+            Ok(Needs::Host) => host.is_none().then(no_host),
+            Ok(Needs::HostAndGpu) => {
+                if host.is_none() {
+                    Some(no_host())
+                } else if !has_gpu {
+                    Some("needs a GPU (this machine shows none)".into())
+                } else {
+                    None
+                }
             }
         };
         out.push(Checked {
             slug: c.slug,
-            status,
-            details,
+            status: if unchecked.is_some() {
+                "not-checked"
+            } else {
+                "ruled-out"
+            },
+            details: unchecked.into_iter().collect(),
+            findings: Vec::new(),
         });
     }
+    crate::parallel::discard(facts);
     Ok(out)
+}
+
+fn join(names: &[&String]) -> String {
+    names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 /// Characters of a query that matched nothing echoed back in the error.
 const ECHOED_QUERY: usize = 200;
 
 /// Runs `cudadiag explain`.
-pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let m = super::targets::load_matrix(args.target.matrix.as_deref())?;
     let query = args.query.join(" ");
     let ms = matches(&query, &m);
     let codes = predicted(&ms);
-    let root = args
-        .root
-        .as_ref()
-        .map_or_else(crate::system::Root::host, crate::system::Root::at);
-    if !root.is_host() && !root.dir().is_dir() {
-        return Err(ToolError(format!(
-            "--root {}: not a directory",
-            root.dir().display()
-        )));
-    }
+    let root = super::doctor::checked_root(&args.system)?;
     let libraries = library::lookup(&query, &root);
     if ms.is_empty() && libraries.is_empty() {
         // The query is echoed escaped and cut short: it may be a pasted log of megabytes, or hostile.
@@ -259,7 +384,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
     let checked = if args.check.is_empty() {
         None
     } else {
-        Some(check(args, &codes, &m)?)
+        Some(check(args, &codes, &library::sonames(&query), &m)?)
     };
     let confirmed_error = checked.iter().flatten().any(|c| {
         c.status == "confirmed"
@@ -301,18 +426,27 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<Outcome, ToolError
                         .join(", ")
                 ));
                 for c in cs {
-                    s.push_str(&format!(
-                        "  {:<12} {}{}\n",
-                        c.status,
-                        c.slug,
-                        if c.details.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {}", c.details.join("; "))
-                        }
-                    ));
+                    // A confirmed finding is printed whole below: its message is not repeated here, a note is.
+                    let details = if c.status == "confirmed" {
+                        &c.details[c.findings.len().min(c.details.len())..]
+                    } else {
+                        &c.details[..]
+                    };
+                    let details = if details.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", details.join("; "))
+                    };
+                    s.push_str(&format!("  {:<12} {}{details}\n", c.status, c.slug));
                 }
                 s.push('\n');
+                report::text(out, &s)?;
+                s.clear();
+                // Every line of the evidence, the loader's whole search trail included: the question was
+                // "why", so nothing is shown in short.
+                for f in cs.iter().flat_map(|c| &c.findings) {
+                    report::finding_whole(f, paint, out)?;
+                }
             }
             s.push_str(&library::human(&libraries, &root));
             s.push_str(&human(&ms, &codes));
@@ -423,6 +557,25 @@ mod tests {
         assert!(slugs_for("./app: error while loading shared libraries: libcudart.so.12: cannot open shared object file: No such file or directory").contains(&"library-not-found"));
         assert!(slugs_for("CUDA_ERROR_NO_BINARY_FOR_GPU").contains(&"no-kernel-image"));
         assert_eq!(slugs_for("CD102"), ["ptx-too-new"]);
+    }
+
+    /// The loader, driver and device findings are all checked by `--check` (given the facts they need); only
+    /// the probe's and the policy's are left to other commands.
+    #[test]
+    fn needs_covers_every_finding_explain_can_check() {
+        for c in CATALOGUE {
+            let area = &c.code[2..3];
+            assert_eq!(
+                needs(c.slug).is_ok(),
+                matches!(area, "1" | "2" | "3" | "4"),
+                "{} {}",
+                c.code,
+                c.slug
+            );
+        }
+        assert_eq!(needs("library-not-found"), Ok(Needs::Loader));
+        assert_eq!(needs("glibc-too-old"), Ok(Needs::Glibc));
+        assert_eq!(needs("libcuda-not-found"), Ok(Needs::Host));
     }
 
     #[test]

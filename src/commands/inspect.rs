@@ -1,11 +1,13 @@
 //! `cudadiag inspect`.
 
 use super::{Outcome, ToolError};
-use crate::cli::InspectArgs;
+use crate::cli::{InspectArgs, SystemArgs, TargetArgs};
 use crate::facts::Facts;
 use crate::inspect::{self, Depth, InspectOptions};
+use crate::matrix::Matrix;
 use crate::report::{Detail, Paint};
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let opts = InspectOptions {
@@ -19,51 +21,19 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
         ..InspectOptions::default()
     };
-    let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
-    let read_host = args.facts.is_none() && !what_if && !args.no_host;
-    let (root, env) = (args.system.root(), args.system.env());
-    let host_root = if read_host {
-        Some(super::doctor::checked_root(&args.system)?)
-    } else {
-        None
+    let reading = Reading {
+        paths: &args.paths,
+        opts: &opts,
+        system: &args.system,
+        target: &args.target,
+        libraries: !args.no_libraries,
+        device_code: !args.no_device_code,
+        host: !args.no_host,
+        snapshot: args.facts.as_deref(),
     };
-    // The matrix and this machine's facts are independent of the binaries: they are read on other threads
-    // while the binaries and their libraries are (on a large tree, that hides their cost entirely).
-    let (facts, matrix, host) = std::thread::scope(|s| {
-        let matrix = s.spawn(|| super::targets::load_matrix(args.target.matrix.as_deref()));
-        let host = host_root
-            .as_ref()
-            .map(|r| s.spawn(|| super::doctor::collect(r, &env, true)));
-        // `--deep` on a framework library inflates thousands of payloads: say so on a terminal.
-        let facts =
-            crate::report::progress::while_running("reading device code…", "payloads", &opts.done, || {
-                binaries_and_libraries(args, &opts, &root, &env)
-            });
-        use crate::parallel::join;
-        (facts, join(matrix), host.map(join))
-    });
-    let matrix = matrix?;
-    let mut facts = facts?;
-    if let Some(snapshot) = &args.facts {
-        let mut host = super::snapshot::load_host(snapshot)?;
-        crate::host::enrich::with_matrix(&mut host, &matrix);
-        facts.host = Some(host);
-    } else if let Some(mut host) = host {
-        // "Will it run here?": the machine's driver, GPUs, device nodes and environment, read through the root.
-        // A machine with no trace of NVIDIA (a build box, a laptop) is not judged: the binaries are, alone.
-        if nvidia_present(&host) {
-            crate::host::enrich::with_matrix(&mut host, &matrix);
-            facts.host = Some(host);
-        } else {
-            facts.unjudged_glibc = host.glibc.take();
-            facts.host_note = Some(
-                "no NVIDIA GPU or driver on this machine: the binaries are judged alone (--gpu/--driver or \
-                 --facts judge them for another machine; `cudadiag doctor` explains this one)"
-                    .into(),
-            );
-        }
-    }
-    super::targets::apply(&args.target, &mut facts, &matrix)?;
+    let (mut facts, matrix) = read(&reading, || {
+        super::targets::load_matrix(args.target.matrix.as_deref())
+    })?;
     if args.probe {
         facts.probe = Some(super::probe::live(
             &args.probe_options,
@@ -82,24 +52,105 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
     outcome
 }
 
+/// What to read for a diagnosis of binaries: `inspect`'s arguments, and `explain --check`'s.
+pub(super) struct Reading<'a> {
+    /// The files.
+    pub paths: &'a [PathBuf],
+    /// How deep to read their device code.
+    pub opts: &'a InspectOptions,
+    /// The filesystem root and the environment the loader is emulated in.
+    pub system: &'a SystemArgs,
+    /// What-if targets (`--gpu`, `--driver`): when given, this machine is not read.
+    pub target: &'a TargetArgs,
+    /// Resolve the libraries the binaries load (the loader tree).
+    pub libraries: bool,
+    /// Read the device code of the libraries they load.
+    pub device_code: bool,
+    /// Read this machine's facts (unless a what-if target or a snapshot names another machine).
+    pub host: bool,
+    /// A `cudadiag snapshot` of the machine to judge them for.
+    pub snapshot: Option<&'a Path>,
+}
+
+/// The facts a diagnosis of binaries rests on: the binaries, their loader trees resolved through the root and
+/// the environment, the device code of the libraries they load, the machine (this one, a snapshot's, or none
+/// with a what-if target) and the what-if targets. `matrix` gives the compatibility matrix; it is loaded while
+/// the binaries are read.
+pub(super) fn read<M>(
+    r: &Reading<'_>,
+    matrix: impl FnOnce() -> Result<M, ToolError> + Send,
+) -> Result<(Facts, M), ToolError>
+where
+    M: std::borrow::Borrow<Matrix> + Send,
+{
+    let what_if = !r.target.gpus.is_empty() || r.target.driver.is_some();
+    let read_host = r.snapshot.is_none() && !what_if && r.host;
+    let (root, env) = (r.system.root(), r.system.env());
+    let host_root = if read_host {
+        Some(super::doctor::checked_root(r.system)?)
+    } else {
+        None
+    };
+    // The matrix and this machine's facts are independent of the binaries: they are read on other threads
+    // while the binaries and their libraries are (on a large tree, that hides their cost entirely).
+    let (facts, matrix, host) = std::thread::scope(|s| {
+        let matrix = s.spawn(matrix);
+        let host = host_root
+            .as_ref()
+            .map(|root| s.spawn(|| super::doctor::collect(root, &env, true)));
+        // `--deep` on a framework library inflates thousands of payloads: say so on a terminal.
+        let facts = crate::report::progress::while_running(
+            "reading device code…",
+            "payloads",
+            &r.opts.done,
+            || binaries_and_libraries(r, &root, &env),
+        );
+        use crate::parallel::join;
+        (facts, join(matrix), host.map(join))
+    });
+    let matrix = matrix?;
+    let mut facts = facts?;
+    if let Some(snapshot) = r.snapshot {
+        let mut host = super::snapshot::load_host(snapshot)?;
+        crate::host::enrich::with_matrix(&mut host, matrix.borrow());
+        facts.host = Some(host);
+    } else if let Some(mut host) = host {
+        // "Will it run here?": the machine's driver, GPUs, device nodes and environment, read through the root.
+        // A machine with no trace of NVIDIA (a build box, a laptop) is not judged: the binaries are, alone.
+        if nvidia_present(&host) {
+            crate::host::enrich::with_matrix(&mut host, matrix.borrow());
+            facts.host = Some(host);
+        } else {
+            facts.unjudged_glibc = host.glibc.take();
+            facts.host_note = Some(NO_NVIDIA_NOTE.into());
+        }
+    }
+    super::targets::apply(r.target, &mut facts, matrix.borrow())?;
+    Ok((facts, matrix))
+}
+
+/// Why a machine's facts were read but not judged.
+pub(super) const NO_NVIDIA_NOTE: &str = "no NVIDIA GPU or driver on this machine: the binaries are judged alone \
+     (--gpu/--driver or --facts judge them for another machine; `cudadiag doctor` explains this one)";
+
 /// The binaries' facts, their libraries' resolution and (unless `--no-device-code`) the device code of the
 /// libraries they load.
 fn binaries_and_libraries(
-    args: &InspectArgs,
-    opts: &InspectOptions,
+    r: &Reading<'_>,
     root: &crate::system::Root,
     env: &crate::system::Env,
 ) -> Result<Facts, ToolError> {
     let mut facts = Facts::default();
     let mut files = crate::loader::Files::default();
-    for path in &args.paths {
+    let opts = r.opts;
+    for path in r.paths {
         // The binary is inspected on a thread of its own while its libraries are resolved here: the walk needs
         // only its dynamic section, and asks for its symbols (tens of thousands in a framework library) when
         // the tree is walked.
         let (binaries, resolution) = std::thread::scope(|s| {
             let mut inspected = Some(s.spawn(|| inspect::path(path, opts)));
             let mut binaries = None;
-            let resolution = (!args.no_libraries).then(|| {
+            let resolution = r.libraries.then(|| {
                 files.prepare(root);
                 crate::loader::resolve_alongside(root, env, path, &mut files, || {
                     let b = binaries.insert(inspected.take().map(crate::parallel::join));
@@ -123,7 +174,7 @@ fn binaries_and_libraries(
         }
         facts.binaries.extend(binaries);
     }
-    if !args.no_device_code {
+    if r.device_code {
         facts.loaded = loaded_device_code(&facts, root, opts);
     }
     // Unmapping a few dozen libraries from a process with many threads costs every core a TLB flush each:

@@ -94,7 +94,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
         Command::Snapshot(args) => snapshot::run(args, out),
         Command::Audit(args) => audit::run(args, paint, out),
         Command::Init(args) => audit::init(args, out),
-        Command::Explain(args) => explain::run(args, out),
+        Command::Explain(args) => explain::run(args, paint, out),
         Command::Matrix(args) => matrix::run(args, out),
         Command::Probe(args) => probe::run(args, paint, out),
         Command::Completions(args) => completions::run(args, out),

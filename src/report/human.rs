@@ -414,7 +414,7 @@ fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Re
     Ok(())
 }
 
-fn finding(f: &Finding, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+pub(super) fn finding(f: &Finding, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     let p = opts.paint;
     let head = format!("{}[{}]", f.severity, f.code);
     let head = match f.severity {

@@ -146,6 +146,17 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     }
 }
 
+/// Writes one finding as the human report does, with every line of its evidence (no search trail in short):
+/// `explain --check` shows the findings it confirms this way.
+pub fn finding_whole(f: &crate::findings::Finding, paint: Paint, out: &mut dyn Write) -> io::Result<()> {
+    let opts = RenderOptions {
+        format: OutputFormat::Human,
+        paint,
+        detail: Detail::Everything,
+    };
+    human::finding(f, &opts, &mut sane::Guard::new(out, paint.enabled()))
+}
+
 /// Writes a message for people to `out` (used for tool errors on stderr by the binary). The message's own
 /// lines are kept (a TOML error's excerpt); every other control character in it is shown escaped.
 pub fn error_line(out: &mut dyn Write, paint: Paint, message: &str) -> io::Result<()> {
