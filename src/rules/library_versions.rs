@@ -48,7 +48,7 @@ pub fn cuda_library_too_old(r: &Resolution) -> Vec<Finding> {
             let Some(floor) = &line.floor else { continue };
             let installs = table
                 .dist(&floor.name)
-                .is_some_and(|d| d.sonames.iter().any(|s| *s == l.soname));
+                .is_some_and(|d| d.sonames.contains(&l.soname));
             if !installs || !older(have, floor) {
                 continue;
             }
