@@ -88,6 +88,7 @@ catalogue! {
     MultipleCudaMajors = ("CD203", "multiple-cuda-majors", Warning, None, "libraries of several CUDA major versions are loaded into one process");
     GlibcTooOld = ("CD204", "glibc-too-old", Error, None, "the binary or a library it loads needs a newer glibc than the machine has");
     DuplicateCudaLibrary = ("CD205", "duplicate-cuda-library", Warning, None, "two copies of one CUDA library are loaded into one process");
+    CudaLibraryTooOld = ("CD206", "cuda-library-too-old", Error, None, "the loaded copy of a CUDA library is older than the release its package requires");
     NoDriver = ("CD300", "no-driver", Error, Some(35), "no NVIDIA kernel driver is loaded");
     LibcudaNotFound = ("CD301", "libcuda-not-found", Error, Some(35), "the driver library libcuda.so.1 cannot be found");
     DriverInsufficient = ("CD302", "driver-insufficient", Error, Some(35), "the driver is older than the CUDA runtime or code needs");

@@ -668,3 +668,100 @@ fn golden_missing_library() {
     );
     assert!(!text.contains("-v lists each step"), "{text}");
 }
+
+/// torch's venv with its CUDA wheels, but `requires` for its cuDNN line and, with `pip_cudnn` false, no
+/// nvidia-cudnn-cu13 wheel; `/usr/lib/x86_64-linux-gnu` holds `libcudnn.so.{version}` (SONAME libcudnn.so.9)
+/// with the `libcudnn.so.9` link a system package makes. Returns the root and libtorch_cuda.so.
+fn torch_with_system_cudnn(
+    t: &Path,
+    requires: &str,
+    version: &str,
+    pip_cudnn: bool,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (root, torch) = torch_venv(t, true);
+    let site = root.join("venv/lib/python3.12/site-packages");
+    let metadata = TORCH_REQUIRES.replace("nvidia-cudnn-cu13==9.19.0.56", requires);
+    std::fs::write(site.join("torch-2.11.0.dist-info/METADATA"), metadata).unwrap();
+    if !pip_cudnn {
+        std::fs::remove_dir_all(site.join("nvidia/cudnn")).unwrap();
+    }
+    let sys = root.join("usr/lib/x86_64-linux-gnu");
+    let built = bare_lib(&sys, "libcudnn.so.9", &[], &[]);
+    std::fs::rename(&built, sys.join(format!("libcudnn.so.{version}"))).unwrap();
+    std::os::unix::fs::symlink(format!("libcudnn.so.{version}"), &built).unwrap();
+    (root, torch)
+}
+
+fn too_old(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["slug"] == "cuda-library-too-old")
+        .collect()
+}
+
+const SYSTEM_LIBS: &str = "LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu";
+
+/// Issue 21: torch pins cuDNN 9.19.0.56, and the libcudnn.so.9 its libtorch_cuda.so loads is the system's
+/// 9.14.0 from LD_LIBRARY_PATH (the pip wheel is not installed).
+#[test]
+fn an_older_cudnn_than_torch_pins_is_cuda_library_too_old() {
+    let t = tempfile::tempdir().unwrap();
+    let (root, torch) = torch_with_system_cudnn(t.path(), "nvidia-cudnn-cu13==9.19.0.56", "9.14.0", false);
+    let (code, text) = inspect_in(&root, &torch, &["--format", "json", "--env", SYSTEM_LIBS]);
+    assert_eq!(code, Some(1), "{text}");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(not_found(&doc).is_empty(), "{doc:#}");
+    let f = too_old(&doc);
+    assert_eq!(f.len(), 1, "{:#}", doc["findings"]);
+    assert_eq!(
+        (f[0]["code"].as_str(), f[0]["severity"].as_str()),
+        (Some("CD206"), Some("error"))
+    );
+    assert_eq!(
+        f[0]["message"],
+        "libtorch_cuda.so's package torch 2.11.0 requires nvidia-cudnn-cu13==9.19.0.56; the loaded \
+         libcudnn.so.9 is 9.14.0 (/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0, as \
+         /usr/lib/x86_64-linux-gnu/libcudnn.so.9, found through LD_LIBRARY_PATH)"
+    );
+    let evidence = f[0]["evidence"].to_string();
+    for needle in [
+        "torch-2.11.0.dist-info/METADATA:8: Requires-Dist: nvidia-cudnn-cu13==9.19.0.56",
+        "found through LD_LIBRARY_PATH (/usr/lib/x86_64-linux-gnu)",
+        "version 9.14.0 read from the file name libcudnn.so.9.14.0, compared with 9.19.0.56 on 3 numbers",
+    ] {
+        assert!(evidence.contains(needle), "{needle}: {evidence}");
+    }
+    let help = f[0]["help"].as_str().unwrap();
+    assert!(
+        help.contains("Take /usr/lib/x86_64-linux-gnu off LD_LIBRARY_PATH"),
+        "{help}"
+    );
+    assert!(
+        help.contains("pip install 'nvidia-cudnn-cu13==9.19.0.56'"),
+        "{help}"
+    );
+}
+
+/// Near misses: the loaded copy is the pinned release; a range the loaded copy meets; the pip wheel, found
+/// through torch's RPATH before LD_LIBRARY_PATH.
+#[test]
+fn a_cudnn_that_meets_the_requirement_is_not_too_old() {
+    for (requires, version, pip) in [
+        ("nvidia-cudnn-cu13==9.19.0.56", "9.19.0", false),
+        ("nvidia-cudnn-cu13>=9.8,<10.0", "9.14.0", false),
+        ("nvidia-cudnn-cu13==9.19.0.56", "9.14.0", true),
+    ] {
+        let t = tempfile::tempdir().unwrap();
+        let (root, torch) = torch_with_system_cudnn(t.path(), requires, version, pip);
+        let (_, text) = inspect_in(&root, &torch, &["--format", "json", "--env", SYSTEM_LIBS]);
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(
+            too_old(&doc).is_empty(),
+            "{requires} {version} {pip}: {:#}",
+            doc["findings"]
+        );
+        assert!(not_found(&doc).is_empty(), "{doc:#}");
+    }
+}

@@ -10,7 +10,10 @@
 //! - otherwise, the system's package manager: `/var/lib/dpkg/status` (Debian, Ubuntu) or `/var/lib/rpm`
 //!   (RHEL, Fedora, SUSE).
 //!
-//! Only requesters of a library no step found are read: a healthy tree costs nothing here.
+//! Read for the requesters of a library no step found, and for the requesters under `site-packages` of an
+//! NVIDIA library whose loaded copy names its full version (`libcudnn.so.9.14.0`: a toolkit's or the system's
+//! copy, not the pip one, whose file is named by its SONAME alone), for `cuda-library-too-old`. A healthy
+//! pip-only tree costs nothing here.
 
 use super::{How, Resolution};
 use crate::system::{Root, read};
@@ -35,7 +38,109 @@ pub struct MetadataLine {
     pub line: usize,
     /// The value after `Requires-Dist: `, verbatim.
     pub text: String,
+    /// The lowest release of the distribution the line admits, when its specifier sets one and its marker
+    /// does not rule Linux out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<Floor>,
 }
+
+/// How a requirement sets its lowest release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FloorOp {
+    /// `==V`, `===V` or `==V.*`: that release (line) exactly.
+    Pinned,
+    /// `>=V`, `~=V` or `>V`: that release or a later one.
+    AtLeast,
+}
+
+/// The lowest release of a distribution a `Requires-Dist` line admits (PEP 440 specifiers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Floor {
+    /// The distribution, PEP 503-normalised (`nvidia-cudnn-cu13`).
+    pub name: String,
+    /// The operator that sets it.
+    pub op: FloorOp,
+    /// The release as written, without a `.*` (`9.19.0.56`).
+    pub version: String,
+    /// Its release numbers (`[9, 19, 0, 56]`).
+    pub release: Vec<u64>,
+}
+
+impl Floor {
+    /// The floor of a `Requires-Dist` value (`nvidia-cudnn-cu13==9.19.0.56; platform_system == "Linux"`): the
+    /// highest lower bound of its clauses (`>=9.8,<10.0` → 9.8). `None` when no clause sets one, when a
+    /// version is not a plain release (an epoch, a local version), or when the marker rules Linux out.
+    pub fn of(text: &str) -> Option<Floor> {
+        let req = crate::inspect::wheel::requirement(text, &crate::inspect::wheel::Env::default())?;
+        if req.installed == crate::facts::Installed::Never {
+            return None;
+        }
+        let mut best: Option<Floor> = None;
+        for clause in req.specifier.split(',').filter(|c| !c.is_empty()) {
+            let (op, rest) = if let Some(v) = clause.strip_prefix("===") {
+                (FloorOp::Pinned, v)
+            } else if let Some(v) = clause.strip_prefix("==") {
+                (FloorOp::Pinned, v)
+            } else if let Some(v) = clause.strip_prefix(">=").or_else(|| clause.strip_prefix("~=")) {
+                (FloorOp::AtLeast, v)
+            } else if let Some(v) = clause.strip_prefix('>') {
+                (FloorOp::AtLeast, v)
+            } else {
+                continue;
+            };
+            let version = rest.strip_suffix(".*").unwrap_or(rest);
+            let Some(release) = release(version) else {
+                continue;
+            };
+            if best.as_ref().is_none_or(|b| release > b.release) {
+                best = Some(Floor {
+                    name: req.name.clone(),
+                    op,
+                    version: version.to_string(),
+                    release,
+                });
+            }
+        }
+        best
+    }
+}
+
+/// The release numbers of a PEP 440 version (`9.19.0.56` → `[9, 19, 0, 56]`); a pre-, post- or dev-release
+/// suffix ends the release (`12.8.0rc1` → `[12, 8, 0]`). `None` for an epoch (`1!2.0`), a local version
+/// (`2.0+cu12`) or no number at all.
+pub fn release(version: &str) -> Option<Vec<u64>> {
+    if version.contains('!') || version.contains('+') {
+        return None;
+    }
+    let mut out = Vec::new();
+    for part in version.split('.') {
+        let digits = part.len() - part.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let n = part[..digits].parse().ok()?;
+        out.push(n);
+        if digits < part.len() {
+            break;
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The NVIDIA libraries whose pinned version `cuda-library-too-old` compares with the loaded copy's: the
+/// stems (the name before `.so`) of the SONAMEs `data/pip_cuda.toml` lists whose toolkit and system copies
+/// carry their full version in the file name.
+pub const VERSIONED_STEMS: &[&str] = &[
+    "libcudart",
+    "libcublas",
+    "libcublasLt",
+    "libcudnn",
+    "libcufft",
+    "libcurand",
+    "libcusolver",
+    "libcusparse",
+    "libnccl",
+    "libnvJitLink",
+    "libnvrtc",
+];
 
 /// The pip distribution that installed a requester.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,12 +190,14 @@ pub struct Origin {
     pub installed: Installed,
 }
 
-/// Fills [`Resolution::origins`] for every object that requested a library no step found.
+/// Fills [`Resolution::origins`] for every object that requested a library no step found, and for every
+/// object under `site-packages` whose NVIDIA library ([`VERSIONED_STEMS`]) was loaded from a file that names a
+/// version beyond the major.
 pub fn fill(root: &Root, res: &mut Resolution) {
     let requesters: BTreeSet<usize> = res
         .libraries
         .iter()
-        .filter(|l| l.how == How::NotFound)
+        .filter(|l| l.how == How::NotFound || pinned_candidate(res, l))
         .map(|l| l.needed_by_index)
         .collect();
     if requesters.is_empty() {
@@ -114,6 +221,23 @@ pub fn fill(root: &Root, res: &mut Resolution) {
             installed,
         });
     }
+}
+
+/// A found NVIDIA library, loaded from a file whose name gives more than its major, for a requester under
+/// `site-packages`: its package's pin can be compared with the loaded version.
+fn pinned_candidate(res: &Resolution, l: &super::Library) -> bool {
+    let stem = l.soname.split(".so").next().unwrap_or(&l.soname);
+    if !VERSIONED_STEMS.contains(&stem) {
+        return false;
+    }
+    let Some(o) = l.object.and_then(|i| res.objects.get(i)) else {
+        return false;
+    };
+    o.version.as_deref().is_some_and(|v| v.contains('.'))
+        && res
+            .objects
+            .get(l.needed_by_index)
+            .is_some_and(|r| site_packages(Path::new(&r.realpath)).is_some())
 }
 
 /// The files each `*.dist-info/RECORD` lists, read once per run (torch's lists some twenty thousand, and
@@ -236,9 +360,11 @@ pub fn parse_metadata(text: &str, path: &str) -> Option<PipDist> {
         } else if let Some(v) = line.strip_prefix("Version:") {
             version = Some(v.trim().to_string());
         } else if let Some(v) = line.strip_prefix("Requires-Dist:") {
+            let text = v.trim().to_string();
             requires.push(MetadataLine {
                 line: i + 1,
-                text: v.trim().to_string(),
+                floor: Floor::of(&text),
+                text,
             });
         }
     }
@@ -268,6 +394,36 @@ mod tests {
         assert_eq!(m.requires[1].line, 5);
         assert!(m.requires[1].text.starts_with("nvidia-cudnn-cu13==9.19.0.56"));
         assert!(parse_metadata("Name: x\n", "M").is_none(), "no version");
+    }
+
+    #[test]
+    fn floors_of_requirements() {
+        let f = Floor::of("nvidia-cudnn-cu13==9.19.0.56; platform_system == \"Linux\"").unwrap();
+        assert_eq!(
+            (f.name.as_str(), f.op, f.version.as_str(), f.release.as_slice()),
+            (
+                "nvidia-cudnn-cu13",
+                FloorOp::Pinned,
+                "9.19.0.56",
+                &[9, 19, 0, 56][..]
+            )
+        );
+        let f = Floor::of("nvidia-cudnn-cu12<10.0,>=9.8; extra == \"with-cuda\"").unwrap();
+        assert_eq!((f.op, f.release.as_slice()), (FloorOp::AtLeast, &[9, 8][..]));
+        assert_eq!(Floor::of("nvidia-nccl-cu12==2.21.*").unwrap().version, "2.21");
+        assert_eq!(
+            Floor::of("nvidia-cublas-cu12~=12.4").unwrap().op,
+            FloorOp::AtLeast
+        );
+        assert!(Floor::of("nvidia-cudnn-cu12<10").is_none(), "no lower bound");
+        assert!(Floor::of("filelock").is_none());
+        assert!(
+            Floor::of("nvidia-cudnn-cu12==9.1.0.70; platform_system == \"Windows\"").is_none(),
+            "not on Linux"
+        );
+        assert_eq!(release("12.8.0rc1"), Some(vec![12, 8, 0]));
+        assert_eq!(release("1!2.0"), None);
+        assert_eq!(release("x"), None);
     }
 
     #[test]

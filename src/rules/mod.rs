@@ -16,6 +16,7 @@ pub mod headline;
 pub mod host;
 pub mod jit_cache;
 pub mod kernel_image;
+pub mod library_versions;
 pub mod loader;
 pub mod missing;
 pub mod packages;
@@ -47,6 +48,7 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     ));
     for r in &facts.libraries {
         findings.extend(duplicates::duplicate_cuda_libraries(r));
+        findings.extend(library_versions::cuda_library_too_old(r));
     }
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));

@@ -63,6 +63,10 @@ pub const DOCS: &[(&str, &str)] = &[
         "duplicate-cuda-library",
         include_str!("../../../data/codes/duplicate-cuda-library.md"),
     ),
+    (
+        "cuda-library-too-old",
+        include_str!("../../../data/codes/cuda-library-too-old.md"),
+    ),
     ("no-driver", include_str!("../../../data/codes/no-driver.md")),
     (
         "libcuda-not-found",
