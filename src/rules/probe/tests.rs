@@ -430,3 +430,30 @@ fn the_jit_cache_explains_a_module_load_either_way() {
     );
     assert_eq!(slugs(&f), ["ptx-jit-disabled", "probe-disagrees"]);
 }
+
+#[test]
+fn a_self_test_refused_because_jit_is_disabled_is_no_failure() {
+    // CUDA_DISABLE_PTX_JIT=1 in the probe's environment: the PTX self-test kernel gets 223 on every GPU.
+    let mut p = probe(0, 2);
+    if let Some(d) = p.driver.as_mut() {
+        for t in &mut d.selftests {
+            t.passed = false;
+            t.failed_call = Some(Call {
+                device: Some(t.device),
+                ..call("cuModuleLoadDataEx", 223)
+            });
+        }
+    }
+    let f = run(&facts(p.clone(), true), vec![]);
+    assert!(slugs(&f).is_empty(), "{f:#?}");
+    // Near miss: another error from the same call is the machine's.
+    if let Some(d) = p.driver.as_mut() {
+        d.selftests[1].failed_call = Some(Call {
+            device: Some(1),
+            ..call("cuModuleLoadDataEx", 218)
+        });
+    }
+    let f = run(&facts(p, true), vec![]);
+    assert_eq!(slugs(&f), ["probe-failed"]);
+    assert!(f[0].message.contains("device 1"), "{}", f[0].message);
+}
