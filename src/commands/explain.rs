@@ -218,7 +218,8 @@ fn needs(slug: &str) -> Result<Needs, &'static str> {
         | "library-shadowed"
         | "symbol-version-missing"
         | "multiple-cuda-majors"
-        | "duplicate-cuda-library" => Needs::Loader,
+        | "duplicate-cuda-library"
+        | "cuda-library-too-old" => Needs::Loader,
         "glibc-too-old" => Needs::Glibc,
         "no-driver"
         | "libcuda-not-found"
