@@ -195,6 +195,28 @@ pub struct Library {
 }
 
 impl Library {
+    /// A request for `soname` by object `needed_by_index` (`needed_by`) that no step has answered yet: the
+    /// start of every resolution, and what a missing library stays.
+    pub fn unresolved(soname: &str, needed_by: &str, needed_by_index: usize) -> Library {
+        Library {
+            soname: soname.to_string(),
+            needed_by: needed_by.to_string(),
+            needed_by_index,
+            path: None,
+            how: How::NotFound,
+            via: None,
+            object: None,
+            dlopen: false,
+            preload: false,
+            reason: None,
+            trail: Vec::new(),
+            intended: None,
+            copies: Vec::new(),
+            completions: Vec::new(),
+            error: None,
+        }
+    }
+
     /// A run-time load named by a bare stem (`libcudnn_ops.so`): the library completes it with a version
     /// before it calls dlopen, or tries it among other names. Not a load that can fail on its own.
     pub fn is_dlopen_stem(&self) -> bool {

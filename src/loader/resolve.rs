@@ -109,21 +109,10 @@ impl State<'_> {
             st.ctx.intended(st.files, own.as_deref(), name)
         };
         let mut lib = Library {
-            soname: name.to_string(),
-            needed_by,
-            needed_by_index: requester,
-            path: None,
-            how: How::NotFound,
-            via: None,
-            object: None,
             dlopen: kind == Kind::Dlopen,
             preload: kind == Kind::Preload,
             reason,
-            trail: Vec::new(),
-            intended: None,
-            copies: Vec::new(),
-            completions: Vec::new(),
-            error: None,
+            ..Library::unresolved(name, &needed_by, requester)
         };
         if let Some(i) = self.lookup(name) {
             lib.intended = intended(self);

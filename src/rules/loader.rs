@@ -502,21 +502,9 @@ mod trail_short_tests {
 
     fn missing(trail: Vec<Step>, copies: Vec<Copy>) -> Library {
         Library {
-            soname: "libcudart.so.12".into(),
-            needed_by: "/app".into(),
-            needed_by_index: 0,
-            path: None,
-            how: How::NotFound,
-            via: None,
-            object: None,
-            dlopen: false,
-            preload: false,
-            reason: None,
             trail,
-            intended: None,
             copies,
-            completions: Vec::new(),
-            error: None,
+            ..Library::unresolved("libcudart.so.12", "/app", 0)
         }
     }
 

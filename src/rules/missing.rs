@@ -593,23 +593,7 @@ mod tests {
     use crate::loader::origin::{Origin, PackageManager};
 
     fn missing(soname: &str, by: &str, index: usize) -> Library {
-        Library {
-            soname: soname.into(),
-            needed_by: by.into(),
-            needed_by_index: index,
-            path: None,
-            how: How::NotFound,
-            via: None,
-            object: None,
-            dlopen: false,
-            preload: false,
-            reason: None,
-            trail: Vec::new(),
-            intended: None,
-            copies: Vec::new(),
-            completions: Vec::new(),
-            error: None,
-        }
+        Library::unresolved(soname, by, index)
     }
 
     fn system(object: &str) -> Origin {

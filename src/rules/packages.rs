@@ -28,17 +28,9 @@ pub struct Row {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
-    meta: Meta,
+    meta: super::wheel::Meta,
     sources: BTreeMap<String, String>,
     library: Vec<Row>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)] // read to validate the file's shape
-struct Meta {
-    schema_version: u32,
-    compiled: String,
 }
 
 /// The table of system and conda packages.

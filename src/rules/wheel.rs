@@ -74,12 +74,13 @@ struct Raw {
     dist: Vec<Dist>,
 }
 
+/// The `[meta]` table of the bundled package tables (`data/pip_cuda.toml`, `data/cuda_packages.toml`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)] // read to validate the file's shape
-struct Meta {
-    schema_version: u32,
-    compiled: String,
+pub(super) struct Meta {
+    pub(super) schema_version: u32,
+    pub(super) compiled: String,
 }
 
 /// The table of NVIDIA pip distributions.

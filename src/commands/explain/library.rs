@@ -3,7 +3,7 @@
 //! `rules::packages`), and where copies of it are on this machine (or under `--root`), found as `inspect`
 //! finds them for a missing library (`loader::copies`).
 
-use crate::loader::{Copy, How, Library, Resolution};
+use crate::loader::{Copy, Library, Resolution};
 use crate::rules::packages::{self, Providers};
 use crate::system::Root;
 use serde::Serialize;
@@ -46,26 +46,7 @@ pub fn lookup(query: &str, root: &Root) -> Vec<Named> {
         binary: String::new(),
         system_dirs: platform.system_dirs.clone(),
         system_dirs_source: platform.system_dirs_source.clone(),
-        libraries: names
-            .iter()
-            .map(|n| Library {
-                soname: n.clone(),
-                needed_by: String::new(),
-                needed_by_index: 0,
-                path: None,
-                how: How::NotFound,
-                via: None,
-                object: None,
-                dlopen: false,
-                preload: false,
-                reason: None,
-                trail: Vec::new(),
-                intended: None,
-                copies: Vec::new(),
-                completions: Vec::new(),
-                error: None,
-            })
-            .collect(),
+        libraries: names.iter().map(|n| Library::unresolved(n, "", 0)).collect(),
         ..Resolution::default()
     };
     crate::loader::copies::fill(root, &platform, &mut res);
