@@ -1,6 +1,6 @@
 //! The live probe (opt-in): confirm the static verdict with the real driver, in a child process.
 //!
-//! Design principle 1 (`shared/DESIGN.md`): cudadiag itself never loads a CUDA library. `cudadiag probe` and
+//! cudadiag's first principle (README: "nothing is executed or loaded"): cudadiag itself never loads a CUDA library. `cudadiag probe` and
 //! `inspect --probe` re-execute cudadiag as `cudadiag __probe` ([`spawn`]), with the diagnosis environment and
 //! a timeout; the child ([`child`], [`runtime`]) `dlopen`s `libcuda.so.1` (and a libcudart when asked), runs a
 //! short self-test and loads the inspected binaries' device code as data, writing what it saw as JSON lines.

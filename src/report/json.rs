@@ -1,4 +1,4 @@
-//! The JSON report: the wire types of the stable contract (`shared/DESIGN.md`, "JSON").
+//! The JSON report: the wire types of the stable contract (README, "JSON").
 //!
 //! `schema_version` 1. Consumers may rely on every field documented in the design; additive fields keep the
 //! version, anything else bumps it. The wire types live here, apart from the facts model, so that a refactor of
