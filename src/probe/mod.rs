@@ -1,11 +1,11 @@
 //! The live probe (opt-in): confirm the static verdict with the real driver, in a child process.
 //!
-//! cudadiag's first principle (README: "nothing is executed or loaded"): cudadiag itself never loads a CUDA library. `cudadiag probe` and
-//! `inspect --probe` re-execute cudadiag as `cudadiag __probe` ([`spawn`]), with the diagnosis environment and
-//! a timeout; the child ([`child`], [`runtime`]) `dlopen`s `libcuda.so.1` (and a libcudart when asked), runs a
-//! short self-test and loads the inspected binaries' device code as data, writing what it saw as JSON lines.
-//! A crash, a signal, a hang or garbage becomes a [`ProbeOutcome`] in the facts, and a `probe-failed`
-//! finding through `rules::probe`.
+//! cudadiag's first principle (README: "nothing is executed or loaded"): cudadiag itself never loads a CUDA
+//! library. `cudadiag probe` and `inspect --probe` re-execute cudadiag as `cudadiag __probe` ([`spawn`]),
+//! with the diagnosis environment and a timeout; the child ([`child`], [`runtime`]) `dlopen`s `libcuda.so.1`
+//! (and a libcudart when asked), runs a short self-test and loads the inspected binaries' device code as
+//! data, writing what it saw as JSON lines. A crash, a signal, a hang or garbage becomes a [`ProbeOutcome`]
+//! in the facts, and a `probe-failed` finding through `rules::probe`.
 //!
 //! This module is the only place in the crate allowed `unsafe` code: calling C functions found with `dlsym`
 //! cannot be done otherwise. Every `unsafe` block says why it is sound in a `SAFETY:` comment, and every
