@@ -7,9 +7,10 @@
 //! data, writing what it saw as JSON lines. A crash, a signal, a hang or garbage becomes a [`ProbeOutcome`]
 //! in the facts, and a `probe-failed` finding through `rules::probe`.
 //!
-//! This module is the only place in the crate allowed `unsafe` code: calling C functions found with `dlsym`
-//! cannot be done otherwise. Every `unsafe` block says why it is sound in a `SAFETY:` comment, and every
-//! function pointer type is the exact prototype of NVIDIA's headers.
+//! This module holds most of the crate's `unsafe` code: calling C functions found with `dlsym` cannot be done
+//! otherwise (the rest: the input maps and their SIGBUS guard, `inspect::source` and `inspect::guard`). Every
+//! `unsafe` block says why it is sound in a `SAFETY:` comment, and every function pointer type is the exact
+//! prototype of NVIDIA's headers.
 #![allow(unsafe_code)]
 
 pub mod child;
