@@ -1,23 +1,24 @@
 //! Mapped inputs that shrink while they are read: SIGBUS turned into a flag.
 //!
 //! A read-only map of a file stays valid only as long as the file keeps its length. When another process
-//! truncates it (a linker rewriting the library a CI job is auditing), touching a page past the new end raises
-//! SIGBUS, whose default action kills cudadiag with exit 135 and no report.
+//! truncates it (a linker rewriting the library a CI job is auditing), touching a page past the new end
+//! raises SIGBUS, whose default action kills cudadiag with exit 135 and no report.
 //!
-//! Reading every input whole would avoid it, and break the memory budget (a 450 MB library is read by touching
-//! a few MB of headers). So every map is registered here, and a SIGBUS handler, for a fault inside a
-//! registered map, puts a page of zeros over the page that faulted (`mmap` with `MAP_FIXED`: POSIX does not list
-//! it as async-signal-safe, but glibc's `mmap` is a bare system call wrapper that takes no lock and touches no
-//! heap, which is what the rule protects), marks the map as truncated and returns; the faulting read is retried and sees zeros. The parsers are tolerant of damaged
-//! bytes, so the inspection finishes, and the caller then reports the input as "changed while being read"
-//! ([`Registration::truncated`]) rather than trusting what was parsed.
+//! Reading every input whole would avoid it, and break the memory budget (a 450 MB library is read by
+//! touching a few MB of headers). So every map is registered here, and a SIGBUS handler, for a fault inside a
+//! registered map, puts a page of zeros over the page that faulted (`mmap` with `MAP_FIXED`: POSIX does not
+//! list it as async-signal-safe, but glibc's `mmap` is a bare system call wrapper that takes no lock and
+//! touches no heap, which is what the rule protects), marks the map as truncated and returns; the faulting
+//! read is retried and sees zeros. The parsers are tolerant of damaged bytes, so the inspection finishes, and
+//! the caller then reports the input as "changed while being read" ([`Registration::truncated`]) rather than
+//! trusting what was parsed.
 //!
 //! A fault anywhere else is not ours: the handler puts back the action that was there before (Rust's own
 //! stack-overflow handler, or the default) and lets the fault happen again, so a real bug still dies loudly.
 //!
-//! The handler only loads atomics, calls `mmap` and `sigaction`: nothing that allocates or locks. The table is
-//! a fixed array, so registration never allocates either; when it is full, [`register`] says so and the caller
-//! reads the file into memory instead (never an unguarded map).
+//! The handler only loads atomics, calls `mmap` and `sigaction`: nothing that allocates or locks. The table
+//! is a fixed array, so registration never allocates either; when it is full, [`register`] says so and the
+//! caller reads the file into memory instead (never an unguarded map).
 
 #![allow(unsafe_code)]
 
