@@ -1,5 +1,5 @@
 //! The integration tests, one binary: each module was a binary of its own, and each linked the whole crate.
-//! Run one module with `cargo test --test it cli::` (or any test-name filter); the shared helpers are in
+//! Run one module with `cargo test --test it host::` (or any test-name filter); the shared helpers are in
 //! `support/`, the insta snapshots and the code list in `snapshots/`.
 
 mod support;
