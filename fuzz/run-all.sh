@@ -8,7 +8,7 @@
 # BINDIR holds the built targets (default fuzz/target/x86_64-unknown-linux-gnu/release, from
 # `cd fuzz && cargo +nightly fuzz build -s none`); OUTDIR receives corpora, logs and crash inputs
 # (default a temporary directory). Needs as many cores as targets for the figures to be per-core ones.
-# Each crash input found becomes a test (tests/malformed.rs and its peers); see fuzz/README.md.
+# Each crash input found becomes a test (tests/it/malformed.rs and its peers); see fuzz/README.md.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")

@@ -6,7 +6,7 @@
 # libraries and their cache at start, /proc/self, the cgroup and CPU files the runtime reads for a thread count).
 # Usage: scripts/root-escape-check.sh [CUDADIAG_BINARY]   (default: target/release/cudadiag, built if absent;
 # SELF_INCLUDES=N sets the number of `include /etc/ld.so.conf` lines, 10 by default, 0 to look at walks alone)
-# Exit 0 when nothing escaped, 1 otherwise. tests/host.rs `nothing_outside_the_root_is_read` is the same check.
+# Exit 0 when nothing escaped, 1 otherwise. tests/it/host.rs `nothing_outside_the_root_is_read` is the same check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/release/cudadiag}

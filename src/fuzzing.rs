@@ -1,4 +1,4 @@
-//! Entry points for the fuzz targets (`fuzz/`) and the mutation tests (`tests/loader_malformed.rs`): each runs
+//! Entry points for the fuzz targets (`fuzz/`) and the mutation tests (`tests/it/loader_malformed.rs`): each runs
 //! every parser the loader emulation applies to one kind of untrusted input, the way the loader applies it.
 //! Not part of the stable interface.
 //!

@@ -4,7 +4,7 @@
 //! finding is a result whose location is the audited file (a wheel member as `x.whl!path/in/wheel.so`), with
 //! the evidence as related text and the help in the rule. Only what is in the report is written.
 //!
-//! `tests/audit.rs` validates this output against the OASIS schema (`tests/data/sarif-schema-2.1.0.json`, the
+//! `tests/it/audit.rs` validates this output against the OASIS schema (`tests/data/sarif-schema-2.1.0.json`, the
 //! Errata 01 revision that `$schema` names) and checks every location is an RFC 3986 URI reference.
 
 use super::Report;

@@ -1,20 +1,20 @@
-//! Test-side writers for synthetic inputs: fatbin entries and containers, and minimal ELF64 files holding
-//! arbitrary sections. They write exactly the layouts of `shared/research/fatbin.md` §1–2, so every malformed
-//! case can be built by changing one field.
-#![allow(dead_code)]
+//! The helpers every test module shares, compiled once. Here: test-side writers for synthetic inputs, fatbin
+//! entries and containers, and minimal ELF64 files holding arbitrary sections. They write exactly the layouts
+//! of `shared/research/fatbin.md` §1–2, so every malformed case can be built by changing one field.
+//! `loader_build` builds programs and libraries with `cc`; `golden` makes transcripts for the insta snapshots;
+//! `probe/*.c` are the fake CUDA libraries `probe.rs` builds.
 
-/// Entry kinds.
+pub mod golden;
+pub mod loader_build;
+
+/// Entry kinds (the ones the tests write).
 pub const PTX: u16 = 1;
 pub const ELF: u16 = 2;
-pub const NVVM: u16 = 8;
-/// Flags.
+/// Flags (the ones the tests set).
 pub const F64: u64 = 0x1;
-pub const DEBUG: u64 = 0x2;
 pub const LINUX: u64 = 0x10;
 pub const LZ4: u64 = 0x2000;
 pub const ZSTD: u64 = 0x8000;
-pub const ARCH_A: u64 = 0x10_0000;
-pub const ARCH_F: u64 = 0x20_0000;
 
 /// One fatbin entry, every header field settable.
 #[derive(Clone, Debug)]

@@ -1,4 +1,4 @@
-//! Golden transcripts of the human report (`insta` snapshots under tests/snapshots/): the exit status, stdout
+//! Golden transcripts of the human report (`insta` snapshots under tests/it/snapshots/): the exit status, stdout
 //! and stderr of one run, colour off, with the paths that differ between runs made stable.
 
 use std::process::Output;

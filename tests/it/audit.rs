@@ -4,8 +4,7 @@ use assert_cmd::Command;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-#[path = "support/golden.rs"]
-mod golden;
+use crate::support::golden;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

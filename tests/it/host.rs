@@ -5,8 +5,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-#[path = "support/golden.rs"]
-mod golden;
+use crate::support::golden;
 
 fn case_dir(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

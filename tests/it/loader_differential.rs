@@ -3,8 +3,7 @@
 //! what `ldd` runs; it maps libraries and runs none of the file's code), cudadiag must resolve the same path, or
 //! equally find nothing. `scripts/loader-differential.sh` runs the same comparison over every ELF file.
 
-#[path = "support/loader_build.rs"]
-mod build;
+use crate::support::loader_build as build;
 
 use cudadiag::facts::BinaryFacts;
 use cudadiag::inspect;

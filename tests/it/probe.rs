@@ -1,5 +1,5 @@
 //! The live probe without a GPU: the parent/child plumbing, the timeout, crashes and garbage, and CUDA results
-//! from fake libraries built here with `cc` (tests/support_probe/*.c) and put first on the child's
+//! from fake libraries built here with `cc` (tests/it/support/probe/*.c) and put first on the child's
 //! `LD_LIBRARY_PATH` through `--env`. Every test runs on CI (no driver, no GPU).
 
 use assert_cmd::Command;
@@ -14,7 +14,7 @@ fn fakes() -> &'static Path {
     DIR.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("cudadiag-probe-fakes-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("mkdir");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support_probe");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/probe");
         for (c, so) in [
             ("fake_libcuda.c", "libcuda.so.1"),
             ("fake_libcudart.c", "libcudart.so.12"),

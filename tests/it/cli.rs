@@ -4,8 +4,7 @@
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
-#[path = "support/golden.rs"]
-mod golden;
+use crate::support::golden;
 
 fn cudadiag() -> Command {
     let mut c = Command::cargo_bin("cudadiag").unwrap();
@@ -302,12 +301,12 @@ fn colour_follows_the_flag_and_no_color() {
 fn code_list_snapshot() {
     let out = cudadiag().arg("codes").output().unwrap();
     let expected =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/codes.txt"))
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/snapshots/codes.txt"))
             .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         expected,
-        "the code list changed: codes are API; update tests/snapshots/codes.txt deliberately"
+        "the code list changed: codes are API; update tests/it/snapshots/codes.txt deliberately"
     );
     let json = cudadiag().args(["codes", "--format", "json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();

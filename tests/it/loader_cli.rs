@@ -1,14 +1,12 @@
 //! `cudadiag inspect` end to end for the loader: the JSON `libraries` honour the contract
 //! (`shared/contract/check_report.py`), and the human tree shows tags, the numbered trail and a fix.
 
-#[path = "support/loader_build.rs"]
-mod build;
+use crate::support::loader_build as build;
 
 use assert_cmd::Command;
 use std::path::Path;
 
-#[path = "support/golden.rs"]
-mod golden;
+use crate::support::golden;
 
 fn program_with_a_missing_library(dir: &Path) -> std::path::PathBuf {
     let dep = build::lib(&dir.join("lib"), "libgone.so.1", "gone", &[], &[]);

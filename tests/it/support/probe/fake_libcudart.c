@@ -1,5 +1,5 @@
 /* A fake libcudart for cudadiag's runtime-probe tests. cudaGetDeviceCount returns FAKE_CUDART_RC (default 0,
- * with 2 devices). Built by tests/probe.rs with `cc -shared -fPIC`. */
+ * with 2 devices). Built by tests/it/probe.rs with `cc -shared -fPIC`. */
 #include <stdlib.h>
 
 int cudaRuntimeGetVersion(int *v) { *v = 12040; return 0; }

@@ -1,15 +1,13 @@
 //! `cudadiag codes`, `explain` and `matrix` through the binary: exit codes, stdout, and JSON parsed back field
-//! by field. Every catalogue code must have its explanation (tests/cli.rs snapshots the list itself).
+//! by field. Every catalogue code must have its explanation (tests/it/cli.rs snapshots the list itself).
 
 use assert_cmd::Command;
 use cudadiag::findings::CATALOGUE;
 use serde_json::Value;
 
-#[path = "support/golden.rs"]
-mod golden;
+use crate::support::golden;
 
-#[path = "support/loader_build.rs"]
-mod build;
+use crate::support::loader_build as build;
 
 fn cudadiag() -> Command {
     let mut c = Command::cargo_bin("cudadiag").unwrap();

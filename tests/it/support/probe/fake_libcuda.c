@@ -1,6 +1,6 @@
 /* A fake libcuda.so.1 for cudadiag's probe tests (no GPU, no driver needed).
  *
- * Built by tests/probe.rs with `cc -shared -fPIC`, put first on LD_LIBRARY_PATH of the probe's child.
+ * Built by tests/it/probe.rs with `cc -shared -fPIC`, put first on LD_LIBRARY_PATH of the probe's child.
  * Behaviour comes from the environment the child is given:
  *   FAKE_CUDA_INIT     unset or a number: cuInit returns it (0 by default);
  *                      "hang": cuInit never returns; "crash": cuInit writes to address 8 (SIGSEGV);

@@ -3,7 +3,7 @@
 //! `malformed-device-code` problem at the right place and a correct report of everything else. A mutation test
 //! then damages the real fixtures thousands of times.
 
-mod support;
+use crate::support;
 
 use cudadiag::facts::{BinaryFacts, Compression, ProblemKind};
 use cudadiag::inspect::{self, Depth, InspectOptions};

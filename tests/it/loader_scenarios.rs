@@ -1,8 +1,7 @@
 //! One scenario per loader rule, each with tiny ELF files built by `cc` in a temporary directory, and each
 //! cross-checked against glibc's own `ld.so --list` where the machine has one.
 
-#[path = "support/loader_build.rs"]
-mod build;
+use crate::support::loader_build as build;
 
 use build::{exe, glibc_list, lib};
 use cudadiag::inspect::{self, InspectOptions};

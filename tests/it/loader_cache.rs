@@ -1,8 +1,7 @@
 //! `ld.so.cache` reading against caches written by the real `ldconfig`, in each of its formats (`new`,
 //! `compat` = old with the new table embedded, `old`), with a glibc-hwcaps subdirectory entry.
 
-#[path = "support/loader_build.rs"]
-mod build;
+use crate::support::loader_build as build;
 
 use cudadiag::loader::cache::LdCache;
 use std::path::{Path, PathBuf};

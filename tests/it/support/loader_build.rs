@@ -1,8 +1,6 @@
 //! Builds tiny ELF programs and libraries with the system's `cc` for the loader scenario tests, and runs the
 //! system's `ld.so --list` on them for a cross-check with glibc.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

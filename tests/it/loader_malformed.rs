@@ -2,9 +2,8 @@
 //! under deterministic mutations and truncations of real files, through the entry points the fuzz targets use
 //! (`cudadiag::fuzzing`): each must return, whatever the bytes. Then one whole resolution over damaged files.
 
-#[path = "support/loader_build.rs"]
-mod build;
-mod support;
+use crate::support;
+use crate::support::loader_build as build;
 
 use cudadiag::fuzzing;
 use cudadiag::inspect::{self, InspectOptions};

@@ -1,0 +1,23 @@
+//! The integration tests, one binary: each module was a binary of its own, and each linked the whole crate.
+//! Run one module with `cargo test --test it host::` (or any test-name filter); the shared helpers are in
+//! `support/`, the insta snapshots and the code list in `snapshots/`.
+
+mod support;
+
+mod audit;
+mod cli;
+mod compat_matrix;
+mod explain_cli;
+mod fixtures_cuobjdump;
+mod host;
+mod host_rules;
+mod loader_cache;
+mod loader_cli;
+mod loader_differential;
+mod loader_malformed;
+mod loader_scenarios;
+mod malformed;
+mod probe;
+mod probe_live;
+mod verdict_fixtures;
+mod verdict_table;
