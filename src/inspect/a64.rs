@@ -213,6 +213,28 @@ pub fn stored_version(
     (None, branches)
 }
 
+/// For stripped binaries: the runtime's version accessor by its shape, in 4-byte-aligned `code`. CUDA 12.9's
+/// is `mov x1, x0; cbz x0, …; mov w2, #12090; mov w0, #0; str w2, [x1]; ret`: a `movz` of a plausible version
+/// at most three words after a `cbz x0`, stored (through a register) at most three words later, then `ret`.
+/// Returns the constant and the position of its `movz` in `code`.
+pub fn accessor_in(code: &[u8]) -> Option<(u32, usize)> {
+    const RET: u32 = 0xd65f_03c0;
+    let words = code.len() / 4;
+    (0..words).find_map(|k| {
+        let w = word(code, 4 * k)?;
+        // movz wN, #imm16 (no shift) of a plausible version.
+        if w & 0xFFE0_0000 != 0x5280_0000 || !plausible((w >> 5) & 0xFFFF) {
+            return None;
+        }
+        let cbz = (k.saturating_sub(3)..k)
+            .find(|&j| word(code, 4 * j).is_some_and(|c| c & 0xFF00_001F == 0xB400_0000))?;
+        let window = code.get(4 * cbz..(4 * (k + 8)).min(code.len()))?;
+        let (v, at) = stored_version(window, 0, &|_| None).0?;
+        let store = (4 * cbz + at) / 4;
+        (store == k && (k + 1..k + 6).any(|j| word(code, 4 * j) == Some(RET))).then_some((v, 4 * k))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,6 +314,24 @@ mod tests {
         assert_eq!(stored_version(&stack, 0, NO_LITERAL).0, None);
         // Half an instruction at the end is ignored.
         assert_eq!(stored_version(&[0x42, 0xe7, 0x85], 0, NO_LITERAL).0, None);
+    }
+
+    #[test]
+    fn the_accessor_is_found_by_its_shape() {
+        let accessor = [
+            0xaa0003e1, 0xb40000a0, 0x5285e742, 0x52800000, 0xb9000022, 0xd65f03c0,
+        ];
+        let mut code = bytes(&[0xd503201f; 5]); // nops before
+        code.extend(bytes(&accessor));
+        assert_eq!(accessor_in(&code), Some((12090, 28)));
+        // near miss: no `cbz x0` before the constant (the pointer is not checked: not the accessor).
+        let mut other = accessor;
+        other[1] = 0xb40000a1; // cbz x1
+        assert_eq!(accessor_in(&bytes(&other)), None);
+        // near miss: the constant is not stored.
+        other = accessor;
+        other[4] = 0xd503201f;
+        assert_eq!(accessor_in(&bytes(&other)), None);
     }
 
     #[test]

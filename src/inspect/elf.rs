@@ -492,13 +492,21 @@ fn a64_version(elf: &Elf<'_>, data: &[u8], code: &[u8], addr: u64, off: usize) -
 }
 
 /// For stripped binaries: the static runtime's version accessor has a fixed shape
-/// (`48 85 FF 74 xx C7 07 imm32 31 C0 C3`); find it in the executable sections.
+/// (`48 85 FF 74 xx C7 07 imm32 31 C0 C3`; AArch64's in [`super::a64::accessor_in`]); find it in the
+/// executable sections.
 fn version_from_accessor_pattern(elf: &Elf<'_>, input: &Input<'_>) -> Option<(u32, usize)> {
+    let aarch64 = elf.header.e_machine == goblin::elf::header::EM_AARCH64;
     elf.section_headers.iter().find_map(|sh| {
         if sh.sh_flags & u64::from(goblin::elf::section_header::SHF_EXECINSTR) == 0 {
             return None;
         }
         let (start, end) = file_range(sh, input.len())?;
+        if aarch64 {
+            // Instructions are 4-byte aligned in the section: chunks overlapping by 64 bytes stay aligned.
+            return input.chunks(start, end, 1 << 20, 64, |at, text| {
+                super::a64::accessor_in(text).map(|(v, i)| (v, at + i))
+            });
+        }
         input.chunks(start, end, 1 << 20, 16, |at, text| {
             memchr::memmem::find_iter(text, &[0x48, 0x85, 0xFF, 0x74]).find_map(|i| {
                 let w = text.get(i + 5..i + 16)?;
