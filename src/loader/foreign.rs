@@ -10,8 +10,9 @@
 //!   or qemu-user install on this machine); or
 //! - its `ld.so.cache` lists libraries with that architecture's flags (`_DL_CACHE_DEFAULT_ID`).
 //!
-//! A root with neither an interpreter nor a cache of any architecture (a bare test tree) is taken to be of the
-//! architecture cudadiag runs on, as it always was.
+//! A root whose cache names no architecture (none, or a damaged one: a bare test tree, a minimal image) is taken
+//! to be of the architecture cudadiag runs on, as it always was; a damaged or foreign interpreter alone does not
+//! make the binary foreign there.
 
 use super::cache::LdCache;
 use super::platform::{Platform, own_machine};
@@ -65,13 +66,14 @@ pub fn check(root: &Root, p: &Platform, cache: Option<&LdCache>) -> Option<Forei
         return None;
     }
     let entries = cache.map_or(&[][..], |c| c.entries.as_slice());
-    // `FLAG_ELF` (1) entries are taken by every loader: they say nothing about the architecture.
-    let specific = || entries.iter().filter(|e| e.flags != 1);
+    // Only the flags of a known architecture are evidence: `FLAG_ELF` (1) entries are taken by every loader,
+    // and a damaged cache's are noise.
+    let specific = || entries.iter().filter(|e| cache_architecture(e.flags).is_some());
     if p.cache_id.is_some_and(|id| specific().any(|e| e.flags == id)) {
         return None;
     }
     let other_cache = specific().next().is_some();
-    if interp.is_none() && !other_cache && own_machine() == Some(p.machine) {
+    if !other_cache && own_machine() == Some(p.machine) {
         return None;
     }
     let needs = machine_name(p.machine);
@@ -144,5 +146,40 @@ mod tests {
         elf[18..20].copy_from_slice(&other.to_le_bytes());
         crate::system::put(t.path(), &p.interpreter, &elf);
         assert_eq!(check(&root, &p, None), None);
+    }
+
+    fn cache(flags: &[i32]) -> LdCache {
+        LdCache {
+            entries: flags
+                .iter()
+                .map(|&flags| super::super::cache::Entry {
+                    name: "libc.so.6".into(),
+                    path: "/lib/libc.so.6".into(),
+                    flags,
+                    hwcaps: None,
+                    isa_level: 0,
+                    legacy_hwcap: 0,
+                })
+                .collect(),
+            ..LdCache::default()
+        }
+    }
+
+    /// The root's cache tells its architecture: x86-64 entries make an aarch64 binary foreign (and name the
+    /// machine), aarch64 entries serve it, and unknown flags (a damaged cache) say nothing.
+    #[test]
+    fn the_cache_names_the_root_s_architecture() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::at(t.path());
+        let p = Platform::detect(&root, EM_AARCH64, true, None);
+        let f = check(&root, &p, Some(&cache(&[0x0303, 0x0303, 1]))).expect("foreign");
+        assert_eq!(f.here.as_deref(), Some("x86_64"));
+        assert!(
+            f.evidence[2].contains("no aarch64 library (3 entries, for x86_64)"),
+            "{f:?}"
+        );
+        assert_eq!(check(&root, &p, Some(&cache(&[0x0303, 0x0a03]))), None);
+        let damaged = check(&root, &p, Some(&cache(&[0x7777, 1])));
+        assert_eq!(damaged.is_none(), own_machine() == Some(EM_AARCH64));
     }
 }
