@@ -334,6 +334,34 @@ mod tests {
         assert_eq!(accessor_in(&bytes(&other)), None);
     }
 
+    /// Any words, any length, any address: the reader returns (no overflow on branch or literal targets near
+    /// the ends of the address space, no read past the slice).
+    #[test]
+    fn arbitrary_words_never_panic() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..2000 {
+            let len = (next() % 67) as usize;
+            let code: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            let addr = [0, u64::MAX - 8, next()][round % 3];
+            let _ = stored_version(&code, addr, &|a| Some(a as u32));
+            let _ = accessor_in(&code);
+            let w = next() as u32;
+            let _ = decode(w);
+            let _ = bitmask(
+                w & 1,
+                (w >> 1) & 63,
+                (w >> 7) & 63,
+                if w >> 31 == 1 { 64 } else { 32 },
+            );
+        }
+    }
+
     #[test]
     fn bitmask_immediates() {
         // orr w1, wzr, #0xff (N=0 immr=0 imms=7)
