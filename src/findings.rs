@@ -82,6 +82,7 @@ catalogue! {
     InputUnreadable = ("CD107", "input-unreadable", Error, None, "an input could not be read, so nothing about it was checked");
     PtxJitDisabled = ("CD108", "ptx-jit-disabled", Error, Some(223), "the GPU has only PTX to run and CUDA_DISABLE_PTX_JIT forbids compiling it");
     PtxJitCacheOnly = ("CD109", "ptx-jit-cache-only", Warning, None, "PTX JIT is disabled: the code runs only if the JIT cache holds an earlier compile");
+    ForeignArchitecture = ("CD110", "foreign-architecture", Note, None, "the binary is for another architecture than this machine's: its libraries are not looked up here");
     LibraryNotFound = ("CD200", "library-not-found", Error, None, "the dynamic loader will not find a needed library");
     LibraryShadowed = ("CD201", "library-shadowed", Warning, None, "another copy of a library wins over the one the binary's RUNPATH/RPATH meant");
     SymbolVersionMissing = ("CD202", "symbol-version-missing", Error, None, "a needed symbol version is missing from the library that will be loaded");

@@ -219,7 +219,8 @@ fn needs(slug: &str) -> Result<Needs, &'static str> {
         | "symbol-version-missing"
         | "multiple-cuda-majors"
         | "duplicate-cuda-library"
-        | "cuda-library-too-old" => Needs::Loader,
+        | "cuda-library-too-old"
+        | "foreign-architecture" => Needs::Loader,
         "glibc-too-old" => Needs::Glibc,
         "no-driver"
         | "libcuda-not-found"

@@ -439,11 +439,14 @@ pub fn library_runtime_version(data: &[u8]) -> Option<String> {
 /// The version `cudaRuntimeGetVersion` reports, read from its code: the function stores the constant itself
 /// or, as in CUDA 13's static runtime, tail-calls a small accessor that does
 /// (`test rdi,rdi; je …; mov dword [rdi], 13000; xor eax,eax; ret`). Direct calls and jumps are followed one
-/// level. Returns the constant and its file offset.
+/// level. AArch64 code is read by [`super::a64`]. Returns the constant and its file offset.
 pub fn version_from_function(elf: &Elf<'_>, data: &[u8], addr: u64, size: u64) -> Option<(u32, usize)> {
     let off = vaddr_to_offset(elf, data.len(), addr)?;
     let len = (size as usize).clamp(16, 512);
     let code = data.get(off..(off + len).min(data.len()))?;
+    if elf.header.e_machine == goblin::elf::header::EM_AARCH64 {
+        return a64_version(elf, data, code, addr, off);
+    }
     if let Some((v, at)) = runtime_version_constant(code) {
         return Some((v, off + at));
     }
@@ -466,14 +469,44 @@ pub fn version_from_function(elf: &Elf<'_>, data: &[u8], addr: u64, size: u64) -
     None
 }
 
+/// [`version_from_function`] for AArch64 code ([`super::a64`]): the constant stored in the function itself
+/// or, as in CUDA 12.9's runtime, in a callee (`bl` or `b` targets, followed one level, 64 bytes each).
+fn a64_version(elf: &Elf<'_>, data: &[u8], code: &[u8], addr: u64, off: usize) -> Option<(u32, usize)> {
+    // A literal pool word is read only where the file holds it.
+    let literal = |a: u64| -> Option<u32> {
+        let o = vaddr_to_offset(elf, data.len(), a)?;
+        let b = data.get(o..o.checked_add(4)?)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let (found, branches) = super::a64::stored_version(code, addr, &literal);
+    if let Some((v, at)) = found {
+        return Some((v, off + at));
+    }
+    // Bounded: a function of 512 bytes has at most 128 branches, each read once.
+    branches.into_iter().find_map(|target| {
+        let t = vaddr_to_offset(elf, data.len(), target)?;
+        let callee = data.get(t..(t + 64).min(data.len()))?;
+        let (v, at) = super::a64::stored_version(callee, target, &literal).0?;
+        Some((v, t + at))
+    })
+}
+
 /// For stripped binaries: the static runtime's version accessor has a fixed shape
-/// (`48 85 FF 74 xx C7 07 imm32 31 C0 C3`); find it in the executable sections.
+/// (`48 85 FF 74 xx C7 07 imm32 31 C0 C3`; AArch64's in [`super::a64::accessor_in`]); find it in the
+/// executable sections.
 fn version_from_accessor_pattern(elf: &Elf<'_>, input: &Input<'_>) -> Option<(u32, usize)> {
+    let aarch64 = elf.header.e_machine == goblin::elf::header::EM_AARCH64;
     elf.section_headers.iter().find_map(|sh| {
         if sh.sh_flags & u64::from(goblin::elf::section_header::SHF_EXECINSTR) == 0 {
             return None;
         }
         let (start, end) = file_range(sh, input.len())?;
+        if aarch64 {
+            // Instructions are 4-byte aligned in the section: chunks overlapping by 64 bytes stay aligned.
+            return input.chunks(start, end, 1 << 20, 64, |at, text| {
+                super::a64::accessor_in(text).map(|(v, i)| (v, at + i))
+            });
+        }
         input.chunks(start, end, 1 << 20, 16, |at, text| {
             memchr::memmem::find_iter(text, &[0x48, 0x85, 0xFF, 0x74]).find_map(|i| {
                 let w = text.get(i + 5..i + 16)?;
@@ -561,6 +594,112 @@ mod tests {
         );
         // an implausible constant is ignored
         assert_eq!(runtime_version_constant(&[0xC7, 0x07, 0x01, 0, 0, 0, 0xC3]), None);
+    }
+
+    /// The smallest shared object with `cudaRuntimeGetVersion` in `.symtab`: `func` words at 0x1000 (the
+    /// symbol's size), then `rest` (an accessor, a literal pool), all in `.text`, for `machine`.
+    fn tiny_runtime(machine: u16, func: &[u32], rest: &[u32]) -> Vec<u8> {
+        let text: Vec<u8> = func.iter().chain(rest).flat_map(|w| w.to_le_bytes()).collect();
+        let strtab = b"\0cudaRuntimeGetVersion\0".to_vec();
+        let shstrtab = b"\0.text\0.symtab\0.strtab\0.shstrtab\0".to_vec();
+        let text_off = 64u64;
+        let sym_off = (text_off + text.len() as u64 + 7) & !7;
+        let str_off = sym_off + 48;
+        let shstr_off = str_off + strtab.len() as u64;
+        let sh_off = (shstr_off + shstrtab.len() as u64 + 7) & !7;
+        let mut b = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        b.extend_from_slice(&3u16.to_le_bytes()); // ET_DYN
+        b.extend_from_slice(&machine.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&0u64.to_le_bytes()); // entry
+        b.extend_from_slice(&0u64.to_le_bytes()); // phoff
+        b.extend_from_slice(&sh_off.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        for v in [64u16, 56, 0, 64, 5, 4] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&text);
+        b.resize(sym_off as usize, 0);
+        b.extend_from_slice(&[0; 24]); // null symbol
+        b.extend_from_slice(&1u32.to_le_bytes()); // name
+        b.extend_from_slice(&[0x12, 0]); // GLOBAL FUNC
+        b.extend_from_slice(&1u16.to_le_bytes()); // .text
+        b.extend_from_slice(&0x1000u64.to_le_bytes());
+        b.extend_from_slice(&(4 * func.len() as u64).to_le_bytes());
+        b.extend_from_slice(&strtab);
+        b.extend_from_slice(&shstrtab);
+        b.resize(sh_off as usize, 0);
+        let mut sh =
+            |name: u32, ty: u32, flags: u64, addr: u64, off: u64, size: u64, link: u32, info: u32| {
+                b.extend_from_slice(&name.to_le_bytes());
+                b.extend_from_slice(&ty.to_le_bytes());
+                for v in [flags, addr, off, size] {
+                    b.extend_from_slice(&v.to_le_bytes());
+                }
+                b.extend_from_slice(&link.to_le_bytes());
+                b.extend_from_slice(&info.to_le_bytes());
+                b.extend_from_slice(&1u64.to_le_bytes());
+                b.extend_from_slice(&(if ty == 2 { 24u64 } else { 0 }).to_le_bytes());
+            };
+        sh(0, 0, 0, 0, 0, 0, 0, 0);
+        sh(1, 1, 6, 0x1000, text_off, text.len() as u64, 0, 0);
+        sh(7, 2, 0, 0, sym_off, 48, 3, 1);
+        sh(15, 3, 0, 0, str_off, strtab.len() as u64, 0, 0);
+        sh(23, 3, 0, 0, shstr_off, shstrtab.len() as u64, 0, 0);
+        b
+    }
+
+    const EM_AARCH64: u16 = 183;
+
+    /// CUDA 12.9's aarch64 `cudaRuntimeGetVersion` hands the pointer to an accessor (`mov x0, x20; bl …`),
+    /// which stores 12090: the call is followed. Words as in `libcudart.so.12` of the aarch64
+    /// `nvidia-cuda-runtime-cu12` 12.9.79 wheel.
+    #[test]
+    fn aarch64_runtime_version_through_its_accessor() {
+        let func = [
+            0xa9b27bfd, // stp x29, x30, [sp, #-224]!
+            0xaa0003f4, // mov x20, x0
+            0xaa1403e0, // mov x0, x20
+            0x94000003, // bl +12 (the accessor, just after the function)
+            0xa8ce7bfd, // ldp x29, x30, [sp], #224
+            0xd65f03c0, // ret
+        ];
+        let accessor = [
+            0xaa0003e1, 0xb40000a0, 0x5285e742, 0x52800000, 0xb9000022, 0xd65f03c0,
+        ];
+        let elf = tiny_runtime(EM_AARCH64, &func, &accessor);
+        assert_eq!(library_runtime_version(&elf).as_deref(), Some("12.9"));
+        // The same words read as x86-64 code hold no `mov dword [mem], imm32` of a version.
+        assert_eq!(library_runtime_version(&tiny_runtime(62, &func, &accessor)), None);
+        // A call that leads out of the file is no version, and no panic.
+        let far = [0xaa0003f4, 0x95ffffff, 0xd65f03c0];
+        assert_eq!(
+            library_runtime_version(&tiny_runtime(EM_AARCH64, &far, &[])),
+            None
+        );
+    }
+
+    /// A constant loaded from a literal pool (`ldr w1, =13000`) and `movz`+`movk` both give the version.
+    #[test]
+    fn aarch64_runtime_version_from_a_literal_and_movk() {
+        // ldr w1, #16 ; str w1, [x0] ; mov w0, #0 ; ret ; .word 13000
+        let lit = [0x18000081, 0xb9000001, 0x52800000, 0xd65f03c0];
+        assert_eq!(
+            library_runtime_version(&tiny_runtime(EM_AARCH64, &lit, &[13000])).as_deref(),
+            Some("13.0")
+        );
+        // A literal pool past the end of `.text` is not read: no version.
+        let out = [0x18700061, 0xb9000001, 0xd65f03c0];
+        assert_eq!(
+            library_runtime_version(&tiny_runtime(EM_AARCH64, &out, &[])),
+            None
+        );
+        // movz w3, #0 ; movk w3, #13000 ; str w3, [x0, #8] ; ret
+        let k = [0x52800003, 0x72865903, 0xb9000803, 0xd65f03c0];
+        assert_eq!(
+            library_runtime_version(&tiny_runtime(EM_AARCH64, &k, &[])).as_deref(),
+            Some("13.0")
+        );
     }
 
     /// The loader's fast read of versioned imports gives exactly what the full symbol facts list, on the

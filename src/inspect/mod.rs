@@ -5,6 +5,7 @@
 //! executes or loads the inspected file. Damage is never an error: it becomes a [`Problem`] in the facts and
 //! the rest of the file is still reported. Only failing to open or read the file is an [`InspectError`].
 
+pub mod a64;
 pub mod budget;
 pub mod cubin;
 pub mod decompress;

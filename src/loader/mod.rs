@@ -25,6 +25,7 @@
 pub mod cache;
 pub mod copies;
 pub mod dlopen;
+pub mod foreign;
 pub mod object;
 pub mod origin;
 pub mod platform;
@@ -297,6 +298,9 @@ pub struct Resolution {
     /// read beside it: what the fix names packages from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub origins: Vec<origin::Origin>,
+    /// Set when the machine (or root) cannot load the binary's architecture: its libraries were not looked up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreign: Option<foreign::Foreign>,
 }
 
 /// Reads the version at the end of a file name: `libcudart.so.12.4.127` → `12.4.127`.

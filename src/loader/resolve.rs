@@ -392,6 +392,20 @@ pub fn resolve_alongside(
         tries: Default::default(),
     };
     let main_object = object_from(main_path.clone(), main_real, e, Role::Main);
+    // A program of another architecture: no loader here would start it, so its tree is not searched
+    // among this machine's libraries.
+    if let Some(foreign) = super::foreign::check(root, &platform, cache.as_ref()) {
+        return Some(Resolution {
+            binary: main_path,
+            system_dirs: platform.system_dirs.clone(),
+            system_dirs_source: platform.system_dirs_source.clone(),
+            cache: cache_note,
+            secure,
+            objects: vec![main_object],
+            foreign: Some(foreign),
+            ..Resolution::default()
+        });
+    }
     // Its versioned imports come with `main`: only its `.rodata` is read in the background.
     let main_reads = files.read_loaded(&view, path, false);
     let main_view = Some(Arc::new(Candidate {
@@ -413,6 +427,7 @@ pub fn resolve_alongside(
             objects: vec![main_object],
             libraries: Vec::new(),
             origins: Vec::new(),
+            foreign: None,
         },
         by_name: HashMap::from_iter([(main_path, 0)]),
         ids: vec![file_id(path)],

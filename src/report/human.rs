@@ -280,10 +280,8 @@ fn glibc_line(
         Some(n) => format!("needs {} ({} from {})", n.version, n.name, n.from),
         None => "needs no glibc symbol version".to_string(),
     };
-    if let Some((o, n)) = resolutions
-        .iter()
-        .find(|r| r.binary == b.path)
-        .and_then(crate::rules::glibc::tree_floor)
+    let resolution = resolutions.iter().find(|r| r.binary == b.path);
+    if let Some((o, n)) = resolution.and_then(crate::rules::glibc::tree_floor)
         && o.path != b.path
         && own
             .as_ref()
@@ -294,7 +292,8 @@ fn glibc_line(
             n.version, n.name, n.from, o.path
         ));
     }
-    if let Some(g) = machine {
+    // A binary of another architecture does not use this machine's glibc.
+    if let Some(g) = machine.filter(|_| resolution.is_none_or(|r| r.foreign.is_none())) {
         line.push_str(&format!("; the machine's {}", g.version));
     }
     Some(line)

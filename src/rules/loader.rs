@@ -33,6 +33,11 @@ pub fn evaluate_on(
             .find(|b| b.path == r.binary)
             .and_then(|b| b.elf.as_ref())
             .map(|e| e.machine_name.as_str());
+        // Not this machine's architecture: its tree was not searched, and this machine's glibc is not its.
+        if r.foreign.is_some() {
+            out.extend(foreign_architecture(r));
+            continue;
+        }
         let glibc = super::glibc::available(r, host);
         out.extend(library_not_found(r));
         out.extend(library_shadowed(r));
@@ -435,6 +440,36 @@ pub fn symbol_version_missing(r: &Resolution, glibc: Option<&super::glibc::Avail
         }
     }
     out
+}
+
+/// `foreign-architecture`: the binary is for an architecture the machine (or root) has no loader for, so its
+/// libraries were not looked up; said once per binary, with what was read.
+pub fn foreign_architecture(r: &Resolution) -> Option<Finding> {
+    let f = r.foreign.as_ref()?;
+    let here = f
+        .here
+        .as_deref()
+        .map_or("this machine".to_string(), |h| format!("this {h} machine"));
+    let mut finding = Finding::new(
+        Code::ForeignArchitecture,
+        format!(
+            "{}: built for {}; {here} cannot load it, so its libraries were not looked up (its device code and \
+             CUDA runtime are still judged)",
+            r.binary, f.needs
+        ),
+        format!(
+            "To judge its libraries too, inspect it where it runs (`cudadiag inspect {bin}` on an {needs} \
+             machine) or in a filesystem of its architecture: `cudadiag inspect --root /path/to/{needs}-root {bin}` \
+             (a sysroot or an unpacked image).",
+            bin = r.binary,
+            needs = f.needs
+        ),
+    )
+    .at(&r.binary);
+    for e in &f.evidence {
+        finding = finding.because(e.clone());
+    }
+    Some(finding)
 }
 
 /// CUDA libraries whose soname major is the CUDA major (cuFFT, cuRAND, cuSOLVER, cuSPARSE number theirs apart).

@@ -763,3 +763,137 @@ fn a_cudnn_that_meets_the_requirement_is_not_too_old() {
         assert!(not_found(&doc).is_empty(), "{doc:#}");
     }
 }
+
+/// `file` with its ELF header's `e_machine` set to `machine`: the same program, for another processor as far
+/// as any loader or reader is concerned (nothing runs it).
+fn retarget(file: &Path, machine: u16) {
+    let mut b = std::fs::read(file).unwrap();
+    b[18..20].copy_from_slice(&machine.to_le_bytes());
+    std::fs::write(file, b).unwrap();
+}
+
+const EM_AARCH64: u16 = 183;
+
+/// An aarch64 program with a truly missing library, inspected on this machine (x86-64 CI: no
+/// `/lib/ld-linux-aarch64.so.1`, an `ld.so.cache` of x86-64 libraries).
+fn aarch64_program(dir: &Path) -> std::path::PathBuf {
+    let dep = build::lib(&dir.join("lib"), "libgone.so.1", "gone", &[], &[]);
+    let main = build::exe(
+        &dir.join("app"),
+        &[&dep],
+        &["-Wl,--dynamic-linker=/lib/ld-linux-aarch64.so.1"],
+    );
+    std::fs::remove_file(&dep).unwrap();
+    retarget(&main, EM_AARCH64);
+    main
+}
+
+fn slugs_of(doc: &serde_json::Value) -> Vec<String> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Regression (cupy's aarch64 wheel on an x86-64 runner: 134 `library-not-found` for libc, libm, libstdc++…):
+/// a binary of another architecture gets one note, and its tree is not judged against this machine's
+/// libraries.
+#[test]
+fn an_aarch64_program_on_this_machine_is_one_note_not_missing_libraries() {
+    if !Path::new("/lib64/ld-linux-x86-64.so.2").exists() || Path::new("/lib/ld-linux-aarch64.so.1").exists()
+    {
+        return; // the test speaks of an x86-64 machine without an aarch64 loader
+    }
+    let t = tempfile::tempdir().unwrap();
+    let main = aarch64_program(t.path());
+    let (code, doc) = json_of(&[
+        "inspect".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        "--clear-env".as_ref(),
+        main.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{doc:#}");
+    let slugs = slugs_of(&doc);
+    assert_eq!(
+        slugs.iter().filter(|s| *s == "foreign-architecture").count(),
+        1,
+        "{slugs:?}"
+    );
+    for judged in [
+        "library-not-found",
+        "library-shadowed",
+        "symbol-version-missing",
+        "glibc-too-old",
+    ] {
+        assert!(!slugs.iter().any(|s| s == judged), "{slugs:?}");
+    }
+    let f = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["slug"] == "foreign-architecture")
+        .unwrap();
+    assert_eq!(f["code"], "CD110");
+    assert_eq!(f["severity"], "note");
+    let message = f["message"].as_str().unwrap();
+    assert!(message.contains("built for aarch64"), "{message}");
+    assert!(message.contains("x86_64 machine cannot load it"), "{message}");
+    assert!(f["help"].as_str().unwrap().contains("--root"), "{f:#}");
+    // The binary itself is still read: its facts are there, and no library was looked up.
+    assert_eq!(doc["binaries"][0]["elf"]["machine"], "aarch64", "{doc:#}");
+    assert!(
+        doc["libraries"]
+            .as_array()
+            .is_none_or(|l| l.iter().all(|l| l["soname"] != "libc.so.6")),
+        "{doc:#}"
+    );
+}
+
+/// Near miss: the same program for x86-64 still gets `library-not-found` for its truly missing library.
+#[test]
+fn an_x86_64_program_with_a_missing_library_is_still_judged() {
+    if !Path::new("/lib64/ld-linux-x86-64.so.2").exists() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let main = program_with_a_missing_library(t.path());
+    let (code, doc) = json_of(&[
+        "inspect".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        "--clear-env".as_ref(),
+        main.as_os_str(),
+    ]);
+    assert_eq!(code, Some(1));
+    let slugs = slugs_of(&doc);
+    assert!(slugs.iter().any(|s| s == "library-not-found"), "{slugs:?}");
+    assert!(!slugs.iter().any(|s| s == "foreign-architecture"), "{slugs:?}");
+}
+
+/// Inside a `--root` of its own architecture (its loader is an aarch64 file there) the aarch64 program's
+/// tree is judged as any other: no note, and its missing library is reported.
+#[test]
+fn an_aarch64_program_in_an_aarch64_root_is_judged() {
+    let t = tempfile::tempdir().unwrap();
+    let main = aarch64_program(t.path());
+    let root = t.path().join("root");
+    std::fs::create_dir_all(root.join("lib")).unwrap();
+    // Any aarch64 ELF file stands for the loader: only its header is read.
+    std::fs::copy(&main, root.join("lib/ld-linux-aarch64.so.1")).unwrap();
+    let (code, doc) = json_of(&[
+        "inspect".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        "--clear-env".as_ref(),
+        "--root".as_ref(),
+        root.as_os_str(),
+        main.as_os_str(),
+    ]);
+    let slugs = slugs_of(&doc);
+    assert!(!slugs.iter().any(|s| s == "foreign-architecture"), "{slugs:?}");
+    assert!(slugs.iter().any(|s| s == "library-not-found"), "{slugs:?}");
+    assert_eq!(code, Some(1));
+}

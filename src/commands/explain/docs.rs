@@ -40,6 +40,10 @@ pub const DOCS: &[(&str, &str)] = &[
         include_str!("../../../data/codes/ptx-jit-cache-only.md"),
     ),
     (
+        "foreign-architecture",
+        include_str!("../../../data/codes/foreign-architecture.md"),
+    ),
+    (
         "library-not-found",
         include_str!("../../../data/codes/library-not-found.md"),
     ),
