@@ -47,9 +47,6 @@ pub struct Context<'a> {
     pub tries: RefCell<HashMap<String, Rc<[String]>>>,
 }
 
-/// The note of the cache step on a machine whose loader has no cache to read.
-pub const NO_CACHE: &str = "no usable /etc/ld.so.cache";
-
 /// The result of one search.
 pub struct Outcome {
     /// The file chosen, how, through whose RPATH, and the candidate.
@@ -462,7 +459,14 @@ impl Context<'_> {
                     }
                 }
             },
-            _ => Self::skipped(&mut trail, How::LdSoCache, None, NO_CACHE.into()),
+            _ => trail.push(Step {
+                how: How::LdSoCache,
+                of: None,
+                dir: None,
+                path: None,
+                result: StepResult::NoCache,
+                note: None,
+            }),
         }
         // 5. Default directories.
         if req.nodeflib {
