@@ -218,75 +218,14 @@ fn read_entry(
     pending: &mut Vec<Pending>,
 ) -> Option<usize> {
     let (q, end) = (span.start, span.end);
-    if end - q < ENTRY_HEADER {
-        if data.first_nonzero(q, end).is_some() {
-            problem(
-                out,
-                q,
-                format!(
-                    "truncated entry header at 0x{q:x}: {} bytes left in the container",
-                    end - q
-                ),
-            );
-        }
-        return None;
-    }
-    let base = data.read(q, ENTRY_HEADER)?;
-    let h = &base[..];
-    let u16_at = |o: usize| u16::from_le_bytes([h[o], h[o + 1]]);
-    let u32_at = |o: usize| u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
-    let u64_at = |o: usize| u64::from(u32_at(o)) | (u64::from(u32_at(o + 4)) << 32);
-    let kind_raw = u16_at(0);
-    let header_size = u32_at(4) as usize;
-    let payload_size = u64_at(8);
-    let compressed_size = u64::from(u32_at(0x10));
-    let aux_offset = u32_at(0x14) as usize;
-    let minor = u16_at(0x18);
-    let major = u16_at(0x1a);
-    let arch = u32_at(0x1c);
-    let ident_off = u32_at(0x20) as usize;
-    let ident_len = u32_at(0x24) as usize;
-    let flags = u64_at(0x28);
-    let uncompressed_size = u64_at(0x38);
-    if kind_raw == 0 && header_size == 0 && payload_size == 0 {
-        // Zero fill to the end of the container.
-        if data.first_nonzero(q, end).is_some() {
-            problem(out, q, format!("entry at 0x{q:x} has a zero header"));
-        }
-        return None;
-    }
-    if !(ENTRY_HEADER..=MAX_ENTRY_HEADER).contains(&header_size) || header_size > end - q {
-        problem(
-            out,
-            q,
-            format!(
-                "entry at 0x{q:x} declares a header of {header_size} bytes (at least 64, at most {} left)",
-                end - q
-            ),
-        );
-        return None;
-    }
-    let payload_start = q + header_size;
-    let declared_end = (payload_start as u64).saturating_add(payload_size);
-    let (payload_end, truncated) = if declared_end > end as u64 {
-        problem(
-            out,
-            q,
-            format!(
-                "entry at 0x{q:x} declares a payload of {payload_size} bytes but only {} remain in its container",
-                end - payload_start
-            ),
-        );
-        (end, true)
-    } else {
-        (declared_end as usize, false)
-    };
-    let next = if truncated { None } else { Some(payload_end) };
-    if payload_size == 0 {
+    let h = EntryHeader::read(data, q, end, out)?;
+    let (payload, truncated) = payload_span(&h, q, end, out);
+    let next = if truncated { None } else { Some(payload.end) };
+    if h.payload_size == 0 {
         problem(out, q, format!("entry at 0x{q:x} has an empty payload"));
         return next;
     }
-    let kind = match kind_raw {
+    let kind = match h.kind {
         1 => CodeKind::Ptx,
         2 | 4 => CodeKind::Sass,
         8 => CodeKind::Nvvm,
@@ -299,99 +238,19 @@ fn read_entry(
             return next;
         }
     };
-    let compression = if flags & FLAG_ZSTD != 0 {
-        Compression::Zstd
-    } else if flags & FLAG_LZ4 != 0 {
-        Compression::Lz4
-    } else {
-        Compression::None
-    };
-    let mut stored_size = payload_end - payload_start;
-    let mut payload_ok = !truncated;
-    if compression != Compression::None {
-        if compressed_size == 0 || compressed_size > payload_size {
-            problem(
-                out,
-                q,
-                format!(
-                    "entry at 0x{q:x} is compressed but declares a compressed size of {compressed_size} for a payload of {payload_size} bytes"
-                ),
-            );
-            payload_ok = false;
-        } else {
-            stored_size = stored_size.min(compressed_size as usize);
-        }
-        // Cheap checks that need no decompression: the declared size, and the zstd frame header.
-        if let Err(message) = check_compressed(
-            if flags & FLAG_OBFUSCATED != 0 {
-                Compression::None
-            } else {
-                compression
-            },
-            &data.read_upto(payload_start, stored_size.min(32)),
-            uncompressed_size,
-            opts.max_decompressed,
-        ) {
-            problem(out, q, format!("entry at 0x{q:x}: {message}"));
-            payload_ok = false;
-        }
-    }
-    let suffix = if flags & FLAG_ARCH_SPECIFIC != 0 {
-        Some('a')
-    } else if flags & FLAG_FAMILY != 0 {
-        Some('f')
-    } else {
-        None
-    };
-    let prefix = if kind == CodeKind::Sass { "sm" } else { "compute" };
-    let header = data.read(q, header_size)?;
-    let header = &header[..];
-    let identifier = header_string(header, ident_off, ident_len);
-    let options = (aux_offset != 0)
-        .then(|| {
-            let off = get_u32(header, aux_offset)? as usize;
-            let len = get_u32(header, aux_offset + 4)? as usize;
-            header_string(header, off, len)
-        })
-        .flatten();
-    let host = if flags & FLAG_LINUX != 0 {
-        Some("linux")
-    } else if flags & FLAG_MAC != 0 {
-        Some("mac")
-    } else if flags & FLAG_WINDOWS != 0 {
-        Some("windows")
-    } else {
-        None
-    };
-    let entry = DeviceCode {
+    let compression = h.compression();
+    let (stored_size, payload_ok) = stored_payload(data, &h, q, payload.clone(), compression, opts, out);
+    let payload_ok = payload_ok && !truncated;
+    let header = data.read(q, h.header_size)?;
+    let entry = h.device_code(
+        &header,
         kind,
-        arch: format!("{prefix}_{arch}{}", suffix.map(String::from).unwrap_or_default()),
-        sm: arch,
-        suffix,
-        ptx_isa: (kind == CodeKind::Ptx).then(|| format!("{major}.{minor}")),
-        code_version: [major, minor],
         compression,
-        size: if compression == Compression::None {
-            stored_size as u64
-        } else {
-            uncompressed_size
-        },
-        stored_size: stored_size as u64,
-        flags,
-        debug: flags & FLAG_DEBUG != 0,
-        bits64: flags & FLAG_64BIT != 0,
-        host: host.map(str::to_string),
-        identifier,
-        options,
-        toolkit: None,
-        toolkit_source: None,
-        unread: None,
-        relocatable: region.relocatable,
+        stored_size,
+        region.relocatable,
         container,
-        offset: q as u64,
-        cubin: None,
-        ptx: None,
-    };
+        q,
+    );
     let wanted = match kind {
         CodeKind::Sass | CodeKind::Ptx => compression == Compression::None || opts.depth == Depth::Full,
         CodeKind::Nvvm => false,
@@ -399,12 +258,255 @@ fn read_entry(
     if wanted && payload_ok {
         pending.push(Pending {
             index: out.device_code.len(),
-            start: payload_start,
+            start: payload.start,
             len: stored_size,
         });
     }
     out.device_code.push(entry);
     next
+}
+
+/// The fixed 64 bytes of an entry header (`fatbinary.h`'s `fatBinaryHeader` entry part).
+struct EntryHeader {
+    kind: u16,
+    header_size: usize,
+    payload_size: u64,
+    compressed_size: u64,
+    aux_offset: usize,
+    minor: u16,
+    major: u16,
+    arch: u32,
+    ident_off: usize,
+    ident_len: usize,
+    flags: u64,
+    uncompressed_size: u64,
+}
+
+impl EntryHeader {
+    /// The header of the entry at `q` in a container ending at `end`, or `None` (with the problem recorded
+    /// when the bytes are not zero fill) when there is no entry there to read: too few bytes for a header, a
+    /// zero header, or a header size out of bounds.
+    fn read(data: &Input<'_>, q: usize, end: usize, out: &mut BinaryFacts) -> Option<Self> {
+        if end - q < ENTRY_HEADER {
+            if data.first_nonzero(q, end).is_some() {
+                problem(
+                    out,
+                    q,
+                    format!(
+                        "truncated entry header at 0x{q:x}: {} bytes left in the container",
+                        end - q
+                    ),
+                );
+            }
+            return None;
+        }
+        let base = data.read(q, ENTRY_HEADER)?;
+        let h = Self::parse(&base);
+        if h.kind == 0 && h.header_size == 0 && h.payload_size == 0 {
+            // Zero fill to the end of the container.
+            if data.first_nonzero(q, end).is_some() {
+                problem(out, q, format!("entry at 0x{q:x} has a zero header"));
+            }
+            return None;
+        }
+        if !(ENTRY_HEADER..=MAX_ENTRY_HEADER).contains(&h.header_size) || h.header_size > end - q {
+            problem(
+                out,
+                q,
+                format!(
+                    "entry at 0x{q:x} declares a header of {} bytes (at least 64, at most {} left)",
+                    h.header_size,
+                    end - q
+                ),
+            );
+            return None;
+        }
+        Some(h)
+    }
+
+    /// The fields of the first [`ENTRY_HEADER`] bytes of `h`.
+    fn parse(h: &[u8]) -> Self {
+        let u16_at = |o: usize| u16::from_le_bytes([h[o], h[o + 1]]);
+        let u32_at = |o: usize| u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
+        let u64_at = |o: usize| u64::from(u32_at(o)) | (u64::from(u32_at(o + 4)) << 32);
+        EntryHeader {
+            kind: u16_at(0),
+            header_size: u32_at(4) as usize,
+            payload_size: u64_at(8),
+            compressed_size: u64::from(u32_at(0x10)),
+            aux_offset: u32_at(0x14) as usize,
+            minor: u16_at(0x18),
+            major: u16_at(0x1a),
+            arch: u32_at(0x1c),
+            ident_off: u32_at(0x20) as usize,
+            ident_len: u32_at(0x24) as usize,
+            flags: u64_at(0x28),
+            uncompressed_size: u64_at(0x38),
+        }
+    }
+
+    fn compression(&self) -> Compression {
+        if self.flags & FLAG_ZSTD != 0 {
+            Compression::Zstd
+        } else if self.flags & FLAG_LZ4 != 0 {
+            Compression::Lz4
+        } else {
+            Compression::None
+        }
+    }
+
+    /// The architecture suffix: `a` (arch-specific) or `f` (family).
+    fn suffix(&self) -> Option<char> {
+        if self.flags & FLAG_ARCH_SPECIFIC != 0 {
+            Some('a')
+        } else if self.flags & FLAG_FAMILY != 0 {
+            Some('f')
+        } else {
+            None
+        }
+    }
+
+    /// The host the entry was built for.
+    fn host(&self) -> Option<&'static str> {
+        if self.flags & FLAG_LINUX != 0 {
+            Some("linux")
+        } else if self.flags & FLAG_MAC != 0 {
+            Some("mac")
+        } else if self.flags & FLAG_WINDOWS != 0 {
+            Some("windows")
+        } else {
+            None
+        }
+    }
+
+    /// The entry's facts, from this header and its whole bytes `header` (for the identifier and options
+    /// strings); the payload is read later, when a question needs it.
+    #[allow(clippy::too_many_arguments)]
+    fn device_code(
+        &self,
+        header: &[u8],
+        kind: CodeKind,
+        compression: Compression,
+        stored_size: usize,
+        relocatable: bool,
+        container: usize,
+        q: usize,
+    ) -> DeviceCode {
+        let (flags, arch, major, minor) = (self.flags, self.arch, self.major, self.minor);
+        let suffix = self.suffix();
+        let prefix = if kind == CodeKind::Sass { "sm" } else { "compute" };
+        let identifier = header_string(header, self.ident_off, self.ident_len);
+        let options = (self.aux_offset != 0)
+            .then(|| {
+                let off = get_u32(header, self.aux_offset)? as usize;
+                let len = get_u32(header, self.aux_offset + 4)? as usize;
+                header_string(header, off, len)
+            })
+            .flatten();
+        DeviceCode {
+            kind,
+            arch: format!("{prefix}_{arch}{}", suffix.map(String::from).unwrap_or_default()),
+            sm: arch,
+            suffix,
+            ptx_isa: (kind == CodeKind::Ptx).then(|| format!("{major}.{minor}")),
+            code_version: [major, minor],
+            compression,
+            size: if compression == Compression::None {
+                stored_size as u64
+            } else {
+                self.uncompressed_size
+            },
+            stored_size: stored_size as u64,
+            flags,
+            debug: flags & FLAG_DEBUG != 0,
+            bits64: flags & FLAG_64BIT != 0,
+            host: self.host().map(str::to_string),
+            identifier,
+            options,
+            toolkit: None,
+            toolkit_source: None,
+            unread: None,
+            relocatable,
+            container,
+            offset: q as u64,
+            cubin: None,
+            ptx: None,
+        }
+    }
+}
+
+/// Where the payload of the entry at `q` lies, cut at the container's `end` (recorded as a problem, and the
+/// `true` of the pair: the container cannot be walked past it).
+fn payload_span(
+    h: &EntryHeader,
+    q: usize,
+    end: usize,
+    out: &mut BinaryFacts,
+) -> (std::ops::Range<usize>, bool) {
+    let payload_start = q + h.header_size;
+    let declared_end = (payload_start as u64).saturating_add(h.payload_size);
+    if declared_end > end as u64 {
+        problem(
+            out,
+            q,
+            format!(
+                "entry at 0x{q:x} declares a payload of {} bytes but only {} remain in its container",
+                h.payload_size,
+                end - payload_start
+            ),
+        );
+        (payload_start..end, true)
+    } else {
+        (payload_start..declared_end as usize, false)
+    }
+}
+
+/// The bytes the payload occupies in the file (its compressed size, for a compressed one), and whether they
+/// can be read: a compressed payload is checked for what needs no decompression, its declared sizes and the
+/// zstd frame header.
+fn stored_payload(
+    data: &Input<'_>,
+    h: &EntryHeader,
+    q: usize,
+    payload: std::ops::Range<usize>,
+    compression: Compression,
+    opts: &InspectOptions,
+    out: &mut BinaryFacts,
+) -> (usize, bool) {
+    let mut stored_size = payload.end - payload.start;
+    if compression == Compression::None {
+        return (stored_size, true);
+    }
+    let (compressed_size, payload_size) = (h.compressed_size, h.payload_size);
+    let mut ok = true;
+    if compressed_size == 0 || compressed_size > payload_size {
+        problem(
+            out,
+            q,
+            format!(
+                "entry at 0x{q:x} is compressed but declares a compressed size of {compressed_size} for a payload of {payload_size} bytes"
+            ),
+        );
+        ok = false;
+    } else {
+        stored_size = stored_size.min(compressed_size as usize);
+    }
+    // An obfuscated NVVM payload is not a plain frame: only its declared size can be checked.
+    let frame = if h.flags & FLAG_OBFUSCATED != 0 {
+        Compression::None
+    } else {
+        compression
+    };
+    if let Err(message) = check_compressed(
+        frame,
+        &data.read_upto(payload.start, stored_size.min(32)),
+        h.uncompressed_size,
+        opts.max_decompressed,
+    ) {
+        problem(out, q, format!("entry at 0x{q:x}: {message}"));
+        ok = false;
+    }
+    (stored_size, ok)
 }
 
 /// Validates what can be validated without decompressing: the declared size against the limit and, for zstd,
@@ -669,4 +771,80 @@ fn share_container_toolkit_of(i: usize, out: &mut BinaryFacts) {
         .position(|e| e.container != container)
         .map_or(out.device_code.len(), |n| first + n);
     share_container_toolkit(first..end, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 64-byte entry header with the fields the readers look at.
+    fn header(kind: u16, arch: u32, flags: u64) -> Vec<u8> {
+        let mut h = vec![0u8; ENTRY_HEADER];
+        h[0..2].copy_from_slice(&kind.to_le_bytes());
+        h[4..8].copy_from_slice(&64u32.to_le_bytes());
+        h[8..16].copy_from_slice(&512u64.to_le_bytes());
+        h[0x10..0x14].copy_from_slice(&100u32.to_le_bytes());
+        h[0x18..0x1a].copy_from_slice(&7u16.to_le_bytes());
+        h[0x1a..0x1c].copy_from_slice(&9u16.to_le_bytes());
+        h[0x1c..0x20].copy_from_slice(&arch.to_le_bytes());
+        h[0x28..0x30].copy_from_slice(&flags.to_le_bytes());
+        h[0x38..0x40].copy_from_slice(&4096u64.to_le_bytes());
+        h
+    }
+
+    #[test]
+    fn an_entry_header_gives_its_sizes_version_and_flags() {
+        let h = EntryHeader::parse(&header(
+            1,
+            90,
+            FLAG_LINUX | FLAG_ARCH_SPECIFIC | FLAG_ZSTD | FLAG_64BIT,
+        ));
+        assert_eq!((h.kind, h.header_size, h.payload_size), (1, 64, 512));
+        assert_eq!((h.compressed_size, h.uncompressed_size), (100, 4096));
+        assert_eq!((h.major, h.minor, h.arch), (9, 7, 90));
+        assert_eq!(
+            (h.suffix(), h.host(), h.compression()),
+            (Some('a'), Some("linux"), Compression::Zstd)
+        );
+        let code = h.device_code(
+            &header(1, 90, h.flags),
+            CodeKind::Ptx,
+            h.compression(),
+            100,
+            false,
+            0,
+            0,
+        );
+        assert_eq!(code.arch, "compute_90a");
+        assert_eq!(code.ptx_isa.as_deref(), Some("9.7"));
+        assert_eq!((code.size, code.stored_size, code.bits64), (4096, 100, true));
+    }
+
+    #[test]
+    fn an_entry_without_suffix_host_or_compression_flags_has_none() {
+        let h = EntryHeader::parse(&header(2, 80, FLAG_FAMILY | FLAG_LZ4));
+        assert_eq!(
+            (h.suffix(), h.host(), h.compression()),
+            (Some('f'), None, Compression::Lz4)
+        );
+        let plain = EntryHeader::parse(&header(2, 80, FLAG_MAC));
+        assert_eq!(
+            (plain.suffix(), plain.host(), plain.compression()),
+            (None, Some("mac"), Compression::None)
+        );
+        let code = plain.device_code(
+            &header(2, 80, FLAG_MAC),
+            CodeKind::Sass,
+            Compression::None,
+            300,
+            true,
+            1,
+            8,
+        );
+        assert_eq!(
+            (code.arch.as_str(), code.ptx_isa, code.size),
+            ("sm_80", None, 300)
+        );
+        assert_eq!((code.relocatable, code.container, code.offset), (true, 1, 8));
+    }
 }

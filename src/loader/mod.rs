@@ -76,9 +76,8 @@ impl How {
     }
 }
 
-/// What one step of a search gave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// What one step of a search gave (written through `wire::Step`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepResult {
     /// The file is there and loadable: the search ends.
     Found,
@@ -94,10 +93,27 @@ pub enum StepResult {
     Skipped,
     /// The cache has no usable entry for the name.
     NoEntry,
+    /// The cache step was not taken: the machine has no `/etc/ld.so.cache` the loader can read. Written as a
+    /// `skipped` step whose note is [`StepResult::NO_CACHE_NOTE`], so the JSON contract keeps one spelling.
+    NoCache,
+}
+
+impl StepResult {
+    /// The note a [`StepResult::NoCache`] step carries on the wire.
+    pub const NO_CACHE_NOTE: &'static str = "no usable /etc/ld.so.cache";
+
+    /// The note the result itself implies, for results whose reason is the result (`NoCache`).
+    pub fn implied_note(self) -> Option<&'static str> {
+        match self {
+            StepResult::NoCache => Some(Self::NO_CACHE_NOTE),
+            _ => None,
+        }
+    }
 }
 
 /// One step of a search.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "wire::Step", from = "wire::Step")]
 pub struct Step {
     /// The source of the directory.
     pub how: How,
@@ -112,9 +128,97 @@ pub struct Step {
     pub path: Option<String>,
     /// What happened.
     pub result: StepResult,
-    /// Why, for skipped steps and rejected files.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Why, for skipped steps and rejected files, when the result does not say it itself (see
+    /// [`Step::note`]).
     pub note: Option<String>,
+}
+
+impl Step {
+    /// Why: the result's own reason ([`StepResult::implied_note`]) or the recorded note.
+    pub fn note(&self) -> Option<&str> {
+        self.result.implied_note().or(self.note.as_deref())
+    }
+}
+
+/// The JSON form of a step: results whose reason is the result itself are written as `skipped` with that
+/// reason as the note, and read back into their typed form.
+mod wire {
+    use super::How;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum StepResult {
+        Found,
+        NotPresent,
+        WrongClass,
+        WrongMachine,
+        Invalid,
+        Skipped,
+        NoEntry,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct Step {
+        how: How,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        of: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dir: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        result: StepResult,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    }
+
+    impl From<super::Step> for Step {
+        fn from(s: super::Step) -> Self {
+            use super::StepResult as R;
+            let note = s.result.implied_note().map(str::to_string).or(s.note);
+            let result = match s.result {
+                R::Found => StepResult::Found,
+                R::NotPresent => StepResult::NotPresent,
+                R::WrongClass => StepResult::WrongClass,
+                R::WrongMachine => StepResult::WrongMachine,
+                R::Invalid => StepResult::Invalid,
+                R::Skipped | R::NoCache => StepResult::Skipped,
+                R::NoEntry => StepResult::NoEntry,
+            };
+            Step {
+                how: s.how,
+                of: s.of,
+                dir: s.dir,
+                path: s.path,
+                result,
+                note,
+            }
+        }
+    }
+
+    impl From<Step> for super::Step {
+        fn from(s: Step) -> Self {
+            use super::StepResult as R;
+            let (result, note) = match s.result {
+                StepResult::Found => (R::Found, s.note),
+                StepResult::NotPresent => (R::NotPresent, s.note),
+                StepResult::WrongClass => (R::WrongClass, s.note),
+                StepResult::WrongMachine => (R::WrongMachine, s.note),
+                StepResult::Invalid => (R::Invalid, s.note),
+                StepResult::Skipped if s.note.as_deref() == Some(R::NO_CACHE_NOTE) => (R::NoCache, None),
+                StepResult::Skipped => (R::Skipped, s.note),
+                StepResult::NoEntry => (R::NoEntry, s.note),
+            };
+            super::Step {
+                how: s.how,
+                of: s.of,
+                dir: s.dir,
+                path: s.path,
+                result,
+                note,
+            }
+        }
+    }
 }
 
 /// The copy a consumer's own RUNPATH (or RPATH) would have given, for the shadowing check.
@@ -326,5 +430,49 @@ mod tests {
         );
         assert_eq!(version_from_name("/x/libcuda.so").as_deref(), None);
         assert_eq!(version_from_name("libfoo.so.1.x").as_deref(), None);
+    }
+
+    fn cache_step(result: StepResult, note: Option<&str>) -> Step {
+        Step {
+            how: How::LdSoCache,
+            of: None,
+            dir: None,
+            path: None,
+            result,
+            note: note.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_missing_cache_is_written_as_a_skipped_step_and_read_back_typed() {
+        let step = cache_step(StepResult::NoCache, None);
+        let json = serde_json::to_string(&step).unwrap();
+        assert_eq!(
+            json,
+            r#"{"how":"ld_so_cache","result":"skipped","note":"no usable /etc/ld.so.cache"}"#
+        );
+        let back: Step = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, step);
+        assert_eq!(back.note(), Some(StepResult::NO_CACHE_NOTE));
+    }
+
+    #[test]
+    fn other_skipped_steps_keep_their_note_and_stay_skipped() {
+        let step = cache_step(StepResult::Skipped, Some("cache entry /lib/x refused"));
+        let json = serde_json::to_string(&step).unwrap();
+        assert_eq!(
+            json,
+            r#"{"how":"ld_so_cache","result":"skipped","note":"cache entry /lib/x refused"}"#
+        );
+        let back: Step = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.result, StepResult::Skipped);
+        assert_eq!(back.note(), Some("cache entry /lib/x refused"));
+        let entry = cache_step(StepResult::NoEntry, Some("no entry"));
+        let json = serde_json::to_string(&entry).unwrap();
+        assert_eq!(
+            json,
+            r#"{"how":"ld_so_cache","result":"no_entry","note":"no entry"}"#
+        );
+        assert_eq!(serde_json::from_str::<Step>(&json).unwrap(), entry);
     }
 }

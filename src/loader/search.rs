@@ -23,6 +23,7 @@ use super::{How, Intended, LoadedObject, Step, StepResult};
 use crate::system::Root;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -47,13 +48,24 @@ pub struct Context<'a> {
     pub tries: RefCell<HashMap<String, Rc<[String]>>>,
 }
 
-/// The note of the cache step on a machine whose loader has no cache to read.
-pub const NO_CACHE: &str = "no usable /etc/ld.so.cache";
+/// A file found: its path, how, through whose RPATH (the object's index, when not the requester's own), and
+/// the candidate.
+type Found = (String, How, Option<usize>, Arc<Candidate>);
+
+/// Where a step leaves the search: on to the next step, or stopped with the file found or ld.so's error.
+type Next = ControlFlow<Result<Found, String>>;
+
+/// What a search has gathered so far: its steps, and the other ELF class met on the way (ld.so's error names
+/// it when nothing is found).
+struct Walk {
+    trail: Vec<Step>,
+    other_class: Option<String>,
+}
 
 /// The result of one search.
 pub struct Outcome {
     /// The file chosen, how, through whose RPATH, and the candidate.
-    pub found: Option<(String, How, Option<usize>, Arc<Candidate>)>,
+    pub found: Option<Found>,
     /// Every step.
     pub trail: Vec<Step>,
     /// The error ld.so stops with when nothing is found or a bad file is met.
@@ -162,7 +174,6 @@ impl Context<'_> {
 
     /// Tries `name` in each of `dirs` (glibc-hwcaps subdirectories first, then, for glibc 2.26–2.36, the legacy
     /// hwcap ones), recording steps.
-    #[allow(clippy::too_many_arguments)]
     fn open_path(
         &self,
         files: &mut Files,
@@ -170,8 +181,7 @@ impl Context<'_> {
         dirs: &[String],
         how: How,
         of: Option<&str>,
-        trail: &mut Vec<Step>,
-        other_class: &mut Option<String>,
+        walk: &mut Walk,
     ) -> Result<Option<(String, Arc<Candidate>)>, String> {
         for dir in dirs {
             let tries = self.tries(files, dir);
@@ -184,7 +194,7 @@ impl Context<'_> {
                     Verdict::Absent if k != last => continue,
                     Verdict::Absent => (StepResult::NotPresent, None),
                     Verdict::WrongClass(c) => {
-                        *other_class = Some(c.clone());
+                        walk.other_class = Some(c.clone());
                         (StepResult::WrongClass, Some(format!("{c}: skipped")))
                     }
                     Verdict::WrongMachine(m) => {
@@ -193,7 +203,7 @@ impl Context<'_> {
                     Verdict::Unreadable(e) => (StepResult::NotPresent, Some(format!("cannot open: {e}"))),
                     Verdict::Invalid(e) => (StepResult::Invalid, Some(e.clone())),
                 };
-                trail.push(Step {
+                walk.trail.push(Step {
                     how,
                     of: of.map(str::to_string),
                     dir: Some(d.clone()),
@@ -247,8 +257,8 @@ impl Context<'_> {
         tries
     }
 
-    fn skipped(trail: &mut Vec<Step>, how: How, of: Option<&str>, note: String) {
-        trail.push(Step {
+    fn skipped(walk: &mut Walk, how: How, of: Option<&str>, note: String) {
+        walk.trail.push(Step {
             how,
             of: of.map(str::to_string),
             dir: None,
@@ -266,224 +276,291 @@ impl Context<'_> {
         requester: usize,
         name: &str,
     ) -> Outcome {
-        let mut trail = Vec::new();
-        let mut other_class = None;
+        let mut walk = Walk {
+            trail: Vec::new(),
+            other_class: None,
+        };
+        let stop = if name.contains('/') {
+            self.by_path(files, &objects[requester], name, &mut walk)
+        } else {
+            self.by_name(files, objects, requester, name, &mut walk)
+        };
+        let Walk { trail, other_class } = walk;
+        match stop {
+            ControlFlow::Break(Ok(found)) => Outcome {
+                found: Some(found),
+                trail,
+                error: None,
+            },
+            ControlFlow::Break(Err(e)) => Outcome {
+                found: None,
+                trail,
+                error: Some(e),
+            },
+            ControlFlow::Continue(()) => Outcome {
+                found: None,
+                trail,
+                error: Some(other_class.map_or_else(
+                    || "cannot open shared object file: No such file or directory".into(),
+                    |c| format!("wrong ELF class: {c}"),
+                )),
+            },
+        }
+    }
+
+    /// A name with `/`: opened as given, after expansion, relative to the current directory.
+    fn by_path(&self, files: &mut Files, req: &LoadedObject, name: &str, walk: &mut Walk) -> Next {
+        let origin = origin_of(req, self.cwd);
+        let Some(path) = expand(name, Some(&origin), self.platform) else {
+            return ControlFlow::Break(Err("cannot expand dynamic string token".into()));
+        };
+        let file = path.rsplit('/').next().unwrap_or(&path);
+        let dir =
+            path.rsplit_once('/').map_or(
+                String::new(),
+                |(d, _)| if d.is_empty() { "/".into() } else { d.into() },
+            );
+        self.attempt(files, file, &[dir], How::Path, None, None, walk)
+    }
+
+    /// A name without `/`: the five steps in ld.so's order, up to the first that finds a file or stops.
+    fn by_name(
+        &self,
+        files: &mut Files,
+        objects: &[LoadedObject],
+        requester: usize,
+        name: &str,
+        walk: &mut Walk,
+    ) -> Next {
         let req = &objects[requester];
-        let cwd = self.cwd;
-        if name.contains('/') {
-            let origin = origin_of(req, cwd);
-            let Some(path) = expand(name, Some(&origin), self.platform) else {
-                return Outcome {
-                    found: None,
-                    trail,
-                    error: Some("cannot expand dynamic string token".into()),
-                };
-            };
-            return match self.open_path(
-                files,
-                path.rsplit('/').next().unwrap_or(&path),
-                &[path.rsplit_once('/').map_or(String::new(), |(d, _)| {
-                    if d.is_empty() { "/".into() } else { d.into() }
-                })],
-                How::Path,
-                None,
-                &mut trail,
-                &mut other_class,
-            ) {
-                Ok(Some((p, c))) => Outcome {
-                    found: Some((p, How::Path, None, c)),
-                    trail,
-                    error: None,
-                },
-                Ok(None) => Outcome {
-                    found: None,
-                    trail,
-                    error: Some(other_class.map_or_else(
-                        || "cannot open shared object file: No such file or directory".into(),
-                        |c| format!("wrong ELF class: {c}"),
-                    )),
-                },
-                Err(e) => Outcome {
-                    found: None,
-                    trail,
-                    error: Some(e),
-                },
-            };
+        self.step_rpath(files, objects, requester, name, walk)?;
+        self.step_ld_library_path(files, objects, name, walk)?;
+        self.step_runpath(files, req, name, walk)?;
+        self.step_cache(files, req, name, walk)?;
+        self.step_default_path(files, req, name, walk)
+    }
+
+    /// One step over a list of directories: stops with the file found there, or with the error of an invalid
+    /// one; goes on when none has it.
+    #[allow(clippy::too_many_arguments)]
+    fn attempt(
+        &self,
+        files: &mut Files,
+        name: &str,
+        dirs: &[String],
+        how: How,
+        of: Option<&str>,
+        via: Option<usize>,
+        walk: &mut Walk,
+    ) -> Next {
+        match self.open_path(files, name, dirs, how, of, walk) {
+            Ok(Some((path, c))) => ControlFlow::Break(Ok((path, how, via, c))),
+            Ok(None) => ControlFlow::Continue(()),
+            Err(e) => ControlFlow::Break(Err(e)),
         }
-        macro_rules! attempt {
-            ($dirs:expr, $how:expr, $of:expr, $via:expr) => {
-                match self.open_path(files, name, &$dirs, $how, $of, &mut trail, &mut other_class) {
-                    Ok(Some((p, c))) => {
-                        return Outcome {
-                            found: Some((p, $how, $via, c)),
-                            trail,
-                            error: None,
-                        };
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        return Outcome {
-                            found: None,
-                            trail,
-                            error: Some(e),
-                        };
-                    }
-                }
-            };
-        }
-        // 1. RPATH of the loader chain, unless the requester has RUNPATH.
-        if req.runpath.is_empty() {
-            let mut at = Some(requester);
-            let mut guard = 0;
-            while let Some(i) = at {
-                let o = &objects[i];
-                if !o.rpath.is_empty() {
-                    let dirs = expand_list(&o.rpath, Some(&origin_of(o, cwd)), self.platform, self.secure);
-                    let via = (i != requester).then_some(i);
-                    attempt!(dirs, How::Rpath, Some(o.path.as_str()), via);
-                }
-                at = o.loader;
-                guard += 1;
-                if guard > objects.len() {
-                    break;
-                }
+    }
+
+    /// Step 1: the RPATH of the loader chain, unless the requester has RUNPATH.
+    fn step_rpath(
+        &self,
+        files: &mut Files,
+        objects: &[LoadedObject],
+        requester: usize,
+        name: &str,
+        walk: &mut Walk,
+    ) -> Next {
+        let req = &objects[requester];
+        if !req.runpath.is_empty() {
+            if chain_rpath(objects, requester) {
+                // Only worth saying when an RPATH of the chain would otherwise have been searched.
+                Self::skipped(
+                    walk,
+                    How::Rpath,
+                    Some(&req.path),
+                    format!("rpath skipped: {} has a runpath", req.path),
+                );
             }
-            // The main program's RPATH, when the chain did not reach it (objects loaded by dlopen).
-            if let Some(main) = objects.first()
-                && main.role == super::Role::Main
-                && !main.rpath.is_empty()
-                && !chain_has(objects, requester, 0)
-            {
+            return ControlFlow::Continue(());
+        }
+        let mut at = Some(requester);
+        let mut guard = 0;
+        while let Some(i) = at {
+            let o = &objects[i];
+            if !o.rpath.is_empty() {
                 let dirs = expand_list(
-                    &main.rpath,
-                    Some(&origin_of(main, cwd)),
+                    &o.rpath,
+                    Some(&origin_of(o, self.cwd)),
                     self.platform,
                     self.secure,
                 );
-                attempt!(dirs, How::Rpath, Some(main.path.as_str()), Some(0));
+                let via = (i != requester).then_some(i);
+                self.attempt(files, name, &dirs, How::Rpath, Some(o.path.as_str()), via, walk)?;
             }
-        } else if chain_rpath(objects, requester) {
-            // Only worth saying when an RPATH of the chain would otherwise have been searched.
-            Self::skipped(
-                &mut trail,
-                How::Rpath,
-                Some(&req.path),
-                format!("rpath skipped: {} has a runpath", req.path),
-            );
+            at = o.loader;
+            guard += 1;
+            if guard > objects.len() {
+                break;
+            }
         }
-        // 2. LD_LIBRARY_PATH.
+        // The main program's RPATH, when the chain did not reach it (objects loaded by dlopen).
+        if let Some(main) = objects.first()
+            && main.role == super::Role::Main
+            && !main.rpath.is_empty()
+            && !chain_has(objects, requester, 0)
+        {
+            let dirs = expand_list(
+                &main.rpath,
+                Some(&origin_of(main, self.cwd)),
+                self.platform,
+                self.secure,
+            );
+            self.attempt(
+                files,
+                name,
+                &dirs,
+                How::Rpath,
+                Some(main.path.as_str()),
+                Some(0),
+                walk,
+            )?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Step 2: `LD_LIBRARY_PATH`, its relative entries and `$ORIGIN` taken from the main program.
+    fn step_ld_library_path(
+        &self,
+        files: &mut Files,
+        objects: &[LoadedObject],
+        name: &str,
+        walk: &mut Walk,
+    ) -> Next {
         if let Some(llp) = self.ld_library_path {
             let entries: Vec<String> = llp.split([':', ';']).map(str::to_string).collect();
-            let main_origin = objects.first().map(|m| origin_of(m, cwd));
+            let main_origin = objects.first().map(|m| origin_of(m, self.cwd));
             let dirs = expand_list(&entries, main_origin.as_deref(), self.platform, self.secure);
-            attempt!(dirs, How::LdLibraryPath, None, None);
-        } else if let Some(why) = self.ld_library_path_ignored {
+            return self.attempt(files, name, &dirs, How::LdLibraryPath, None, None, walk);
+        }
+        if let Some(why) = self.ld_library_path_ignored {
             Self::skipped(
-                &mut trail,
+                walk,
                 How::LdLibraryPath,
                 None,
                 format!("LD_LIBRARY_PATH ignored: {why}"),
             );
         }
-        // 3. RUNPATH of the requester only.
-        if !req.runpath.is_empty() {
-            let dirs = expand_list(
-                &req.runpath,
-                Some(&origin_of(req, cwd)),
-                self.platform,
-                self.secure,
+        ControlFlow::Continue(())
+    }
+
+    /// Step 3: the RUNPATH of the requester only.
+    fn step_runpath(&self, files: &mut Files, req: &LoadedObject, name: &str, walk: &mut Walk) -> Next {
+        if req.runpath.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        let dirs = expand_list(
+            &req.runpath,
+            Some(&origin_of(req, self.cwd)),
+            self.platform,
+            self.secure,
+        );
+        self.attempt(
+            files,
+            name,
+            &dirs,
+            How::Runpath,
+            Some(req.path.as_str()),
+            None,
+            walk,
+        )
+    }
+
+    /// Step 4: `/etc/ld.so.cache`, when the machine has one this loader reads.
+    fn step_cache(&self, files: &mut Files, req: &LoadedObject, name: &str, walk: &mut Walk) -> Next {
+        let (Some(cache), Some(_)) = (self.cache, self.platform.cache_id) else {
+            walk.trail.push(Step {
+                how: How::LdSoCache,
+                of: None,
+                dir: None,
+                path: None,
+                result: StepResult::NoCache,
+                note: None,
+            });
+            return ControlFlow::Continue(());
+        };
+        let Some(e) = self.platform.cache_lookup(cache, name) else {
+            walk.trail.push(Step {
+                how: How::LdSoCache,
+                of: None,
+                dir: None,
+                path: None,
+                result: StepResult::NoEntry,
+                note: Some("no entry for this name and architecture".into()),
+            });
+            return ControlFlow::Continue(());
+        };
+        let dir = e.path.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+        if req.nodeflib && self.platform.is_system_dir(dir) {
+            Self::skipped(
+                walk,
+                How::LdSoCache,
+                None,
+                format!(
+                    "cache entry {} refused: {} has DF_1_NODEFLIB and it is in a default directory",
+                    e.path, req.path
+                ),
             );
-            attempt!(dirs, How::Runpath, Some(req.path.as_str()), None);
+            return ControlFlow::Continue(());
         }
-        // 4. ld.so.cache.
-        match (self.cache, self.platform.cache_id) {
-            (Some(cache), Some(_)) => match self.platform.cache_lookup(cache, name) {
-                None => trail.push(Step {
-                    how: How::LdSoCache,
-                    of: None,
-                    dir: None,
-                    path: None,
-                    result: StepResult::NoEntry,
-                    note: Some("no entry for this name and architecture".into()),
-                }),
-                Some(e) => {
-                    let dir = e.path.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
-                    if req.nodeflib && self.platform.is_system_dir(dir) {
-                        Self::skipped(
-                            &mut trail,
-                            How::LdSoCache,
-                            None,
-                            format!(
-                                "cache entry {} refused: {} has DF_1_NODEFLIB and it is in a default directory",
-                                e.path, req.path
-                            ),
-                        );
-                    } else {
-                        let path = e.path.clone();
-                        let verdict = files.verify(self.root, self.platform, &path);
-                        let (result, note) = match &verdict {
-                            Verdict::Ok(_) => (StepResult::Found, None),
-                            Verdict::WrongClass(c) => {
-                                other_class = Some(c.clone());
-                                (StepResult::WrongClass, Some(c.clone()))
-                            }
-                            Verdict::WrongMachine(m) => (StepResult::WrongMachine, Some(m.clone())),
-                            Verdict::Invalid(m) => (StepResult::Invalid, Some(m.clone())),
-                            Verdict::Absent | Verdict::Unreadable(_) => (
-                                StepResult::NotPresent,
-                                Some("stale cache entry: the file is gone (run ldconfig)".into()),
-                            ),
-                        };
-                        trail.push(Step {
-                            how: How::LdSoCache,
-                            of: None,
-                            dir: Some(dir.to_string()),
-                            path: Some(path.clone()),
-                            result,
-                            note,
-                        });
-                        match verdict {
-                            Verdict::Ok(c) => {
-                                return Outcome {
-                                    found: Some((path, How::LdSoCache, None, c)),
-                                    trail,
-                                    error: None,
-                                };
-                            }
-                            Verdict::Invalid(m) => {
-                                return Outcome {
-                                    found: None,
-                                    trail,
-                                    error: Some(format!("{path}: {m}")),
-                                };
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-            },
-            _ => Self::skipped(&mut trail, How::LdSoCache, None, NO_CACHE.into()),
+        let path = e.path.clone();
+        let verdict = files.verify(self.root, self.platform, &path);
+        let (result, note) = match &verdict {
+            Verdict::Ok(_) => (StepResult::Found, None),
+            Verdict::WrongClass(c) => {
+                walk.other_class = Some(c.clone());
+                (StepResult::WrongClass, Some(c.clone()))
+            }
+            Verdict::WrongMachine(m) => (StepResult::WrongMachine, Some(m.clone())),
+            Verdict::Invalid(m) => (StepResult::Invalid, Some(m.clone())),
+            Verdict::Absent | Verdict::Unreadable(_) => (
+                StepResult::NotPresent,
+                Some("stale cache entry: the file is gone (run ldconfig)".into()),
+            ),
+        };
+        walk.trail.push(Step {
+            how: How::LdSoCache,
+            of: None,
+            dir: Some(dir.to_string()),
+            path: Some(path.clone()),
+            result,
+            note,
+        });
+        match verdict {
+            Verdict::Ok(c) => ControlFlow::Break(Ok((path, How::LdSoCache, None, c))),
+            Verdict::Invalid(m) => ControlFlow::Break(Err(format!("{path}: {m}"))),
+            _ => ControlFlow::Continue(()),
         }
-        // 5. Default directories.
+    }
+
+    /// Step 5: the default directories, unless the requester has `DF_1_NODEFLIB`.
+    fn step_default_path(&self, files: &mut Files, req: &LoadedObject, name: &str, walk: &mut Walk) -> Next {
         if req.nodeflib {
             Self::skipped(
-                &mut trail,
+                walk,
                 How::DefaultPath,
                 None,
                 format!("default path skipped: {} has DF_1_NODEFLIB", req.path),
             );
-        } else {
-            let dirs = self.platform.system_dirs.clone();
-            attempt!(dirs, How::DefaultPath, None, None);
+            return ControlFlow::Continue(());
         }
-        Outcome {
-            found: None,
-            trail,
-            error: Some(other_class.map_or_else(
-                || "cannot open shared object file: No such file or directory".into(),
-                |c| format!("wrong ELF class: {c}"),
-            )),
-        }
+        self.attempt(
+            files,
+            name,
+            &self.platform.system_dirs,
+            How::DefaultPath,
+            None,
+            None,
+            walk,
+        )
     }
 
     /// The directories `obj`'s own RUNPATH (or, without one, its own RPATH) names, expanded: what the
@@ -528,10 +605,12 @@ impl Context<'_> {
         if let Some(known) = files.intended.get(&key) {
             return known.clone();
         }
-        let mut scratch = Vec::new();
-        let mut oc = None;
+        let mut scratch = Walk {
+            trail: Vec::new(),
+            other_class: None,
+        };
         let found = self
-            .open_path(files, name, &own.dirs, own.how, None, &mut scratch, &mut oc)
+            .open_path(files, name, &own.dirs, own.how, None, &mut scratch)
             .ok()
             .flatten()
             .map(|(path, c)| Intended {

@@ -121,8 +121,60 @@ fn is_iso_date(s: &str) -> bool {
     parts.len() == 3 && num(parts[0], 4, 9999) && num(parts[1], 2, 12) && num(parts[2], 2, 31)
 }
 
-/// Parses and validates.
+/// Parses and validates, one section at a time in the file's order (later sections are checked against
+/// earlier ones): a defect is reported at the first row that has one.
 pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
+    let raw = read(text, origin)?;
+    let cx = Ctx {
+        newlines: memchr::memchr_iter(b'\n', text.as_bytes()).collect(),
+        origin,
+        sources: &raw.sources,
+    };
+    let no_release = cx.meta(&raw.meta)?;
+    let toolkits = cx.toolkits(&raw.toolkit, &no_release)?;
+    let minor_compat = cx.minor_compat(&raw.minor_compat)?;
+    let first_toolkit = raw.toolkit.first().map_or(0, |s| s.span().start);
+    let branches = cx.branches(&raw.driver_branch, &toolkits, first_toolkit)?;
+    let ptx = cx.ptx(&raw.ptx_isa)?;
+    let targets = cx.targets(&raw.toolkit_targets)?;
+    let archs = cx.archs(&raw.arch)?;
+    let families = cx.families(&raw.family)?;
+    cx.sm_renames(&raw.sm_rename)?;
+    let tegra = cx.tegra(&raw.tegra)?;
+    let gpus = cx.gpus(&raw.gpu, &archs)?;
+    let forward_compat = cx.forward_compat(&raw.forward_compat)?;
+    let fwd_packages = cx.fwd_packages(&raw.forward_compat_package)?;
+    let features = cx.features(&raw.feature, &toolkits)?;
+    let errors = cx.cuda_errors(&raw.cuda_error)?;
+    let messages = cx.messages(&raw.message)?;
+    cx.limits(&raw.minor_compat_limits)?;
+    Ok(Matrix {
+        origin: origin.to_string(),
+        sources: raw.sources.clone(),
+        version: raw.meta.version.clone(),
+        date: raw.meta.date.clone(),
+        no_toolkit_release: no_release,
+        toolkits,
+        minor_compat,
+        minor_compat_limits: raw.minor_compat_limits.limits.clone(),
+        minor_compat_limits_source: raw.minor_compat_limits.source.clone(),
+        branches,
+        ptx,
+        targets,
+        families,
+        tegra,
+        archs,
+        gpus,
+        forward_compat,
+        fwd_packages,
+        features,
+        errors,
+        messages,
+    })
+}
+
+/// The TOML, of a schema version this cudadiag reads.
+fn read(text: &str, origin: &str) -> Result<Raw, MatrixError> {
     let raw: Raw = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| {
             text.as_bytes()[..s.start.min(text.len())]
@@ -147,418 +199,476 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
             ),
         });
     }
-    let cx = Ctx {
-        newlines: memchr::memchr_iter(b'\n', text.as_bytes()).collect(),
-        origin,
-        sources: &raw.sources,
-    };
-    if let Some(date) = &raw.meta.date
-        && !is_iso_date(date)
-    {
-        return Err(MatrixError {
-            origin: origin.to_string(),
-            line: None,
-            message: format!("meta.date \"{date}\" is not a date (YYYY-MM-DD)"),
-        });
-    }
-    let mut no_release = Vec::new();
-    for s in &raw.meta.no_toolkit_release {
-        no_release.push(cx.cuda(0, s)?);
+    Ok(raw)
+}
+
+impl Ctx<'_> {
+    /// `[meta]`: its date, and the CUDA versions that never had a toolkit release.
+    fn meta(&self, meta: &RawMeta) -> Result<Vec<CudaVersion>, MatrixError> {
+        if let Some(date) = &meta.date
+            && !is_iso_date(date)
+        {
+            return Err(MatrixError {
+                origin: self.origin.to_string(),
+                line: None,
+                message: format!("meta.date \"{date}\" is not a date (YYYY-MM-DD)"),
+            });
+        }
+        let mut no_release = Vec::new();
+        for s in &meta.no_toolkit_release {
+            no_release.push(self.cuda(0, s)?);
+        }
+        Ok(no_release)
     }
 
-    let mut toolkits: Vec<ToolkitRow> = Vec::new();
-    for t in &raw.toolkit {
-        let at = t.span().start;
-        let r = t.get_ref();
-        let Some(rank) = RELEASES.iter().position(|x| *x == r.release) else {
-            return cx.err(
-                at,
-                format!("release \"{}\" is not one of {RELEASES:?}", r.release),
-            );
-        };
-        let row = ToolkitRow {
-            cuda: cx.cuda(at, &r.cuda)?,
-            release: r.release.clone(),
-            label: r.label.clone(),
-            linux_min: cx.driver(at, &r.linux_min)?,
-            windows_min: r.windows_min.as_deref().map(|w| cx.driver(at, w)).transpose()?,
-            row: cx.row(at, r.prov())?,
-        };
-        if let Some(prev) = toolkits.last() {
-            let prev_rank = RELEASES.iter().position(|x| *x == prev.release).unwrap_or(0);
-            if (row.cuda, rank) <= (prev.cuda, prev_rank) {
-                return cx.err(
+    /// `[[toolkit]]`: in release order, each needing a driver no older than the one before, no minor missing.
+    fn toolkits(
+        &self,
+        rows: &[toml::Spanned<RawToolkit>],
+        no_release: &[CudaVersion],
+    ) -> Result<Vec<ToolkitRow>, MatrixError> {
+        let mut toolkits: Vec<ToolkitRow> = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            let Some(rank) = RELEASES.iter().position(|x| *x == r.release) else {
+                return self.err(
                     at,
-                    format!("toolkit {} is out of order (after {})", row.label, prev.label),
+                    format!("release \"{}\" is not one of {RELEASES:?}", r.release),
                 );
-            }
-            if row.linux_min < prev.linux_min {
-                return cx.err(
-                    at,
-                    format!(
-                        "toolkit {} needs an older Linux driver ({}) than {} ({})",
-                        row.label, row.linux_min, prev.label, prev.linux_min
-                    ),
-                );
-            }
-            if row.cuda.major == prev.cuda.major && row.cuda.minor > prev.cuda.minor + 1 {
-                for m in prev.cuda.minor + 1..row.cuda.minor {
-                    let missing = CudaVersion {
-                        major: row.cuda.major,
-                        minor: m,
-                    };
-                    if !no_release.contains(&missing) {
-                        return cx.err(at, format!("toolkit {missing} is missing (gap before {}); list it in meta.no_toolkit_release if it never shipped", row.label));
+            };
+            let row = ToolkitRow {
+                cuda: self.cuda(at, &r.cuda)?,
+                release: r.release.clone(),
+                label: r.label.clone(),
+                linux_min: self.driver(at, &r.linux_min)?,
+                windows_min: r.windows_min.as_deref().map(|w| self.driver(at, w)).transpose()?,
+                row: self.row(at, r.prov())?,
+            };
+            if let Some(prev) = toolkits.last() {
+                let prev_rank = RELEASES.iter().position(|x| *x == prev.release).unwrap_or(0);
+                if (row.cuda, rank) <= (prev.cuda, prev_rank) {
+                    return self.err(
+                        at,
+                        format!("toolkit {} is out of order (after {})", row.label, prev.label),
+                    );
+                }
+                if row.linux_min < prev.linux_min {
+                    return self.err(
+                        at,
+                        format!(
+                            "toolkit {} needs an older Linux driver ({}) than {} ({})",
+                            row.label, row.linux_min, prev.label, prev.linux_min
+                        ),
+                    );
+                }
+                if row.cuda.major == prev.cuda.major && row.cuda.minor > prev.cuda.minor + 1 {
+                    for m in prev.cuda.minor + 1..row.cuda.minor {
+                        let missing = CudaVersion {
+                            major: row.cuda.major,
+                            minor: m,
+                        };
+                        if !no_release.contains(&missing) {
+                            return self.err(at, format!("toolkit {missing} is missing (gap before {}); list it in meta.no_toolkit_release if it never shipped", row.label));
+                        }
                     }
                 }
             }
+            if let Some(prev_win) = toolkits.iter().rev().find_map(|t| t.windows_min.as_ref())
+                && let Some(w) = &row.windows_min
+                && w < prev_win
+            {
+                return self.err(
+                    at,
+                    format!(
+                        "toolkit {} needs an older Windows driver ({w}) than an earlier release ({prev_win})",
+                        row.label
+                    ),
+                );
+            }
+            toolkits.push(row);
         }
-        if let Some(prev_win) = toolkits.iter().rev().find_map(|t| t.windows_min.as_ref())
-            && let Some(w) = &row.windows_min
-            && w < prev_win
-        {
-            return cx.err(
-                at,
-                format!(
-                    "toolkit {} needs an older Windows driver ({w}) than an earlier release ({prev_win})",
-                    row.label
-                ),
-            );
+        if toolkits.is_empty() {
+            return self.err(0, "the [[toolkit]] table is empty");
         }
-        toolkits.push(row);
-    }
-    if toolkits.is_empty() {
-        return cx.err(0, "the [[toolkit]] table is empty");
-    }
-
-    let mut minor_compat: Vec<MinorCompat> = Vec::new();
-    for t in &raw.minor_compat {
-        let at = t.span().start;
-        let r = t.get_ref();
-        let row = MinorCompat {
-            major: r.major,
-            linux_min: cx.driver(at, &r.linux_min)?,
-            windows_min: r.windows_min.as_deref().map(|w| cx.driver(at, w)).transpose()?,
-            row: cx.row(at, r.prov())?,
-        };
-        if let Some(prev) = minor_compat.last()
-            && (row.major <= prev.major || row.linux_min <= prev.linux_min)
-        {
-            return cx.err(at, format!("minor_compat for CUDA {} is out of order", row.major));
-        }
-        minor_compat.push(row);
+        Ok(toolkits)
     }
 
-    let mut branches: Vec<BranchRow> = Vec::new();
-    for t in &raw.driver_branch {
-        let at = t.span().start;
-        let r = t.get_ref();
-        let row = BranchRow {
-            branch: r.branch,
-            cuda: cx.cuda(at, &r.cuda)?,
-            row: cx.row(at, r.prov())?,
-        };
-        if let Some(prev) = branches.last()
-            && (row.branch <= prev.branch || row.cuda < prev.cuda)
-        {
-            return cx.err(
-                at,
-                format!(
-                    "driver_branch {} is out of order (after {})",
-                    row.branch, prev.branch
-                ),
-            );
+    /// `[[minor_compat]]`: one row per CUDA major, in order.
+    fn minor_compat(&self, rows: &[toml::Spanned<RawMinor>]) -> Result<Vec<MinorCompat>, MatrixError> {
+        let mut minor_compat: Vec<MinorCompat> = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            let row = MinorCompat {
+                major: r.major,
+                linux_min: self.driver(at, &r.linux_min)?,
+                windows_min: r.windows_min.as_deref().map(|w| self.driver(at, w)).transpose()?,
+                row: self.row(at, r.prov())?,
+            };
+            if let Some(prev) = minor_compat.last()
+                && (row.major <= prev.major || row.linux_min <= prev.linux_min)
+            {
+                return self.err(at, format!("minor_compat for CUDA {} is out of order", row.major));
+            }
+            minor_compat.push(row);
         }
-        branches.push(row);
-    }
-    for t in &toolkits {
-        if !branches.iter().any(|b| b.cuda == t.cuda) {
-            return cx.err(
-                raw.toolkit.first().map_or(0, |s| s.span().start),
-                format!(
-                    "no driver_branch row gives CUDA {} (gap in the branch table)",
-                    t.cuda
-                ),
-            );
-        }
+        Ok(minor_compat)
     }
 
-    let mut ptx: Vec<PtxRow> = Vec::new();
-    for t in &raw.ptx_isa {
-        let at = t.span().start;
-        let r = t.get_ref();
-        let row = PtxRow {
-            isa: cx.cuda(at, &r.isa)?,
-            cuda: cx.cuda(at, &r.cuda)?,
-            branch: r.branch,
-            new_targets: r.new_targets.clone().unwrap_or_default(),
-            row: cx.row(at, r.prov())?,
-        };
-        if let Some(prev) = ptx.last()
-            && (row.isa <= prev.isa || row.cuda < prev.cuda)
-        {
-            return cx.err(
-                at,
-                format!("ptx_isa {} is out of order (after {})", row.isa, prev.isa),
-            );
+    /// `[[driver_branch]]`: in order, and giving every toolkit's CUDA version (a gap is reported at `first_toolkit`, the first `[[toolkit]]` row).
+    fn branches(
+        &self,
+        rows: &[toml::Spanned<RawBranch>],
+        toolkits: &[ToolkitRow],
+        first_toolkit: usize,
+    ) -> Result<Vec<BranchRow>, MatrixError> {
+        let mut branches: Vec<BranchRow> = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            let row = BranchRow {
+                branch: r.branch,
+                cuda: self.cuda(at, &r.cuda)?,
+                row: self.row(at, r.prov())?,
+            };
+            if let Some(prev) = branches.last()
+                && (row.branch <= prev.branch || row.cuda < prev.cuda)
+            {
+                return self.err(
+                    at,
+                    format!(
+                        "driver_branch {} is out of order (after {})",
+                        row.branch, prev.branch
+                    ),
+                );
+            }
+            branches.push(row);
         }
-        ptx.push(row);
-    }
-
-    let mut targets: Vec<TargetsRow> = Vec::new();
-    for t in &raw.toolkit_targets {
-        let at = t.span().start;
-        let r = t.get_ref();
-        for s in [&r.min_sm, &r.max_sm]
-            .into_iter()
-            .chain(&r.added)
-            .chain(&r.removed)
-        {
-            if Cc::parse(s).is_none() {
-                return cx.err(at, format!("\"{s}\" is not an SM target"));
+        for t in toolkits {
+            if !branches.iter().any(|b| b.cuda == t.cuda) {
+                return self.err(
+                    first_toolkit,
+                    format!(
+                        "no driver_branch row gives CUDA {} (gap in the branch table)",
+                        t.cuda
+                    ),
+                );
             }
         }
-        let row = TargetsRow {
-            cuda: cx.cuda(at, &r.cuda)?,
-            min_sm: r.min_sm.clone(),
-            max_sm: r.max_sm.clone(),
-            removed: r.removed.clone(),
-            added: r.added.clone(),
-            row: cx.row(at, r.prov())?,
-        };
-        if targets.last().is_some_and(|p| row.cuda <= p.cuda) {
-            return cx.err(at, format!("toolkit_targets {} is out of order", row.cuda));
-        }
-        targets.push(row);
+        Ok(branches)
     }
 
-    let mut archs: Vec<ArchRow> = Vec::new();
-    for t in &raw.arch {
-        let at = t.span().start;
-        let r = t.get_ref();
+    /// `[[ptx_isa]]`: in ISA order.
+    fn ptx(&self, rows: &[toml::Spanned<RawPtx>]) -> Result<Vec<PtxRow>, MatrixError> {
+        let mut ptx: Vec<PtxRow> = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            let row = PtxRow {
+                isa: self.cuda(at, &r.isa)?,
+                cuda: self.cuda(at, &r.cuda)?,
+                branch: r.branch,
+                new_targets: r.new_targets.clone().unwrap_or_default(),
+                row: self.row(at, r.prov())?,
+            };
+            if let Some(prev) = ptx.last()
+                && (row.isa <= prev.isa || row.cuda < prev.cuda)
+            {
+                return self.err(
+                    at,
+                    format!("ptx_isa {} is out of order (after {})", row.isa, prev.isa),
+                );
+            }
+            ptx.push(row);
+        }
+        Ok(ptx)
+    }
+
+    /// `[[toolkit_targets]]`: the SM targets each toolkit builds, in CUDA order.
+    fn targets(&self, rows: &[toml::Spanned<RawTargets>]) -> Result<Vec<TargetsRow>, MatrixError> {
+        let mut targets: Vec<TargetsRow> = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            for s in [&r.min_sm, &r.max_sm]
+                .into_iter()
+                .chain(&r.added)
+                .chain(&r.removed)
+            {
+                if Cc::parse(s).is_none() {
+                    return self.err(at, format!("\"{s}\" is not an SM target"));
+                }
+            }
+            let row = TargetsRow {
+                cuda: self.cuda(at, &r.cuda)?,
+                min_sm: r.min_sm.clone(),
+                max_sm: r.max_sm.clone(),
+                removed: r.removed.clone(),
+                added: r.added.clone(),
+                row: self.row(at, r.prov())?,
+            };
+            if targets.last().is_some_and(|p| row.cuda <= p.cuda) {
+                return self.err(at, format!("toolkit_targets {} is out of order", row.cuda));
+            }
+            targets.push(row);
+        }
+        Ok(targets)
+    }
+
+    /// `[[arch]]`: no compute capability in two rows.
+    fn archs(&self, rows: &[toml::Spanned<RawArch>]) -> Result<Vec<ArchRow>, MatrixError> {
+        let mut archs: Vec<ArchRow> = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            let ccs = r
+                .ccs
+                .iter()
+                .map(|c| self.cc(at, c))
+                .collect::<Result<Vec<_>, _>>()?;
+            for c in &ccs {
+                if archs.iter().any(|a| a.ccs.contains(c)) {
+                    return self.err(at, format!("compute capability {c} is in two [[arch]] rows"));
+                }
+            }
+            archs.push(ArchRow {
+                name: r.name.clone(),
+                ccs,
+                first_cuda: self.cuda(at, &r.first_cuda)?,
+                last_cuda: r.last_cuda.as_deref().map(|v| self.cuda(at, v)).transpose()?,
+                last_branch: r.last_branch,
+                row: self.row(at, r.prov())?,
+            });
+        }
+        Ok(archs)
+    }
+
+    /// `[[family]]`: members ascending, never empty.
+    fn families(&self, rows: &[toml::Spanned<RawFamily>]) -> Result<Vec<Family>, MatrixError> {
+        let mut families = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            let members = r
+                .members
+                .iter()
+                .map(|c| self.cc(at, c))
+                .collect::<Result<Vec<_>, _>>()?;
+            if members.windows(2).any(|w| w[0] >= w[1]) || members.is_empty() {
+                return self.err(
+                    at,
+                    format!("family {} members must be ascending and not empty", r.name),
+                );
+            }
+            families.push(Family {
+                name: r.name.clone(),
+                members,
+                row: self.row(at, r.prov())?,
+            });
+        }
+        Ok(families)
+    }
+
+    /// `[[sm_rename]]`: checked, not kept (the matrix has no field for it).
+    fn sm_renames(&self, rows: &[toml::Spanned<RawRename>]) -> Result<(), MatrixError> {
+        for t in rows {
+            let r = t.get_ref();
+            let at = t.span().start;
+            if Cc::parse(&r.old).is_none() || Cc::parse(&r.new).is_none() {
+                return self.err(
+                    at,
+                    format!("sm_rename {} -> {} does not name SM targets", r.old, r.new),
+                );
+            }
+            self.cuda(at, &r.since_cuda)?;
+            self.row(at, r.prov())?;
+        }
+        Ok(())
+    }
+
+    /// `[tegra]`: the compute capabilities of the integrated (Jetson) GPUs.
+    fn tegra(&self, tegra: &toml::Spanned<RawTegra>) -> Result<Tegra, MatrixError> {
+        let at = tegra.span().start;
+        let r = tegra.get_ref();
         let ccs = r
             .ccs
             .iter()
-            .map(|c| cx.cc(at, c))
+            .map(|c| self.cc(at, c))
             .collect::<Result<Vec<_>, _>>()?;
-        for c in &ccs {
-            if archs.iter().any(|a| a.ccs.contains(c)) {
-                return cx.err(at, format!("compute capability {c} is in two [[arch]] rows"));
-            }
-        }
-        archs.push(ArchRow {
-            name: r.name.clone(),
+        Ok(Tegra {
             ccs,
-            first_cuda: cx.cuda(at, &r.first_cuda)?,
-            last_cuda: r.last_cuda.as_deref().map(|v| cx.cuda(at, v)).transpose()?,
-            last_branch: r.last_branch,
-            row: cx.row(at, r.prov())?,
-        });
+            row: self.row(at, r.prov())?,
+        })
     }
 
-    let mut families = Vec::new();
-    for t in &raw.family {
-        let at = t.span().start;
-        let r = t.get_ref();
-        let members = r
-            .members
-            .iter()
-            .map(|c| cx.cc(at, c))
-            .collect::<Result<Vec<_>, _>>()?;
-        if members.windows(2).any(|w| w[0] >= w[1]) || members.is_empty() {
-            return cx.err(
-                at,
-                format!("family {} members must be ascending and not empty", r.name),
-            );
-        }
-        families.push(Family {
-            name: r.name.clone(),
-            members,
-            row: cx.row(at, r.prov())?,
-        });
-    }
-    for t in &raw.sm_rename {
-        let r = t.get_ref();
-        let at = t.span().start;
-        if Cc::parse(&r.old).is_none() || Cc::parse(&r.new).is_none() {
-            return cx.err(
-                at,
-                format!("sm_rename {} -> {} does not name SM targets", r.old, r.new),
-            );
-        }
-        cx.cuda(at, &r.since_cuda)?;
-        cx.row(at, r.prov())?;
-    }
-
-    let tegra = {
-        let at = raw.tegra.span().start;
-        let r = raw.tegra.get_ref();
-        let ccs = r
-            .ccs
-            .iter()
-            .map(|c| cx.cc(at, c))
-            .collect::<Result<Vec<_>, _>>()?;
-        Tegra {
-            ccs,
-            row: cx.row(at, r.prov())?,
-        }
-    };
-    let mut gpus: Vec<GpuRow> = Vec::new();
-    let mut gpu_names: std::collections::HashSet<String> = std::collections::HashSet::new();
-    for t in &raw.gpu {
-        let at = t.span().start;
-        let r = t.get_ref();
-        let cc = cx.cc(at, &r.cc)?;
-        if !archs.iter().any(|a| a.ccs.contains(&cc)) {
-            return cx.err(
-                at,
-                format!(
-                    "compute capability {cc} of {} is in no [[arch]] row",
-                    r.names.join(", ")
-                ),
-            );
-        }
-        if r.names.is_empty() {
-            return cx.err(at, "a [[gpu]] row needs at least one name");
-        }
-        // Another row's name (two spellings of one name in the same row are fine: "Tesla T4", "NVIDIA T4").
-        for n in &r.names {
-            if gpu_names.contains(&query::normalize(n)) {
-                return cx.err(at, format!("GPU name \"{n}\" appears twice"));
+    /// `[[gpu]]`: each name once, each compute capability in an `[[arch]]` row, PCI ids in hex.
+    fn gpus(&self, rows: &[toml::Spanned<RawGpu>], archs: &[ArchRow]) -> Result<Vec<GpuRow>, MatrixError> {
+        let mut gpus: Vec<GpuRow> = Vec::new();
+        let mut gpu_names: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            let cc = self.cc(at, &r.cc)?;
+            if !archs.iter().any(|a| a.ccs.contains(&cc)) {
+                return self.err(
+                    at,
+                    format!(
+                        "compute capability {cc} of {} is in no [[arch]] row",
+                        r.names.join(", ")
+                    ),
+                );
             }
-        }
-        gpu_names.extend(r.names.iter().map(|n| query::normalize(n)));
-        let mut pci_ids = Vec::new();
-        for p in &r.pci_ids {
-            match u16::from_str_radix(p, 16) {
-                Ok(id) => pci_ids.push(id),
-                Err(_) => return cx.err(at, format!("PCI device id \"{p}\" is not 4 hex digits")),
+            if r.names.is_empty() {
+                return self.err(at, "a [[gpu]] row needs at least one name");
             }
+            // Another row's name (two spellings of one name in the same row are fine: "Tesla T4", "NVIDIA T4").
+            for n in &r.names {
+                if gpu_names.contains(&query::normalize(n)) {
+                    return self.err(at, format!("GPU name \"{n}\" appears twice"));
+                }
+            }
+            gpu_names.extend(r.names.iter().map(|n| query::normalize(n)));
+            let mut pci_ids = Vec::new();
+            for p in &r.pci_ids {
+                match u16::from_str_radix(p, 16) {
+                    Ok(id) => pci_ids.push(id),
+                    Err(_) => return self.err(at, format!("PCI device id \"{p}\" is not 4 hex digits")),
+                }
+            }
+            gpus.push(GpuRow {
+                names: r.names.clone(),
+                cc,
+                pci_ids,
+                row: self.row(at, r.prov())?,
+            });
         }
-        gpus.push(GpuRow {
-            names: r.names.clone(),
-            cc,
-            pci_ids,
-            row: cx.row(at, r.prov())?,
-        });
+        Ok(gpus)
     }
 
-    let fwd = raw.forward_compat.get_ref();
-    let forward_compat = ForwardCompat {
-        supported_gpus: fwd.supported_gpus.clone(),
-        package_pattern: fwd.package_pattern.clone(),
-        install_dir: fwd.install_dir.clone(),
-        row: cx.row(raw.forward_compat.span().start, fwd.prov())?,
-    };
-    let _ = (&fwd.os, fwd.new_feature_branches_supported, &fwd.errors);
-    let mut fwd_packages: Vec<FwdPackage> = Vec::new();
-    for t in &raw.forward_compat_package {
-        let at = t.span().start;
-        let r = t.get_ref();
-        let row = FwdPackage {
-            package: r.package.clone(),
-            cuda: cx.cuda(at, &r.cuda)?,
-            compatible_bases: r.compatible_bases.clone(),
-            own_branch: r.own_branch,
-            row: cx.row(at, r.prov())?,
+    /// `[forward_compat]`: the forward-compatibility package and the GPUs it supports.
+    fn forward_compat(&self, fwd_row: &toml::Spanned<RawFwd>) -> Result<ForwardCompat, MatrixError> {
+        let fwd = fwd_row.get_ref();
+        let forward_compat = ForwardCompat {
+            supported_gpus: fwd.supported_gpus.clone(),
+            package_pattern: fwd.package_pattern.clone(),
+            install_dir: fwd.install_dir.clone(),
+            row: self.row(fwd_row.span().start, fwd.prov())?,
         };
-        if fwd_packages.last().is_some_and(|p| row.cuda <= p.cuda)
-            || row.compatible_bases.windows(2).any(|w| w[0] >= w[1])
-        {
-            return cx.err(
-                at,
-                format!("forward_compat_package {} is out of order", row.package),
-            );
-        }
-        fwd_packages.push(row);
+        let _ = (&fwd.os, fwd.new_feature_branches_supported, &fwd.errors);
+        Ok(forward_compat)
     }
 
-    let mut features = Vec::new();
-    for t in &raw.feature {
-        let at = t.span().start;
-        let r = t.get_ref();
-        let min_cuda = cx.cuda(at, &r.min_cuda)?;
-        if !toolkits.iter().any(|t| t.cuda == min_cuda) {
-            return cx.err(
-                at,
-                format!(
-                    "feature {} names CUDA {min_cuda}, which has no [[toolkit]] row",
-                    r.name
-                ),
-            );
+    /// `[[forward_compat_package]]`: in CUDA order, compatible bases ascending.
+    fn fwd_packages(&self, rows: &[toml::Spanned<RawFwdPkg>]) -> Result<Vec<FwdPackage>, MatrixError> {
+        let mut fwd_packages: Vec<FwdPackage> = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            let row = FwdPackage {
+                package: r.package.clone(),
+                cuda: self.cuda(at, &r.cuda)?,
+                compatible_bases: r.compatible_bases.clone(),
+                own_branch: r.own_branch,
+                row: self.row(at, r.prov())?,
+            };
+            if fwd_packages.last().is_some_and(|p| row.cuda <= p.cuda)
+                || row.compatible_bases.windows(2).any(|w| w[0] >= w[1])
+            {
+                return self.err(
+                    at,
+                    format!("forward_compat_package {} is out of order", row.package),
+                );
+            }
+            fwd_packages.push(row);
         }
-        features.push(FeatureRow {
-            name: r.name.clone(),
-            what: r.what.clone(),
-            min_cuda,
-            row: cx.row(at, r.prov())?,
-        });
+        Ok(fwd_packages)
     }
 
-    let mut errors: Vec<CudaErrorRow> = Vec::new();
-    for t in &raw.cuda_error {
-        let at = t.span().start;
-        let r = t.get_ref();
-        cx.slugs(at, &r.findings)?;
-        if errors.last().is_some_and(|e| r.value <= e.value) {
-            return cx.err(at, format!("cuda_error {} is out of order or repeated", r.value));
+    /// `[[feature]]`: each naming a CUDA version that has a `[[toolkit]]` row.
+    fn features(
+        &self,
+        rows: &[toml::Spanned<RawFeature>],
+        toolkits: &[ToolkitRow],
+    ) -> Result<Vec<FeatureRow>, MatrixError> {
+        let mut features = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            let min_cuda = self.cuda(at, &r.min_cuda)?;
+            if !toolkits.iter().any(|t| t.cuda == min_cuda) {
+                return self.err(
+                    at,
+                    format!(
+                        "feature {} names CUDA {min_cuda}, which has no [[toolkit]] row",
+                        r.name
+                    ),
+                );
+            }
+            features.push(FeatureRow {
+                name: r.name.clone(),
+                what: r.what.clone(),
+                min_cuda,
+                row: self.row(at, r.prov())?,
+            });
         }
-        errors.push(CudaErrorRow {
-            value: r.value,
-            name: r.name.clone(),
-            driver_name: r.driver_name.clone().filter(|s| !s.is_empty()),
-            message: r.message.clone().filter(|s| !s.is_empty()),
-            meaning: r.meaning.clone().filter(|s| !s.is_empty()),
-            findings: r.findings.clone(),
-            row: cx.row(at, r.prov())?,
-        });
-    }
-    let mut messages = Vec::new();
-    for t in &raw.message {
-        let at = t.span().start;
-        let r = t.get_ref();
-        cx.slugs(at, &r.findings)?;
-        if r.pattern.trim().is_empty() {
-            return cx.err(at, "a [[message]] pattern must not be empty");
-        }
-        messages.push(MessageRow {
-            pattern: r.pattern.clone(),
-            example: r.example.clone(),
-            meaning: r.meaning.clone(),
-            findings: r.findings.clone(),
-            row: cx.row(at, r.prov())?,
-        });
-    }
-    for key in raw.minor_compat_limits.source.split(';').map(str::trim) {
-        if !raw.sources.contains_key(key) {
-            return cx.err(
-                0,
-                format!("minor_compat_limits source \"{key}\" is not a key of [sources]"),
-            );
-        }
+        Ok(features)
     }
 
-    Ok(Matrix {
-        origin: origin.to_string(),
-        sources: raw.sources.clone(),
-        version: raw.meta.version.clone(),
-        date: raw.meta.date.clone(),
-        no_toolkit_release: no_release,
-        toolkits,
-        minor_compat,
-        minor_compat_limits: raw.minor_compat_limits.limits.clone(),
-        minor_compat_limits_source: raw.minor_compat_limits.source.clone(),
-        branches,
-        ptx,
-        targets,
-        families,
-        tegra,
-        archs,
-        gpus,
-        forward_compat,
-        fwd_packages,
-        features,
-        errors,
-        messages,
-    })
+    /// `[[cuda_error]]`: in value order, no value twice, findings in the catalogue.
+    fn cuda_errors(&self, rows: &[toml::Spanned<RawError>]) -> Result<Vec<CudaErrorRow>, MatrixError> {
+        let mut errors: Vec<CudaErrorRow> = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            self.slugs(at, &r.findings)?;
+            if errors.last().is_some_and(|e| r.value <= e.value) {
+                return self.err(at, format!("cuda_error {} is out of order or repeated", r.value));
+            }
+            errors.push(CudaErrorRow {
+                value: r.value,
+                name: r.name.clone(),
+                driver_name: r.driver_name.clone().filter(|s| !s.is_empty()),
+                message: r.message.clone().filter(|s| !s.is_empty()),
+                meaning: r.meaning.clone().filter(|s| !s.is_empty()),
+                findings: r.findings.clone(),
+                row: self.row(at, r.prov())?,
+            });
+        }
+        Ok(errors)
+    }
+
+    /// `[[message]]`: a pattern that is not empty, findings in the catalogue.
+    fn messages(&self, rows: &[toml::Spanned<RawMessage>]) -> Result<Vec<MessageRow>, MatrixError> {
+        let mut messages = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            self.slugs(at, &r.findings)?;
+            if r.pattern.trim().is_empty() {
+                return self.err(at, "a [[message]] pattern must not be empty");
+            }
+            messages.push(MessageRow {
+                pattern: r.pattern.clone(),
+                example: r.example.clone(),
+                meaning: r.meaning.clone(),
+                findings: r.findings.clone(),
+                row: self.row(at, r.prov())?,
+            });
+        }
+        Ok(messages)
+    }
+
+    /// `[minor_compat_limits]`: its sources are keys of `[sources]`.
+    fn limits(&self, limits: &RawLimits) -> Result<(), MatrixError> {
+        for key in limits.source.split(';').map(str::trim) {
+            if !self.sources.contains_key(key) {
+                return self.err(
+                    0,
+                    format!("minor_compat_limits source \"{key}\" is not a key of [sources]"),
+                );
+            }
+        }
+        Ok(())
+    }
 }

@@ -3,7 +3,6 @@
 //! majors in one process. Pure functions over [`Resolution`]s: no I/O.
 
 use crate::findings::{Code, Finding};
-use crate::loader::search::NO_CACHE;
 use crate::loader::{How, Library, Resolution, StepResult};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -78,11 +77,11 @@ pub fn trail_lines(l: &Library) -> Vec<String> {
                 StepResult::WrongClass => "wrong ELF class, skipped",
                 StepResult::WrongMachine => "wrong machine, skipped",
                 StepResult::Invalid => "not a loadable ELF object, the load stops",
-                StepResult::Skipped => "skipped",
+                StepResult::Skipped | StepResult::NoCache => "skipped",
                 StepResult::NoEntry => "no entry",
             };
             let at = s.path.as_deref().or(s.dir.as_deref()).unwrap_or("");
-            let note = s.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+            let note = s.note().map(|n| format!(" ({n})")).unwrap_or_default();
             if at.is_empty() {
                 format!("{}. [{what}] {result}{note}", i + 1)
             } else {
@@ -164,9 +163,7 @@ fn cache_missed(l: &Library) -> Option<&'static str> {
     let step = l.trail.iter().find(|s| s.how == How::LdSoCache)?;
     match step.result {
         StepResult::NoEntry => Some("/etc/ld.so.cache has no entry for it (ldconfig has not run since)"),
-        StepResult::Skipped if step.note.as_deref() == Some(NO_CACHE) => {
-            Some("there is no usable /etc/ld.so.cache (ldconfig never wrote one)")
-        }
+        StepResult::NoCache => Some("there is no usable /etc/ld.so.cache (ldconfig never wrote one)"),
         _ => None,
     }
 }
@@ -586,5 +583,29 @@ mod trail_short_tests {
         );
         // Near miss: a copy elsewhere is its own evidence line, not a step of the search.
         assert_eq!(trail_short(&missing(trail(), vec![copy(false)])).len(), 1);
+    }
+
+    #[test]
+    fn a_missing_cache_is_told_from_its_type_and_a_refused_entry_is_not() {
+        let no_cache = Step {
+            dir: None,
+            ..step(How::LdSoCache, "", StepResult::NoCache)
+        };
+        let l = missing(vec![no_cache], Vec::new());
+        assert_eq!(
+            cache_missed(&l),
+            Some("there is no usable /etc/ld.so.cache (ldconfig never wrote one)")
+        );
+        assert_eq!(
+            trail_lines(&l),
+            ["1. [ld.so.cache] skipped (no usable /etc/ld.so.cache)"]
+        );
+        // Near miss: a cache step skipped for another reason (DF_1_NODEFLIB) is not a missing cache.
+        let refused = Step {
+            dir: None,
+            note: Some("cache entry /lib/libcudart.so.12 refused".into()),
+            ..step(How::LdSoCache, "", StepResult::Skipped)
+        };
+        assert_eq!(cache_missed(&missing(vec![refused], Vec::new())), None);
     }
 }
