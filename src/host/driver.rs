@@ -11,7 +11,8 @@
 //!   (peers.md items 11 and 12).
 //! - WSL2: `/dev/dxg` and `/usr/lib/wsl/lib` (microsoft/WSL#5548, #5663).
 //! - Containers: `/.dockerenv` (Docker), `/run/.containerenv` (Podman), `/proc/1/cgroup`, and the
-//!   `NVIDIA_REQUIRE_CUDA` constraint the NVIDIA container runtime enforces (research/compat.md §3).
+//!   `NVIDIA_REQUIRE_CUDA` constraint the NVIDIA container runtime enforces (`docs/compatibility.md`,
+//!   "Forward compatibility: 803 and 804").
 //! - Jetson: `/etc/nv_tegra_release` ("# R36 (release), REVISION: 4.0, …").
 
 use super::model::{Condition, ContainerFacts, Flavour, KernelFacts, PlatformFacts, WslFacts};
