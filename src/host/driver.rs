@@ -4,7 +4,7 @@
 //! - `/proc/driver/nvidia/version`: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  …" for the
 //!   proprietary module and "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  …" for the
 //!   open one (NVIDIA/open-gpu-kernel-modules prints the flavour in that line). procfs shows it inside a
-//!   container even when the container got no GPU (research/peers.md, "libcuda.so.1: cannot open").
+//!   container even when the container got no GPU (`docs/compatibility.md`, "Failures on the host").
 //! - `/sys/module/nvidia/version`: the same version from sysfs.
 //! - `/proc/modules` (or `/sys/module/<name>` when procfs lists no modules): `nvidia_uvm` missing makes
 //!   `cuInit` fail with 999 while `nvidia-smi` works; `nouveau` holding the GPU keeps `nvidia` from binding

@@ -2,7 +2,8 @@
 //!
 //! Pure functions over [`HostFacts`], one per finding. The facts they rest on and the CUDA errors they predict
 //! are documented in `docs/compatibility.md` ("Forward compatibility: 803 and 804"; "The CUDA error table the
-//! rules use": 34, 100, 999, NVML "Driver/library version mismatch") and `peers.md` Part 2 (items 2, 6–12).
+//! rules use": 34, 100, 999, NVML "Driver/library version mismatch"; "Failures on the host, as users meet
+//! them").
 
 use crate::facts::{DriverFacts, HostFacts};
 use crate::findings::{Code, Finding};
