@@ -3,7 +3,7 @@
 # Python environments, each about the size of a real one in files and directories.
 # Usage: scripts/bench-doctor.sh [RUNS]   (builds the release binary unless CUDADIAG_BIN names one; BENCH_DIR
 # keeps the generated host; prints median and max wall ms)
-# Budget (DESIGN.md, "Performance budgets"): under 100 ms.
+# Budget (the project's performance budget, see BENCHMARKS.md): under 100 ms.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-20}

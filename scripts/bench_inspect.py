@@ -7,7 +7,7 @@ Runs ``cuobjdump --list-elf --list-ptx FILE`` and ``cudadiag inspect --no-librar
 N times each (default 5, after 1 warm-up run each, alternating so that page-cache effects hit
 both alike), measures every run's wall time and its peak resident set size from the child's
 own rusage (``wait4``; ``ru_maxrss`` is in KiB on Linux; see Runner for how), and prints the medians and the
-ratios cuobjdump/cudadiag.  The design budget (shared/DESIGN.md) for a libtorch_cuda.so-class
+ratios cuobjdump/cudadiag.  The project's performance budget for a libtorch_cuda.so-class
 file is at least 50x on both.  Needs no /usr/bin/time (uses it, or cc, if present).
 
 Exit status: 0 measured, 1 a tool failed (exit status >= 2 for cudadiag, nonzero with no

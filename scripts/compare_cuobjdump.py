@@ -10,7 +10,7 @@ fatbin under the given paths, this gets
 
 and checks that both listings name the same entries, in the same order, as cudadiag.
 
-cuobjdump's listing quirks (shared/research/fatbin.md section 4) that the comparison undoes:
+cuobjdump's listing quirks (docs/fatbin-format.md, "cuobjdump's listing") that the comparison undoes:
 
   * entries are named ``<stem>.<N>.sm_<arch>[a].cubin`` / ``<stem>.<N>.sm_<arch>[a|f].ptx``;
     an entry with an identifier (``-G``, ``-dlto``) is ``<identifier-stem>.sm_<arch>.cubin``

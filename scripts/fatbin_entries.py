@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Print the raw fatbin entry headers of ELF files or raw .fatbin files (an independent,
-dependency-free reading of shared/research/fatbin.md section 2, for cross-checking cudadiag).
+dependency-free reading of docs/fatbin-format.md, "Entry header", for cross-checking cudadiag).
 
     fatbin_entries.py FILE...
 

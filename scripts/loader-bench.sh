@@ -4,7 +4,7 @@
 # Runs each command RUNS times (default 20), interleaved (ldd, ldd -r, cudadiag, cudadiag, then again), so
 # that a machine slowing down or speeding up mid-run weighs on all of them alike, and prints for each the
 # median wall time, its ratio to ldd, and the median CPU time (user + system, all threads): on a machine with
-# few cores the CPU time is what the wall time ends up bound by. For the DESIGN.md budget ("no slower than
+# few cores the CPU time is what the wall time ends up bound by. For the project's budget ("no slower than
 # ldd"), point it at libtorch_cuda.so inside a pip layout (site-packages/torch/lib), where its RUNPATH reaches
 # the nvidia/* wheels. Two ldd rows:
 #   ldd            the path of every NEEDED library (no symbol is checked: `undefined symbol` goes unseen);

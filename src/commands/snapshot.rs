@@ -3,8 +3,8 @@
 //! The file is the serialised [`Facts`] model inside a small envelope that names the format version and the
 //! cudadiag that wrote it: `tool` (`"cudadiag 0.1.0"`, a string, as format 1 always had it) and `tool_info`,
 //! the same object as the JSON report's `tool` (commit, target, bundled matrix). Because rules are pure,
-//! `doctor --facts FILE` and `inspect --facts FILE` give exactly the findings the machine gave (DESIGN.md,
-//! principle 5).
+//! `doctor --facts FILE` and `inspect --facts FILE` give exactly the findings the machine gave (rules
+//! read recorded facts only, never the machine).
 
 use super::{Outcome, ToolError};
 use crate::cli::SnapshotArgs;

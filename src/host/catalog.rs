@@ -1,11 +1,11 @@
 //! The catalogue of every CUDA library on the machine, with its version and owner.
 //!
-//! "Which copy won, and why" needs every copy first (research/peers.md, Part 3): toolkits under
-//! `/usr/local/cuda*` and `/opt/nvidia`, `CUDA_HOME`/`CUDA_PATH`, the loader's directories, conda environments
-//! (`CONDA_PREFIX`, the usual install roots and their `envs/`), and the site-packages of every Python
-//! environment found, where pip wheels put `nvidia/*/lib` (CUDA 12) or `nvidia/cu13/lib` (CUDA 13; see
-//! NVIDIA/cuda-python `cuda_pathfinder` `descriptor_catalog.py`), and frameworks vendor copies (`torch/lib`,
-//! auditwheel's `<pkg>.libs`).
+//! "Which copy won, and why" needs every copy first (`docs/compatibility.md`, "Failures on the host"):
+//! toolkits under `/usr/local/cuda*` and `/opt/nvidia`, `CUDA_HOME`/`CUDA_PATH`, the loader's directories,
+//! conda environments (`CONDA_PREFIX`, the usual install roots and their `envs/`), and the site-packages of
+//! every Python environment found, where pip wheels put `nvidia/*/lib` (CUDA 12) or `nvidia/cu13/lib` (CUDA
+//! 13; see NVIDIA/cuda-python `cuda_pathfinder` `descriptor_catalog.py`), and frameworks vendor copies
+//! (`torch/lib`, auditwheel's `<pkg>.libs`).
 //!
 //! The walk is bounded in depth, runs on a few threads, never follows directory links (so link loops cannot
 //! trap it), and records unreadable directories and loops as problems instead of failing.

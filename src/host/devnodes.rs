@@ -1,9 +1,9 @@
 //! Device nodes and the identity that opens them.
 //!
 //! CUDA opens `/dev/nvidiactl`, `/dev/nvidia<minor>` and `/dev/nvidia-uvm` read-write at `cuInit`; a missing
-//! node gives error 100 (no device) or, for `nvidia-uvm`, 999 (research/peers.md items 2 and 11). In a
-//! container the nodes are cgroup-gated and bind-mounted by the NVIDIA runtime, so "procfs shows the driver but
-//! there is no `/dev/nvidia0`" means the runtime was not applied.
+//! node gives error 100 (no device) or, for `nvidia-uvm`, 999 (`docs/compatibility.md`, "Failures on the
+//! host"). In a container the nodes are cgroup-gated and bind-mounted by the NVIDIA runtime, so "procfs shows
+//! the driver but there is no `/dev/nvidia0`" means the runtime was not applied.
 //!
 //! The identity is read from `/proc/self/status` (`Uid:`, `Gid:`, `Groups:`, proc(5)) through the root, never
 //! from libc: on the live machine that is cudadiag's own process, under `--root` it is whatever the tree holds

@@ -4,14 +4,15 @@
 //! - `/proc/driver/nvidia/version`: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  …" for the
 //!   proprietary module and "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  …" for the
 //!   open one (NVIDIA/open-gpu-kernel-modules prints the flavour in that line). procfs shows it inside a
-//!   container even when the container got no GPU (research/peers.md, "libcuda.so.1: cannot open").
+//!   container even when the container got no GPU (`docs/compatibility.md`, "Failures on the host").
 //! - `/sys/module/nvidia/version`: the same version from sysfs.
 //! - `/proc/modules` (or `/sys/module/<name>` when procfs lists no modules): `nvidia_uvm` missing makes
 //!   `cuInit` fail with 999 while `nvidia-smi` works; `nouveau` holding the GPU keeps `nvidia` from binding
 //!   (peers.md items 11 and 12).
 //! - WSL2: `/dev/dxg` and `/usr/lib/wsl/lib` (microsoft/WSL#5548, #5663).
 //! - Containers: `/.dockerenv` (Docker), `/run/.containerenv` (Podman), `/proc/1/cgroup`, and the
-//!   `NVIDIA_REQUIRE_CUDA` constraint the NVIDIA container runtime enforces (research/compat.md §3).
+//!   `NVIDIA_REQUIRE_CUDA` constraint the NVIDIA container runtime enforces (`docs/compatibility.md`,
+//!   "Forward compatibility: 803 and 804").
 //! - Jetson: `/etc/nv_tegra_release` ("# R36 (release), REVISION: 4.0, …").
 
 use super::model::{Condition, ContainerFacts, Flavour, KernelFacts, PlatformFacts, WslFacts};

@@ -1,8 +1,8 @@
 //! The two host facts that come from the compatibility matrix rather than from files: each GPU's compute
-//! capability (by PCI device id, then by name; research/compat.md §7, pci.ids and NVIDIA's CUDA GPUs page) and
-//! the newest CUDA the loaded driver supports (by driver branch; compat.md §4). Applied after collection and
-//! after a snapshot is read back, so the matrix in use (bundled or `--matrix`) decides, and a snapshot stays raw
-//! observation.
+//! capability (by PCI device id, then by name: pci.ids and NVIDIA's CUDA GPUs page, see
+//! `docs/compatibility.md`, "Where the matrix rows come from") and the newest CUDA the loaded driver
+//! supports (by driver branch). Applied after collection and after a snapshot is read back, so the matrix in
+//! use (bundled or `--matrix`) decides, and a snapshot stays raw observation.
 
 use crate::facts::HostFacts;
 use crate::matrix::{DriverVersion, Matrix};

@@ -1,7 +1,7 @@
 //! The environment variables that change what CUDA does, and what `CUDA_VISIBLE_DEVICES` selects.
 //!
-//! `CUDA_VISIBLE_DEVICES` semantics (DESIGN.md "Knowledge the rules need"; research/compat.md §8.9 and §9,
-//! error 100; pytorch#1040): the list is read left to right and stops at its first invalid entry, so `0,7` on
+//! `CUDA_VISIBLE_DEVICES` semantics (`docs/device-order.md`; `docs/compatibility.md`, error 100;
+//! pytorch#1040): the list is read left to right and stops at its first invalid entry, so `0,7` on
 //! a two-GPU machine shows device 0 and `7,0` shows none. An entry is an index, a `GPU-…` UUID or a unique
 //! prefix of one, or a `MIG-…` instance UUID. Empty, `-1`, an out-of-range index and an unknown UUID all leave
 //! no device visible, and `cuInit` then returns 100 ("no CUDA-capable device is detected").

@@ -4,7 +4,8 @@
 //! - `/proc/driver/nvidia/gpus/<bus>/information`: `Model:`, `GPU UUID:`, `Bus Location:` lines, written by
 //!   the NVIDIA kernel module (NVIDIA/open-gpu-kernel-modules, `kernel-open/nvidia/nv-procfs.c`).
 //! - `/sys/bus/pci/devices/<bus>/{vendor,class,device}`: every NVIDIA (vendor `0x10de`) display controller
-//!   (class `0x03xxxx`), driver loaded or not; the device id keys the matrix (research/compat.md §7, pci.ids).
+//!   (class `0x03xxxx`), driver loaded or not; the device id keys the matrix (`docs/compatibility.md`,
+//!   "Where the matrix rows come from": pci.ids).
 //! - `/proc/driver/nvidia/capabilities/gpu<N>/mig/gi<M>`: the MIG GPU instances the driver exposes.
 //!
 //! Compute capability is not in any of these files. It comes from the compatibility matrix by name or PCI id;

@@ -1,9 +1,9 @@
 //! Which files the dynamic loader could pick for the driver's sonames (`libcuda.so.1`, `libnvidia-ml.so.1`).
 //!
-//! Static cudart and the frameworks `dlopen("libcuda.so.1")` (DESIGN.md "Knowledge the rules need"), so what
-//! matters is the loader's search for that exact name: `LD_LIBRARY_PATH`, then `/etc/ld.so.cache`, then the
-//! default directories (ld.so(8)). A dlopen from the main program also honours its RPATH/RUNPATH; those are per
-//! binary and belong to the loader emulation.
+//! Static cudart and the frameworks `dlopen("libcuda.so.1")` (`docs/compatibility.md`, "Binary compatibility
+//! and the environment"), so what matters is the loader's search for that exact name: `LD_LIBRARY_PATH`, then
+//! `/etc/ld.so.cache`, then the default directories (ld.so(8)). A dlopen from the main program also honours
+//! its RPATH/RUNPATH; those are per binary and belong to the loader emulation.
 //!
 //! The search follows the loader emulation (`src/loader/`) where that matters for which file wins: the
 //! machine's own loader ([`host_platform`]: its default directories, read out of its ld.so, and the
@@ -15,9 +15,10 @@
 //! `ld.so.conf` at run time, so the directories it lists are searched only once `ldconfig` has written them
 //! into the cache ([`read_cache`] says which case the machine is in, for the finding's help).
 //!
-//! Kinds: a file under a `stubs` directory is the toolkit's link stub (error 34, research/compat.md §9); one
-//! under a `compat` directory is a forward-compatibility libcuda (`/usr/local/cuda-X.Y/compat`, compat.md §3);
-//! one under `/usr/lib/wsl` is WSL2's.
+//! Kinds: a file under a `stubs` directory is the toolkit's link stub (error 34, `docs/compatibility.md`,
+//! error table); one under a `compat` directory is a forward-compatibility libcuda
+//! (`/usr/local/cuda-X.Y/compat`, same page, "Forward compatibility: 803 and 804"); one under `/usr/lib/wsl`
+//! is WSL2's.
 
 use super::model::{FoundVia, LdCacheState, LibCandidate, LibKind};
 use crate::loader::cache::LdCache;

@@ -1,6 +1,6 @@
 //! What each library file the catalogue found is: kind, soname, exact version and where it came from, owner.
 //!
-//! Version sources, most exact first (DESIGN.md "Knowledge the rules need"): for the driver's libraries the
+//! Version sources, most exact first (`docs/library-versions.md`): for the driver's libraries the
 //! real file name (`libcuda.so.550.90.07`); otherwise the metadata of the package that installed the file (pip
 //! `*.dist-info`, `conda-meta/*.json`, dpkg; a framework wheel that merely vendors a copy, such as torch, says
 //! nothing about that copy's version); a toolkit's `version.json` component; the real file name

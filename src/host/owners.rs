@@ -1,6 +1,6 @@
 //! Who installed a library, and the version its installer recorded.
 //!
-//! Package metadata is the most exact source of a library's version (DESIGN.md "Knowledge the rules need"):
+//! Package metadata is the most exact source of a library's version (`docs/library-versions.md`):
 //! - pip: `<site-packages>/<name>-<version>.dist-info/RECORD` lists every installed file (PEP 376, PEP 627);
 //!   the directory name carries the distribution's name and version (PEP 427 escaping: `-` becomes `_`).
 //! - conda: `<prefix>/conda-meta/<name>-<version>-<build>.json` has `name`, `version` and `files` (paths

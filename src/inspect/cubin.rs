@@ -1,6 +1,6 @@
 //! Device ELF files (cubins): architecture, producing toolkit and kernel names.
 //!
-//! Two `e_flags` layouts exist (see `shared/research/fatbin.md` §4, after LLVM's `ELF.h`):
+//! Two `e_flags` layouts exist (see `docs/fatbin-format.md`, "Cubin", after LLVM's `ELF.h`):
 //! * ABI version 7 (CUDA ≤ 12.x, `EI_OSABI` 0x33): SM in bits 0–7, `0x800` = arch-specific (`a`), the virtual
 //!   SM in bits 16–23; `e_version` holds the toolkit as major·10+minor.
 //! * ABI version 8 (CUDA 12.8+ for sm_100+, every CUDA 13 cubin, `EI_OSABI` 0x41): SM in bits 8–15, bit 3 =

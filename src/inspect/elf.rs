@@ -2,7 +2,7 @@
 //!
 //! Loader facts (`DT_NEEDED`, `DT_RPATH` and `DT_RUNPATH` kept apart, `DF_1_NODEFLIB`, symbol versions) are
 //! copied out of goblin into [`ElfFacts`] for the loader emulation. Fatbins are found three ways, as
-//! `shared/research/fatbin.md` §1 describes: the `.nv_fatbin` and `__nv_relfatbin` sections, the
+//! `docs/fatbin-format.md` ("Sections") describes: the `.nv_fatbin` and `__nv_relfatbin` sections, the
 //! `__fatBinC_Wrapper_t` records of `.nvFatBinSegment` (whose pointers may name containers elsewhere), and, only
 //! when neither exists, a bounded scan of the other data sections for the container magic.
 

@@ -1,6 +1,7 @@
 //! Fatbin containers and their entries.
 //!
-//! Layout (all little-endian; `shared/research/fatbin.md` §2, after NVIDIA's `fatbinary.h`):
+//! Layout (all little-endian; `docs/fatbin-format.md`, "Container header" and "Entry header", after NVIDIA's
+//! `fatbinary.h`):
 //! a container is a 16-byte header (`u32 magic 0xBA55ED50, u16 version, u16 header_size, u64 fat_size`)
 //! followed by `fat_size` bytes of entries, back to back with no terminator. Each entry starts with a header of
 //! at least 64 bytes (kind, header size, padded payload size, compressed size, options pair, ISA/code

@@ -4,7 +4,7 @@
 //! Two kinds of evidence, both read from the object itself:
 //! - the CUDA runtime, linked statically (nvcc's default: the main program defines `cudaRuntimeGetVersion`)
 //!   or dynamically (`libcudart.so.N`), always loads the driver with `dlopen("libcuda.so.1")`
-//!   (`shared/DESIGN.md`, "Knowledge the rules need");
+//!   (`docs/compatibility.md`, "Binary compatibility and the environment");
 //! - a library name stored as a string in the object's `.rodata` that names a CUDA library meant for
 //!   `dlopen`: `libnvidia-ml.so.1` (NVML, frameworks), `libnvrtc-builtins.so.X.Y` (NVRTC), `libnvJitLink.so.N`,
 //!   cuDNN's sub-libraries (`libcudnn_ops.so.9`, …), `libcupti.so.N`. Only whole strings that are a plain

@@ -6,7 +6,7 @@
 //! versions parse, tables are ordered, release and branch tables have no gaps, every row names a source from
 //! `[sources]`. `--matrix FILE` replaces it for a newer CUDA release without a rebuild. Rules never hard-code a
 //! version: they ask the matrix, and every finding cites the row it used ([`Row::cite`]). The research behind
-//! the rows (with the disagreements between sources) is `shared/research/compat.md`.
+//! the rows, and how disagreements between sources were settled, is `docs/compatibility.md`.
 
 mod load;
 mod query;

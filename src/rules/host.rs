@@ -1,8 +1,9 @@
 //! Findings about the machine: driver, GPUs, device nodes, driver libraries, `CUDA_VISIBLE_DEVICES`.
 //!
 //! Pure functions over [`HostFacts`], one per finding. The facts they rest on and the CUDA errors they predict
-//! are documented in `shared/research/compat.md` (§3 forward compatibility: 803/804; §9 error table: 34, 100,
-//! 999, NVML "Driver/library version mismatch") and `peers.md` Part 2 (items 2, 6–12).
+//! are documented in `docs/compatibility.md` ("Forward compatibility: 803 and 804"; "The CUDA error table the
+//! rules use": 34, 100, 999, NVML "Driver/library version mismatch"; "Failures on the host, as users meet
+//! them").
 
 use crate::facts::{DriverFacts, HostFacts};
 use crate::findings::{Code, Finding};
@@ -447,7 +448,7 @@ pub fn stub_libcuda(h: &HostFacts) -> Option<Finding> {
 }
 
 /// `compat-libcuda-unsupported`: the first `libcuda.so.1` is a forward-compatibility library the machine cannot
-/// use. Two cases (research/compat.md §3):
+/// use. Two cases (`docs/compatibility.md`, "Forward compatibility: 803 and 804"):
 /// - older than the loaded kernel module: 803, as compat packages are for *older* drivers only;
 /// - newer than the module, as meant, but a GPU CUDA will initialise is a consumer one: 804, as forward
 ///   compatibility works only on data-center GPUs, select NGC Server Ready RTX SKUs and Jetson.

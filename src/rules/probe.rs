@@ -47,9 +47,9 @@ pub struct Expectation {
 
 use Expect::{Code as C, NotLoaded};
 
-/// What each static finding predicts the driver will say (`shared/research/compat.md` §9, and the catalogue's
-/// `cuda_error`). A slug may have rows for several stages; a finding about a binary (`path` set) is compared
-/// with that binary's module loads.
+/// What each static finding predicts the driver will say (`docs/compatibility.md`, "The CUDA error table the
+/// rules use", and the catalogue's `cuda_error`). A slug may have rows for several stages; a finding about a
+/// binary (`path` set) is compared with that binary's module loads.
 pub const EXPECTATIONS: &[Expectation] = &[
     row("libcuda-not-found", Stage::Driver, &[NotLoaded]),
     row("no-driver", Stage::Driver, &[NotLoaded, C(100), C(999)]),

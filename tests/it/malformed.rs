@@ -1,4 +1,4 @@
-//! Bad input is a finding, never a crash (DESIGN.md principle 4). Every malformed case is built by the
+//! Bad input is a finding, never a crash (`docs/untrusted-input.md`). Every malformed case is built by the
 //! test-side writers in `support/`, changing one field of an otherwise valid fatbin; each must give a
 //! `malformed-device-code` problem at the right place and a correct report of everything else. A mutation test
 //! then damages the real fixtures thousands of times.

@@ -91,7 +91,7 @@ fn without_libcuda_the_probe_reports_libcuda_not_found_and_exits_1() {
     assert_eq!(
         out.status.code(),
         Some(1),
-        "findings at error exit 1 (DESIGN.md, exit codes)"
+        "findings at error exit 1 (README, exit status)"
     );
     let r: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(slugs(&r), ["libcuda-not-found"]);

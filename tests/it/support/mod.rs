@@ -1,6 +1,7 @@
 //! The helpers every test module shares, compiled once. Here: test-side writers for synthetic inputs, fatbin
 //! entries and containers, and minimal ELF64 files holding arbitrary sections. They write exactly the layouts
-//! of `shared/research/fatbin.md` §1–2, so every malformed case can be built by changing one field.
+//! of `docs/fatbin-format.md` ("Sections" to "Entry header"), so every malformed case can be built by
+//! changing one field.
 //! `loader_build` builds programs and libraries with `cc`; `golden` makes transcripts for the insta snapshots;
 //! `probe/*.c` are the fake CUDA libraries `probe.rs` builds.
 
