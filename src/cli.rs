@@ -146,8 +146,9 @@ pub enum Command {
 /// What-if targets and the matrix, shared by commands that give a verdict.
 #[derive(Debug, Args, Clone, Default)]
 pub struct TargetArgs {
-    /// Check against this GPU instead of the machine's (repeatable): a compute capability (`8.9`, `sm_89`) or
-    /// a name the matrix knows (`"RTX 4090"`, `"NVIDIA H200"`).
+    /// Check against this GPU instead of the machine's (repeatable): a compute capability (`8.9`, `sm_89`), a
+    /// name the matrix knows (`"RTX 4090"`, `"NVIDIA H200"`) or a family word of one compute capability
+    /// (`orin`, `xavier`, `thor`, `gh200`).
     #[arg(long = "gpu", value_name = "GPU")]
     pub gpus: Vec<String>,
     /// Check against this driver version instead of the machine's (`535.104.05`).
@@ -197,7 +198,8 @@ pub struct MatrixArgs {
     /// A PTX ISA version (`8.7`).
     #[arg(long, value_name = "ISA")]
     pub ptx: Option<String>,
-    /// A GPU: a name (`"RTX 4090"`), a PCI device id (`0x2684`) or a compute capability (`8.9`, `sm_89`).
+    /// A GPU: a name (`"RTX 4090"`, or a family word such as `orin`), a PCI device id (`0x2684`) or a compute
+    /// capability (`8.9`, `sm_89`).
     #[arg(long, value_name = "GPU")]
     pub gpu: Option<String>,
     /// Output format.

@@ -95,7 +95,9 @@ impl Matrix {
         self.features.iter().find(|f| f.name == name)
     }
 
-    /// A GPU by name (`RTX 4090`, `NVIDIA H200`; case and `NVIDIA`/`GeForce` prefixes ignored).
+    /// A GPU by name (`RTX 4090`, `NVIDIA H200`; case and `NVIDIA`/`GeForce` prefixes ignored), by a longer
+    /// name that starts with a known one (`NVIDIA GH200 480GB`), or by a family word that names GPUs of one
+    /// compute capability only (`orin`, `xavier`, `thor`).
     pub fn gpu_by_name(&self, name: &str) -> Option<GpuMatch<'_>> {
         let key = normalize(name);
         if key.is_empty() {
@@ -135,7 +137,33 @@ impl Matrix {
                 }
             }
         }
-        best.map(|(_, m)| m)
+        if let Some((_, m)) = best {
+            return Some(m);
+        }
+        // A family word (`orin`, `xavier`, `thor`): every name holding the query's words, in order; the answer
+        // stands only when all of them share one compute capability (`rtx` names dozens: no answer).
+        let mut found: Option<GpuMatch<'_>> = None;
+        for row in &self.gpus {
+            for n in &row.names {
+                let nk = normalize(n);
+                let nw: Vec<&str> = nk.split(' ').collect();
+                if !nw.windows(words.len()).any(|w| w == &words[..]) {
+                    continue;
+                }
+                match &found {
+                    Some(f) if f.row.cc != row.cc => return None,
+                    Some(_) => {}
+                    None => {
+                        found = Some(GpuMatch {
+                            row,
+                            name: n,
+                            exact: false,
+                        })
+                    }
+                }
+            }
+        }
+        found
     }
 
     /// A GPU by PCI device id (vendor 0x10de).

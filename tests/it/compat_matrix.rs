@@ -54,6 +54,21 @@ fn bundled_matrix_answers_known_facts() {
     );
     assert!(m.gpu_by_name("NVIDIA").is_none());
     assert!(m.gpu_by_name("H2000").is_none());
+    // A family word names GPUs of one compute capability (issue 23: `--gpu orin`, `--gpu gh200`).
+    for (family, cc) in [
+        ("orin", "8.7"),
+        ("Xavier", "7.2"),
+        ("thor", "11.0"),
+        ("gh200", "9.0"),
+    ] {
+        let g = m
+            .gpu_by_name(family)
+            .unwrap_or_else(|| panic!("{family} not found"));
+        assert_eq!(g.row.cc.to_string(), cc, "{family}");
+    }
+    // Near miss: a word shared by GPUs of several compute capabilities answers nothing.
+    assert!(m.gpu_by_name("rtx").is_none());
+    assert!(m.gpu_by_name("jetson").is_none());
     assert_eq!(
         m.minor_compat(12).map(|f| f.linux_min.to_string()),
         Some("525.60.13".into())
