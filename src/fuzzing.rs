@@ -63,13 +63,7 @@ fn judge_and_render(facts: crate::facts::Facts, matrix: &crate::matrix::Matrix) 
     use crate::report::{self, OutputFormat, Paint, RenderOptions, Report};
     let findings = crate::rules::evaluate(&facts, matrix);
     let verdicts = crate::rules::compat::verdicts(&facts, matrix);
-    let headlines = crate::rules::headline::headlines(&facts, &findings, &verdicts);
-    let report = Report {
-        facts,
-        findings,
-        verdicts,
-        headlines,
-    };
+    let report = Report::new(facts, findings, verdicts);
     for format in [
         OutputFormat::Human,
         OutputFormat::Json,
