@@ -10,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod facts;
 pub mod findings;
+pub mod fleet;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod glibc;

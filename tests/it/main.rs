@@ -9,6 +9,7 @@ mod cli;
 mod compat_matrix;
 mod explain_cli;
 mod fixtures_cuobjdump;
+mod fleet;
 mod host;
 mod host_rules;
 mod loader_cache;

@@ -1,0 +1,417 @@
+//! Reading node files: directories walked (bounded), files read in parallel, each decoded only as far as the
+//! grouping needs.
+//!
+//! A real node's `doctor --format json` report is about 130 KiB, most of it the catalogue of CUDA libraries
+//! under `host.facts`; the grouping needs a few hundred bytes of it (driver, GPU models, finding slugs, host
+//! name). So a report is decoded into borrowed structs that skip every other value ([`IgnoredAny`]) without
+//! building it: no `serde_json::Value`, no owned strings for what is not kept. Only a snapshot (which holds
+//! facts, not findings) or a node an artefact is judged against is decoded whole, into the facts model.
+//!
+//! Bounds: at most [`MAX_FILES`] files and [`MAX_DEPTH`] directory levels per walk, links not followed inside a
+//! directory, each file at most [`NODE_FILE`] bytes (read through `system::read`, which refuses FIFOs and
+//! devices without blocking), and memory per node of what is kept, not of the file.
+
+use super::{GpuCount, Node, NodeFinding, SkipKind, Skipped, SourceKind, Standing};
+use crate::facts::HostFacts;
+use crate::findings::Severity;
+use crate::matrix::Matrix;
+use crate::system::read::Limit;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+/// The largest node file read: a report of `inspect` on a framework library with every search trail is a few
+/// MiB, a node's `doctor` report 130 KiB.
+pub const NODE_FILE: Limit = Limit {
+    bytes: 64 << 20,
+    what: "a node report",
+};
+
+/// The most files one `fleet` run reads (a walk stops there and says so).
+pub const MAX_FILES: usize = 1_000_000;
+
+/// The deepest directory level a walk descends to.
+pub const MAX_DEPTH: usize = 16;
+
+/// The files to read, and what the walks counted on the way.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Files to read, as given or found (sorted by name within a directory).
+    pub files: Vec<PathBuf>,
+    /// Files in the directories not named `*.json`.
+    pub other: usize,
+    /// Entries of the walks that could not be read (permission, a link not followed).
+    pub skipped: Vec<Skipped>,
+    /// Why a walk stopped early.
+    pub truncated: Option<String>,
+}
+
+/// The files under `paths`: a file as given (whatever its name), a directory walked for `*.json` files. A
+/// path that does not exist is an error: the command line named it.
+pub fn find(paths: &[PathBuf]) -> Result<Found, String> {
+    let mut found = Found::default();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+        if !meta.is_dir() {
+            found.files.push(p.clone());
+            continue;
+        }
+        let walk = walkdir::WalkDir::new(p)
+            .follow_links(false)
+            .max_depth(MAX_DEPTH)
+            .sort_by_file_name();
+        for entry in walk {
+            if found.files.len() >= MAX_FILES {
+                found.truncated = Some(format!(
+                    "stopped after {MAX_FILES} files: name fewer directories, or one per run"
+                ));
+                return Ok(found);
+            }
+            match entry {
+                Ok(e) if e.file_type().is_file() => {
+                    if e.file_name().to_string_lossy().ends_with(".json") {
+                        found.files.push(e.into_path());
+                    } else {
+                        found.other += 1;
+                    }
+                }
+                Ok(e) if e.file_type().is_symlink() => {
+                    if e.file_name().to_string_lossy().ends_with(".json") {
+                        found.skipped.push(Skipped {
+                            path: e.path().display().to_string(),
+                            kind: SkipKind::Unreadable,
+                            reason:
+                                "a symbolic link: links are not followed inside a directory (name the file)"
+                                    .into(),
+                        });
+                    } else {
+                        found.other += 1;
+                    }
+                }
+                Ok(e) => {
+                    if e.depth() == MAX_DEPTH && e.file_type().is_dir() {
+                        found.truncated = Some(format!(
+                            "directories deeper than {MAX_DEPTH} levels under {} were not read",
+                            p.display()
+                        ));
+                    }
+                }
+                Err(e) => found.skipped.push(Skipped {
+                    path: e
+                        .path()
+                        .map_or_else(|| p.display().to_string(), |x| x.display().to_string()),
+                    kind: SkipKind::Unreadable,
+                    reason: e.io_error().map_or_else(|| e.to_string(), |io| io.to_string()),
+                }),
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// What a node file gave.
+pub type Read = Result<Node, Skipped>;
+
+/// Reads every file in parallel; `judge` (with `--artifact`) predicts the artefact's outcome on each node as
+/// soon as its facts are decoded, so that no node's whole facts are kept.
+/// `done` counts the files read, for a progress line.
+pub fn read_all(
+    files: &[PathBuf],
+    matrix: &Matrix,
+    judge: Option<&super::judge::Artefact>,
+    done: &std::sync::atomic::AtomicUsize,
+) -> Vec<Read> {
+    crate::parallel::map_with(
+        files,
+        usize::MAX,
+        || judge.map(super::judge::Artefact::judge_facts),
+        |facts, path| {
+            let r = read_node(path, matrix, judge.zip(facts.as_mut()));
+            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            r
+        },
+    )
+}
+
+/// The host part of a report (`host`) or of a snapshot's facts (`facts.host`): both carry `driver.version`
+/// and `gpus[].name`; the host name may be on either level (`host.hostname`, `host.facts.hostname`).
+#[derive(Deserialize)]
+struct HostHead<'a> {
+    #[serde(borrow, default)]
+    hostname: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    driver: Option<DriverHead<'a>>,
+    #[serde(borrow, default)]
+    gpus: Vec<GpuHead<'a>>,
+    #[serde(borrow, default)]
+    facts: Option<NameHead<'a>>,
+}
+
+#[derive(Deserialize)]
+struct DriverHead<'a> {
+    #[serde(borrow, default)]
+    version: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct GpuHead<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct NameHead<'a> {
+    #[serde(borrow, default)]
+    hostname: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct FindingHead<'a> {
+    #[serde(borrow)]
+    code: Cow<'a, str>,
+    #[serde(borrow)]
+    slug: Cow<'a, str>,
+    severity: Severity,
+}
+
+#[derive(Deserialize)]
+struct SnapshotHead<'a> {
+    #[serde(borrow, default)]
+    host: Option<HostHead<'a>>,
+}
+
+/// The top of any node file: enough to tell a report from a snapshot and to group a report's node.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(default)]
+    schema_version: Option<IgnoredAny>,
+    #[serde(default)]
+    snapshot_version: Option<IgnoredAny>,
+    #[serde(borrow, default)]
+    host: Option<HostHead<'a>>,
+    #[serde(borrow, default)]
+    findings: Option<Vec<FindingHead<'a>>>,
+    #[serde(borrow, default)]
+    facts: Option<SnapshotHead<'a>>,
+}
+
+/// A report's host facts, decoded whole (only for judging an artefact).
+#[derive(Deserialize)]
+struct ReportFacts {
+    #[serde(default)]
+    host: Option<ReportHostFacts>,
+}
+
+#[derive(Deserialize)]
+struct ReportHostFacts {
+    #[serde(default)]
+    facts: Option<HostFacts>,
+}
+
+fn skipped(path: &Path, kind: SkipKind, reason: impl Into<String>) -> Skipped {
+    Skipped {
+        path: path.display().to_string(),
+        kind,
+        reason: reason.into(),
+    }
+}
+
+/// Reads one node file: a report's node from its head alone, a snapshot's from its facts with the rules run
+/// over them; with an artefact, its predicted outcome too.
+fn read_node(
+    path: &Path,
+    matrix: &Matrix,
+    judge: Option<(&super::judge::Artefact, &mut crate::facts::Facts)>,
+) -> Read {
+    let bytes = crate::system::read::read(path, NODE_FILE)
+        .map_err(|e| skipped(path, SkipKind::Unreadable, e.to_string()))?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| skipped(path, SkipKind::NotJson, "not JSON: not UTF-8 text"))?;
+    let head: Head<'_> = serde_json::from_str(text).map_err(|e| {
+        // A syntax error is "not JSON"; JSON of the wrong shape is not a cudadiag file.
+        let kind = if e.is_data() {
+            SkipKind::NotCudadiag
+        } else {
+            SkipKind::NotJson
+        };
+        let what = if e.is_data() {
+            "not a cudadiag report or snapshot"
+        } else {
+            "not JSON"
+        };
+        skipped(path, kind, format!("{what}: {e}"))
+    })?;
+    let origin = path.display().to_string();
+    let file_name = node_name_from_file(path);
+    if head.schema_version.is_some() && head.snapshot_version.is_none() {
+        let Some(host) = head.host else {
+            return Err(skipped(
+                path,
+                SkipKind::NotCudadiag,
+                "a JSON report without a `host` object: not a cudadiag report",
+            ));
+        };
+        let mut findings: Vec<NodeFinding> = Vec::new();
+        for f in head.findings.unwrap_or_default() {
+            add_finding(&mut findings, &f.slug, &f.code, f.severity);
+        }
+        let hostname = host
+            .hostname
+            .as_deref()
+            .or(host.facts.as_ref().and_then(|f| f.hostname.as_deref()))
+            .map(str::to_string);
+        let mut node = node(
+            file_name,
+            hostname,
+            &origin,
+            SourceKind::Report,
+            host.driver.and_then(|d| d.version).map(Cow::into_owned),
+            host.gpus.iter().map(|g| g.name.as_ref()),
+            findings,
+        );
+        if let Some((artefact, facts)) = judge {
+            let decoded: ReportFacts = serde_json::from_str(text).map_err(|e| {
+                skipped(
+                    path,
+                    SkipKind::NotCudadiag,
+                    format!("its host facts do not decode: {e}"),
+                )
+            })?;
+            let host = decoded.host.and_then(|h| h.facts);
+            node.prediction = Some(artefact.predict(host, facts, matrix));
+        }
+        return Ok(node);
+    }
+    // A snapshot (or a bare serialised `Facts`): the reader `--facts` uses, so a newer format is refused the same way.
+    let hostname = head
+        .facts
+        .as_ref()
+        .and_then(|f| f.host.as_ref())
+        .or(head.host.as_ref())
+        .and_then(|h| h.hostname.as_deref())
+        .map(str::to_string);
+    let facts = crate::commands::snapshot::parse(text, "this file").map_err(|e| {
+        let reason = if head.snapshot_version.is_some() {
+            e.0
+        } else {
+            "JSON, but neither a cudadiag report nor a snapshot".to_string()
+        };
+        skipped(path, SkipKind::NotCudadiag, reason)
+    })?;
+    let Some(mut host) = facts.host else {
+        return Err(skipped(
+            path,
+            SkipKind::NotCudadiag,
+            "a snapshot without host facts",
+        ));
+    };
+    crate::host::enrich::with_matrix(&mut host, matrix);
+    let facts_of_node = crate::facts::Facts {
+        host: Some(host),
+        ..crate::facts::Facts::default()
+    };
+    let mut findings = Vec::new();
+    for f in crate::rules::evaluate(&facts_of_node, matrix) {
+        add_finding(&mut findings, &f.slug, &f.code, f.severity);
+    }
+    let host = facts_of_node.host;
+    let h = host.as_ref();
+    let mut node = node(
+        file_name,
+        hostname,
+        &origin,
+        SourceKind::Snapshot,
+        h.and_then(|h| h.driver.as_ref()).map(|d| d.version.clone()),
+        h.map(|h| h.gpus.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|g| g.name.as_str()),
+        findings,
+    );
+    if let Some((artefact, facts)) = judge {
+        node.prediction = Some(artefact.predict(host, facts, matrix));
+    }
+    Ok(node)
+}
+
+/// Adds a finding, each slug once at its worst severity.
+fn add_finding(findings: &mut Vec<NodeFinding>, slug: &str, code: &str, severity: Severity) {
+    match findings.iter_mut().find(|f| f.slug == slug) {
+        Some(f) => f.severity = f.severity.max(severity),
+        None => findings.push(NodeFinding {
+            slug: slug.to_string(),
+            code: code.to_string(),
+            severity,
+        }),
+    }
+}
+
+fn node<'a>(
+    file_name: String,
+    hostname: Option<String>,
+    origin: &str,
+    kind: SourceKind,
+    driver: Option<String>,
+    gpus: impl Iterator<Item = &'a str>,
+    mut findings: Vec<NodeFinding>,
+) -> Node {
+    let mut counts: Vec<GpuCount> = Vec::new();
+    for g in gpus {
+        match counts.iter_mut().find(|c| c.model == g) {
+            Some(c) => c.count += 1,
+            None => counts.push(GpuCount {
+                model: g.to_string(),
+                count: 1,
+            }),
+        }
+    }
+    findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.slug.cmp(&b.slug)));
+    let hostname = hostname.filter(|h| !h.trim().is_empty());
+    Node {
+        name: hostname.clone().unwrap_or(file_name),
+        file: origin.to_string(),
+        kind,
+        driver: driver.filter(|d| !d.is_empty()),
+        gpus: counts,
+        verdict: Standing::of(&findings),
+        findings,
+        prediction: None,
+        hostname,
+    }
+}
+
+/// A node's name from its file: the file name without `.json` (`%N.json` written by Slurm gives the node's
+/// name).
+fn node_name_from_file(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    match name.strip_suffix(".json") {
+        Some(stem) if !stem.is_empty() => stem.to_string(),
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_is_named_by_its_file_without_json() {
+        assert_eq!(node_name_from_file(Path::new("out/gpu-017.json")), "gpu-017");
+        assert_eq!(node_name_from_file(Path::new("out/.json")), ".json");
+        assert_eq!(node_name_from_file(Path::new("n1.report")), "n1.report");
+    }
+
+    #[test]
+    fn a_finding_is_kept_once_at_its_worst_severity() {
+        let mut f = Vec::new();
+        add_finding(&mut f, "library-not-found", "CD200", Severity::Warning);
+        add_finding(&mut f, "library-not-found", "CD200", Severity::Error);
+        add_finding(&mut f, "library-not-found", "CD200", Severity::Note);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+    }
+}
