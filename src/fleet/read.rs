@@ -187,13 +187,26 @@ struct Head<'a> {
     #[serde(default)]
     schema_version: Option<IgnoredAny>,
     #[serde(default)]
-    snapshot_version: Option<IgnoredAny>,
+    snapshot_version: Option<serde_json::Value>,
     #[serde(borrow, default)]
     host: Option<HostHead<'a>>,
     #[serde(borrow, default)]
     findings: Option<Vec<FindingHead<'a>>>,
     #[serde(borrow, default)]
     facts: Option<SnapshotHead<'a>>,
+}
+
+/// A snapshot's host facts, decoded whole (its other facts, binaries', skipped).
+#[derive(Deserialize)]
+struct SnapshotFile {
+    #[serde(default)]
+    facts: Option<SnapshotFacts>,
+}
+
+#[derive(Deserialize)]
+struct SnapshotFacts {
+    #[serde(default)]
+    host: Option<HostFacts>,
 }
 
 /// A report's host facts, decoded whole (only for judging an artefact).
@@ -291,15 +304,50 @@ fn read_node(
         .or(head.host.as_ref())
         .and_then(|h| h.hostname.as_deref())
         .map(str::to_string);
-    let facts = crate::commands::snapshot::parse(text, "this file").map_err(|e| {
-        let reason = if head.snapshot_version.is_some() {
-            e.0
-        } else {
-            "JSON, but neither a cudadiag report nor a snapshot".to_string()
-        };
-        skipped(path, SkipKind::NotCudadiag, reason)
-    })?;
-    let Some(mut host) = facts.host else {
+    let host = match &head.snapshot_version {
+        // The envelope `cudadiag snapshot` writes: decoded straight into the host facts (no JSON tree first),
+        // after the version check `--facts` makes.
+        Some(v) => {
+            let version = v.as_u64().ok_or_else(|| {
+                skipped(
+                    path,
+                    SkipKind::NotCudadiag,
+                    format!("not a cudadiag snapshot: snapshot_version is {v}, not a number"),
+                )
+            })?;
+            if version > u64::from(crate::commands::snapshot::SNAPSHOT_VERSION) {
+                return Err(skipped(
+                    path,
+                    SkipKind::NotCudadiag,
+                    format!(
+                        "snapshot version {version} is newer than this cudadiag understands (max {}): upgrade cudadiag",
+                        crate::commands::snapshot::SNAPSHOT_VERSION
+                    ),
+                ));
+            }
+            let file: SnapshotFile = serde_json::from_str(text).map_err(|e| {
+                skipped(
+                    path,
+                    SkipKind::NotCudadiag,
+                    format!("not a cudadiag snapshot: {e}"),
+                )
+            })?;
+            file.facts.and_then(|f| f.host)
+        }
+        // A bare serialised `Facts` (accepted by `--facts` too).
+        None => {
+            crate::commands::snapshot::parse(text, "this file")
+                .map_err(|_| {
+                    skipped(
+                        path,
+                        SkipKind::NotCudadiag,
+                        "JSON, but neither a cudadiag report nor a snapshot",
+                    )
+                })?
+                .host
+        }
+    };
+    let Some(mut host) = host else {
         return Err(skipped(
             path,
             SkipKind::NotCudadiag,
