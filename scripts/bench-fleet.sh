@@ -75,7 +75,7 @@ for n in sizes:
         r["host"]["driver"] = {"version": drv, "cuda": report["host"]["driver"]["cuda"]}
         r["host"]["gpus"] = gpu_list(base_gpu, model, count)
         facts = dict(report["host"]["facts"])
-        facts["hostname"] = name
+        facts["hostname"] = {"name": name, "source": "/proc/sys/kernel/hostname"}
         facts["driver"] = {"version": drv, "source": "/proc/driver/nvidia/version"}
         facts["gpus"] = gpu_list(base_fact_gpu, model, count)
         r["host"]["facts"] = facts
@@ -99,7 +99,7 @@ for i in range(1000):
     s = dict(snap)
     s["facts"] = dict(snap["facts"])
     h = dict(base)
-    h["hostname"] = name
+    h["hostname"] = {"name": name, "source": "/proc/sys/kernel/hostname"}
     h["driver"] = {"version": drv, "source": "/proc/driver/nvidia/version"}
     h["gpus"] = gpu_list(base["gpus"][0], model, count)
     s["facts"]["host"] = h

@@ -138,7 +138,7 @@ set -e
 wait_for 'drain' 20 || fail "the prolog did not drain the node (state $(state)): $(cat "$t/srun-fail.txt")"
 [ ! -e "$t/ran-on-broken" ] || fail "the job ran on a node whose prolog failed"
 step "prolog on driver-upgraded-no-reboot: srun exit $rc, job did not run, node $(state) ($(reason)) in $(since "$s")s"
-sed 's/^/    srun: /' "$t/srun-fail.txt" | head -5
+sed 's/^/    /' "$t/srun-fail.txt" | head -5
 grep -h 'cudadiag' "$t"/log/slurmd.log | tail -2 | sed 's/^/    slurmd.log: /' || true
 scancel --name=prolog-fails 2> /dev/null || true
 

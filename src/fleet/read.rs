@@ -138,14 +138,14 @@ pub fn read_all(
 /// and `gpus[].name`; the host name may be on either level (`host.hostname`, `host.facts.hostname`).
 #[derive(Deserialize)]
 struct HostHead<'a> {
-    #[serde(borrow, default)]
-    hostname: Option<Cow<'a, str>>,
+    #[serde(default)]
+    hostname: Option<HostNameField>,
     #[serde(borrow, default)]
     driver: Option<DriverHead<'a>>,
     #[serde(borrow, default)]
     gpus: Vec<GpuHead<'a>>,
-    #[serde(borrow, default)]
-    facts: Option<NameHead<'a>>,
+    #[serde(default)]
+    facts: Option<NameHead>,
 }
 
 #[derive(Deserialize)]
@@ -161,9 +161,25 @@ struct GpuHead<'a> {
 }
 
 #[derive(Deserialize)]
-struct NameHead<'a> {
-    #[serde(borrow, default)]
-    hostname: Option<Cow<'a, str>>,
+struct NameHead {
+    #[serde(default)]
+    hostname: Option<HostNameField>,
+}
+
+/// A host name as a snapshot records it (`{"name": "gpu-a1", "source": "/etc/hostname"}`), or a plain string.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum HostNameField {
+    Named { name: String },
+    Plain(String),
+}
+
+impl HostNameField {
+    fn name(&self) -> &str {
+        match self {
+            HostNameField::Named { name } | HostNameField::Plain(name) => name,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -271,9 +287,9 @@ fn read_node(
         }
         let hostname = host
             .hostname
-            .as_deref()
-            .or(host.facts.as_ref().and_then(|f| f.hostname.as_deref()))
-            .map(str::to_string);
+            .as_ref()
+            .or(host.facts.as_ref().and_then(|f| f.hostname.as_ref()))
+            .map(|h| h.name().to_string());
         let mut node = node(
             file_name,
             hostname,
@@ -302,8 +318,8 @@ fn read_node(
         .as_ref()
         .and_then(|f| f.host.as_ref())
         .or(head.host.as_ref())
-        .and_then(|h| h.hostname.as_deref())
-        .map(str::to_string);
+        .and_then(|h| h.hostname.as_ref())
+        .map(|h| h.name().to_string());
     let host = match &head.snapshot_version {
         // The envelope `cudadiag snapshot` writes: decoded straight into the host facts (no JSON tree first),
         // after the version check `--facts` makes.

@@ -93,8 +93,8 @@ fn names(v: &Value) -> Vec<&str> {
 /// - `upgraded.json`: driver-upgraded-no-reboot (module 550.54.14), its `driver-library-mismatch` written twice
 ///   (once as a warning): counted once, as an error;
 /// - `rack2/uvm.json` (found by the walk): `nvidia-uvm-missing`;
-/// - `rack2/deep/s.json`: a snapshot of `h200-nix-open-580` carrying the host name `gpu-h200-01`; its findings
-///   come from the rules run over its facts;
+/// - `rack2/deep/s.json`: a snapshot of `h200-nix-open-580` carrying the host name `gpu-h200-01` (as
+///   `snapshot` records it, with where it was read); its findings come from the rules run over its facts;
 /// - `broken.json` (not JSON), `other.json` (JSON, not cudadiag's), `slurm-42.out` (not `*.json`).
 fn corpus(dir: &Path) {
     write(&dir.join("healthy.json"), &doctor_report("healthy"));
@@ -107,7 +107,7 @@ fn corpus(dir: &Path) {
     write(&dir.join("upgraded.json"), &upgraded);
     write(&dir.join("rack2/uvm.json"), &doctor_report("uvm-missing"));
     let mut snap = snapshot("h200-nix-open-580");
-    snap["facts"]["host"]["hostname"] = json!("gpu-h200-01");
+    snap["facts"]["host"]["hostname"] = json!({"name": "gpu-h200-01", "source": "/etc/hostname"});
     write(&dir.join("rack2/deep/s.json"), &snap);
     std::fs::write(dir.join("broken.json"), "{\"schema_version\": 1, \"host\": ").unwrap();
     std::fs::write(dir.join("other.json"), "{\"name\": \"not a report\"}").unwrap();
@@ -378,4 +378,20 @@ fn an_artifact_without_binaries_is_a_tool_error() {
     ]);
     assert_eq!(code, Some(2));
     assert!(err.contains("no program, library or device code found"), "{err}");
+}
+
+/// The host name as `snapshot` records it (`{"name", "source"}`) or as a plain string, in a report's host
+/// facts or at the top of its host object, names the node; without one, the file does.
+#[test]
+fn a_node_is_named_by_the_host_name_its_file_carries() {
+    let t = tempfile::tempdir().unwrap();
+    let mut a = doctor_report("healthy");
+    a["host"]["facts"]["hostname"] = json!({"name": "gpu-a1", "source": "/etc/hostname"});
+    write(&t.path().join("a.json"), &a);
+    let mut b = doctor_report("healthy");
+    b["host"]["hostname"] = json!("gpu-b2");
+    write(&t.path().join("b.json"), &b);
+    write(&t.path().join("c.json"), &doctor_report("healthy"));
+    let (_, doc) = fleet_json(&[t.path().as_os_str()]);
+    assert_eq!(names(&doc["drivers"]["550.90.07"]), ["c", "gpu-a1", "gpu-b2"]);
 }
