@@ -98,11 +98,9 @@ pub fn human(fleet: &Fleet, paint: Paint, verbose: bool, out: &mut dyn Write) ->
         }
         rows_of(out, &rows, verbose)?;
     }
-    if verbose {
-        if let Some((_, names)) = fleet.verdicts.iter().find(|(s, _)| *s == Standing::Fails) {
-            writeln!(out, "\n{}", paint.bold("nodes that fail"))?;
-            group_line(out, "  ", names, true)?;
-        }
+    if verbose && let Some((_, names)) = fleet.verdicts.iter().find(|(s, _)| *s == Standing::Fails) {
+        writeln!(out, "\n{}", paint.bold("nodes that fail"))?;
+        group_line(out, "  ", names, true)?;
     }
     unused_files(fleet, paint, verbose, out)
 }
