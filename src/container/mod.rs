@@ -355,5 +355,43 @@ fn judge(expression: &str, devices: &DeviceSelection, values: &NodeValues) -> (O
     }
 }
 
+/// How the toolkit treats an image's forward-compatibility libraries (its `cuda-compat-mode` setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompatMode {
+    /// The default since toolkit 1.17: compat libraries of a newer branch than the node's driver are put ahead
+    /// of the driver's in the container's loader configuration.
+    #[default]
+    Ldconfig,
+    /// The older behaviour: compat libraries of any other branch are mounted over the driver's.
+    Mount,
+    /// The toolkit leaves them alone.
+    Disabled,
+}
+
+/// Whether the toolkit activates an image's forward-compatibility library (a file of
+/// `/usr/local/cuda/compat`, `libcuda.so.580.95.05`) on a node whose kernel module is `driver`, with the
+/// `compute` capability on. The branch in the file name is compared with the start of the driver's version as
+/// text, as libnvidia-container does (`docs/container-toolkit.md`, "Forward compatibility inside the image").
+pub fn compat_library_used(file_name: &str, driver: &str, mode: CompatMode) -> bool {
+    let Some((_, after)) = file_name.split_once(".so.") else {
+        return false;
+    };
+    let n = after.bytes().take_while(u8::is_ascii_digit).count();
+    let ours = &driver.as_bytes()[..n.min(driver.len())];
+    let theirs = &after.as_bytes()[..n];
+    // strncmp over n characters, a shorter driver string comparing as if padded with NULs.
+    let order = ours.cmp(theirs).then(if driver.len() < n {
+        std::cmp::Ordering::Less
+    } else {
+        std::cmp::Ordering::Equal
+    });
+    match mode {
+        CompatMode::Disabled => false,
+        CompatMode::Ldconfig => order == std::cmp::Ordering::Less,
+        CompatMode::Mount => order != std::cmp::Ordering::Equal,
+    }
+}
+
 #[cfg(test)]
 mod tests;

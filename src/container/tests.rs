@@ -19,19 +19,36 @@ brand=nvidiartx,driver>=535,driver<536 brand=geforce,driver>=535,driver<536 bran
 brand=quadro,driver>=535,driver<536 brand=quadrortx,driver>=535,driver<536 brand=titan,driver>=535,driver<536 \
 brand=titanrtx,driver>=535,driver<536";
 
-/// `nvidia/cuda:13.0.*` (vLLM 0.23's base): CUDA 13.0, or a 535, 550, 565, 570 or 575 driver on data-centre,
-/// workstation and virtual-GPU brands; no GeForce or TITAN.
+/// `nvidia/cuda:13.0.*` (vLLM 0.23's base), verbatim: CUDA 13.0, or a 535, 550, 565, 570 or 575 driver on
+/// data-centre, workstation and virtual-GPU brands; no GeForce or TITAN.
 const CUDA_13_0: &str = "cuda>=13.0 brand=unknown,driver>=535,driver<536 brand=grid,driver>=535,driver<536 \
-brand=tesla,driver>=535,driver<536 brand=nvidia,driver>=535,driver<536 brand=quadro,driver>=535,driver<536 \
-brand=quadrortx,driver>=535,driver<536 brand=nvidiartx,driver>=535,driver<536 brand=vapps,driver>=535,driver<536 \
+brand=tesla,driver>=535,driver<536 brand=nvidia,driver>=535,driver<536 \
+brand=quadro,driver>=535,driver<536 brand=quadrortx,driver>=535,driver<536 \
+brand=nvidiartx,driver>=535,driver<536 brand=vapps,driver>=535,driver<536 \
 brand=vpc,driver>=535,driver<536 brand=vcs,driver>=535,driver<536 brand=vws,driver>=535,driver<536 \
-brand=cloudgaming,driver>=535,driver<536 brand=unknown,driver>=550,driver<551 brand=grid,driver>=550,driver<551 \
-brand=tesla,driver>=550,driver<551 brand=nvidia,driver>=550,driver<551 brand=quadro,driver>=550,driver<551 \
-brand=quadrortx,driver>=550,driver<551 brand=nvidiartx,driver>=550,driver<551 brand=vapps,driver>=550,driver<551 \
-brand=vpc,driver>=550,driver<551 brand=vcs,driver>=550,driver<551 brand=vws,driver>=550,driver<551 \
-brand=cloudgaming,driver>=550,driver<551 brand=unknown,driver>=570,driver<571 brand=tesla,driver>=570,driver<571 \
-brand=nvidia,driver>=570,driver<571 brand=unknown,driver>=575,driver<576 brand=tesla,driver>=575,driver<576 \
-brand=nvidia,driver>=575,driver<576";
+brand=cloudgaming,driver>=535,driver<536 brand=unknown,driver>=550,driver<551 \
+brand=grid,driver>=550,driver<551 brand=tesla,driver>=550,driver<551 \
+brand=nvidia,driver>=550,driver<551 brand=quadro,driver>=550,driver<551 \
+brand=quadrortx,driver>=550,driver<551 brand=nvidiartx,driver>=550,driver<551 \
+brand=vapps,driver>=550,driver<551 brand=vpc,driver>=550,driver<551 brand=vcs,driver>=550,driver<551 \
+brand=vws,driver>=550,driver<551 brand=cloudgaming,driver>=550,driver<551 \
+brand=unknown,driver>=565,driver<566 brand=grid,driver>=565,driver<566 \
+brand=tesla,driver>=565,driver<566 brand=nvidia,driver>=565,driver<566 \
+brand=quadro,driver>=565,driver<566 brand=quadrortx,driver>=565,driver<566 \
+brand=nvidiartx,driver>=565,driver<566 brand=vapps,driver>=565,driver<566 \
+brand=vpc,driver>=565,driver<566 brand=vcs,driver>=565,driver<566 brand=vws,driver>=565,driver<566 \
+brand=cloudgaming,driver>=565,driver<566 brand=unknown,driver>=570,driver<571 \
+brand=grid,driver>=570,driver<571 brand=tesla,driver>=570,driver<571 \
+brand=nvidia,driver>=570,driver<571 brand=quadro,driver>=570,driver<571 \
+brand=quadrortx,driver>=570,driver<571 brand=nvidiartx,driver>=570,driver<571 \
+brand=vapps,driver>=570,driver<571 brand=vpc,driver>=570,driver<571 brand=vcs,driver>=570,driver<571 \
+brand=vws,driver>=570,driver<571 brand=cloudgaming,driver>=570,driver<571 \
+brand=unknown,driver>=575,driver<576 brand=grid,driver>=575,driver<576 \
+brand=tesla,driver>=575,driver<576 brand=nvidia,driver>=575,driver<576 \
+brand=quadro,driver>=575,driver<576 brand=quadrortx,driver>=575,driver<576 \
+brand=nvidiartx,driver>=575,driver<576 brand=vapps,driver>=575,driver<576 \
+brand=vpc,driver>=575,driver<576 brand=vcs,driver>=575,driver<576 brand=vws,driver>=575,driver<576 \
+brand=cloudgaming,driver>=575,driver<576";
 
 fn matrix() -> Matrix {
     Matrix::bundled().expect("bundled matrix")
@@ -382,4 +399,35 @@ fn legacy_versions_parse_as_semantic_versions() {
     assert_eq!(legacy_major_minor("12.4.1.5"), None);
     assert_eq!(legacy_major_minor("twelve"), None);
     assert_eq!(legacy_major_minor(""), None);
+}
+
+#[test]
+fn compat_libraries_are_used_only_from_a_newer_branch() {
+    use CompatMode::*;
+    assert!(compat_library_used(
+        "libcuda.so.580.95.05",
+        "535.104.05",
+        Ldconfig
+    ));
+    assert!(!compat_library_used(
+        "libcuda.so.550.54.15",
+        "580.159.04",
+        Ldconfig
+    ));
+    assert!(!compat_library_used(
+        "libcuda.so.580.95.05",
+        "580.159.04",
+        Ldconfig
+    ));
+    // The SONAME link and unversioned names never count.
+    assert!(!compat_library_used("libcuda.so.1", "535.104.05", Ldconfig));
+    assert!(!compat_library_used("libcuda.so", "535.104.05", Ldconfig));
+    // Mount mode takes any other branch, older ones included; disabled takes none.
+    assert!(compat_library_used("libcuda.so.550.54.15", "580.159.04", Mount));
+    assert!(!compat_library_used("libcuda.so.580.95.05", "580.159.04", Mount));
+    assert!(!compat_library_used(
+        "libcuda.so.580.95.05",
+        "535.104.05",
+        Disabled
+    ));
 }
