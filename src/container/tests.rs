@@ -109,7 +109,16 @@ const A100: (&str, &str) = ("NVIDIA A100-SXM4-80GB", "8.0");
 #[test]
 fn real_image_constraints_against_real_drivers() {
     use Outcome::*;
-    let cases: &[(&str, &str, Option<&str>, (&str, &str), Outcome, &str)] = &[
+    /// (image CUDA, NVIDIA_REQUIRE_CUDA, driver, GPU, expected, why).
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        Option<&'a str>,
+        (&'a str, &'a str),
+        Outcome,
+        &'a str,
+    );
+    let cases: &[Case<'_>] = &[
         // 580 supports CUDA 13.0: the first term holds.
         (
             "13.0",
