@@ -66,8 +66,12 @@ pub fn candidates(name: &str) -> Option<&'static [&'static str]> {
             &["geforce", "geforcertx"]
         });
     }
-    // Data-centre parts: a letter or two and digits (H100, H200, A100, L40S, B200, GH200, GB200, T4, V100).
+    // Data-centre parts: a letter or two and digits (H100, H200, A100, L40S, B200, GH200, GB200, V100), and the
+    // T4 (not the T400-T1000 workstation boards).
     let datacenter = words.iter().any(|w| {
+        if w.starts_with('t') {
+            return *w == "t4";
+        }
         let letters = w.chars().take_while(|c| c.is_ascii_alphabetic()).count();
         let rest = &w[letters..];
         (1..=2).contains(&letters)
@@ -109,6 +113,9 @@ mod tests {
         );
         assert_eq!(candidates("NVIDIA TITAN RTX"), Some(&["titan", "titanrtx"][..]));
         assert_eq!(candidates("Quadro RTX 8000"), Some(&["quadro", "quadrortx"][..]));
+        assert_eq!(candidates("NVIDIA L4"), Some(&["tesla", "nvidia"][..]));
+        assert_eq!(candidates("NVIDIA T1000 8GB"), None);
+        assert_eq!(candidates("NVIDIA Jetson AGX Orin"), None);
         assert_eq!(candidates("Orin"), None);
         assert_eq!(candidates(""), None);
         for b in ALL {

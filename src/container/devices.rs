@@ -120,7 +120,10 @@ pub fn select(value: Option<&str>, legacy: bool, node: &HostFacts) -> DeviceSele
     };
     match &request {
         DeviceRequest::All => sel.gpus = (0..node.gpus.len()).map(|i| gpu(i, None)).collect(),
-        DeviceRequest::List(ids) if node_gpus_known && !node.gpus.is_empty() => {
+        DeviceRequest::List(ids) if !node_gpus_known => sel.undecided = ids.clone(),
+        // A node where NVML lists no GPU: the toolkit skips the selection (and CUDA finds no device).
+        DeviceRequest::List(_) if node.gpus.is_empty() => {}
+        DeviceRequest::List(ids) => {
             for id in ids {
                 if id.eq_ignore_ascii_case("all") {
                     sel.gpus = (0..node.gpus.len()).map(|i| gpu(i, None)).collect();
@@ -141,7 +144,6 @@ pub fn select(value: Option<&str>, legacy: bool, node: &HostFacts) -> DeviceSele
                 }
             }
         }
-        DeviceRequest::List(ids) => sel.undecided = ids.clone(),
         _ => {}
     }
     if gpu_container {
@@ -315,6 +317,16 @@ mod tests {
         assert_eq!(s.device_nodes.len(), 3);
         let s = select(None, false, &n);
         assert!(!s.gpu_container && s.device_nodes.is_empty());
+    }
+
+    #[test]
+    fn a_node_read_with_no_gpu_selects_nothing_and_fails_nothing() {
+        let n = HostFacts {
+            observed: true,
+            ..HostFacts::default()
+        };
+        let s = select(Some("0"), false, &n);
+        assert!(s.gpu_container && s.gpus.is_empty() && s.unknown.is_none() && s.undecided.is_empty());
     }
 
     #[test]

@@ -304,7 +304,7 @@ fn judge(expression: &str, devices: &DeviceSelection, values: &NodeValues) -> (O
             && !matches!(devices.request, DeviceRequest::None));
     if unknown_gpus {
         gpus.push((
-            "a GPU the node's facts do not describe".to_string(),
+            "the GPUs the container gets, which the node's facts do not list".to_string(),
             vec![Props {
                 device: Device::Unknown,
                 ..base.clone()
@@ -342,9 +342,7 @@ fn judge(expression: &str, devices: &DeviceSelection, values: &NodeValues) -> (O
             } else if values.driver.is_none() && expression.to_ascii_lowercase().contains("driver") {
                 "the node's driver version is not known".to_string()
             } else {
-                format!(
-                    "the outcome depends on facts cudadiag does not have about {what} (its brand or compute capability)"
-                )
+                format!("the outcome depends on the brand or compute capability of {what}")
             };
             open = Some(why);
         }
