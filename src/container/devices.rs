@@ -135,8 +135,17 @@ pub fn select(value: Option<&str>, legacy: bool, node: &HostFacts) -> DeviceSele
                             sel.gpus.push(gpu(i, None));
                         }
                     }
-                    Found::Mig(i) => sel.gpus.push(gpu(i, Some(id.clone()))),
-                    Found::Undecided => sel.undecided.push(id.clone()),
+                    Found::Mig(i) => {
+                        // Each device once, as the toolkit does: a list repeating it stays as long as the node.
+                        if !sel.gpus.iter().any(|g| g.mig.as_deref() == Some(id.as_str())) {
+                            sel.gpus.push(gpu(i, Some(id.clone())));
+                        }
+                    }
+                    Found::Undecided => {
+                        if !sel.undecided.contains(id) {
+                            sel.undecided.push(id.clone());
+                        }
+                    }
                     Found::Nothing => {
                         sel.unknown = Some(id.clone());
                         break;

@@ -282,7 +282,13 @@ fn judge(expression: &str, devices: &DeviceSelection, values: &NodeValues) -> (O
     };
     // Each GPU is a set of worlds, one per brand its name allows.
     let mut gpus: Vec<(String, Vec<Props>)> = Vec::new();
+    let mut seen: Vec<usize> = Vec::new();
     for g in &devices.gpus {
+        // A MIG device is checked as its parent GPU: once per GPU.
+        if seen.contains(&g.index) {
+            continue;
+        }
+        seen.push(g.index);
         let arch = g.cc.clone();
         // A name that settles no brand family: every brand the toolkit can report is possible.
         let worlds = brand::candidates(&g.name)

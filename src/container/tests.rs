@@ -440,3 +440,49 @@ fn compat_libraries_are_used_only_from_a_newer_branch() {
         Disabled
     ));
 }
+
+#[test]
+fn a_huge_device_list_stays_bounded() {
+    let mut n = node(Some("580.159.04"), &[H200]);
+    n.mig = vec!["/proc/driver/nvidia/capabilities/gpu0/mig/gi1".into()];
+    let ids = vec!["0:0"; 100_000].join(",");
+    let mut e = cuda_image(CUDA_13_0, "13.0.2");
+    e.insert("NVIDIA_VISIBLE_DEVICES".into(), ids);
+    let v = evaluate(&e, &n, &matrix());
+    assert_eq!(v.devices.gpus.len(), 1);
+    assert_eq!(v.requirements[0].outcome, Outcome::Satisfied);
+}
+
+#[test]
+fn hostile_values_never_panic() {
+    let n = node(Some("580.159.04"), &[H200, RTX4090]);
+    let weird = [
+        "",
+        " ",
+        ",",
+        "é>=1",
+        "cuda>=é",
+        "cuda>=1.é",
+        "brand=ü,driver>=\u{0}",
+        "\u{1b}[31mcuda>=13.0",
+        "<>=!",
+        "cuda>=99999999999999999999999999.0",
+        "MIG-é",
+        "GPU-",
+        "0:",
+        ":1",
+        "00000000:zz:00.0",
+        "arch>=9.0 arch<9.0,brand!geforce",
+    ];
+    for w in weird {
+        let e = env(&[
+            ("NVIDIA_REQUIRE_X", w),
+            ("NVIDIA_VISIBLE_DEVICES", w),
+            ("NVIDIA_DRIVER_CAPABILITIES", w),
+            ("CUDA_VERSION", w),
+            ("NVIDIA_DISABLE_REQUIRE", w),
+        ]);
+        let _ = evaluate(&e, &n, &matrix());
+        let _ = compat_library_used(w, w, CompatMode::Mount);
+    }
+}
