@@ -16,7 +16,7 @@ pub enum Capability {
     Video,
     /// OpenGL, EGL, Vulkan, OptiX.
     Graphics,
-    /// X11 display; no library of the lists below of its own.
+    /// X11 display: the `/dev/nvidia-modeset` device, no library of its own.
     Display,
     /// 32-bit copies of the selected libraries.
     Compat32,

@@ -156,10 +156,8 @@ pub fn select(value: Option<&str>, legacy: bool, node: &HostFacts) -> DeviceSele
         _ => {}
     }
     if gpu_container {
-        sel.device_nodes = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
-            .into_iter()
-            .map(str::to_string)
-            .collect();
+        // The control device always; `evaluate` adds the UVM devices (compute) and modeset (display).
+        sel.device_nodes = vec!["/dev/nvidiactl".to_string()];
         // The node's device minor is the GPU's number in /dev; cudadiag's facts order GPUs as the driver lists
         // them, which is minor order on a node whose GPUs are all present.
         for g in &sel.gpus {
@@ -323,7 +321,7 @@ mod tests {
         assert_eq!(s.gpus.len(), 2);
         let s = select(Some("none"), false, &n);
         assert!(s.gpu_container && s.gpus.is_empty());
-        assert_eq!(s.device_nodes.len(), 3);
+        assert_eq!(s.device_nodes, ["/dev/nvidiactl"]);
         let s = select(None, false, &n);
         assert!(!s.gpu_container && s.device_nodes.is_empty());
     }

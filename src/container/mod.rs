@@ -121,13 +121,26 @@ pub fn evaluate_in(
     let get = |k: &str| env.get(k).map(String::as_str);
     let legacy_image = get("CUDA_VERSION").is_some_and(|v| !v.is_empty())
         && get("NVIDIA_REQUIRE_CUDA").is_none_or(str::is_empty);
-    let devices = devices::select(get(VISIBLE_DEVICES), legacy_image, node);
+    let mut devices = devices::select(get(VISIBLE_DEVICES), legacy_image, node);
     let values = node_values(node, matrix);
     let caps = caps::resolve(get(DRIVER_CAPABILITIES), legacy_image);
     let (capabilities, capabilities_source) = match &caps {
         Ok((c, s)) => (c.clone(), *s),
         Err(_) => (Vec::new(), CapsSource::Env),
     };
+    // The driver's other devices come with capabilities: UVM with compute, modeset with display.
+    if devices.gpu_container {
+        let mut extra: Vec<&str> = Vec::new();
+        if capabilities.contains(&Capability::Compute) {
+            extra.extend(["/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]);
+        }
+        if capabilities.contains(&Capability::Display) {
+            extra.push("/dev/nvidia-modeset");
+        }
+        for (i, d) in extra.into_iter().enumerate() {
+            devices.device_nodes.insert(1 + i, d.to_string());
+        }
+    }
     let injected = if devices.gpu_container && devices.unknown.is_none() {
         caps::injected(&capabilities, values.driver.as_deref(), layout)
     } else {

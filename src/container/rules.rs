@@ -291,7 +291,8 @@ fn compute_not_injected(view: &ContainerView, env: &BTreeMap<String, String>) ->
         )
         .because(env_line(env, super::DRIVER_CAPABILITIES))
         .because(
-            "libcuda.so, libnvidia-ptxjitcompiler.so and libnvidia-nvvm.so come with the compute capability only",
+            "libcuda.so, libnvidia-ptxjitcompiler.so, libnvidia-nvvm.so and the /dev/nvidia-uvm devices come with \
+             the compute capability only",
         ),
     )
 }

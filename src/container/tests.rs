@@ -334,11 +334,21 @@ fn capabilities_decide_what_is_injected() {
         .expect("libcuda");
     assert_eq!(cuda.path, "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04");
     assert!(v.injected.iter().any(|f| f.path == "/usr/bin/nvidia-smi"));
+    assert_eq!(
+        v.devices.device_nodes,
+        [
+            "/dev/nvidiactl",
+            "/dev/nvidia-uvm",
+            "/dev/nvidia-uvm-tools",
+            "/dev/nvidia0"
+        ]
+    );
     assert!(v.findings.is_empty());
     // utility alone: NVML but no libcuda.
     e.insert("NVIDIA_DRIVER_CAPABILITIES".into(), "utility".into());
     let v = evaluate(&e, &node(Some("580.159.04"), &[H200]), &matrix());
     assert!(!v.injected.iter().any(|f| f.name == "libcuda.so"));
+    assert_eq!(v.devices.device_nodes, ["/dev/nvidiactl", "/dev/nvidia0"]);
     assert_eq!(slugs(&v), ["container-compute-not-injected"]);
     // A name the hook does not know.
     e.insert("NVIDIA_DRIVER_CAPABILITIES".into(), "compute,gpu".into());
