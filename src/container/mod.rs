@@ -372,6 +372,28 @@ fn judge(expression: &str, devices: &DeviceSelection, values: &NodeValues) -> (O
     }
 }
 
+impl ContainerView {
+    /// Which of the image's forward-compatibility libraries (file names in `/usr/local/cuda/compat`) the toolkit
+    /// activates in this container: none unless it is a GPU container with the `compute` capability on a node
+    /// whose driver is known. `None` when the driver is not known.
+    pub fn compat_libraries_used<'a>(&self, files: &'a [String], mode: CompatMode) -> Option<Vec<&'a str>> {
+        let driver = self.node.driver.as_deref()?;
+        if !self.gpu_container
+            || self.devices.unknown.is_some()
+            || !self.capabilities.contains(&Capability::Compute)
+        {
+            return Some(Vec::new());
+        }
+        Some(
+            files
+                .iter()
+                .map(String::as_str)
+                .filter(|f| compat_library_used(f, driver, mode))
+                .collect(),
+        )
+    }
+}
+
 /// How the toolkit treats an image's forward-compatibility libraries (its `cuda-compat-mode` setting).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]

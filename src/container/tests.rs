@@ -496,3 +496,39 @@ fn hostile_values_never_panic() {
         let _ = compat_library_used(w, w, CompatMode::Mount);
     }
 }
+
+#[test]
+fn the_view_says_which_image_compat_libraries_the_toolkit_activates() {
+    let files: Vec<String> = [
+        "libcuda.so.1",
+        "libcuda.so.580.95.05",
+        "libnvidia-ptxjitcompiler.so.580.95.05",
+    ]
+    .map(String::from)
+    .to_vec();
+    let e = cuda_image(CUDA_13_0, "13.0.2");
+    let v = evaluate(&e, &node(Some("535.104.05"), &[H200]), &matrix());
+    assert_eq!(
+        v.compat_libraries_used(&files, CompatMode::Ldconfig),
+        Some(vec![
+            "libcuda.so.580.95.05",
+            "libnvidia-ptxjitcompiler.so.580.95.05"
+        ])
+    );
+    // Same branch as the node: the driver's own libraries serve.
+    let v = evaluate(&e, &node(Some("580.159.04"), &[H200]), &matrix());
+    assert_eq!(
+        v.compat_libraries_used(&files, CompatMode::Ldconfig),
+        Some(vec![])
+    );
+    // Without compute the toolkit leaves them alone.
+    let mut u = e.clone();
+    u.insert("NVIDIA_DRIVER_CAPABILITIES".into(), "utility".into());
+    let v = evaluate(&u, &node(Some("535.104.05"), &[H200]), &matrix());
+    assert_eq!(
+        v.compat_libraries_used(&files, CompatMode::Ldconfig),
+        Some(vec![])
+    );
+    let v = evaluate(&e, &node(None, &[H200]), &matrix());
+    assert_eq!(v.compat_libraries_used(&files, CompatMode::Ldconfig), None);
+}
