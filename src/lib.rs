@@ -8,6 +8,7 @@
 pub mod build_info;
 pub mod cli;
 pub mod commands;
+pub mod container;
 pub mod facts;
 pub mod findings;
 #[doc(hidden)]

@@ -7,6 +7,7 @@ mod support;
 mod audit;
 mod cli;
 mod compat_matrix;
+mod container;
 mod explain_cli;
 mod fixtures_cuobjdump;
 mod host;
