@@ -100,9 +100,9 @@ catalogue! {
     GpuUnsupportedByDriver = ("CD307", "gpu-unsupported-by-driver", Error, Some(100), "the installed driver branch no longer supports this GPU");
     DriverLibraryDamaged = ("CD308", "driver-library-damaged", Error, None, "a driver library file is empty or cut short");
     CdiSpecStale = ("CD309", "cdi-spec-stale", Error, None, "a CDI spec mounts driver libraries of another version than the loaded kernel module");
-    ContainerRequirementUnsatisfied = ("CD310", "container-requirement-unsatisfied", Error, None, "the NVIDIA Container Toolkit refuses to start the container: an NVIDIA_REQUIRE_* constraint fails on the node");
+    ContainerRequirementUnmet = ("CD310", "container-requirement-unmet", Error, None, "the NVIDIA Container Toolkit refuses to start the container: an NVIDIA_REQUIRE_* constraint fails on the node");
     ContainerConfigInvalid = ("CD311", "container-config-invalid", Error, None, "the NVIDIA Container Toolkit rejects the container's NVIDIA_* settings and does not start it");
-    ContainerComputeNotInjected = ("CD312", "container-compute-not-injected", Error, Some(35), "NVIDIA_DRIVER_CAPABILITIES lacks compute: the toolkit does not mount libcuda.so.1 into the container");
+    ContainerComputeMissing = ("CD312", "container-compute-missing", Error, Some(35), "NVIDIA_DRIVER_CAPABILITIES lacks compute: the toolkit does not mount libcuda.so.1 into the container");
     NoVisibleDevices = ("CD400", "no-visible-devices", Error, Some(100), "CUDA_VISIBLE_DEVICES hides every GPU");
     DeviceNodesMissing = ("CD401", "device-nodes-missing", Error, Some(100), "the /dev/nvidia* device nodes are missing");
     DevicePermissionDenied = ("CD402", "device-permission-denied", Error, Some(100), "the current user cannot open the /dev/nvidia* device nodes");

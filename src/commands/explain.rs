@@ -245,9 +245,9 @@ fn needs(slug: &str) -> Result<Needs, &'static str> {
         | "nouveau-loaded"
         | "no-gpu"
         | "device-order-mismatch" => Needs::Host,
-        "container-requirement-unsatisfied"
+        "container-requirement-unmet"
         | "container-config-invalid"
-        | "container-compute-not-injected"
+        | "container-compute-missing"
         | "container-no-gpu-access"
         | "container-unknown-device" => {
             return Err(
@@ -581,11 +581,11 @@ mod tests {
                 "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0, please update your \
                  driver to a newer version, or use an earlier cuda container"
             )[0],
-            "container-requirement-unsatisfied"
+            "container-requirement-unmet"
         );
         assert_eq!(
             slugs_for("nvidia-container-cli: requirement error: unsatisfied condition: driver>=550"),
-            ["container-requirement-unsatisfied"]
+            ["container-requirement-unmet"]
         );
         assert_eq!(
             slugs_for("nvidia-container-cli: device error: 3: unknown device: unknown"),

@@ -157,7 +157,7 @@ fn cuda_floor(expression: &str) -> Option<CudaVersion> {
     })
 }
 
-/// `container-requirement-unsatisfied`: a requirement fails on the node, and `nvidia-container-cli` stops the
+/// `container-requirement-unmet`: a requirement fails on the node, and `nvidia-container-cli` stops the
 /// container with "requirement error: unsatisfied condition".
 fn requirement_unsatisfied(view: &ContainerView, m: &Matrix) -> Vec<Finding> {
     view.requirements
@@ -208,7 +208,7 @@ fn unsatisfied(view: &ContainerView, r: &Requirement, m: &Matrix) -> Finding {
          supports it (or a cuda-compat package the node may use).",
     );
     let mut f = Finding::new(
-        Code::ContainerRequirementUnsatisfied,
+        Code::ContainerRequirementUnmet,
         format!(
             "The NVIDIA Container Toolkit will not start this container on a node with {node}: {}={shown} is not \
              met",
@@ -267,7 +267,7 @@ fn no_gpu_access(view: &ContainerView, env: &BTreeMap<String, String>) -> Option
     )
 }
 
-/// `container-compute-not-injected`: a GPU container whose capabilities lack `compute` gets no `libcuda.so.1`
+/// `container-compute-missing`: a GPU container whose capabilities lack `compute` gets no `libcuda.so.1`
 /// (nor the PTX JIT, nor the image's forward-compatibility libraries, which the toolkit handles under `compute`).
 fn compute_not_injected(view: &ContainerView, env: &BTreeMap<String, String>) -> Option<Finding> {
     if !view.gpu_container
@@ -280,7 +280,7 @@ fn compute_not_injected(view: &ContainerView, env: &BTreeMap<String, String>) ->
     let caps: Vec<&str> = view.capabilities.iter().map(|c| c.as_str()).collect();
     Some(
         Finding::new(
-            Code::ContainerComputeNotInjected,
+            Code::ContainerComputeMissing,
             format!(
                 "NVIDIA_DRIVER_CAPABILITIES gives `{}` without `compute`: the NVIDIA Container Toolkit will not \
                  mount libcuda.so.1, and CUDA programs in the container find no driver",

@@ -216,7 +216,7 @@ fn an_unsatisfied_cuda_requirement_is_a_finding_with_the_toolkit_message() {
         ("NVIDIA_VISIBLE_DEVICES", "all"),
     ]);
     let v = evaluate(&e, &node(Some("535.104.05"), &[H200]), &matrix());
-    assert_eq!(slugs(&v), ["container-requirement-unsatisfied"]);
+    assert_eq!(slugs(&v), ["container-requirement-unmet"]);
     let f = &v.findings[0];
     assert!(f.evidence.iter().any(|l| l.contains(
         "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0, please update your driver to a \
@@ -242,7 +242,7 @@ fn a_driver_requirement_names_itself_without_the_cuda_advice() {
         ("NVIDIA_VISIBLE_DEVICES", "0"),
     ]);
     let v = evaluate(&e, &node(Some("535.104.05"), &[H200]), &matrix());
-    assert_eq!(slugs(&v), ["container-requirement-unsatisfied"]);
+    assert_eq!(slugs(&v), ["container-requirement-unmet"]);
     assert_eq!(
         v.requirements[0].detail.as_deref(),
         Some("requirement error: unsatisfied condition: driver>=550")
@@ -261,7 +261,7 @@ fn disable_require_and_jetpack_are_skipped() {
     // Anything but a Go boolean leaves the check on.
     e.insert("NVIDIA_DISABLE_REQUIRE".into(), "yes".into());
     let v = evaluate(&e, &node(Some("535.104.05"), &[H200]), &matrix());
-    assert_eq!(slugs(&v), ["container-requirement-unsatisfied"]);
+    assert_eq!(slugs(&v), ["container-requirement-unmet"]);
 }
 
 #[test]
@@ -272,7 +272,7 @@ fn a_legacy_image_requires_its_cuda_version_and_gets_everything() {
     assert_eq!(v.requirements[0].variable, "CUDA_VERSION");
     assert_eq!(v.requirements[0].expression, "cuda>=12.4");
     assert_eq!(v.capabilities.len(), 7);
-    assert_eq!(slugs(&v), ["container-requirement-unsatisfied"]);
+    assert_eq!(slugs(&v), ["container-requirement-unmet"]);
     let v = evaluate(&e, &node(Some("550.54.14"), &[H200]), &matrix());
     assert!(v.findings.is_empty(), "{:#?}", v.findings);
     // Not a version: the hook gives up.
@@ -349,7 +349,7 @@ fn capabilities_decide_what_is_injected() {
     let v = evaluate(&e, &node(Some("580.159.04"), &[H200]), &matrix());
     assert!(!v.injected.iter().any(|f| f.name == "libcuda.so"));
     assert_eq!(v.devices.device_nodes, ["/dev/nvidiactl", "/dev/nvidia0"]);
-    assert_eq!(slugs(&v), ["container-compute-not-injected"]);
+    assert_eq!(slugs(&v), ["container-compute-missing"]);
     // A name the hook does not know.
     e.insert("NVIDIA_DRIVER_CAPABILITIES".into(), "compute,gpu".into());
     let v = evaluate(&e, &node(Some("580.159.04"), &[H200]), &matrix());

@@ -45,12 +45,9 @@ fn explain_maps_the_docker_requirement_error_to_its_finding() {
     );
     assert_eq!(v["matches"][0]["kind"], "message");
     let s = slugs(&v);
-    assert_eq!(s[0], "container-requirement-unsatisfied", "{s:?}");
+    assert_eq!(s[0], "container-requirement-unmet", "{s:?}");
     let doc = v["findings"][0]["doc"].as_str().unwrap();
-    assert!(
-        doc.starts_with("# CD310 container-requirement-unsatisfied"),
-        "{doc}"
-    );
+    assert!(doc.starts_with("# CD310 container-requirement-unmet"), "{doc}");
     assert!(doc.contains("NVIDIA_DISABLE_REQUIRE"));
 }
 
@@ -58,7 +55,7 @@ fn explain_maps_the_docker_requirement_error_to_its_finding() {
 fn explain_maps_the_other_toolkit_errors() {
     assert_eq!(
         slugs(&explain_json("unsatisfied condition: brand=tesla")),
-        ["container-requirement-unsatisfied"]
+        ["container-requirement-unmet"]
     );
     assert_eq!(
         slugs(&explain_json(

@@ -109,16 +109,16 @@ pub const DOCS: &[(&str, &str)] = &[
         include_str!("../../../data/codes/cdi-spec-stale.md"),
     ),
     (
-        "container-requirement-unsatisfied",
-        include_str!("../../../data/codes/container-requirement-unsatisfied.md"),
+        "container-requirement-unmet",
+        include_str!("../../../data/codes/container-requirement-unmet.md"),
     ),
     (
         "container-config-invalid",
         include_str!("../../../data/codes/container-config-invalid.md"),
     ),
     (
-        "container-compute-not-injected",
-        include_str!("../../../data/codes/container-compute-not-injected.md"),
+        "container-compute-missing",
+        include_str!("../../../data/codes/container-compute-missing.md"),
     ),
     (
         "no-visible-devices",
