@@ -66,7 +66,9 @@ pub enum Command {
         long_about = "Collects what `doctor` reads (and, for each PATH, what `inspect` reads) into one JSON file. \
         Needs no GPU, no root and no install. Analyse it elsewhere with `cudadiag doctor --facts FILE` or \
         `cudadiag inspect --facts FILE app`: the findings are the ones this machine gives.\n\n\
-        Example:\n  cudadiag snapshot -o case.json ./app"
+        Examples:\n  cudadiag snapshot -o case.json ./app\n  \
+        cudadiag snapshot --redact -o case.json   (a support bundle: no user, home or host names)\n  \
+        cudadiag snapshot --format labels -o -    (node labels for a scheduler, conda's CUDA values)"
     )]
     Snapshot(SnapshotArgs),
     /// List every finding code, slug and default severity.
@@ -407,9 +409,29 @@ pub struct SnapshotArgs {
     /// Skip the catalogue of CUDA libraries on disk.
     #[arg(long)]
     pub no_catalog: bool,
+    /// A support bundle: replace user names, home directories, the host name and every environment value off
+    /// the CUDA allow-list by placeholders (`user-1`, `/home/user-1`, `host-1`, `redacted-1`), the same name
+    /// always by the same one, and list what kinds were replaced (`redactions`). `doctor --facts` and
+    /// `inspect --facts` give the same findings on it.
+    #[arg(long)]
+    pub redact: bool,
+    /// `json`: the snapshot. `labels`: GPU feature discovery node labels (`nvidia.com/cuda.driver.major=580`)
+    /// and conda's virtual package values (`CONDA_OVERRIDE_CUDA=13.0`), one `key=value` a line, sorted; only
+    /// what is known (a machine without a GPU gets no GPU labels).
+    #[arg(long, value_enum, default_value_t = SnapshotFormat::Json)]
+    pub format: SnapshotFormat,
     /// The machine to collect.
     #[command(flatten)]
     pub system: SystemArgs,
+}
+
+/// What `snapshot` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SnapshotFormat {
+    /// The snapshot (JSON), for `--facts`, `diff` and fleets.
+    Json,
+    /// Node labels, one `key=value` a line.
+    Labels,
 }
 
 /// `cudadiag init`.

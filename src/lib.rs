@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod build_info;
+pub mod bundle;
 pub mod cli;
 pub mod commands;
 pub mod facts;

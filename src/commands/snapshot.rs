@@ -7,7 +7,7 @@
 //! read recorded facts only, never the machine).
 
 use super::{Outcome, ToolError};
-use crate::cli::SnapshotArgs;
+use crate::cli::{SnapshotArgs, SnapshotFormat};
 use crate::facts::{Facts, HostFacts};
 use crate::inspect::{self, InspectOptions};
 use serde::{Deserialize, Serialize};
@@ -25,6 +25,12 @@ struct Envelope {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tool_info: Option<crate::build_info::BuildInfo>,
     facts: Facts,
+    /// `--redact`: the kinds of names replaced and how often (never the originals). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    redactions: Option<crate::bundle::redact::Redactions>,
+    /// The lists cut to their cap (`bundle::bound`): which, how many kept, how many more.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    truncated: Vec<crate::bundle::bound::Truncation>,
 }
 
 /// Reads a snapshot written by `cudadiag snapshot` (a bare serialised `Facts` is accepted too).
@@ -68,7 +74,19 @@ pub fn load_host(path: &Path) -> Result<HostFacts, ToolError> {
 
 pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let root = super::doctor::checked_root(&args.system)?;
-    let host = super::doctor::collect(&root, &args.system.env(), args.no_catalog);
+    let env = args.system.env();
+    let mut host = super::doctor::collect(&root, &env, args.no_catalog);
+    if args.format == SnapshotFormat::Labels {
+        let matrix = crate::matrix::Matrix::bundled()
+            .map_err(|e| ToolError(format!("invalid compatibility matrix: {e}")))?;
+        crate::host::enrich::with_matrix(&mut host, &matrix);
+        let text: String = crate::bundle::labels::labels(&host)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect();
+        return write_out(&args.output, &text, out);
+    }
+    let truncated = crate::bundle::bound::bound(&mut host);
     let mut facts = Facts {
         host: Some(host),
         ..Facts::default()
@@ -77,18 +95,49 @@ pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolErro
         let b = inspect::path(p, &InspectOptions::default()).map_err(|e| ToolError(e.to_string()))?;
         facts.binaries.extend(b);
     }
-    let env = Envelope {
+    let env_out = Envelope {
         snapshot_version: SNAPSHOT_VERSION,
         tool: format!("cudadiag {}", env!("CARGO_PKG_VERSION")),
         tool_info: Some(crate::build_info::BuildInfo::current()),
         facts,
+        redactions: None,
+        truncated,
     };
-    let text = serde_json::to_string_pretty(&env).map_err(|e| ToolError(e.to_string()))?;
-    if args.output.as_os_str() == "-" {
-        crate::report::text(out, &format!("{text}\n"))?;
+    let text = if args.redact {
+        redacted(env_out, &env, &root)?
     } else {
-        std::fs::write(&args.output, format!("{text}\n"))
-            .map_err(|e| ToolError(format!("cannot write {}: {e}", args.output.display())))?;
+        serde_json::to_string_pretty(&env_out).map_err(|e| ToolError(e.to_string()))?
+    };
+    write_out(&args.output, &format!("{text}\n"), out)
+}
+
+/// The snapshot with every name replaced (`bundle::redact`) and its `redactions` section.
+fn redacted(
+    envelope: Envelope,
+    env: &crate::system::Env,
+    root: &crate::system::Root,
+) -> Result<String, ToolError> {
+    let json_err = |e: serde_json::Error| ToolError(e.to_string());
+    let mut value = serde_json::to_value(&envelope.facts).map_err(json_err)?;
+    let names = crate::bundle::names(&value, envelope.facts.host.as_ref(), env, root);
+    let mut r = crate::bundle::redact::Redactor::new(&names);
+    r.apply(&mut value);
+    let mut whole = serde_json::to_value(Envelope {
+        facts: Facts::default(),
+        redactions: Some(r.report()),
+        ..envelope
+    })
+    .map_err(json_err)?;
+    whole["facts"] = value;
+    serde_json::to_string_pretty(&whole).map_err(json_err)
+}
+
+/// Writes `text` to `path`, or to standard output for `-`.
+fn write_out(path: &Path, text: &str, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    if path.as_os_str() == "-" {
+        crate::report::text(out, text)?;
+    } else {
+        std::fs::write(path, text).map_err(|e| ToolError(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(Outcome::Clean)
 }

@@ -5,6 +5,7 @@
 mod support;
 
 mod audit;
+mod bundle;
 mod cli;
 mod compat_matrix;
 mod explain_cli;
