@@ -71,6 +71,20 @@ pub enum Command {
         cudadiag snapshot --format labels -o -    (node labels for a scheduler, conda's CUDA values)"
     )]
     Snapshot(SnapshotArgs),
+    /// Compare two machines (snapshots or JSON reports): the differences that explain a failure, ranked.
+    #[command(
+        long_about = "Compares two machines, each a snapshot (`cudadiag snapshot -o FILE`) or a JSON report \
+        (`cudadiag doctor --format json`), and lists what differs that decides whether CUDA runs, most \
+        important first: the kernel module against the driver libraries (a node upgraded without a reboot), the \
+        driver and the CUDA it runs, GPUs and MIG, device nodes, the libcuda and CUDA libraries each would load, \
+        the environment; then the findings present on one side only. Each line is `what · A · B` with why it \
+        matters beneath.\n\n\
+        Examples:\n  cudadiag diff good-node.json bad-node.json\n  \
+        cudadiag diff --format json a.json b.json | jq '.differences[0]'\n\n\
+        Exit status: 0 when no difference that matters, 1 when there are differences (as diff(1)), 2 when a \
+        file cannot be read or is neither a snapshot nor a JSON report."
+    )]
+    Diff(DiffArgs),
     /// List every finding code, slug and default severity.
     Codes(CodesArgs),
     /// Check release artifacts against a policy (CI gate; no GPU or driver needed).
@@ -432,6 +446,24 @@ pub enum SnapshotFormat {
     Json,
     /// Node labels, one `key=value` a line.
     Labels,
+}
+
+/// `cudadiag diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The first machine: a snapshot or a `--format json` report (the one that works, say).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The second machine (the one that fails).
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DocFormat::Human)]
+    pub format: DocFormat,
+    /// Use this compatibility matrix (compute capabilities, the driver's CUDA, and the rules run over
+    /// snapshots) instead of the bundled one.
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
 }
 
 /// `cudadiag init`.

@@ -9,6 +9,7 @@ pub mod build_info;
 pub mod bundle;
 pub mod cli;
 pub mod commands;
+pub mod diff;
 pub mod facts;
 pub mod findings;
 #[doc(hidden)]

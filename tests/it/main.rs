@@ -8,6 +8,7 @@ mod audit;
 mod bundle;
 mod cli;
 mod compat_matrix;
+mod diff;
 mod explain_cli;
 mod fixtures_cuobjdump;
 mod host;
