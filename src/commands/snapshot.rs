@@ -5,6 +5,11 @@
 //! the same object as the JSON report's `tool` (commit, target, bundled matrix). Because rules are pure,
 //! `doctor --facts FILE` and `inspect --facts FILE` give exactly the findings the machine gave (rules
 //! read recorded facts only, never the machine).
+//!
+//! Two optional sections follow the facts: `redactions` (`--redact`: the kinds of names replaced and how
+//! often, `bundle::redact`) and `truncated` (the lists cut to their cap, `bundle::bound`). Readers ignore
+//! both, and a snapshot without them (an older one) reads the same. `--format labels` writes node labels
+//! instead of a snapshot (`bundle::labels`).
 
 use super::{Outcome, ToolError};
 use crate::cli::{SnapshotArgs, SnapshotFormat};
@@ -73,10 +78,18 @@ pub fn load_host(path: &Path) -> Result<HostFacts, ToolError> {
 }
 
 pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    let labels = args.format == SnapshotFormat::Labels;
+    if let (true, Some(p)) = (labels, args.paths.first()) {
+        return Err(ToolError(format!(
+            "{}: --format labels describes the machine alone; binaries are not read for labels",
+            p.display()
+        )));
+    }
     let root = super::doctor::checked_root(&args.system)?;
     let env = args.system.env();
-    let mut host = super::doctor::collect(&root, &env, args.no_catalog);
-    if args.format == SnapshotFormat::Labels {
+    // Labels need no library catalogue (the only slow part).
+    let mut host = super::doctor::collect(&root, &env, args.no_catalog || labels);
+    if labels {
         let matrix = crate::matrix::Matrix::bundled()
             .map_err(|e| ToolError(format!("invalid compatibility matrix: {e}")))?;
         crate::host::enrich::with_matrix(&mut host, &matrix);
