@@ -37,11 +37,10 @@ pub fn names(facts: &Value, host: Option<&HostFacts>, env: &Env, root: &Root) ->
     if let Some(home) = env.get("HOME") {
         n.home(home);
     }
-    if let Some(uid) = host.and_then(|h| h.identity.as_ref()).map(|i| i.uid) {
-        if let Some((user, home)) = passwd_entry(root, uid) {
-            n.user(&user);
-            n.home(&home);
-        }
+    let uid = host.and_then(|h| h.identity.as_ref()).map(|i| i.uid);
+    if let Some((user, home)) = uid.and_then(|uid| passwd_entry(root, uid)) {
+        n.user(&user);
+        n.home(&home);
     }
     n.homes_in(facts);
     n
