@@ -6,12 +6,13 @@
 //!
 //! 1. `module-vs-libraries`: the loaded kernel module against the driver libraries the loader picks (a node
 //!    upgraded without a reboot: module 570, libraries 580; NVML says "Driver/library version mismatch").
-//! 2. `driver-version`, `driver-flavour`, `driver-cuda`: the kernel module, open or proprietary, and the
-//!    newest CUDA it runs.
+//! 2. `driver-version`, `driver-flavour`, `kernel-modules`, `driver-cuda`: the kernel module, open or
+//!    proprietary, the GPU modules loaded beside it (`nvidia_uvm`, `nouveau`), and the newest CUDA it runs.
 //! 3. `gpus`, `mig`: the GPU models and compute capabilities, the MIG instances.
 //! 4. `device-nodes`: the `/dev/nvidia*` nodes and their modes.
-//! 5. `libcuda`, `nvml`, `cuda-libraries`, `glibc`: the `libcuda.so.1` and `libnvidia-ml.so.1` each would
-//!    load, the CUDA libraries on disk by family and version, the C library.
+//! 5. `libcuda`, `nvml`, `ld-cache`, `cuda-libraries`, `glibc`: the `libcuda.so.1` and `libnvidia-ml.so.1`
+//!    each would load, whether the loader has a usable `/etc/ld.so.cache`, the CUDA libraries on disk by
+//!    family and version, the C library.
 //! 6. `environment`: each CUDA-relevant variable that differs.
 //! 7. `finding`: each finding (by code) present on one side only.
 //!
@@ -90,7 +91,7 @@ fn machine(a: &HostFacts, b: &HostFacts, out: &mut Vec<Difference>) {
         ver(b),
         "the kernel module decides which GPUs and which CUDA versions run (and a missing one, that none do)",
     );
-    let flavour = |h: &HostFacts| h.kernel.flavour.map(|f| format!("{f:?}").to_lowercase());
+    let flavour = |h: &HostFacts| h.kernel.flavour.as_ref().and_then(wire_name);
     push(
         out,
         "driver-flavour",
@@ -98,6 +99,23 @@ fn machine(a: &HostFacts, b: &HostFacts, out: &mut Vec<Difference>) {
         flavour(a),
         flavour(b),
         "the open and the proprietary modules support different GPUs (Blackwell and later need the open one)",
+    );
+    let modules = |h: &HostFacts| {
+        h.kernel.modules_source.as_ref().map(|_| {
+            if h.kernel.modules.is_empty() {
+                "none".to_string()
+            } else {
+                h.kernel.modules.join(" ")
+            }
+        })
+    };
+    push_known(
+        out,
+        "kernel-modules",
+        "GPU kernel modules loaded",
+        modules(a),
+        modules(b),
+        "without nvidia_uvm CUDA cannot start, and with nouveau loaded the NVIDIA module cannot bind the GPU",
     );
     push(
         out,
@@ -152,11 +170,21 @@ fn machine(a: &HostFacts, b: &HostFacts, out: &mut Vec<Difference>) {
         b.nvml.first().map(candidate),
         "nvidia-smi and every NVML user load this one; a version other than the module's fails to initialise",
     );
+    let cache = |h: &HostFacts| h.ld_cache.as_ref().and_then(wire_name);
+    push_known(
+        out,
+        "ld-cache",
+        "/etc/ld.so.cache",
+        cache(a),
+        cache(b),
+        "without a usable cache the loader searches only LD_LIBRARY_PATH, RUNPATH and the default directories: \
+         libraries in ld.so.conf directories are not found",
+    );
     if !a.catalog_skipped && !b.catalog_skipped {
         cuda_libraries(a, b, out);
     }
     let glibc = |h: &HostFacts| h.glibc.as_ref().map(|g| g.version.clone());
-    push(
+    push_known(
         out,
         "glibc",
         "glibc",
@@ -339,12 +367,32 @@ fn findings(a: &Node, b: &Node, out: &mut Vec<Difference>) {
     out.extend(rows.into_iter().map(|(_, d)| d));
 }
 
+/// An enum's name as the facts' JSON spells it (`open`, `usable`).
+fn wire_name<T: Serialize>(t: &T) -> Option<String> {
+    serde_json::to_value(t).ok()?.as_str().map(str::to_string)
+}
+
 fn by_code(n: &Node) -> BTreeMap<String, &NodeFinding> {
     let mut m: BTreeMap<String, &NodeFinding> = BTreeMap::new();
     for f in &n.findings {
         m.entry(f.code.clone()).or_insert(f);
     }
     m
+}
+
+/// [`push`] for facts that may be unrecorded (a snapshot from an earlier version, a part not read): a row only
+/// when both sides know the value, so that the age of a file is not taken for a difference of machines.
+fn push_known(
+    out: &mut Vec<Difference>,
+    kind: &'static str,
+    what: &str,
+    a: Option<String>,
+    b: Option<String>,
+    why: &str,
+) {
+    if a.is_some() && b.is_some() {
+        push(out, kind, what, a, b, why);
+    }
 }
 
 fn push(
@@ -413,6 +461,30 @@ mod tests {
         let d = compare(&node("570.124.06", "570.124.06"), &node("580.65.06", "580.65.06"));
         let kinds: Vec<&str> = d.iter().map(|d| d.kind).collect();
         assert_eq!(kinds, ["driver-version", "libcuda"]);
+    }
+
+    #[test]
+    fn modules_and_the_ld_cache_only_when_known_on_both_sides() {
+        use crate::host::model::LdCacheState;
+        let mut a = node("550.90.07", "550.90.07");
+        let mut b = a.clone();
+        let (ha, hb) = (a.host.as_mut().unwrap(), b.host.as_mut().unwrap());
+        ha.kernel.modules = vec!["nvidia_uvm".into(), "nvidia".into()];
+        ha.kernel.modules_source = Some("/proc/modules".into());
+        ha.ld_cache = Some(LdCacheState::Usable);
+        hb.kernel.modules = vec!["nouveau".into()];
+        // Not read on B (an older snapshot): unknown, not a difference.
+        assert!(compare(&a, &b).is_empty());
+        let hb = b.host.as_mut().unwrap();
+        hb.kernel.modules_source = Some("/proc/modules".into());
+        hb.ld_cache = Some(LdCacheState::Missing);
+        let d = compare(&a, &b);
+        assert_eq!(d[0].a.as_deref(), Some("nvidia_uvm nvidia"));
+        assert_eq!(d[0].b.as_deref(), Some("nouveau"));
+        assert_eq!(
+            (d[1].a.as_deref(), d[1].b.as_deref()),
+            (Some("usable"), Some("missing"))
+        );
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! - `a`, `b`: each side's `file`, `kind` (`snapshot` or `report`) and `node` (its host name, else the file's
 //!   name).
 //! - `differences`: most important first; each has `kind` (`module-vs-libraries`, `driver-version`,
-//!   `driver-flavour`, `driver-cuda`, `gpus`, `mig`, `device-nodes`, `libcuda`, `nvml`, `cuda-libraries`,
-//!   `glibc`, `environment`, `finding`), `what` (for people), `a` and `b` (the values; `null` where absent or
+//!   `driver-flavour`, `kernel-modules`, `driver-cuda`, `gpus`, `mig`, `device-nodes`, `libcuda`, `nvml`,
+//!   `ld-cache`, `cuda-libraries`, `glibc`, `environment`, `finding`), `what` (for people), `a` and `b` (the values; `null` where absent or
 //!   unknown) and `why` (one sentence).
 //! - `summary`: `differences` (the count) and `findings_only_a`, `findings_only_b` (how many of them are
 //!   findings present on one side only).
