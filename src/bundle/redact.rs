@@ -346,13 +346,14 @@ impl Redactor {
         }
     }
 
-    /// What was replaced: kinds with at least one original.
+    /// What was replaced: the kinds of which at least one occurrence was (a user name found only inside the
+    /// home directories already replaced is not listed twice).
     pub fn report(&self) -> Redactions {
         Redactions {
             kinds: self
                 .counts
                 .iter()
-                .filter(|(_, c)| c.distinct > 0)
+                .filter(|(_, c)| c.occurrences > 0)
                 .map(|(k, c)| ((*k).to_string(), *c))
                 .collect(),
             variables: self.variables.clone(),

@@ -289,6 +289,13 @@ fn labels_of_a_fixture_machine_and_of_one_without_a_gpu() {
     }
     assert!(lines.iter().all(|l| l.split_once('=').is_some()));
 
+    // Labels describe the machine: a binary given with them is a usage error, not silently ignored.
+    let out = cudadiag(&strs(&["snapshot", "--format", "labels", "-o", "-", "./app"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("./app: --format labels describes the machine alone")
+    );
+
     // A machine with no NVIDIA driver or GPU: no fake values, nothing at all.
     let t = tempfile::tempdir().unwrap();
     let out = cudadiag(&strs(&[
