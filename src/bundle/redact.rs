@@ -106,15 +106,16 @@ impl Names {
         }
     }
 
-    /// Adds a home directory, and its last component as a user name. `/` and `/root` hide nobody.
+    /// Adds a home directory, and its last component as a user name. A home whose last component names nobody
+    /// (`/`, `/root`, `/home`, `/var/lib/nvidia`) is not one to hide: replacing `/home` would rename every
+    /// home under it.
     pub fn home(&mut self, path: &str) {
         let path = path.trim_end_matches('/');
-        if !path.starts_with('/') || path == "/root" || path.is_empty() || path.contains(':') {
+        let owner = path.rsplit('/').next().unwrap_or_default();
+        if !path.starts_with('/') || path.contains(':') || !private_name(owner) {
             return;
         }
-        if let Some(user) = path.rsplit('/').next() {
-            self.user(user);
-        }
+        self.user(owner);
         if !self.homes.iter().any(|h| h == path) {
             self.homes.push(path.to_string());
         }
@@ -122,13 +123,7 @@ impl Names {
 
     /// Adds a user name, unless it is a system word ([`NOT_PRIVATE`]) or too short to replace safely.
     pub fn user(&mut self, name: &str) {
-        let plausible = name.len() >= 2
-            && name.chars().any(|c| c.is_ascii_alphabetic())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-            && !NOT_PRIVATE.contains(&name);
-        if plausible && !self.users.iter().any(|u| u == name) {
+        if private_name(name) && !self.users.iter().any(|u| u == name) {
             self.users.push(name.to_string());
         }
     }
@@ -149,6 +144,15 @@ impl Names {
             }
         });
     }
+}
+
+/// Whether `name` may be a person's: two characters or more, a letter among them, the characters of a user
+/// name, and not a system word.
+fn private_name(name: &str) -> bool {
+    name.len() >= 2
+        && name.chars().any(|c| c.is_ascii_alphabetic())
+        && name.chars().all(is_name_char)
+        && !NOT_PRIVATE.contains(&name)
 }
 
 fn is_name_char(c: char) -> bool {
@@ -498,9 +502,13 @@ mod tests {
     fn system_words_are_never_user_names() {
         let mut n = Names::default();
         n.home("/home/nvidia");
+        n.home("/home");
+        n.home("/root");
+        n.home("/");
         n.user("root");
         n.user("x");
         assert!(n.users.is_empty());
+        assert!(n.homes.is_empty());
         let mut found = Names::default();
         found.homes_in(&json!(["/home/carol/venv/lib:/opt/home/x", {"/home/dave": 1}]));
         assert_eq!(found.users, ["carol", "dave"]);
