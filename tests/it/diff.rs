@@ -5,6 +5,8 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+use crate::support::golden;
+
 fn machine(case: &str) -> Vec<String> {
     let d = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/hosts")
@@ -173,4 +175,15 @@ fn wrong_files_are_errors_that_say_what_was_expected() {
         assert!(err.contains(bad.to_str().unwrap()) && err.contains(says), "{err}");
         assert!(out.stdout.is_empty());
     }
+}
+
+/// The human list as a support engineer reads it.
+#[test]
+fn human_diff_transcript() {
+    let t = tempfile::tempdir().unwrap();
+    let (good, _) = files(t.path(), "healthy");
+    let (bad, _) = files(t.path(), "driver-upgraded-no-reboot");
+    let out = cudadiag(&["diff", "--color", "never", good.to_str().unwrap(), bad.to_str().unwrap()]);
+    let dir = t.path().to_str().unwrap();
+    insta::assert_snapshot!("diff_healthy_vs_upgraded", golden::transcript(&out, &[(dir, "[TMP]")]));
 }
