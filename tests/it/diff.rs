@@ -183,7 +183,16 @@ fn human_diff_transcript() {
     let t = tempfile::tempdir().unwrap();
     let (good, _) = files(t.path(), "healthy");
     let (bad, _) = files(t.path(), "driver-upgraded-no-reboot");
-    let out = cudadiag(&["diff", "--color", "never", good.to_str().unwrap(), bad.to_str().unwrap()]);
+    let out = cudadiag(&[
+        "diff",
+        "--color",
+        "never",
+        good.to_str().unwrap(),
+        bad.to_str().unwrap(),
+    ]);
     let dir = t.path().to_str().unwrap();
-    insta::assert_snapshot!("diff_healthy_vs_upgraded", golden::transcript(&out, &[(dir, "[TMP]")]));
+    insta::assert_snapshot!(
+        "diff_healthy_vs_upgraded",
+        golden::transcript(&out, &[(dir, "[TMP]")])
+    );
 }
