@@ -311,3 +311,35 @@ fn labels_of_a_fixture_machine_and_of_one_without_a_gpu() {
     assert!(out.status.success());
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
 }
+
+/// A tree with 300 GPU device nodes: the snapshot keeps 256 of them (the control and UVM nodes first), says so
+/// in `truncated`, and still gives the tree's findings.
+#[test]
+fn a_capped_snapshot_says_what_it_cut_and_judges_the_same() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    copy_tree(&fixture("healthy"), &root);
+    for i in 2..300 {
+        std::fs::write(root.join(format!("dev/nvidia{i}")), "").unwrap();
+    }
+    let machine = strs(&["--root", root.to_str().unwrap(), "--clear-env"]);
+    let snap = t.path().join("s.json");
+    snapshot(&machine, &snap, &[]);
+    let v: Value = serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
+    assert_eq!(
+        v["truncated"],
+        serde_json::json!([{"list": "host.device_nodes", "kept": 256, "more": 48}])
+    );
+    let nodes = v["facts"]["host"]["device_nodes"].as_array().unwrap();
+    assert!(nodes.iter().any(|n| n["path"] == "/dev/nvidiactl"));
+    let mut live_args = strs(&["doctor", "--format", "json"]);
+    live_args.extend(machine);
+    let replay = json(&strs(&[
+        "doctor",
+        "--format",
+        "json",
+        "--facts",
+        snap.to_str().unwrap(),
+    ]));
+    assert_eq!(judged(&json(&live_args)), judged(&replay));
+}
