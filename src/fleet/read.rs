@@ -191,12 +191,6 @@ struct FindingHead<'a> {
     severity: Severity,
 }
 
-#[derive(Deserialize)]
-struct SnapshotHead<'a> {
-    #[serde(borrow, default)]
-    host: Option<HostHead<'a>>,
-}
-
 /// The top of any node file: enough to tell a report from a snapshot and to group a report's node.
 #[derive(Deserialize)]
 struct Head<'a> {
@@ -208,8 +202,6 @@ struct Head<'a> {
     host: Option<HostHead<'a>>,
     #[serde(borrow, default)]
     findings: Option<Vec<FindingHead<'a>>>,
-    #[serde(borrow, default)]
-    facts: Option<SnapshotHead<'a>>,
 }
 
 /// A snapshot's host facts, decoded whole (its other facts, binaries', skipped).
@@ -313,13 +305,6 @@ fn read_node(
         return Ok(node);
     }
     // A snapshot (or a bare serialised `Facts`): the reader `--facts` uses, so a newer format is refused the same way.
-    let hostname = head
-        .facts
-        .as_ref()
-        .and_then(|f| f.host.as_ref())
-        .or(head.host.as_ref())
-        .and_then(|h| h.hostname.as_ref())
-        .map(|h| h.name().to_string());
     let host = match &head.snapshot_version {
         // The envelope `cudadiag snapshot` writes: decoded straight into the host facts (no JSON tree first),
         // after the version check `--facts` makes.
@@ -370,6 +355,8 @@ fn read_node(
             "a snapshot without host facts",
         ));
     };
+    // `snapshot` records the node's name (`host::hostname`), unless `--redact` replaced it.
+    let hostname = host.hostname.as_ref().map(|h| h.name.clone());
     crate::host::enrich::with_matrix(&mut host, matrix);
     let facts_of_node = crate::facts::Facts {
         host: Some(host),

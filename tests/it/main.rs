@@ -5,9 +5,12 @@
 mod support;
 
 mod audit;
+mod bundle;
 mod cli;
 mod compat_matrix;
+mod container;
 mod deploy;
+mod diff;
 mod explain_cli;
 mod fixtures_cuobjdump;
 mod fleet;
