@@ -7,8 +7,11 @@
 //! libraries the node's filesystem provides) is not in a report, so library findings are not predicted; run
 //! `inspect` on the node (or `inspect --root` on its image) for them.
 //!
-//! An artefact is one kind of input to judge among possible others (a container image is another): each
-//! kind only has to produce the [`Facts`] without a host that [`Artefact`] holds.
+//! An artefact is one kind of input to judge among possible others. A container image is another: it would
+//! bring, besides its binaries' facts (read once, their libraries resolved inside its own root), a per-node
+//! step in [`Artefact::predict`], the node's host facts as the container sees them there (the image's
+//! libraries, what the NVIDIA Container Toolkit injects from that node), as `inspect --image --facts` builds
+//! them; the judging after that step is the same.
 
 use super::{Group, Node};
 use crate::facts::{Facts, HostFacts};

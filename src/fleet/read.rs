@@ -31,6 +31,10 @@ pub const NODE_FILE: Limit = Limit {
 /// The most files one `fleet` run reads (a walk stops there and says so).
 pub const MAX_FILES: usize = 1_000_000;
 
+/// The most directory entries one `fleet` run walks (files of every name, directories): a tree of logs
+/// around the reports is walked, a whole file system is not.
+pub const MAX_ENTRIES: usize = 4_000_000;
+
 /// The deepest directory level a walk descends to.
 pub const MAX_DEPTH: usize = 16;
 
@@ -51,6 +55,7 @@ pub struct Found {
 /// path that does not exist is an error: the command line named it.
 pub fn find(paths: &[PathBuf]) -> Result<Found, String> {
     let mut found = Found::default();
+    let mut walked = 0usize;
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
         if !meta.is_dir() {
@@ -62,9 +67,12 @@ pub fn find(paths: &[PathBuf]) -> Result<Found, String> {
             .max_depth(MAX_DEPTH)
             .sort_by_file_name();
         for entry in walk {
-            if found.files.len() >= MAX_FILES {
+            walked += 1;
+            if found.files.len() >= MAX_FILES || walked > MAX_ENTRIES {
                 found.truncated = Some(format!(
-                    "stopped after {MAX_FILES} files: name fewer directories, or one per run"
+                    "stopped after {} files and {walked} directory entries (at most {MAX_FILES} and {MAX_ENTRIES}): \
+                     name the directories that hold the reports",
+                    found.files.len()
                 ));
                 return Ok(found);
             }
@@ -89,6 +97,18 @@ pub fn find(paths: &[PathBuf]) -> Result<Found, String> {
                         found.other += 1;
                     }
                 }
+                Ok(e) if !e.file_type().is_dir() => {
+                    // A FIFO, socket or device: never opened in a walk (reading one could block or never end).
+                    if e.file_name().to_string_lossy().ends_with(".json") {
+                        found.skipped.push(Skipped {
+                            path: e.path().display().to_string(),
+                            kind: SkipKind::Unreadable,
+                            reason: format!("is {}, not a regular file", special_kind(e.file_type())),
+                        });
+                    } else {
+                        found.other += 1;
+                    }
+                }
                 Ok(e) => {
                     if e.depth() == MAX_DEPTH && e.file_type().is_dir() {
                         found.truncated = Some(format!(
@@ -108,6 +128,22 @@ pub fn find(paths: &[PathBuf]) -> Result<Found, String> {
         }
     }
     Ok(found)
+}
+
+/// What a special file is, as `system::read` names it.
+fn special_kind(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    }
 }
 
 /// What a node file gave.

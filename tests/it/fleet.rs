@@ -395,3 +395,35 @@ fn a_node_is_named_by_the_host_name_its_file_carries() {
     let (_, doc) = fleet_json(&[t.path().as_os_str()]);
     assert_eq!(names(&doc["drivers"]["550.90.07"]), ["c", "gpu-a1", "gpu-b2"]);
 }
+
+/// A FIFO named like a report (in a walked directory, and named on the command line) is refused at once, never
+/// waited on; the nodes beside it are read.
+#[test]
+fn a_fifo_among_the_reports_does_not_block() {
+    let t = tempfile::tempdir().unwrap();
+    write(&t.path().join("n1.json"), &doctor_report("healthy"));
+    let fifo = t.path().join("pipe.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfifo failed");
+        return;
+    }
+    for args in [
+        vec![t.path().as_os_str()],
+        vec![fifo.as_os_str(), t.path().join("n1.json").as_os_str()],
+    ] {
+        let out = Command::cargo_bin("cudadiag")
+            .unwrap()
+            .args(["fleet", "--format", "json"])
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(20))
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["nodes"], 1);
+        let u = &doc["unreadable"][0];
+        assert!(u["path"].as_str().unwrap().ends_with("pipe.json"), "{u}");
+        assert_eq!(u["kind"], "unreadable");
+        assert!(u["reason"].as_str().unwrap().contains("FIFO"), "{u}");
+    }
+}
