@@ -146,7 +146,7 @@ pub enum Command {
         (`cudadiag snapshot`), given as files or directories of them (walked for *.json files, other files \
         counted and skipped), in parallel, and groups the nodes: by finding, driver version, GPU model and \
         verdict (fails: an error; warnings; ok). A node is named by the host name its file carries, else by the \
-        file name without .json (Slurm's `-o out/%N.json` gives the node's name). Files that are not JSON or not \
+        file name without .json (`srun --output=DIR/%N.json` names each file after its node). Files that are not JSON or not \
         cudadiag's are counted and listed with -v, never fatal.\n\n\
         With --artifact, the program, library, directory or wheel is read once and judged against each node's \
         recorded facts, as `inspect --facts NODE.json ARTIFACT` would: will it run there, and why not. The \

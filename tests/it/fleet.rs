@@ -430,3 +430,31 @@ fn a_fifo_among_the_reports_does_not_block() {
         assert!(u["reason"].as_str().unwrap().contains("FIFO"), "{u}");
     }
 }
+
+/// A snapshot of a newer format is refused as `--facts` refuses it (upgrade cudadiag), and one without host
+/// facts gives no node: both listed, the other nodes read.
+#[test]
+fn snapshots_fleet_cannot_judge_are_listed_with_why() {
+    let t = tempfile::tempdir().unwrap();
+    write(&t.path().join("n1.json"), &doctor_report("healthy"));
+    let mut newer = snapshot("healthy");
+    newer["snapshot_version"] = json!(99);
+    write(&t.path().join("newer.json"), &newer);
+    let mut hostless = snapshot("healthy");
+    hostless["facts"]["host"] = Value::Null;
+    write(&t.path().join("hostless.json"), &hostless);
+    let (_, doc) = fleet_json(&[t.path().as_os_str()]);
+    assert_eq!(doc["nodes"], 1);
+    let why: Vec<String> = doc["unreadable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["reason"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(why.len(), 2, "{why:?}");
+    assert_eq!(why[0], "a snapshot without host facts", "{why:?}");
+    assert!(
+        why[1].contains("snapshot version 99 is newer") && why[1].contains("upgrade cudadiag"),
+        "{why:?}"
+    );
+}
