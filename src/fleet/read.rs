@@ -299,49 +299,74 @@ fn read_node(
         };
         skipped(path, kind, format!("{what}: {e}"))
     })?;
+    if head.schema_version.is_some() && head.snapshot_version.is_none() {
+        return report_node(path, text, head, matrix, judge);
+    }
+    snapshot_node(path, text, head.snapshot_version.as_ref(), matrix, judge)
+}
+
+/// A report's node, from its head (its findings are the ones the node gave); with an artefact, the report's
+/// host facts are decoded whole to judge it.
+fn report_node(
+    path: &Path,
+    text: &str,
+    head: Head<'_>,
+    matrix: &Matrix,
+    judge: Option<(&super::judge::Artefact, &mut crate::facts::Facts)>,
+) -> Read {
     let origin = path.display().to_string();
     let file_name = node_name_from_file(path);
-    if head.schema_version.is_some() && head.snapshot_version.is_none() {
-        let Some(host) = head.host else {
-            return Err(skipped(
+    let Some(host) = head.host else {
+        return Err(skipped(
+            path,
+            SkipKind::NotCudadiag,
+            "a JSON report without a `host` object: not a cudadiag report",
+        ));
+    };
+    let mut findings: Vec<NodeFinding> = Vec::new();
+    for f in head.findings.unwrap_or_default() {
+        add_finding(&mut findings, &f.slug, &f.code, f.severity);
+    }
+    let hostname = host
+        .hostname
+        .as_ref()
+        .or(host.facts.as_ref().and_then(|f| f.hostname.as_ref()))
+        .map(|h| h.name().to_string());
+    let mut node = node(
+        file_name,
+        hostname,
+        &origin,
+        SourceKind::Report,
+        host.driver.and_then(|d| d.version).map(Cow::into_owned),
+        host.gpus.iter().map(|g| g.name.as_ref()),
+        findings,
+    );
+    if let Some((artefact, facts)) = judge {
+        let decoded: ReportFacts = serde_json::from_str(text).map_err(|e| {
+            skipped(
                 path,
                 SkipKind::NotCudadiag,
-                "a JSON report without a `host` object: not a cudadiag report",
-            ));
-        };
-        let mut findings: Vec<NodeFinding> = Vec::new();
-        for f in head.findings.unwrap_or_default() {
-            add_finding(&mut findings, &f.slug, &f.code, f.severity);
-        }
-        let hostname = host
-            .hostname
-            .as_ref()
-            .or(host.facts.as_ref().and_then(|f| f.hostname.as_ref()))
-            .map(|h| h.name().to_string());
-        let mut node = node(
-            file_name,
-            hostname,
-            &origin,
-            SourceKind::Report,
-            host.driver.and_then(|d| d.version).map(Cow::into_owned),
-            host.gpus.iter().map(|g| g.name.as_ref()),
-            findings,
-        );
-        if let Some((artefact, facts)) = judge {
-            let decoded: ReportFacts = serde_json::from_str(text).map_err(|e| {
-                skipped(
-                    path,
-                    SkipKind::NotCudadiag,
-                    format!("its host facts do not decode: {e}"),
-                )
-            })?;
-            let host = decoded.host.and_then(|h| h.facts);
-            node.prediction = Some(artefact.predict(host, facts, matrix));
-        }
-        return Ok(node);
+                format!("its host facts do not decode: {e}"),
+            )
+        })?;
+        let host = decoded.host.and_then(|h| h.facts);
+        node.prediction = Some(artefact.predict(host, facts, matrix));
     }
-    // A snapshot (or a bare serialised `Facts`): the reader `--facts` uses, so a newer format is refused the same way.
-    let host = match &head.snapshot_version {
+    Ok(node)
+}
+
+/// A snapshot's node (or a bare serialised `Facts`'s): its host facts decoded, its findings the rules run
+/// over them here, as `doctor --facts` gives them; with an artefact, its prediction on them.
+fn snapshot_node(
+    path: &Path,
+    text: &str,
+    snapshot_version: Option<&serde_json::Value>,
+    matrix: &Matrix,
+    judge: Option<(&super::judge::Artefact, &mut crate::facts::Facts)>,
+) -> Read {
+    let origin = path.display().to_string();
+    let file_name = node_name_from_file(path);
+    let host = match snapshot_version {
         // The envelope `cudadiag snapshot` writes: decoded straight into the host facts (no JSON tree first),
         // after the version check `--facts` makes.
         Some(v) => {
