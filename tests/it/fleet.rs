@@ -458,3 +458,26 @@ fn snapshots_fleet_cannot_judge_are_listed_with_why() {
         "{why:?}"
     );
 }
+
+/// The human summary as an operator reads it (colour off), with `-v` and an artefact: every group, every
+/// node, every file not used with why.
+#[test]
+fn human_fleet_snapshot() {
+    let t = tempfile::tempdir().unwrap();
+    corpus(t.path());
+    let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/multi");
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .env("NO_COLOR", "1")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["fleet", "-v", "--artifact", "fixtures/cuda13/multi"])
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert!(app.exists());
+    let dir = t.path().display().to_string();
+    insta::assert_snapshot!(
+        "fleet_corpus_verbose",
+        crate::support::golden::transcript(&out, &[(&dir, "[TMP]")])
+    );
+}
