@@ -4,6 +4,7 @@
 
 mod support;
 
+mod arm;
 mod audit;
 mod cli;
 mod compat_matrix;
