@@ -210,6 +210,20 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
                 .unwrap_or_default(),
         ),
         None if h.platform.wsl.is_some() => "WSL2 (the Windows driver serves the GPU)".into(),
+        None if h.platform.tegra.as_ref().is_some_and(|t| t.nvgpu != Some(false)) => format!(
+            "nvgpu (Jetson Linux {}){}",
+            Sane(
+                h.platform
+                    .tegra
+                    .as_ref()
+                    .and_then(|t| t.l4t.as_deref())
+                    .unwrap_or("?")
+            ),
+            h.driver_cuda
+                .as_deref()
+                .map(|c| format!(" · supports CUDA up to {}", Sane(c)))
+                .unwrap_or_default(),
+        ),
         None => "no NVIDIA kernel module loaded".into(),
     };
     row_painted(out, p, "driver", &driver)?;
@@ -259,6 +273,12 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
     if !platform.is_empty() {
         row(out, p, "platform", &platform.join(" · "))?;
     }
+    let jetson_nodes = h
+        .platform
+        .tegra
+        .iter()
+        .flat_map(|t| t.nodes.iter())
+        .map(|n| n.to_string());
     let nodes: Vec<String> = h
         .device_nodes
         .iter()
@@ -270,6 +290,7 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
             };
             format!("{}{access}", n.path)
         })
+        .chain(jetson_nodes)
         .collect();
     row(
         out,
