@@ -18,10 +18,18 @@ pub fn with_matrix(h: &mut HostFacts, m: &Matrix) {
         .and_then(|soc| Some((soc, m.tegra_soc(soc)?)));
     if let Some((soc, row)) = soc_cc {
         let name = format!("{soc} integrated GPU");
-        for g in h.gpus.iter_mut().filter(|g| g.cc.is_none() && g.name == name) {
-            g.name = format!("{} integrated GPU ({soc})", row.name);
+        // Also a GPU the driver lists (Thor's `nvidia` module) whose name the matrix may not know: on a Jetson
+        // the one GPU off the PCI bus is the SoC's.
+        for g in h
+            .gpus
+            .iter_mut()
+            .filter(|g| g.cc.is_none() && g.pci_device_id.is_none())
+        {
+            if g.name == name {
+                g.name = format!("{} integrated GPU ({soc})", row.name);
+            }
             g.cc = Some(row.cc.to_string());
-            g.source = format!("{}; its CC [matrix {}]", g.source, row.row.cite(m));
+            g.source = format!("{}; the CC of {soc} [matrix {}]", g.source, row.row.cite(m));
         }
     }
     super::gpu::assign_cc(&mut h.gpus, |name, pci| {
@@ -37,4 +45,47 @@ pub fn with_matrix(h: &mut HostFacts, m: &Matrix) {
         .map(|dc| dc.cuda.to_string())
         // A Jetson whose CUDA driver is Jetson Linux's own (`nvgpu`): the CUDA of its L4T release.
         .or_else(|| crate::rules::jetson::jetson_driver(Some(h), m).map(|(_, row)| row.cuda.to_string()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::GpuFacts;
+    use crate::host::model::TegraFacts;
+
+    fn gpu(name: &str, pci: Option<u16>) -> GpuFacts {
+        GpuFacts {
+            name: name.into(),
+            cc: None,
+            pci_device_id: pci,
+            uuid: None,
+            bus_id: None,
+            source: "/proc/driver/nvidia/gpus/0000:01:00.0/information".into(),
+        }
+    }
+
+    /// On a Jetson the GPU off the PCI bus takes its SoC's CC (the device tree's, or one the driver lists under a
+    /// name the matrix does not know); a PCI GPU does not, and the driver's CUDA is the L4T release's.
+    #[test]
+    fn a_jetson_gpu_takes_its_socs_compute_capability() {
+        let m = Matrix::bundled().unwrap();
+        let mut h = HostFacts::default();
+        h.platform.tegra = Some(TegraFacts {
+            l4t: Some("38.2.0".into()),
+            soc: Some("tegra264".into()),
+            ..TegraFacts::default()
+        });
+        h.gpus = vec![
+            gpu("NVIDIA Thor Unknown", None),
+            gpu("Some PCI GPU", Some(0x1234)),
+        ];
+        with_matrix(&mut h, &m);
+        assert_eq!(h.gpus[0].cc.as_deref(), Some("11.0"));
+        assert_eq!(h.gpus[0].name, "NVIDIA Thor Unknown");
+        assert_eq!(h.gpus[1].cc, None);
+        assert_eq!(h.driver_cuda.as_deref(), Some("13.0"));
+        h.gpus = vec![gpu("tegra264 integrated GPU", None)];
+        with_matrix(&mut h, &m);
+        assert!(h.gpus[0].name.starts_with("Thor"), "{}", h.gpus[0].name);
+    }
 }
