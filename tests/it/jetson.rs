@@ -304,6 +304,39 @@ fn a_cuda_13_program_on_jetpack_6_is_driver_insufficient() {
     let verdict = &r["verdicts"][0];
     assert!(verdict["gpu"].as_str().unwrap().contains("CC 8.7"), "{verdict:#}");
     assert_eq!(verdict["outcome"], "fails", "{verdict:#}");
+
+    // The same judgement at a desk, from a snapshot of the Jetson.
+    let snap = t.path().join("jetson.json");
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args([
+            "snapshot",
+            "-o",
+            snap.to_str().unwrap(),
+            "--root",
+            t.path().to_str().unwrap(),
+            "--clear-env",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = run(&[
+        "inspect",
+        "--format",
+        "json",
+        "--facts",
+        snap.to_str().unwrap(),
+        fixture("ptx_only").to_str().unwrap(),
+    ]);
+    assert!(
+        slugs(&r).contains(&"driver-insufficient".to_string()),
+        "{:?}",
+        slugs(&r)
+    );
+    assert!(
+        r["verdicts"][0]["gpu"].as_str().unwrap().contains("CC 8.7"),
+        "{r:#}"
+    );
 }
 
 /// An aarch64 program built for CUDA 12 (it needs `libcudart.so.12`) on JetPack 5 (CUDA 11.4): the help names
