@@ -280,3 +280,40 @@ fn an_x86_64_root_does_not_judge_an_aarch64_tree() {
     assert!(r.libraries.is_empty());
     assert_eq!(slugs(&r), ["foreign-architecture"]);
 }
+
+/// A Fedora-style arm64 root whose interpreter cannot be read (here: absent; its aarch64 cache makes it an
+/// arm64 root): glibc's upstream aarch64 default directories, `/lib64` then `/usr/lib64`
+/// (`LIBC_SLIBDIR_RTLDDIR([lib64], [lib])`), and the trail says where they came from.
+#[test]
+fn an_unreadable_interpreter_falls_back_to_upstream_lib64() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("usr/lib64")).unwrap();
+    std::fs::copy(
+        Path::new(arm::CROSS_LIB).join("libc.so.6"),
+        root.join("usr/lib64/libc.so.6"),
+    )
+    .unwrap();
+    let foo = arm::lib(&root.join("opt/foo"), "libfoo.so.1", "foo", &[]);
+    let main = arm::exe(&root.join("app/main"), &["foo"], &[&foo], &[]);
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    std::fs::write(
+        root.join("etc/ld.so.cache"),
+        ld_cache(&[("libfoo.so.1", "/opt/foo/libfoo.so.1", AARCH64)]),
+    )
+    .unwrap();
+    let r = resolve(root, &main);
+    assert!(r.foreign.is_none(), "{:?}", r.foreign);
+    assert_eq!(r.system_dirs, ["/lib64", "/usr/lib64"]);
+    assert!(
+        r.system_dirs_source.contains("upstream default"),
+        "{}",
+        r.system_dirs_source
+    );
+    assert_eq!(first(&r, "libfoo.so.1").how, How::LdSoCache);
+    let libc = first(&r, "libc.so.6");
+    assert_eq!(
+        (libc.how, libc.path.as_deref()),
+        (How::DefaultPath, Some("/usr/lib64/libc.so.6"))
+    );
+}
