@@ -211,7 +211,7 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
         ),
         None if h.platform.wsl.is_some() => "WSL2 (the Windows driver serves the GPU)".into(),
         None if h.platform.tegra.as_ref().is_some_and(|t| t.nvgpu != Some(false)) => format!(
-            "nvgpu (Jetson Linux {}){}",
+            "nvgpu (Jetson Linux {}{}){}",
             Sane(
                 h.platform
                     .tegra
@@ -219,6 +219,11 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
                     .and_then(|t| t.l4t.as_deref())
                     .unwrap_or("?")
             ),
+            if h.platform.tegra.as_ref().is_some_and(|t| t.nvgpu.is_none()) {
+                "; no module list to confirm it is loaded"
+            } else {
+                ""
+            },
             h.driver_cuda
                 .as_deref()
                 .map(|c| format!(" · supports CUDA up to {}", Sane(c)))
@@ -247,7 +252,17 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
         row(out, p, "glibc", &format!("{}  {}{how}", g.version, g.path))?;
     }
     if h.gpus.is_empty() {
-        row(out, p, "gpus", "none")?;
+        let jetson_unread = h.platform.tegra.as_ref().is_some_and(|t| t.soc.is_none());
+        row(
+            out,
+            p,
+            "gpus",
+            if jetson_unread {
+                "none read: a Jetson's GPU is named by its device tree (/proc/device-tree), not in this root"
+            } else {
+                "none"
+            },
+        )?;
     }
     for (i, g) in h.gpus.iter().enumerate() {
         let mut parts = vec![format!("{i}: {}", p.bold(&g.name))];
