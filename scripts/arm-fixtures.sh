@@ -8,8 +8,9 @@
 #   - cupy-cuda12x 14.2.0 (aarch64, ~150 MB; skipped with ARM_SMALL=1): cupy/cuda/cub's static cudart is 12.9,
 #     every file gets one foreign-architecture note on a non-aarch64 machine, none gets library-not-found, and
 #     `--gpu 9.0 --driver 470.82.01` on cub gives driver-insufficient; and every file's fatbin listing equals
-#     cuobjdump's (`-lelf -lptx`, plain and -all, entry by entry: scripts/compare-cuobjdump.sh) with the
-#     cuobjdump of the nvidia-cuda-cuobjdump wheel for this machine (or $CUOBJDUMP), which reads aarch64 files.
+#     cuobjdump's (`-lelf -lptx`, plain and -all, entry by entry: scripts/compare-cuobjdump.sh) and every entry's
+#     header equals plain cuobjdump's (scripts/compare_cuobjdump_headers.py), with the cuobjdump of the
+#     nvidia-cuda-cuobjdump wheel for this machine (or $CUOBJDUMP), which reads aarch64 files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${CUDADIAG_BIN:-}" ]; then bin=$CUDADIAG_BIN; else cargo build --release --quiet; bin=$PWD/target/release/cudadiag; fi
@@ -64,5 +65,9 @@ PY
   grep -v '^agree' "$d/cuobjdump.txt" | sed 's/^/      /'
   summary=$(grep '^# files:' "$d/cuobjdump.txt" | tail -1)
   check "cupy-cuda12x 14.2.0 listings against cuobjdump (${summary#\# })" "0" "$rc"
+  if python3 scripts/compare_cuobjdump_headers.py --cudadiag "$bin" --cuobjdump "$cuobjdump" "$d/cupy" > "$d/headers.txt"; then rc=0; else rc=$?; fi
+  grep -v '^#' "$d/headers.txt" | sed 's/^/      /' || true
+  summary=$(grep '^# headers:' "$d/headers.txt" | tail -1)
+  check "cupy-cuda12x 14.2.0 entry headers against plain cuobjdump (${summary#\# })" "0" "$rc"
 fi
 exit $fail
