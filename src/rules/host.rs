@@ -57,7 +57,7 @@ pub(crate) fn jetson(h: &HostFacts) -> bool {
 }
 
 /// A Jetson whose integrated GPU is driven by `nvgpu` (Jetson Linux up to R36): loaded, or not known not to be.
-/// (Thor's driver, from R38, is `nvidia.ko` and shows in procfs like any other.)
+/// (A Jetson whose driver is `nvidia.ko`, as Thor's on R38 is expected to be, shows in procfs like any other.)
 fn nvgpu(h: &HostFacts) -> Option<bool> {
     h.platform.tegra.as_ref()?.nvgpu
 }

@@ -6,7 +6,7 @@
 //! A newer runtime of another major version fails with error 35; one of the same major runs through
 //! minor-version compatibility (CUDA 11 and later). The fix is the JetPack whose Jetson Linux brings that CUDA
 //! to this SoC, or, from JetPack 5.0, NVIDIA's cuda-compat package for Jetson (`docs/jetson.md`).
-//! A Jetson whose driver shows in `/proc/driver/nvidia` (Thor, Jetson Linux R38) is judged by its driver
+//! A Jetson whose driver shows in `/proc/driver/nvidia` (`nvidia.ko`, expected on Thor's R38) is judged by its driver
 //! version as any other machine (`rules::driver`).
 
 use super::driver::runtime_of;
