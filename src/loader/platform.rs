@@ -164,15 +164,7 @@ impl Platform {
             // aarch64 has no glibc-hwcaps subdirectories (glibc ships `dl-hwcaps-subdirs.c` for x86-64,
             // powerpc64le and s390x only); glibc 2.26 to 2.36 has the legacy ones.
             if let Some(v) = version.filter(|v| ((2, 26)..(2, 37)).contains(v)) {
-                let features = aarch64_features(root);
-                let important = aarch64_important_hwcap(v, &features);
-                legacy_subdirs =
-                    legacy_subdirs_of(&[important.map(|(name, _)| name), Some(platform.as_str())]);
-                legacy_hwcaps = LegacyHwcaps {
-                    allowed: important.map_or(0, |(_, bit)| 1 << bit) | 1 << 63,
-                    platform_mask: 0,
-                    platform: 0,
-                };
+                (legacy_subdirs, legacy_hwcaps) = aarch64_legacy(v, &aarch64_features(root));
             }
             (Vec::new(), 1)
         } else {
@@ -308,6 +300,20 @@ pub fn aarch64_important_hwcap(version: (u32, u32), features: &[String]) -> Opti
         ("atomics", 8)
     };
     features.iter().any(|f| f == name).then_some((name, bit))
+}
+
+/// The legacy hwcap subdirectories and cache bits of an aarch64 ld.so of glibc `version` (2.26 to 2.36) on a
+/// processor with `features`: the important bit if set, `dl_platform` (`aarch64`, `AT_PLATFORM`) and `tls`;
+/// no platform bits (`_DL_HWCAP_PLATFORM` is 0 on aarch64).
+fn aarch64_legacy(version: (u32, u32), features: &[String]) -> (Vec<String>, LegacyHwcaps) {
+    let important = aarch64_important_hwcap(version, features);
+    let subdirs = legacy_subdirs_of(&[important.map(|(name, _)| name), Some("aarch64")]);
+    let hwcaps = LegacyHwcaps {
+        allowed: important.map_or(0, |(_, bit)| 1 << bit) | 1 << 63,
+        platform_mask: 0,
+        platform: 0,
+    };
+    (subdirs, hwcaps)
 }
 
 /// glibc 2.26–2.36 sets the legacy hwcap bit `avx512_1` on Intel processors with usable AVX512 F, CD, BW, DQ and
