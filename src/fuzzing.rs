@@ -126,6 +126,9 @@ pub fn host_root(data: &[u8]) {
         "usr/lib/python3/dist-packages/nvidia_cuda_runtime_cu12-12.4.127.dist-info/METADATA",
         "opt/conda/conda-meta/cuda-cudart-12.4.127-0.json",
         "etc/ld.so.preload",
+        // Last, so that older corpus entries keep their meaning (a Jetson's SoC and board).
+        "proc/device-tree/compatible",
+        "proc/device-tree/model",
     ];
     let Ok(dir) = tempfile::tempdir() else {
         return;

@@ -147,6 +147,7 @@ pub fn platform(root: &Root, env: &Env) -> PlatformFacts {
     if let Ok(t) = root.read_to_string(Path::new("/etc/nv_tegra_release"), read::CONFIG_TEXT) {
         p.jetson = t.lines().next().map(|l| l.trim().to_string());
     }
+    p.tegra = super::jetson::collect(root);
     if let Some(req) = env.get("NVIDIA_REQUIRE_CUDA") {
         p.require_cuda = parse_require(req);
     }

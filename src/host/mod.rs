@@ -22,6 +22,7 @@ pub mod env;
 pub mod glibc;
 pub mod gpu;
 pub mod hostname;
+pub mod jetson;
 pub mod jit_cache;
 pub mod libcuda;
 pub mod libfile;
@@ -76,6 +77,21 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         problems: Vec::new(),
     };
     facts.driver_files = driver_files(root, &mut facts.libcuda, &mut facts.nvml);
+    // A Jetson's integrated GPU is on no PCI bus: the device tree names it, and the matrix gives its compute
+    // capability (`enrich`).
+    if facts.gpus.is_empty()
+        && let Some(t) = &facts.platform.tegra
+        && let (Some(soc), Some(source)) = (&t.soc, &t.soc_source)
+    {
+        facts.gpus.push(crate::facts::GpuFacts {
+            name: format!("{soc} integrated GPU"),
+            cc: None,
+            pci_device_id: None,
+            uuid: None,
+            bus_id: None,
+            source: format!("{source} names nvidia,{soc}"),
+        });
+    }
     if !opts.skip_catalog {
         let (libraries, scan_problems) = catalog::scan(root, env, cache.as_ref(), opts.progress);
         facts.libraries = libraries;

@@ -78,9 +78,38 @@ pub struct PlatformFacts {
     pub container: Option<ContainerFacts>,
     /// The first line of `/etc/nv_tegra_release` (Jetson / L4T).
     pub jetson: Option<String>,
+    /// A Jetson's release, SoC and `nvgpu` driver (`host::jetson`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tegra: Option<TegraFacts>,
     /// `NVIDIA_REQUIRE_CUDA` parsed as the NVIDIA container runtime reads it: space-separated requirements,
     /// each a comma-separated list of conditions.
     pub require_cuda: Vec<Vec<Condition>>,
+}
+
+/// A Jetson board, read from `/etc/nv_tegra_release`, the device tree and the module list (`host::jetson`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TegraFacts {
+    /// The first line of `/etc/nv_tegra_release`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_line: Option<String>,
+    /// The Jetson Linux (L4T) release, `36.4.3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l4t: Option<String>,
+    /// The SoC the device tree names (`tegra234`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soc: Option<String>,
+    /// Where the SoC was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soc_source: Option<String>,
+    /// The board (`NVIDIA Jetson AGX Orin Developer Kit`), from the device tree's `model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `nvgpu` is loaded (`None`: the module list could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvgpu: Option<bool>,
+    /// Which of `/dev/nvmap` and `/dev/nvhost-ctrl-gpu` exist.
+    #[serde(default)]
+    pub nodes: Vec<String>,
 }
 
 /// The identity the diagnosed program would run as (`/proc/self/status`: `Uid:`, `Gid:`, `Groups:`; the

@@ -210,6 +210,25 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
                 .unwrap_or_default(),
         ),
         None if h.platform.wsl.is_some() => "WSL2 (the Windows driver serves the GPU)".into(),
+        None if h.platform.tegra.as_ref().is_some_and(|t| t.nvgpu != Some(false)) => format!(
+            "nvgpu (Jetson Linux {}{}){}",
+            Sane(
+                h.platform
+                    .tegra
+                    .as_ref()
+                    .and_then(|t| t.l4t.as_deref())
+                    .unwrap_or("?")
+            ),
+            if h.platform.tegra.as_ref().is_some_and(|t| t.nvgpu.is_none()) {
+                "; no module list to confirm it is loaded"
+            } else {
+                ""
+            },
+            h.driver_cuda
+                .as_deref()
+                .map(|c| format!(" · supports CUDA up to {}", Sane(c)))
+                .unwrap_or_default(),
+        ),
         None => "no NVIDIA kernel module loaded".into(),
     };
     row_painted(out, p, "driver", &driver)?;
@@ -233,7 +252,17 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
         row(out, p, "glibc", &format!("{}  {}{how}", g.version, g.path))?;
     }
     if h.gpus.is_empty() {
-        row(out, p, "gpus", "none")?;
+        let jetson_unread = h.platform.tegra.as_ref().is_some_and(|t| t.soc.is_none());
+        row(
+            out,
+            p,
+            "gpus",
+            if jetson_unread {
+                "none read: a Jetson's GPU is named by its device tree (/proc/device-tree), not in this root"
+            } else {
+                "none"
+            },
+        )?;
     }
     for (i, g) in h.gpus.iter().enumerate() {
         let mut parts = vec![format!("{i}: {}", p.bold(&g.name))];
@@ -259,6 +288,12 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
     if !platform.is_empty() {
         row(out, p, "platform", &platform.join(" · "))?;
     }
+    let jetson_nodes = h
+        .platform
+        .tegra
+        .iter()
+        .flat_map(|t| t.nodes.iter())
+        .map(|n| n.to_string());
     let nodes: Vec<String> = h
         .device_nodes
         .iter()
@@ -270,6 +305,7 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
             };
             format!("{}{access}", n.path)
         })
+        .chain(jetson_nodes)
         .collect();
     row(
         out,

@@ -53,7 +53,38 @@ pub(crate) fn wsl(h: &HostFacts) -> bool {
 /// Jetson's integrated GPU is not a PCI device, and older L4T releases drive it with nvgpu, which has no
 /// `/proc/driver/nvidia`: the PCI and procfs checks say nothing there.
 pub(crate) fn jetson(h: &HostFacts) -> bool {
-    h.platform.jetson.is_some()
+    h.platform.jetson.is_some() || h.platform.tegra.is_some()
+}
+
+/// A Jetson whose integrated GPU is driven by `nvgpu` (Jetson Linux up to R36): loaded, or not known not to be.
+/// (A Jetson whose driver is `nvidia.ko`, as Thor's on R38 is expected to be, shows in procfs like any other.)
+fn nvgpu(h: &HostFacts) -> Option<bool> {
+    h.platform.tegra.as_ref()?.nvgpu
+}
+
+/// `no-driver` on a Jetson: the device tree shows its GPU, the module list was read, and neither `nvgpu` nor
+/// `nvidia` is loaded.
+fn jetson_no_driver(h: &HostFacts) -> Option<Finding> {
+    let t = h.platform.tegra.as_ref()?;
+    if h.gpus.is_empty() || t.nvgpu != Some(false) || h.kernel.modules.iter().any(|m| m == "nvidia") {
+        return None;
+    }
+    let mut f = Finding::new(
+        Code::NoDriver,
+        "the Jetson's GPU driver is not loaded (neither nvgpu nor nvidia): CUDA programs cannot start",
+        "Load it (`sudo modprobe nvgpu`) and look in `dmesg` for why it did not load at boot; a kernel that is \
+         not Jetson Linux's own needs NVIDIA's out-of-tree modules for it (`nvidia-l4t-kernel-oot-modules` on \
+         Jetson Linux R36). Reflashing with SDK Manager restores the stock kernel and modules.",
+    )
+    .because(format!(
+        "{} does not list nvgpu",
+        h.kernel.modules_source.as_deref().unwrap_or("the module list")
+    ))
+    .because("/proc/driver/nvidia/version does not exist");
+    for g in &h.gpus {
+        f = f.because(format!("{} ({})", g.name, g.source));
+    }
+    Some(f)
 }
 
 fn in_container(h: &HostFacts) -> bool {
@@ -109,8 +140,11 @@ fn pci_unread(h: &HostFacts) -> Option<&str> {
 /// `no-driver`: no NVIDIA kernel module is loaded, while the PCI bus shows NVIDIA GPUs or could not be read
 /// (a container without `/sys`): no driver is certain then, no GPU is not.
 pub fn no_driver(h: &HostFacts) -> Option<Finding> {
-    if h.driver.is_some() || wsl(h) || (jetson(h) && h.gpus.is_empty()) {
+    if h.driver.is_some() || wsl(h) {
         return None;
+    }
+    if jetson(h) {
+        return jetson_no_driver(h);
     }
     let unread = pci_unread(h);
     if h.gpus.is_empty() && unread.is_none() {
@@ -251,6 +285,9 @@ pub fn driver_library_mismatch(h: &HostFacts) -> Option<Finding> {
 /// `device-nodes-missing`: the driver is loaded (procfs shows it) but `/dev/nvidiactl` or `/dev/nvidiaN` is
 /// missing. In a container this is the signature of a container started without GPU access.
 pub fn device_nodes_missing(h: &HostFacts) -> Option<Finding> {
+    if h.driver.is_none() && nvgpu(h) == Some(true) {
+        return jetson_nodes_missing(h);
+    }
     let d = driver_evidence(h)?;
     if wsl(h) {
         return None;
@@ -283,6 +320,44 @@ pub fn device_nodes_missing(h: &HostFacts) -> Option<Finding> {
     let mut f = Finding::new(Code::DeviceNodesMissing, message, help).because(d);
     for m in missing {
         f = f.because(m);
+    }
+    if let Some(c) = &h.platform.container {
+        f = f.because(format!("running in a container ({})", c.evidence.join(", ")));
+    }
+    Some(f)
+}
+
+/// `device-nodes-missing` on a Jetson: `nvgpu` is loaded but `/dev/nvmap` or `/dev/nvhost-ctrl-gpu`, which
+/// libcuda opens there, is missing: a container started without the NVIDIA runtime, as a rule.
+fn jetson_nodes_missing(h: &HostFacts) -> Option<Finding> {
+    let t = h.platform.tegra.as_ref()?;
+    let missing: Vec<&str> = crate::host::jetson::NVGPU_NODES
+        .iter()
+        .copied()
+        .filter(|n| !t.nodes.iter().any(|have| have == n))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let (message, help) = if in_container(h) {
+        (
+            "the container runs on a Jetson but has no GPU device nodes: it was started without the NVIDIA runtime",
+            "Start it with `docker run --runtime nvidia …` (or `--gpus all` with the NVIDIA Container Toolkit \
+             for Jetson, or CDI `--device nvidia.com/gpu=all` after `nvidia-ctk cdi generate --mode=csv`).",
+        )
+    } else {
+        (
+            "nvgpu is loaded but its device nodes are missing",
+            "The nodes come from the nvgpu and nvmap drivers through udev: check `dmesg` for their errors and \
+             the udev rules of Jetson Linux (`/etc/udev/rules.d/99-tegra-devices.rules`); a reboot recreates them.",
+        )
+    };
+    let mut f = Finding::new(Code::DeviceNodesMissing, message, help).because(format!(
+        "{} lists nvgpu",
+        h.kernel.modules_source.as_deref().unwrap_or("the module list")
+    ));
+    for m in missing {
+        f = f.because(format!("{m} does not exist"));
     }
     if let Some(c) = &h.platform.container {
         f = f.because(format!("running in a container ({})", c.evidence.join(", ")));
@@ -581,6 +656,12 @@ pub fn libcuda_not_found(h: &HostFacts) -> Option<Finding> {
              /etc/ld.so.conf.d lists {dir}, the cache is stale: run `sudo ldconfig`. Otherwise add a file \
              there naming {dir} and run `sudo ldconfig` (or put {dir} on LD_LIBRARY_PATH)."
         )
+    } else if jetson(h) {
+        "On a Jetson libcuda comes with Jetson Linux: /usr/lib/aarch64-linux-gnu/nvidia (R36 and later) or \
+         /usr/lib/aarch64-linux-gnu/tegra (R32 to R35), listed by /etc/ld.so.conf.d/nvidia-tegra.conf. \
+         Reinstall it (`sudo apt install --reinstall nvidia-l4t-cuda`) and run `sudo ldconfig`; in a container, \
+         start it with `--runtime nvidia` so that it is mounted in."
+            .into()
     } else if wsl(h) {
         "On WSL2 libcuda lives in /usr/lib/wsl/lib: make sure /etc/ld.so.conf.d/ld.wsl.conf lists it and run \
          `sudo ldconfig`; do not install a Linux driver inside WSL."

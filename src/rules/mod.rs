@@ -14,6 +14,7 @@ pub mod duplicates;
 pub mod glibc;
 pub mod headline;
 pub mod host;
+pub mod jetson;
 pub mod jit_cache;
 pub mod kernel_image;
 pub mod library_versions;

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod arm;
 mod audit;
 mod bundle;
 mod cli;
@@ -14,6 +15,7 @@ mod explain_cli;
 mod fixtures_cuobjdump;
 mod host;
 mod host_rules;
+mod jetson;
 mod loader_cache;
 mod loader_cli;
 mod loader_differential;

@@ -5,6 +5,7 @@
 //! `loader_build` builds programs and libraries with `cc`; `golden` makes transcripts for the insta snapshots;
 //! `probe/*.c` are the fake CUDA libraries `probe.rs` builds.
 
+pub mod arm_build;
 pub mod golden;
 pub mod loader_build;
 
