@@ -15,7 +15,6 @@
 
 pub mod child;
 pub mod cuda;
-pub mod facts;
 pub mod kernel;
 pub mod maps;
 pub mod nvml;
@@ -23,12 +22,9 @@ pub mod runtime;
 mod selftest;
 pub mod spawn;
 
-pub use facts::{
-    Call, CudaError, CudartRequest, DeviceProbe, DriverProbe, LibraryLoad, ModuleProbe, ModuleRequest,
-    ProbeFacts, ProbeOutcome, ProbeRequest, RuntimeProbe, SelfTest,
-};
 pub use spawn::{ProbeOptions, run};
 
+use crate::facts::probe::{CudartRequest, ModuleRequest};
 use crate::facts::{BinaryFacts, CodeKind, CudartLinkage, Format};
 use std::path::Path;
 

@@ -23,7 +23,7 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
                 writeln!(out, "    {}{line}", p.dim(&format!("{:<12}", "glibc")))?;
             }
             for r in report.facts.libraries.iter().filter(|r| r.binary == b.path) {
-                super::tree::render(r, p, out)?;
+                super::tree::render(r, &report.fixes, p, out)?;
             }
         }
     }
@@ -272,8 +272,8 @@ pub fn summary_line(b: &BinaryFacts) -> String {
 /// process 2.35 (GLIBC_2.35 from libc.so.6, by /opt/lib/libfoo.so); the machine's 2.36".
 fn glibc_line(
     b: &BinaryFacts,
-    resolutions: &[crate::loader::Resolution],
-    machine: Option<&crate::host::model::GlibcFacts>,
+    resolutions: &[crate::facts::loader::Resolution],
+    machine: Option<&crate::facts::host::GlibcFacts>,
 ) -> Option<String> {
     let own = crate::glibc::floor(&b.elf.as_ref()?.version_needs);
     let mut line = match &own {
@@ -505,13 +505,13 @@ fn thousands(n: usize) -> String {
 /// The live probe: how it ended, the driver, each GPU and its self-test, the runtime, each module load; every
 /// call with its time when verbose.
 fn probe_section(
-    pr: &crate::probe::ProbeFacts,
+    pr: &crate::facts::probe::ProbeFacts,
     verbose: bool,
     p: Paint,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let outcome = pr.outcome.as_str();
-    let outcome = if pr.outcome == crate::probe::ProbeOutcome::Completed {
+    let outcome = if pr.outcome == crate::facts::probe::ProbeOutcome::Completed {
         p.good(outcome)
     } else {
         p.error(outcome)

@@ -4,8 +4,7 @@
 
 use super::{Paint, Sane};
 use crate::facts::HostFacts;
-use crate::host::devnodes::can_read_write;
-use crate::host::model::{Flavour, FoundVia, LibCandidate, LibKind, LibraryEntry};
+use crate::facts::host::{Flavour, FoundVia, LibCandidate, LibKind, LibraryEntry};
 use std::io::{self, Write};
 
 /// A row whose value is data (paths, versions, environment values): shown escaped.
@@ -227,8 +226,8 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
     }
     if let Some(g) = &h.glibc {
         let how = match g.source {
-            crate::host::model::GlibcSource::Banner => "",
-            crate::host::model::GlibcSource::Verdef => " (at least: read from its version definitions)",
+            crate::facts::host::GlibcSource::Banner => "",
+            crate::facts::host::GlibcSource::Verdef => " (at least: read from its version definitions)",
         };
         row(out, p, "glibc", &format!("{}  {}{how}", g.version, g.path))?;
     }
@@ -264,8 +263,8 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
         .iter()
         .map(|n| {
             let access = match &h.identity {
-                Some(id) if can_read_write(n, id) => " rw",
-                Some(_) => " DENIED",
+                Some(id) if n.allows_rw(id) => " rw",
+                Some(_) => " no rw",
                 None => "",
             };
             format!("{}{access}", n.path)
@@ -322,7 +321,7 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::model::Owner;
+    use crate::facts::host::Owner;
 
     fn file(kind: &str, version: &str, path: &str) -> LibraryEntry {
         LibraryEntry {

@@ -23,9 +23,9 @@ struct Wire<'a> {
     binaries: Vec<Binary<'a>>,
     libraries: Vec<Library<'a>>,
     host: Host<'a>,
-    /// The live probe's facts (`probe`, `inspect --probe`); documented in `probe::facts`.
+    /// The live probe's facts (`probe`, `inspect --probe`); documented in `facts::probe`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    probe: Option<&'a crate::probe::ProbeFacts>,
+    probe: Option<&'a crate::facts::probe::ProbeFacts>,
     findings: &'a [Finding],
     /// Python wheels read by `audit` (additive to the contract): name, version, `Requires-Dist` verbatim and
     /// parsed (`requirements`, with when pip installs each and what CUDA it brings), and `cuda_libraries`, where
@@ -58,11 +58,11 @@ struct Library<'a> {
     reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
-    trail: &'a [crate::loader::Step],
+    trail: &'a [crate::facts::loader::Step],
     #[serde(skip_serializing_if = "Option::is_none")]
-    intended: Option<&'a crate::loader::Intended>,
+    intended: Option<&'a crate::facts::loader::Intended>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    copies: &'a [crate::loader::Copy],
+    copies: &'a [crate::facts::loader::Copy],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     completions: &'a [String],
 }
@@ -108,7 +108,7 @@ struct Host<'a> {
     /// The machine's glibc (additive): `version` (`2.36`), `source` (`banner` or `verdef`), the `libc.so.6`
     /// its loader resolves (`path`, `real_path`) and what was read in it (`evidence`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    glibc: Option<&'a crate::host::model::GlibcFacts>,
+    glibc: Option<&'a crate::facts::host::GlibcFacts>,
 }
 
 #[derive(Serialize)]
@@ -129,7 +129,7 @@ struct Gpu<'a> {
 
 fn host<'a>(
     h: Option<&'a crate::facts::HostFacts>,
-    glibc: Option<&'a crate::host::model::GlibcFacts>,
+    glibc: Option<&'a crate::facts::host::GlibcFacts>,
 ) -> Host<'a> {
     Host {
         collected: h.is_some(),
@@ -199,7 +199,7 @@ struct TreeGlibc<'a> {
     needed_by: Option<&'a str>,
 }
 
-fn glibc<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::loader::Resolution]) -> Option<Glibc<'a>> {
+fn glibc<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::facts::loader::Resolution]) -> Option<Glibc<'a>> {
     let own = crate::glibc::floor(&b.elf.as_ref()?.version_needs);
     let tree = resolutions.iter().find(|r| r.binary == b.path).map(|r| {
         let top = crate::rules::glibc::tree_floor(r);
@@ -325,7 +325,7 @@ fn entry(e: &DeviceCode) -> Entry<'_> {
     }
 }
 
-fn binary<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::loader::Resolution]) -> Binary<'a> {
+fn binary<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::facts::loader::Resolution]) -> Binary<'a> {
     let empty: &[String] = &[];
     let elf = b.elf.as_ref();
     Binary {

@@ -22,6 +22,7 @@ pub mod missing;
 pub mod packages;
 pub mod policy;
 pub mod probe;
+pub mod visibility;
 pub mod wheel;
 
 use crate::facts::Facts;

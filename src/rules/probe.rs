@@ -11,8 +11,8 @@
 //! have predicted anything about the driver or the GPU.
 
 use crate::facts::Facts;
+use crate::facts::probe::{Call, CudaError, ProbeFacts, ProbeOutcome};
 use crate::findings::{Code, Finding};
-use crate::probe::{Call, CudaError, ProbeFacts, ProbeOutcome};
 
 /// Where in the probe a result is observed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -368,13 +368,13 @@ fn failures(p: &ProbeFacts) -> Vec<Finding> {
     }
     // One finding per kind of failure, naming every device it happened on (8 GPUs, one broken driver: one
     // finding, not eight).
-    let mut groups: Vec<(String, Vec<i32>, &crate::probe::SelfTest)> = Vec::new();
+    let mut groups: Vec<(String, Vec<i32>, &crate::facts::probe::SelfTest)> = Vec::new();
     // The self-test kernel is PTX by design (it must run on any GPU), so with `CUDA_DISABLE_PTX_JIT=1` in the
     // probe's environment the driver refuses it with 223: the environment, not the machine. What that means for
     // the inspected program is `ptx-jit-disabled` / `ptx-jit-cache-only`'s to say; a SASS program runs. Seen on
     // the H200 (scripts/verdicts-live.sh): a program running from a warm JIT cache while the probe said
     // probe-failed.
-    let jit_refused = |t: &&crate::probe::SelfTest| {
+    let jit_refused = |t: &&crate::facts::probe::SelfTest| {
         t.failed_call
             .as_ref()
             .is_some_and(|c| error_code(&c.result) == Some(JIT_DISABLED))

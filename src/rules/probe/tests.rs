@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::facts::HostFacts;
-use crate::probe::{DriverProbe, LibraryLoad, ModuleProbe, RuntimeProbe, SelfTest};
+use crate::facts::probe::{DriverProbe, LibraryLoad, ModuleProbe, RuntimeProbe, SelfTest};
 
 fn err(code: i32) -> Option<CudaError> {
     Some(CudaError {
