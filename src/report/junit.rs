@@ -90,7 +90,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 out,
                 r#"      <failure message="{}" type="{}">{}</failure>"#,
                 escape(&summary),
-                escape(&errors[0].code),
+                escape(errors[0].code.as_str()),
                 escape(&body)
             )?;
         }

@@ -25,7 +25,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let mut rule_ids: Vec<&str> = Vec::new();
     for f in &report.findings {
         if !rule_ids.contains(&f.code.as_str()) {
-            rule_ids.push(&f.code);
+            rule_ids.push(f.code.as_str());
         }
     }
     let rules: Vec<Value> = rule_ids
@@ -56,7 +56,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             }
             let mut r = json!({
                 "ruleId": f.code,
-                "ruleIndex": rule_ids.iter().position(|id| *id == f.code).unwrap_or(0),
+                "ruleIndex": rule_ids.iter().position(|id| *id == f.code.as_str()).unwrap_or(0),
                 "level": level(f),
                 "message": { "text": text },
             });

@@ -6,6 +6,7 @@ mod support;
 
 mod audit;
 mod cli;
+mod code_table;
 mod compat_matrix;
 mod explain_cli;
 mod fixtures_cuobjdump;
