@@ -362,6 +362,27 @@ impl Finding {
         self
     }
 
+    /// The finding as plain text for the writers that take one block of it (GitHub annotations, SARIF
+    /// messages, JUnit failures): the message, then each evidence line after `because `, then the help after
+    /// `help: `, each on a line of its own starting with `indent`. `clean` is the writer's escaping, applied to
+    /// each piece (never to the line breaks between them).
+    pub fn plain_text(&self, indent: &str, clean: impl Fn(&str) -> String) -> String {
+        let mut text = clean(&self.message);
+        for e in &self.evidence {
+            text.push('\n');
+            text.push_str(indent);
+            text.push_str("because ");
+            text.push_str(&clean(e));
+        }
+        if !self.help.is_empty() {
+            text.push('\n');
+            text.push_str(indent);
+            text.push_str("help: ");
+            text.push_str(&clean(&self.help));
+        }
+        text
+    }
+
     /// Names the input the finding is about.
     pub fn at(mut self, path: impl Into<String>) -> Finding {
         self.path = Some(path.into());

@@ -23,6 +23,25 @@ pub enum Format {
     Unknown,
 }
 
+impl Format {
+    /// The contract's spelling (`fatbin`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Elf => "elf",
+            Format::Fatbin => "fatbin",
+            Format::Cubin => "cubin",
+            Format::Ptx => "ptx",
+            Format::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Facts about one inspected binary. A static archive yields one of these per member, named
 /// `archive.a(member.o)` as `nm` and `ar` name them.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -83,6 +102,22 @@ pub enum ElfClass {
     /// 64-bit.
     #[serde(rename = "ELF64")]
     Elf64,
+}
+
+impl ElfClass {
+    /// The contract's spelling (`ELF64`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ElfClass::Elf32 => "ELF32",
+            ElfClass::Elf64 => "ELF64",
+        }
+    }
+}
+
+impl std::fmt::Display for ElfClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Facts from a host ELF file's headers and dynamic section.
@@ -164,6 +199,23 @@ pub enum CudartLinkage {
     None,
 }
 
+impl CudartLinkage {
+    /// The contract's spelling (`static`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CudartLinkage::Static => "static",
+            CudartLinkage::Dynamic => "dynamic",
+            CudartLinkage::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for CudartLinkage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The CUDA runtime a binary uses.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CudartFacts {
@@ -205,6 +257,23 @@ pub enum CodeKind {
     Nvvm,
 }
 
+impl CodeKind {
+    /// The contract's spelling (`sass`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CodeKind::Sass => "sass",
+            CodeKind::Ptx => "ptx",
+            CodeKind::Nvvm => "nvvm",
+        }
+    }
+}
+
+impl std::fmt::Display for CodeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How an entry's payload is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -215,6 +284,23 @@ pub enum Compression {
     Lz4,
     /// zstd frame (fatbin flag `0x8000`; nvcc 12.8+ `--compress-mode`); needs an R550+ driver.
     Zstd,
+}
+
+impl Compression {
+    /// The contract's spelling (`zstd`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+impl std::fmt::Display for Compression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One device-code entry: a cubin, a PTX text or an NVVM module.

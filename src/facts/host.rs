@@ -139,6 +139,24 @@ pub enum FoundVia {
     DefaultPath,
 }
 
+impl FoundVia {
+    /// How people name the way it was found (`ld.so.cache`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FoundVia::LdLibraryPath => "LD_LIBRARY_PATH",
+            FoundVia::LdSoCache => "ld.so.cache",
+            FoundVia::LdSoConf => "ld.so.conf",
+            FoundVia::DefaultPath => "default path",
+        }
+    }
+}
+
+impl std::fmt::Display for FoundVia {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The machine's `/etc/ld.so.cache`, as its loader sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -164,6 +182,24 @@ pub enum LibKind {
     Compat,
     /// WSL2's `/usr/lib/wsl/lib` copy.
     Wsl,
+}
+
+impl LibKind {
+    /// How the reports name it (`STUB` stands out on purpose).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LibKind::Driver => "driver",
+            LibKind::Stub => "STUB",
+            LibKind::Compat => "compat",
+            LibKind::Wsl => "wsl",
+        }
+    }
+}
+
+impl std::fmt::Display for LibKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One file the loader could pick for a driver soname (`libcuda.so.1`, `libnvidia-ml.so.1`), in search order.

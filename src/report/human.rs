@@ -263,7 +263,11 @@ pub fn summary_line(b: &BinaryFacts) -> String {
         CudartLinkage::None => {}
     }
     if parts.is_empty() {
-        parts.push(crate::report::json::format_name(b.format).to_string());
+        parts.push(
+            b.format
+                .map_or("unknown", crate::facts::Format::as_str)
+                .to_string(),
+        );
     }
     parts.join(" · ")
 }
@@ -302,10 +306,7 @@ fn glibc_line(
 fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     let p = opts.paint;
     if let Some(e) = &b.elf {
-        let class = match e.class {
-            crate::facts::ElfClass::Elf32 => "ELF32",
-            crate::facts::ElfClass::Elf64 => "ELF64",
-        };
+        let class = e.class.as_str();
         writeln!(
             out,
             "    {class} {} {}{}",
@@ -366,11 +367,7 @@ fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Re
             ))
         )?;
         for (i, e) in b.device_code.iter().enumerate() {
-            let kind = match e.kind {
-                CodeKind::Sass => "sass",
-                CodeKind::Ptx => "ptx",
-                CodeKind::Nvvm => "nvvm",
-            };
+            let kind = e.kind.as_str();
             let mut notes = Vec::new();
             if e.relocatable {
                 notes.push("relocatable".to_string());
@@ -394,7 +391,7 @@ fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Re
                 kind,
                 e.arch,
                 format!("{}.{}", e.code_version[0], e.code_version[1]),
-                crate::report::json::compression_name(e.compression),
+                e.compression.as_str(),
                 e.size,
                 e.stored_size,
                 format!("0x{:x}", e.flags),

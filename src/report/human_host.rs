@@ -4,7 +4,7 @@
 
 use super::{Paint, Sane};
 use crate::facts::HostFacts;
-use crate::facts::host::{Flavour, FoundVia, LibCandidate, LibKind, LibraryEntry};
+use crate::facts::host::{Flavour, LibCandidate, LibraryEntry};
 use std::io::{self, Write};
 
 /// A row whose value is data (paths, versions, environment values): shown escaped.
@@ -22,18 +22,8 @@ fn candidates(out: &mut dyn Write, p: Paint, name: &str, list: &[LibCandidate]) 
         return row(out, p, name, "not found on the loader's path");
     }
     for (i, c) in list.iter().enumerate() {
-        let via = match c.found_via {
-            FoundVia::LdLibraryPath => "LD_LIBRARY_PATH",
-            FoundVia::LdSoCache => "ld.so.cache",
-            FoundVia::LdSoConf => "ld.so.conf",
-            FoundVia::DefaultPath => "default path",
-        };
-        let kind = match c.kind {
-            LibKind::Driver => "driver",
-            LibKind::Stub => "STUB",
-            LibKind::Compat => "compat",
-            LibKind::Wsl => "wsl",
-        };
+        let via = c.found_via.as_str();
+        let kind = c.kind.as_str();
         let real = if c.real_path == c.path {
             String::new()
         } else {

@@ -6,7 +6,7 @@
 //! `shared/contract/check_report.py`.
 
 use super::{Report, Summary};
-use crate::facts::{BinaryFacts, CodeKind, Compression, CudartLinkage, DeviceCode, Format};
+use crate::facts::{BinaryFacts, CodeKind, DeviceCode, Format};
 use crate::findings::Finding;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -276,36 +276,12 @@ struct Entry<'a> {
     ptx: Option<&'a crate::facts::PtxFacts>,
 }
 
-/// The contract's name for a format.
-pub fn format_name(f: Option<Format>) -> &'static str {
-    match f {
-        Some(Format::Elf) => "elf",
-        Some(Format::Fatbin) => "fatbin",
-        Some(Format::Cubin) => "cubin",
-        Some(Format::Ptx) => "ptx",
-        Some(Format::Unknown) | None => "unknown",
-    }
-}
-
-/// The contract's name for a compression.
-pub fn compression_name(c: Compression) -> &'static str {
-    match c {
-        Compression::None => "none",
-        Compression::Lz4 => "lz4",
-        Compression::Zstd => "zstd",
-    }
-}
-
 fn entry(e: &DeviceCode) -> Entry<'_> {
     Entry {
-        kind: match e.kind {
-            CodeKind::Sass => "sass",
-            CodeKind::Ptx => "ptx",
-            CodeKind::Nvvm => "nvvm",
-        },
+        kind: e.kind.as_str(),
         arch: &e.arch,
         ptx_isa: e.ptx_isa.as_deref(),
-        compression: compression_name(e.compression),
+        compression: e.compression.as_str(),
         size: e.size,
         stored_size: e.stored_size,
         toolkit: e.toolkit.as_deref(),
@@ -330,7 +306,7 @@ fn binary<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::facts::loader::Resolu
     let elf = b.elf.as_ref();
     Binary {
         path: &b.path,
-        format: format_name(b.format),
+        format: b.format.map_or("unknown", Format::as_str),
         size: b.size,
         needed: elf.map_or(empty, |e| &e.needed),
         rpath: elf.map_or(empty, |e| &e.rpath),
@@ -350,11 +326,7 @@ fn binary<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::facts::loader::Resolu
             stripped: !e.has_symtab,
         }),
         cudart: Cudart {
-            linkage: match b.cudart.linkage {
-                CudartLinkage::Static => "static",
-                CudartLinkage::Dynamic => "dynamic",
-                CudartLinkage::None => "none",
-            },
+            linkage: b.cudart.linkage.as_str(),
             version: b.cudart.version.as_deref(),
             soname: b.cudart.soname.as_deref(),
             evidence: &b.cudart.evidence,
