@@ -449,55 +449,6 @@ pub struct Resolution {
     pub foreign: Option<Foreign>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cache_step(result: StepResult, note: Option<&str>) -> Step {
-        Step {
-            how: How::LdSoCache,
-            of: None,
-            dir: None,
-            path: None,
-            result,
-            note: note.map(str::to_string),
-        }
-    }
-
-    #[test]
-    fn a_missing_cache_is_written_as_a_skipped_step_and_read_back_typed() {
-        let step = cache_step(StepResult::NoCache, None);
-        let json = serde_json::to_string(&step).unwrap();
-        assert_eq!(
-            json,
-            r#"{"how":"ld_so_cache","result":"skipped","note":"no usable /etc/ld.so.cache"}"#
-        );
-        let back: Step = serde_json::from_str(&json).unwrap();
-        assert_eq!(back, step);
-        assert_eq!(back.note(), Some(StepResult::NO_CACHE_NOTE));
-    }
-
-    #[test]
-    fn other_skipped_steps_keep_their_note_and_stay_skipped() {
-        let step = cache_step(StepResult::Skipped, Some("cache entry /lib/x refused"));
-        let json = serde_json::to_string(&step).unwrap();
-        assert_eq!(
-            json,
-            r#"{"how":"ld_so_cache","result":"skipped","note":"cache entry /lib/x refused"}"#
-        );
-        let back: Step = serde_json::from_str(&json).unwrap();
-        assert_eq!(back.result, StepResult::Skipped);
-        assert_eq!(back.note(), Some("cache entry /lib/x refused"));
-        let entry = cache_step(StepResult::NoEntry, Some("no entry"));
-        let json = serde_json::to_string(&entry).unwrap();
-        assert_eq!(
-            json,
-            r#"{"how":"ld_so_cache","result":"no_entry","note":"no entry"}"#
-        );
-        assert_eq!(serde_json::from_str::<Step>(&json).unwrap(), entry);
-    }
-}
-
 /// A binary the machine cannot load: another architecture than the root's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Foreign {
@@ -553,45 +504,6 @@ pub struct Floor {
     pub version: String,
     /// Its release numbers (`[9, 19, 0, 56]`).
     pub release: Vec<u64>,
-}
-
-impl Floor {
-    /// The floor of a `Requires-Dist` value (`nvidia-cudnn-cu13==9.19.0.56; platform_system == "Linux"`): the
-    /// highest lower bound of its clauses (`>=9.8,<10.0` → 9.8). `None` when no clause sets one, when a
-    /// version is not a plain release (an epoch, a local version), or when the marker rules Linux out.
-    pub fn of(text: &str) -> Option<Floor> {
-        let req = crate::inspect::wheel::requirement(text, &crate::inspect::wheel::Env::default())?;
-        if req.installed == crate::facts::Installed::Never {
-            return None;
-        }
-        let mut best: Option<Floor> = None;
-        for clause in req.specifier.split(',').filter(|c| !c.is_empty()) {
-            let (op, rest) = if let Some(v) = clause.strip_prefix("===") {
-                (FloorOp::Pinned, v)
-            } else if let Some(v) = clause.strip_prefix("==") {
-                (FloorOp::Pinned, v)
-            } else if let Some(v) = clause.strip_prefix(">=").or_else(|| clause.strip_prefix("~=")) {
-                (FloorOp::AtLeast, v)
-            } else if let Some(v) = clause.strip_prefix('>') {
-                (FloorOp::AtLeast, v)
-            } else {
-                continue;
-            };
-            let version = rest.strip_suffix(".*").unwrap_or(rest);
-            let Some(release) = release(version) else {
-                continue;
-            };
-            if best.as_ref().is_none_or(|b| release > b.release) {
-                best = Some(Floor {
-                    name: req.name.clone(),
-                    op,
-                    version: version.to_string(),
-                    release,
-                });
-            }
-        }
-        best
-    }
 }
 
 /// The pip distribution that installed a requester.
@@ -665,4 +577,53 @@ pub fn release(version: &str) -> Option<Vec<u64>> {
 /// one before it calls `dlopen`, or try among other names?
 pub fn is_stem(name: &str) -> bool {
     name.ends_with(".so")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache_step(result: StepResult, note: Option<&str>) -> Step {
+        Step {
+            how: How::LdSoCache,
+            of: None,
+            dir: None,
+            path: None,
+            result,
+            note: note.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_missing_cache_is_written_as_a_skipped_step_and_read_back_typed() {
+        let step = cache_step(StepResult::NoCache, None);
+        let json = serde_json::to_string(&step).unwrap();
+        assert_eq!(
+            json,
+            r#"{"how":"ld_so_cache","result":"skipped","note":"no usable /etc/ld.so.cache"}"#
+        );
+        let back: Step = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, step);
+        assert_eq!(back.note(), Some(StepResult::NO_CACHE_NOTE));
+    }
+
+    #[test]
+    fn other_skipped_steps_keep_their_note_and_stay_skipped() {
+        let step = cache_step(StepResult::Skipped, Some("cache entry /lib/x refused"));
+        let json = serde_json::to_string(&step).unwrap();
+        assert_eq!(
+            json,
+            r#"{"how":"ld_so_cache","result":"skipped","note":"cache entry /lib/x refused"}"#
+        );
+        let back: Step = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.result, StepResult::Skipped);
+        assert_eq!(back.note(), Some("cache entry /lib/x refused"));
+        let entry = cache_step(StepResult::NoEntry, Some("no entry"));
+        let json = serde_json::to_string(&entry).unwrap();
+        assert_eq!(
+            json,
+            r#"{"how":"ld_so_cache","result":"no_entry","note":"no entry"}"#
+        );
+        assert_eq!(serde_json::from_str::<Step>(&json).unwrap(), entry);
+    }
 }

@@ -15,11 +15,52 @@
 //! copy, not the pip one, whose file is named by its SONAME alone), for `cuda-library-too-old`. A healthy
 //! pip-only tree costs nothing here.
 
-use crate::facts::loader::{Floor, Installed, MetadataLine, Origin, PackageManager, PipDist};
-use crate::facts::loader::{How, Resolution};
+use crate::facts::loader::{
+    Floor, FloorOp, How, Installed, MetadataLine, Origin, PackageManager, PipDist, Resolution, release,
+};
 use crate::system::{Root, read};
 use std::collections::BTreeSet;
 use std::path::Path;
+
+// Reading a floor takes the PEP 508 parser of `inspect::wheel`, so it lives with the collector, not the facts.
+impl Floor {
+    /// The floor of a `Requires-Dist` value (`nvidia-cudnn-cu13==9.19.0.56; platform_system == "Linux"`): the
+    /// highest lower bound of its clauses (`>=9.8,<10.0` → 9.8). `None` when no clause sets one, when a
+    /// version is not a plain release (an epoch, a local version), or when the marker rules Linux out.
+    pub fn of(text: &str) -> Option<Floor> {
+        let req = crate::inspect::wheel::requirement(text, &crate::inspect::wheel::Env::default())?;
+        if req.installed == crate::facts::Installed::Never {
+            return None;
+        }
+        let mut best: Option<Floor> = None;
+        for clause in req.specifier.split(',').filter(|c| !c.is_empty()) {
+            let (op, rest) = if let Some(v) = clause.strip_prefix("===") {
+                (FloorOp::Pinned, v)
+            } else if let Some(v) = clause.strip_prefix("==") {
+                (FloorOp::Pinned, v)
+            } else if let Some(v) = clause.strip_prefix(">=").or_else(|| clause.strip_prefix("~=")) {
+                (FloorOp::AtLeast, v)
+            } else if let Some(v) = clause.strip_prefix('>') {
+                (FloorOp::AtLeast, v)
+            } else {
+                continue;
+            };
+            let version = rest.strip_suffix(".*").unwrap_or(rest);
+            let Some(release) = release(version) else {
+                continue;
+            };
+            if best.as_ref().is_none_or(|b| release > b.release) {
+                best = Some(Floor {
+                    name: req.name.clone(),
+                    op,
+                    version: version.to_string(),
+                    release,
+                });
+            }
+        }
+        best
+    }
+}
 
 /// The NVIDIA libraries whose pinned version `cuda-library-too-old` compares with the loaded copy's: the
 /// stems (the name before `.so`) of the SONAMEs `data/pip_cuda.toml` lists whose toolkit and system copies
@@ -227,7 +268,6 @@ pub fn parse_metadata(text: &str, path: &str) -> Option<PipDist> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::loader::{FloorOp, release};
 
     #[test]
     fn metadata_headers_with_line_numbers() {

@@ -14,7 +14,7 @@
 //! A module may name modules of its own layer or below, never above; the graph of top-level modules has no
 //! cycle; and `facts` names no other module of the crate (it is the data every stage shares).
 //! `cargo test --test it layering::module_graph -- --nocapture` prints the graph, one edge a line, so that a
-//! change to it can be read in review.
+//! change to it can be read in review (with `CUDADIAG_GRAPH_SRC=DIR`, the graph of another checkout's `src`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -39,7 +39,10 @@ const LAYERS: &[&[&str]] = &[
 /// Edges between the top-level modules of `src/`, from the `crate::` paths in each file (comments and unit
 /// tests aside).
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    // `CUDADIAG_GRAPH_SRC=/other/checkout/src` prints another tree's graph, for a before/after comparison.
+    let src = std::env::var_os("CUDADIAG_GRAPH_SRC")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut stack = vec![src.clone()];
     while let Some(dir) = stack.pop() {
@@ -64,9 +67,8 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
                 continue;
             }
             let text = std::fs::read_to_string(&path).expect("source is UTF-8");
-            // Unit tests may reach across layers to build their inputs: `#[cfg(test)] mod tests` ends each file.
-            let text = text.split("#[cfg(test)]").next().unwrap_or_default();
-            for to in named_modules(text) {
+            let text = without_test_modules(&text);
+            for to in named_modules(&text) {
                 if to != from {
                     edges.entry(from.clone()).or_default().insert(to);
                 }
@@ -74,6 +76,55 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         }
     }
     edges
+}
+
+/// The source without its `#[cfg(test)] mod … { … }` blocks: unit tests may reach across layers to build their
+/// inputs. Braces are counted outside string literals and comments.
+fn without_test_modules(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i..];
+        let Some(open) = after.find(['{', ';']) else {
+            return out;
+        };
+        if after.as_bytes()[open] == b';' {
+            rest = &after[open + 1..];
+            continue;
+        }
+        let (mut depth, mut in_str, mut escaped, mut end) = (0usize, false, false, after.len());
+        let mut chars = after[open..].char_indices().peekable();
+        while let Some((j, c)) = chars.next() {
+            if in_str {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '"' => in_str = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match c {
+                '"' => in_str = true,
+                '/' if chars.peek().is_some_and(|(_, n)| *n == '/') => {
+                    while chars.next_if(|(_, n)| *n != '\n').is_some() {}
+                }
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + j + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Top-level modules named by `crate::X` or inside `use crate::{X, Y::…}`, outside comments.
@@ -223,6 +274,13 @@ fn facts_depend_on_serde_alone() {
         None,
         "src/facts/ must name no other module of the crate"
     );
+}
+
+#[test]
+fn test_modules_are_left_out_and_what_follows_them_is_not() {
+    let src = "use crate::a;\n#[cfg(test)]\nmod tests {\n    use crate::b;\n    fn f() { let s = \"}\"; }\n}\nuse crate::c;\n";
+    let names: Vec<_> = named_modules(&without_test_modules(src)).into_iter().collect();
+    assert_eq!(names, ["a", "c"]);
 }
 
 #[test]
