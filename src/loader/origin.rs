@@ -28,7 +28,7 @@ impl Floor {
     /// highest lower bound of its clauses (`>=9.8,<10.0` → 9.8). `None` when no clause sets one, when a
     /// version is not a plain release (an epoch, a local version), or when the marker rules Linux out.
     pub fn of(text: &str) -> Option<Floor> {
-        let req = crate::inspect::wheel::requirement(text, &crate::inspect::wheel::Env::default())?;
+        let req = crate::inspect::pep508::requirement(text, &crate::inspect::pep508::Env::default())?;
         if req.installed == crate::facts::Installed::Never {
             return None;
         }
@@ -207,7 +207,7 @@ fn owning_dist(root: &Root, site: &Path, rel: &Path, records: &mut Records) -> O
     let top = rel
         .components()
         .next()
-        .map(|c| crate::inspect::wheel::normalise(&c.as_os_str().to_string_lossy()))?;
+        .map(|c| crate::inspect::pep508::normalise(&c.as_os_str().to_string_lossy()))?;
     let rel_s = rel.to_string_lossy();
     let mut infos: Vec<(bool, std::path::PathBuf)> = root
         .read_dir(site)
@@ -216,7 +216,7 @@ fn owning_dist(root: &Root, site: &Path, rel: &Path, records: &mut Records) -> O
         .filter_map(|d| {
             let name = d.file_name()?.to_string_lossy().into_owned();
             let stem = name.strip_suffix(".dist-info")?;
-            let dist = crate::inspect::wheel::normalise(stem.split('-').next().unwrap_or(stem));
+            let dist = crate::inspect::pep508::normalise(stem.split('-').next().unwrap_or(stem));
             Some((dist != top, d))
         })
         .collect();

@@ -97,9 +97,9 @@ fn cause(r: &Resolution, l: &Library) -> Cause {
 /// The `Requires-Dist` line of `d` that installs `soname` (through the pip table), when one does.
 fn declared_by<'d>(d: &'d PipDist, soname: &str) -> Option<&'d crate::facts::loader::MetadataLine> {
     let t = packages::pip()?;
-    let env = crate::inspect::wheel::Env::default();
+    let env = crate::inspect::pep508::Env::default();
     d.requires.iter().find(|line| {
-        crate::inspect::wheel::requirement(&line.text, &env)
+        crate::inspect::pep508::requirement(&line.text, &env)
             .filter(|req| req.installed != crate::facts::Installed::Never)
             .and_then(|req| t.cuda_dependency(&req))
             .is_some_and(|dep| dep.sonames.iter().any(|s| s == soname))
