@@ -18,9 +18,10 @@
 //! [`cache::LegacyHwcaps`]), `LD_AUDIT`, DT_AUXILIARY/DT_FILTER, `dlmopen` namespaces, and secure-execution
 //! through file capabilities (setuid/setgid are modelled).
 //!
-//! Every step of every search is kept as a [`Step`] in a trail, so a missing library can be explained the way
-//! libtree does ("rpath skipped: runpath is set"). All reads go through [`crate::system::Root`] and the
-//! captured [`crate::system::Env`], so `--root` and `--env` replay another machine.
+//! Every step of every search is kept as a [`crate::facts::loader::Step`] in a trail, so a missing library can
+//! be explained the way libtree does ("rpath skipped: runpath is set"); the results are facts
+//! ([`crate::facts::loader`]). All reads go through [`crate::system::Root`] and the captured
+//! [`crate::system::Env`], so `--root` and `--env` replay another machine.
 
 pub mod cache;
 pub mod copies;

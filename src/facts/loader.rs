@@ -314,7 +314,7 @@ pub struct Library {
     pub copies: Vec<Copy>,
     /// For a `dlopen` stem ([`Library::is_dlopen_stem`]) no step finds under its bare name: the versioned
     /// names of it (`libnvJitLink.so.13`) along its search, in search order, each once
-    /// ([`dlopen::completions`]). Listed, not loaded: which one the library asks for is in its code.
+    /// (`loader::dlopen::completions`). Listed, not loaded: which one the library asks for is in its code.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completions: Vec<String>,
     /// The error ld.so would stop with ("wrong ELF class: ELFCLASS32", "invalid ELF header").
@@ -547,7 +547,7 @@ pub enum Installed {
 /// A requester and how it was installed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Origin {
-    /// The requesting object's path, as [`super::Library::needed_by`] names it.
+    /// The requesting object's path, as [`Library::needed_by`] names it.
     pub object: String,
     /// How it was installed.
     #[serde(flatten)]

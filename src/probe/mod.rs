@@ -4,7 +4,7 @@
 //! library. `cudadiag probe` and `inspect --probe` re-execute cudadiag as `cudadiag __probe` ([`spawn`]),
 //! with the diagnosis environment and a timeout; the child ([`child`], [`runtime`]) `dlopen`s `libcuda.so.1`
 //! (and a libcudart when asked), runs a short self-test and loads the inspected binaries' device code as
-//! data, writing what it saw as JSON lines. A crash, a signal, a hang or garbage becomes a [`ProbeOutcome`]
+//! data, writing what it saw as JSON lines. A crash, a signal, a hang or garbage becomes a [`crate::facts::probe::ProbeOutcome`]
 //! in the facts, and a `probe-failed` finding through `rules::probe`.
 //!
 //! This module holds most of the crate's `unsafe` code: calling C functions found with `dlsym` cannot be done
