@@ -15,8 +15,8 @@
 //!   "Forward compatibility: 803 and 804").
 //! - Jetson: `/etc/nv_tegra_release` ("# R36 (release), REVISION: 4.0, …").
 
-use super::model::{Condition, ContainerFacts, Flavour, KernelFacts, PlatformFacts, WslFacts};
 use crate::facts::DriverFacts;
+use crate::facts::host::{Condition, ContainerFacts, Flavour, KernelFacts, PlatformFacts, WslFacts};
 use crate::system::{Env, Root, read};
 use std::path::Path;
 

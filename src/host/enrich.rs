@@ -44,14 +44,18 @@ pub fn with_matrix(h: &mut HostFacts, m: &Matrix) {
         .and_then(|v| m.driver_cuda(&v))
         .map(|dc| dc.cuda.to_string())
         // A Jetson whose CUDA driver is Jetson Linux's own (`nvgpu`): the CUDA of its L4T release.
-        .or_else(|| crate::rules::jetson::jetson_driver(Some(h), m).map(|(_, row)| row.cuda.to_string()));
+        .or_else(|| {
+            let l4t = h.platform.tegra.as_ref()?.l4t.as_deref()?;
+            h.driver.is_none().then_some(())?;
+            m.jetpack_for_l4t(l4t).map(|row| row.cuda.to_string())
+        });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::facts::GpuFacts;
-    use crate::host::model::TegraFacts;
+    use crate::facts::host::TegraFacts;
 
     fn gpu(name: &str, pci: Option<u16>) -> GpuFacts {
         GpuFacts {

@@ -14,7 +14,7 @@
 //!
 //! Facts in `docs/jetson.md`.
 
-use super::model::TegraFacts;
+use crate::facts::host::TegraFacts;
 use crate::system::{Root, read};
 use std::path::Path;
 

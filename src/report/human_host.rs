@@ -4,8 +4,7 @@
 
 use super::{Paint, Sane};
 use crate::facts::HostFacts;
-use crate::host::devnodes::can_read_write;
-use crate::host::model::{Flavour, FoundVia, LibCandidate, LibKind, LibraryEntry};
+use crate::facts::host::{Flavour, LibCandidate, LibraryEntry};
 use std::io::{self, Write};
 
 /// A row whose value is data (paths, versions, environment values): shown escaped.
@@ -23,18 +22,8 @@ fn candidates(out: &mut dyn Write, p: Paint, name: &str, list: &[LibCandidate]) 
         return row(out, p, name, "not found on the loader's path");
     }
     for (i, c) in list.iter().enumerate() {
-        let via = match c.found_via {
-            FoundVia::LdLibraryPath => "LD_LIBRARY_PATH",
-            FoundVia::LdSoCache => "ld.so.cache",
-            FoundVia::LdSoConf => "ld.so.conf",
-            FoundVia::DefaultPath => "default path",
-        };
-        let kind = match c.kind {
-            LibKind::Driver => "driver",
-            LibKind::Stub => "STUB",
-            LibKind::Compat => "compat",
-            LibKind::Wsl => "wsl",
-        };
+        let via = c.found_via.as_str();
+        let kind = c.kind.as_str();
         let real = if c.real_path == c.path {
             String::new()
         } else {
@@ -246,8 +235,8 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
     }
     if let Some(g) = &h.glibc {
         let how = match g.source {
-            crate::host::model::GlibcSource::Banner => "",
-            crate::host::model::GlibcSource::Verdef => " (at least: read from its version definitions)",
+            crate::facts::host::GlibcSource::Banner => "",
+            crate::facts::host::GlibcSource::Verdef => " (at least: read from its version definitions)",
         };
         row(out, p, "glibc", &format!("{}  {}{how}", g.version, g.path))?;
     }
@@ -299,8 +288,8 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
         .iter()
         .map(|n| {
             let access = match &h.identity {
-                Some(id) if can_read_write(n, id) => " rw",
-                Some(_) => " DENIED",
+                Some(id) if n.allows_rw(id) => " rw",
+                Some(_) => " no rw",
                 None => "",
             };
             format!("{}{access}", n.path)
@@ -358,7 +347,7 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::model::Owner;
+    use crate::facts::host::Owner;
 
     fn file(kind: &str, version: &str, path: &str) -> LibraryEntry {
         LibraryEntry {

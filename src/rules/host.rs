@@ -5,12 +5,11 @@
 //! rules use": 34, 100, 999, NVML "Driver/library version mismatch"; "Failures on the host, as users meet
 //! them").
 
+use super::visibility::visibility;
+use crate::facts::host::PciBus;
+use crate::facts::host::{DeviceNode, FoundVia, LdCacheState, LibCandidate, LibKind, LibraryEntry};
 use crate::facts::{DriverFacts, HostFacts};
 use crate::findings::{Code, Finding};
-use crate::host::devnodes::can_read_write;
-use crate::host::env::visibility;
-use crate::host::gpu::PciBus;
-use crate::host::model::{DeviceNode, FoundVia, LdCacheState, LibCandidate, LibKind, LibraryEntry};
 use std::cmp::Ordering;
 
 /// Runs every host rule on facts read from a machine. A what-if target (`--gpu`, `--driver`) declares a GPU and
@@ -111,17 +110,6 @@ fn describe(c: &LibCandidate) -> String {
 
 fn node<'a>(h: &'a HostFacts, path: &str) -> Option<&'a DeviceNode> {
     h.device_nodes.iter().find(|n| n.path == path)
-}
-
-fn gpu_nodes(h: &HostFacts) -> Vec<&DeviceNode> {
-    h.device_nodes
-        .iter()
-        .filter(|n| {
-            n.path
-                .strip_prefix("/dev/nvidia")
-                .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .collect()
 }
 
 fn driver_evidence(h: &HostFacts) -> Option<String> {
@@ -296,7 +284,7 @@ pub fn device_nodes_missing(h: &HostFacts) -> Option<Finding> {
     if node(h, "/dev/nvidiactl").is_none() {
         missing.push("/dev/nvidiactl does not exist");
     }
-    if gpu_nodes(h).is_empty() {
+    if h.gpu_nodes().is_empty() {
         missing.push("no /dev/nvidia<N> GPU node exists");
     }
     if missing.is_empty() {
@@ -395,17 +383,7 @@ pub fn nvidia_uvm_missing(h: &HostFacts) -> Option<Finding> {
 /// `device-permission-denied`: the current user cannot open a GPU device node read-write.
 pub fn device_permission_denied(h: &HostFacts) -> Option<Finding> {
     let who = h.identity.as_ref()?;
-    let denied: Vec<&DeviceNode> = h
-        .device_nodes
-        .iter()
-        .filter(|n| {
-            n.path == "/dev/nvidiactl"
-                || n.path == "/dev/nvidia-uvm"
-                || n.path == "/dev/dxg"
-                || gpu_nodes(h).contains(n)
-        })
-        .filter(|n| !can_read_write(n, who))
-        .collect();
+    let denied: Vec<&DeviceNode> = h.cuda_nodes().into_iter().filter(|n| !n.allows_rw(who)).collect();
     if denied.is_empty() {
         return None;
     }

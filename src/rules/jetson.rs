@@ -10,9 +10,9 @@
 //! version as any other machine (`rules::driver`).
 
 use super::driver::runtime_of;
+use crate::facts::host::TegraFacts;
 use crate::facts::{BinaryFacts, HostFacts};
 use crate::findings::{Code, Finding};
-use crate::host::model::TegraFacts;
 use crate::matrix::{JetpackRow, Matrix};
 
 /// The Jetson facts, and the matrix row of its L4T release, when the host is a Jetson without a

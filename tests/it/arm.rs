@@ -5,8 +5,9 @@
 use crate::support::arm_build::{self as arm, debian_root, ld_cache};
 use crate::support::loader_build;
 
+use cudadiag::facts::loader::{How, Library, Resolution, StepResult};
 use cudadiag::inspect::{self, InspectOptions};
-use cudadiag::loader::{self, How, Library, Resolution, StepResult};
+use cudadiag::loader;
 use cudadiag::system::{Env, Root};
 use std::path::Path;
 

@@ -8,6 +8,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod files;
+pub use files::{CacheDir, CdiSpec, JitCacheFacts, LibFile, LibShape};
+
 /// Which NVIDIA kernel module flavour is loaded (`/proc/driver/nvidia/version` says "Open Kernel Module" for
 /// the open GPU kernel modules, github.com/NVIDIA/open-gpu-kernel-modules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,6 +168,24 @@ pub enum FoundVia {
     DefaultPath,
 }
 
+impl FoundVia {
+    /// How people name the way it was found (`ld.so.cache`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FoundVia::LdLibraryPath => "LD_LIBRARY_PATH",
+            FoundVia::LdSoCache => "ld.so.cache",
+            FoundVia::LdSoConf => "ld.so.conf",
+            FoundVia::DefaultPath => "default path",
+        }
+    }
+}
+
+impl std::fmt::Display for FoundVia {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The machine's `/etc/ld.so.cache`, as its loader sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -190,6 +211,24 @@ pub enum LibKind {
     Compat,
     /// WSL2's `/usr/lib/wsl/lib` copy.
     Wsl,
+}
+
+impl LibKind {
+    /// How the reports name it (`STUB` stands out on purpose).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LibKind::Driver => "driver",
+            LibKind::Stub => "STUB",
+            LibKind::Compat => "compat",
+            LibKind::Wsl => "wsl",
+        }
+    }
+}
+
+impl std::fmt::Display for LibKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One file the loader could pick for a driver soname (`libcuda.so.1`, `libnvidia-ml.so.1`), in search order.
@@ -265,4 +304,243 @@ pub enum GlibcSource {
     Banner,
     /// The highest `GLIBC_x.y` the library defines (DT_VERDEF): a lower bound of the release.
     Verdef,
+}
+
+/// Facts about the machine: driver and GPUs. `host::collect` fills it from files; `--gpu`/`--driver` complete or
+/// replace it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// The node's host name and where it was read (`host::hostname`; `host-1` in a snapshot written with
+    /// `--redact`). `None`: not found, a what-if target, or a snapshot taken by an earlier version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<HostName>,
+    /// The loaded NVIDIA kernel driver, if any.
+    pub driver: Option<DriverFacts>,
+    /// The NVIDIA GPUs.
+    pub gpus: Vec<GpuFacts>,
+    /// Whether the PCI bus was read (`None`: not recorded, as for a what-if target or a snapshot taken by an
+    /// earlier version). No GPU is certain only when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus: Option<PciBus>,
+    /// These facts were read from a machine (`host::collect`), not declared as a what-if target (`--gpu`,
+    /// `--driver`): only then do the machine rules (device nodes, libraries, environment) apply.
+    #[serde(default)]
+    pub observed: bool,
+    /// The newest CUDA version the driver supports (`13.0`), from the compatibility matrix, when known.
+    #[serde(default)]
+    pub driver_cuda: Option<String>,
+    /// The kernel module as procfs and sysfs show it, and the GPU-related modules loaded.
+    #[serde(default)]
+    pub kernel: KernelFacts,
+    /// WSL2, container, Jetson.
+    #[serde(default)]
+    pub platform: PlatformFacts,
+    /// Who the diagnosed program runs as, when known.
+    #[serde(default)]
+    pub identity: Option<Identity>,
+    /// The `/dev/nvidia*` (and `/dev/dxg`) nodes present.
+    #[serde(default)]
+    pub device_nodes: Vec<DeviceNode>,
+    /// MIG instances the driver exposes (`/proc/driver/nvidia/capabilities/gpuN/mig/giM`).
+    #[serde(default)]
+    pub mig: Vec<String>,
+    /// The CUDA-relevant environment.
+    #[serde(default)]
+    pub env: EnvFacts,
+    /// Every `libcuda.so.1` the loader could pick, in search order.
+    #[serde(default)]
+    pub libcuda: Vec<LibCandidate>,
+    /// The machine's `/etc/ld.so.cache` as its loader sees it (`None`: not read, as for a what-if target or a
+    /// snapshot taken by an earlier version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ld_cache: Option<LdCacheState>,
+    /// The machine's glibc, read from the `libc.so.6` its loader resolves (`None`: not found, not read (a
+    /// what-if target), or a snapshot taken by an earlier version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glibc: Option<GlibcFacts>,
+    /// Every `libnvidia-ml.so.1` the loader could pick, in search order.
+    #[serde(default)]
+    pub nvml: Vec<LibCandidate>,
+    /// The driver libraries' files as read: the candidates above and the `libcuda.so*` / `libnvidia-*` files
+    /// beside the driver's own (size, whole or cut short, SONAME, `DT_NEEDED`, symbol versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub driver_files: Vec<LibFile>,
+    /// The driver's JIT cache: where, whether on, whether it holds anything (`None`: no `CUDA_CACHE_PATH` or
+    /// `HOME` to place it, or not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit_cache: Option<JitCacheFacts>,
+    /// The NVIDIA Container Toolkit's CDI specs (`/etc/cdi`, `/var/run/cdi`) and the driver versions of the
+    /// libraries they mount.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cdi: Vec<CdiSpec>,
+    /// Every CUDA library found on the machine.
+    #[serde(default)]
+    pub libraries: Vec<LibraryEntry>,
+    /// The library catalogue was not read (`inspect` does not list the machine's libraries; `doctor` does):
+    /// an empty [`HostFacts::libraries`] then says nothing about the disk.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub catalog_skipped: bool,
+    /// Problems met while collecting (unreadable directories, link loops); never fatal.
+    #[serde(default)]
+    pub problems: Vec<String>,
+}
+
+/// The NVIDIA kernel driver.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverFacts {
+    /// Kernel module version (`580.159.04`).
+    pub version: String,
+    /// Where it was read (`/proc/driver/nvidia/version`, `--driver`).
+    pub source: String,
+}
+
+/// One GPU.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuFacts {
+    /// Model name (`NVIDIA H200`).
+    pub name: String,
+    /// Compute capability (`9.0`), when known.
+    pub cc: Option<String>,
+    /// PCI device id (`0x2335`), when known.
+    pub pci_device_id: Option<u16>,
+    /// GPU UUID, when known.
+    pub uuid: Option<String>,
+    /// PCI bus id (`0000:19:00.0`), when known.
+    pub bus_id: Option<String>,
+    /// Where it was read (`/proc/driver/nvidia/gpus/…/information`, `--gpu`).
+    pub source: String,
+}
+
+/// Whether `/sys/bus/pci/devices` was read: only a bus that was read and showed no NVIDIA display controller
+/// says there is no GPU. A container without `/sys` (or with it masked) shows nothing either way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum PciBus {
+    /// The directory was listed; `devices` entries were in it (NVIDIA or not).
+    Read {
+        /// How many PCI functions the directory listed.
+        devices: usize,
+    },
+    /// The directory could not be listed (absent, not a directory, permission denied).
+    Unreadable {
+        /// Why, as the system said it.
+        reason: String,
+    },
+}
+
+impl DeviceNode {
+    /// Whether `who` may open this node for reading and writing, by the classic owner/group/other bits (root
+    /// always may). ACLs and capabilities are not modelled.
+    pub fn allows_rw(&self, who: &Identity) -> bool {
+        if who.uid == 0 {
+            return true;
+        }
+        let bits = if self.uid == who.uid {
+            (self.mode >> 6) & 7
+        } else if self.gid == who.gid || who.groups.contains(&self.gid) {
+            (self.mode >> 3) & 7
+        } else {
+            self.mode & 7
+        };
+        bits & 6 == 6
+    }
+
+    /// A per-GPU node: `/dev/nvidia` followed by digits (`/dev/nvidia0`).
+    pub fn is_gpu_node(&self) -> bool {
+        self.path
+            .strip_prefix("/dev/nvidia")
+            .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
+    }
+}
+
+impl HostFacts {
+    /// The per-GPU nodes (`/dev/nvidia0`, …), in the order they were read.
+    pub fn gpu_nodes(&self) -> Vec<&DeviceNode> {
+        self.device_nodes.iter().filter(|n| n.is_gpu_node()).collect()
+    }
+
+    /// The nodes a CUDA program opens: `/dev/nvidiactl`, `/dev/nvidia-uvm`, `/dev/dxg` (WSL2) and the per-GPU
+    /// nodes; not `nvidia-modeset` or the capability nodes.
+    pub fn cuda_nodes(&self) -> Vec<&DeviceNode> {
+        self.device_nodes
+            .iter()
+            .filter(|n| {
+                matches!(n.path.as_str(), "/dev/nvidiactl" | "/dev/nvidia-uvm" | "/dev/dxg")
+                    || n.is_gpu_node()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permission_bits() {
+        let node = |mode, uid, gid| DeviceNode {
+            path: "/dev/nvidia0".into(),
+            char_device: true,
+            mode,
+            uid,
+            gid,
+        };
+        let me = Identity {
+            uid: 1000,
+            gid: 1000,
+            groups: vec![44],
+            source: String::new(),
+        };
+        assert!(node(0o666, 0, 0).allows_rw(&me));
+        assert!(!node(0o660, 0, 0).allows_rw(&me));
+        assert!(node(0o660, 0, 44).allows_rw(&me));
+        assert!(node(0o600, 1000, 0).allows_rw(&me));
+        assert!(!node(0o644, 0, 0).allows_rw(&me));
+        let root = Identity { uid: 0, ..me.clone() };
+        assert!(node(0o600, 5, 5).allows_rw(&root));
+    }
+
+    #[test]
+    fn cuda_nodes_are_the_ones_a_program_opens() {
+        let n = |path: &str| DeviceNode {
+            path: path.into(),
+            char_device: true,
+            mode: 0o666,
+            uid: 0,
+            gid: 0,
+        };
+        let h = HostFacts {
+            device_nodes: [
+                "/dev/nvidia0",
+                "/dev/nvidiactl",
+                "/dev/nvidia-modeset",
+                "/dev/nvidia-uvm",
+                "/dev/nvidia12",
+            ]
+            .into_iter()
+            .map(n)
+            .collect(),
+            ..HostFacts::default()
+        };
+        let paths = |v: Vec<&DeviceNode>| v.into_iter().map(|d| d.path.clone()).collect::<Vec<_>>();
+        assert_eq!(paths(h.gpu_nodes()), ["/dev/nvidia0", "/dev/nvidia12"]);
+        assert_eq!(
+            paths(h.cuda_nodes()),
+            [
+                "/dev/nvidia0",
+                "/dev/nvidiactl",
+                "/dev/nvidia-uvm",
+                "/dev/nvidia12"
+            ]
+        );
+    }
+}
+
+/// The node's name and where it was read (`host::hostname`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostName {
+    /// The name (`gpu-node-17`, or a fully qualified one).
+    pub name: String,
+    /// The file it was read from.
+    pub source: String,
 }
