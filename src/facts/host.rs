@@ -89,6 +89,9 @@ pub struct PlatformFacts {
     pub require_cuda: Vec<Vec<Condition>>,
 }
 
+/// The device nodes CUDA needs on nvgpu: those [`TegraFacts::nodes`] records when present.
+pub const NVGPU_NODES: [&str; 2] = ["/dev/nvmap", "/dev/nvhost-ctrl-gpu"];
+
 /// A Jetson board, read from `/etc/nv_tegra_release`, the device tree and the module list (`host::jetson`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TegraFacts {

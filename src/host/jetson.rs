@@ -24,8 +24,7 @@ const COMPATIBLE: [&str; 2] = [
     "/sys/firmware/devicetree/base/compatible",
 ];
 
-/// The device nodes CUDA needs on nvgpu.
-pub const NVGPU_NODES: [&str; 2] = ["/dev/nvmap", "/dev/nvhost-ctrl-gpu"];
+pub use crate::facts::host::NVGPU_NODES;
 
 /// Reads the Jetson facts, `None` when the root is no Jetson (no `/etc/nv_tegra_release` and no Tegra SoC in
 /// the device tree).

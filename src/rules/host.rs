@@ -319,7 +319,7 @@ pub fn device_nodes_missing(h: &HostFacts) -> Option<Finding> {
 /// libcuda opens there, is missing: a container started without the NVIDIA runtime, as a rule.
 fn jetson_nodes_missing(h: &HostFacts) -> Option<Finding> {
     let t = h.platform.tegra.as_ref()?;
-    let missing: Vec<&str> = crate::host::jetson::NVGPU_NODES
+    let missing: Vec<&str> = crate::facts::host::NVGPU_NODES
         .iter()
         .copied()
         .filter(|n| !t.nodes.iter().any(|have| have == n))
