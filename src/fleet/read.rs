@@ -425,7 +425,7 @@ fn snapshot_node(
     };
     let mut findings = Vec::new();
     for f in crate::rules::evaluate(&facts_of_node, matrix) {
-        add_finding(&mut findings, &f.slug, &f.code, f.severity);
+        add_finding(&mut findings, &f.slug, f.code.as_str(), f.severity);
     }
     let host = facts_of_node.host;
     let h = host.as_ref();
