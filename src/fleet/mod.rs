@@ -7,11 +7,11 @@
 //! whether the artefact will run there ([`judge`]), from the node's recorded facts, as `inspect --facts` does
 //! for one.
 //!
-//! Stages: [`read`] turns paths into [`Node`]s (and the files it could not use, with why), [`group`] turns
-//! nodes into a [`Fleet`]; `report::fleet` renders it. Nothing here prints.
+//! Stages: the command's reader (`commands::fleet::read`: files, I/O, decoding) turns paths into [`Node`]s
+//! (and the files it could not use, with why), [`group`] turns nodes into a [`Fleet`]; `report::fleet`
+//! renders it. Nothing here reads a file or prints.
 
 pub mod judge;
-pub mod read;
 
 use crate::findings::Severity;
 use serde::Serialize;

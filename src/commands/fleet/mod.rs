@@ -1,5 +1,7 @@
 //! `cudadiag fleet`: many nodes' reports and snapshots, grouped; an artefact judged on each (`fleet` module).
 
+mod read;
+
 use super::{Outcome, ToolError};
 use crate::cli::FleetArgs;
 use crate::fleet::{self, Files, judge::Artefact};
@@ -7,7 +9,7 @@ use crate::report::{DocFormat, Paint};
 use std::io::Write;
 
 pub fn run(args: &FleetArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
-    let found = fleet::read::find(&args.paths).map_err(ToolError)?;
+    let found = read::find(&args.paths).map_err(ToolError)?;
     // The artefact is read once, while the matrix loads; then every node is judged against its facts.
     let (matrix, artefact) = std::thread::scope(|s| {
         let artefact = (!args.artifact.is_empty()).then(|| s.spawn(|| Artefact::read(&args.artifact)));
@@ -18,7 +20,7 @@ pub fn run(args: &FleetArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     let artefact = artefact.transpose().map_err(ToolError)?;
     let done = std::sync::atomic::AtomicUsize::new(0);
     let read = crate::report::progress::while_running("reading node reports…", "files", &done, || {
-        fleet::read::read_all(&found.files, &matrix, artefact.as_ref(), &done)
+        read::read_all(&found.files, &matrix, artefact.as_ref(), &done)
     });
     let mut files = Files {
         read: found.files.len(),

@@ -11,9 +11,9 @@
 //! directory, each file at most [`NODE_FILE`] bytes (read through `system::read`, which refuses FIFOs and
 //! devices without blocking), and memory per node of what is kept, not of the file.
 
-use super::{GpuCount, Node, NodeFinding, SkipKind, Skipped, SourceKind, Standing};
 use crate::facts::HostFacts;
 use crate::findings::Severity;
+use crate::fleet::{GpuCount, Node, NodeFinding, SkipKind, Skipped, SourceKind, Standing};
 use crate::matrix::Matrix;
 use crate::system::read::Limit;
 use serde::Deserialize;
@@ -155,13 +155,13 @@ pub type Read = Result<Node, Skipped>;
 pub fn read_all(
     files: &[PathBuf],
     matrix: &Matrix,
-    judge: Option<&super::judge::Artefact>,
+    judge: Option<&crate::fleet::judge::Artefact>,
     done: &std::sync::atomic::AtomicUsize,
 ) -> Vec<Read> {
     crate::parallel::map_with(
         files,
         usize::MAX,
-        || judge.map(super::judge::Artefact::judge_facts),
+        || judge.map(crate::fleet::judge::Artefact::judge_facts),
         |facts, path| {
             let r = read_node(path, matrix, judge.zip(facts.as_mut()));
             done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -279,7 +279,7 @@ fn skipped(path: &Path, kind: SkipKind, reason: impl Into<String>) -> Skipped {
 fn read_node(
     path: &Path,
     matrix: &Matrix,
-    judge: Option<(&super::judge::Artefact, &mut crate::facts::Facts)>,
+    judge: Option<(&crate::fleet::judge::Artefact, &mut crate::facts::Facts)>,
 ) -> Read {
     let bytes = crate::system::read::read(path, NODE_FILE)
         .map_err(|e| skipped(path, SkipKind::Unreadable, e.to_string()))?;
@@ -312,7 +312,7 @@ fn report_node(
     text: &str,
     head: Head<'_>,
     matrix: &Matrix,
-    judge: Option<(&super::judge::Artefact, &mut crate::facts::Facts)>,
+    judge: Option<(&crate::fleet::judge::Artefact, &mut crate::facts::Facts)>,
 ) -> Read {
     let origin = path.display().to_string();
     let file_name = node_name_from_file(path);
@@ -362,7 +362,7 @@ fn snapshot_node(
     text: &str,
     snapshot_version: Option<&serde_json::Value>,
     matrix: &Matrix,
-    judge: Option<(&super::judge::Artefact, &mut crate::facts::Facts)>,
+    judge: Option<(&crate::fleet::judge::Artefact, &mut crate::facts::Facts)>,
 ) -> Read {
     let origin = path.display().to_string();
     let file_name = node_name_from_file(path);
