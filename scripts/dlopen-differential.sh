@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Ground truth for the run-time loads: runs a small PyTorch workload on the GPU (a convolution, an LSTM and a
 # half-precision matmul, which load cuDNN's sub-libraries, cuBLASLt and NVRTC with dlopen), lists the CUDA
 # libraries the real process has mapped (/proc/self/maps), and checks each against the tree
@@ -9,7 +9,7 @@
 # libtorch_cuda.so's own search would (`torch/__init__.py` preloads the nvidia wheels), libraries outside
 # libtorch_cuda.so's tree (libcusolver, loaded from libtorch_cuda_linalg.so), and the driver's own
 # components (libnvidia-ptxjitcompiler), which cudadiag does not search.
-set -eu
+set -euo pipefail
 python=$1
 cd "$(dirname "$0")/.."
 if [ -z "${CUDADIAG:-}" ]; then

@@ -1,10 +1,10 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Differential: the libcuda.so.1 and libnvidia-ml.so.1 that glibc's dlopen really loads (from a program with
 # no RPATH or RUNPATH, as the CUDA runtime's own dlopen is) against the first candidate `cudadiag doctor` names,
 # under each LD_LIBRARY_PATH given (the empty string: as inherited). Needs a machine with the NVIDIA driver.
 # Usage: CUDADIAG=target/release/cudadiag scripts/libcuda-differential.sh [LD_LIBRARY_PATH]...
 # Prints one line per case and library, and exits 1 if any differs.
-set -u
+set -euo pipefail
 bin=${CUDADIAG:-target/release/cudadiag}
 command -v "$bin" >/dev/null || { echo "libcuda-differential: $bin: not found" >&2; exit 2; }
 [ $# -gt 0 ] || set -- ""
@@ -29,11 +29,11 @@ for line in open("/proc/self/maps"):
         print(os.path.realpath(path))
         break
 EOF
-)
+) || true
         ours=$(env ${llp:+LD_LIBRARY_PATH="$llp"} "$bin" doctor --format json --fail-on never |
             python3 -c 'import json, sys
 c = json.load(sys.stdin)["host"]["facts"][sys.argv[1]]
-print(c[0]["real_path"] if c else "(none)")' "$key")
+print(c[0]["real_path"] if c else "(none)")' "$key") || true   # a failed reading prints as a difference
         if [ "$real" = "$ours" ]; then verdict=same; else verdict=DIFFERENT; status=1; fi
         echo "$verdict  LD_LIBRARY_PATH=${llp:-(inherited)}  $soname: glibc $real, cudadiag $ours"
     done

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Side by side: resolving a library's whole tree with cudadiag against `ldd` on the same file.
 # Usage: scripts/loader-bench.sh FILE [RUNS]      (CUDADIAG=path/to/cudadiag to use a built binary, no cargo)
 # Runs each command RUNS times (default 20), interleaved (ldd, ldd -r, cudadiag, cudadiag, then again), so
@@ -15,7 +15,7 @@
 #                  reads), every versioned symbol checked against its provider, library findings, without
 #                  reading the machine's driver and GPUs;
 #   full inspect   also lists the device code of the binary and of every library with kernels, for the verdict.
-set -eu
+set -euo pipefail
 file=$1
 runs=${2:-20}
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ if [ -z "${CUDADIAG:-}" ]; then
 fi
 bin=$CUDADIAG
 command -v "$bin" >/dev/null || { echo "loader-bench: $bin: not found" >&2; exit 2; }
-libs=$($bin inspect --no-device-code --format json --fail-on never "$file" |
+libs=$("$bin" inspect --no-device-code --format json --fail-on never "$file" |
     python3 -c 'import json,sys; l=json.load(sys.stdin)["libraries"]; print(len(l), "requests,", sum(x["dlopen"] for x in l), "of them dlopen")')
 echo "file: $file ($libs)"
 echo "cpus: $(nproc)"
