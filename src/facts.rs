@@ -340,6 +340,9 @@ pub struct Facts {
     /// driver): a binary's glibc floor is a question for any machine. [`Facts::glibc`] reads either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unjudged_glibc: Option<crate::host::model::GlibcFacts>,
+    /// The container image the binaries were read from (`inspect --image`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::image::ImageFacts>,
 }
 
 impl Facts {

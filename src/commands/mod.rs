@@ -5,6 +5,7 @@ mod codes;
 mod completions;
 mod doctor;
 mod explain;
+mod image;
 mod inspect;
 mod matrix;
 mod probe;

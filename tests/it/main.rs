@@ -11,6 +11,7 @@ mod explain_cli;
 mod fixtures_cuobjdump;
 mod host;
 mod host_rules;
+mod image;
 mod loader_cache;
 mod loader_cli;
 mod loader_differential;

@@ -6,6 +6,7 @@
 //! `probe/*.c` are the fake CUDA libraries `probe.rs` builds.
 
 pub mod golden;
+pub mod image;
 pub mod loader_build;
 
 /// Entry kinds (the ones the tests write).

@@ -1,0 +1,271 @@
+//! `cudadiag inspect --image IMAGE [PATH…]`: will this image's program run on that node?
+//!
+//! Two sources of facts meet here. The *node* (its kernel module, GPUs, device nodes, MIG, CDI specs) is this
+//! machine, a snapshot (`--facts`) or a what-if target (`--gpu`/`--driver`). The *files* the program sees
+//! (its libraries, `ld.so.cache`, a cuda-compat `libcuda`, `LD_LIBRARY_PATH`) are the image's, read through
+//! its unpacked root with its own environment, plus what the NVIDIA Container Toolkit puts in the container on
+//! that node. The same rules then judge the combination as they judge a machine.
+
+use super::inspect::{Reading, binaries_and_libraries, nvidia_present};
+use super::{Outcome, ToolError};
+use crate::cli::InspectArgs;
+use crate::facts::{Facts, HostFacts};
+use crate::image::{self, Image, Limits};
+use crate::inspect::{Depth, InspectOptions};
+use crate::report::{Detail, Paint};
+use crate::system::{Env, Root};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Runs `inspect --image`.
+pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    let limits = Limits::default();
+    let opened = crate::report::progress::while_running(
+        "unpacking image…",
+        "layers",
+        &std::sync::atomic::AtomicUsize::new(0),
+        || image::open(path, args.platform.as_deref(), &limits),
+    );
+    let img = opened.map_err(|e| ToolError(e.to_string()))?;
+    let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
+    let env = environment(&img, args);
+    let (programs, steps) = programs(&img, args, &env)?;
+    let opts = InspectOptions {
+        depth: if args.no_device_code {
+            Depth::NoDeviceCode
+        } else if args.deep {
+            Depth::Full
+        } else {
+            Depth::Headers
+        },
+        max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
+        ..InspectOptions::default()
+    };
+    let root = img.root();
+    let host_paths: Vec<PathBuf> = programs.iter().map(|p| root.host_path(p)).collect();
+    let reading = Reading {
+        paths: &host_paths,
+        opts: &opts,
+        system: &args.system,
+        target: &args.target,
+        libraries: !args.no_libraries,
+        device_code: !args.no_device_code,
+        host: !args.no_host,
+        snapshot: args.facts.as_deref(),
+    };
+    let mut facts = binaries_and_libraries(&reading, &root, &env)?;
+    inside_paths(&mut facts, img.dir());
+    if !args.no_host {
+        facts.host = node(args, &root, &env, &matrix, &mut facts)?;
+    }
+    super::targets::apply(&args.target, &mut facts, &matrix)?;
+    let mut about = img.facts.clone();
+    if args.paths.is_empty() {
+        about.program = programs.first().map(|p| p.display().to_string());
+        about.program_steps = steps;
+    }
+    facts.image = Some(about);
+    let detail = if args.verbose {
+        Detail::Verbose
+    } else {
+        Detail::Short
+    };
+    let outcome = super::evaluate_and_render(facts, &matrix, &args.output, paint, detail, out);
+    // The unpacked tree is removed here, before the exit (never handed to `parallel::discard`, which leaks).
+    drop(img);
+    outcome
+}
+
+/// The program's environment: the image's `Env` (none with `--clear-env`), then each `--env`.
+fn environment(img: &Image, args: &InspectArgs) -> Env {
+    let mut env = Env::empty();
+    if !args.system.clear_env {
+        for kv in &img.config.env {
+            if let Some((k, v)) = kv.split_once('=') {
+                env.set(k, v);
+            }
+        }
+    }
+    for o in &args.system.env {
+        match o.split_once('=') {
+            Some((k, v)) => env.set(k, v),
+            None => env.remove(o),
+        }
+    }
+    env
+}
+
+/// The files to inspect, as real paths inside the image: the PATHs given, else the entrypoint's program.
+fn programs(img: &Image, args: &InspectArgs, env: &Env) -> Result<(Vec<PathBuf>, Vec<String>), ToolError> {
+    let root = img.root();
+    let shown = img.facts.path.as_str();
+    if args.paths.is_empty() {
+        let p =
+            image::entry::program(&root, &img.config, env).map_err(|e| ToolError(format!("{shown}: {e}")))?;
+        return Ok((vec![p.path], p.steps));
+    }
+    let mut out = Vec::new();
+    for p in &args.paths {
+        out.push(
+            image::entry::named(&root, p, &img.config.working_dir)
+                .map_err(|e| ToolError(format!("{shown}: {e}")))?,
+        );
+    }
+    Ok((out, Vec::new()))
+}
+
+/// Rewrites the temporary directory's paths in the binaries' facts and loader trees as the image's own
+/// (`/tmp/cudadiag-image-x/usr/bin/app` is `/usr/bin/app`).
+fn inside_paths(facts: &mut Facts, dir: &Path) {
+    let prefix = dir.to_string_lossy().into_owned();
+    fn walk(v: &mut serde_json::Value, prefix: &str) {
+        match v {
+            serde_json::Value::String(s) => {
+                if let Some(rest) = s.strip_prefix(prefix)
+                    && (rest.is_empty() || rest.starts_with('/'))
+                {
+                    *s = if rest.is_empty() {
+                        "/".into()
+                    } else {
+                        rest.to_string()
+                    };
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| walk(x, prefix)),
+            serde_json::Value::Object(o) => o.values_mut().for_each(|x| walk(x, prefix)),
+            _ => {}
+        }
+    }
+    fn rewrite<T: serde::Serialize + serde::de::DeserializeOwned>(x: &mut T, prefix: &str) {
+        if let Ok(mut v) = serde_json::to_value(&*x) {
+            walk(&mut v, prefix);
+            if let Ok(back) = serde_json::from_value(v) {
+                *x = back;
+            }
+        }
+    }
+    rewrite(&mut facts.binaries, &prefix);
+    rewrite(&mut facts.libraries, &prefix);
+    rewrite(&mut facts.loaded, &prefix);
+}
+
+/// The node's facts joined with the image's files: `None` when the node is this machine and it has no NVIDIA
+/// GPU or driver (then the binaries are judged alone, as `inspect` does).
+fn node(
+    args: &InspectArgs,
+    root: &Root,
+    env: &Env,
+    matrix: &crate::matrix::Matrix,
+    facts: &mut Facts,
+) -> Result<Option<HostFacts>, ToolError> {
+    let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
+    let node = if let Some(snapshot) = &args.facts {
+        Some(super::snapshot::load_host(snapshot)?)
+    } else if what_if {
+        None
+    } else {
+        let here = super::doctor::collect(&Root::host(), &Env::from_process(), true);
+        if !nvidia_present(&here) {
+            facts.host_note = Some(super::inspect::NO_NVIDIA_NOTE.into());
+            return Ok(None);
+        }
+        Some(here)
+    };
+    let mut files = crate::host::collect(
+        root,
+        env,
+        &crate::host::CollectOptions {
+            skip_catalog: true,
+            progress: None,
+        },
+    );
+    match node {
+        Some(n) => {
+            join_node(&mut files, n);
+        }
+        None => {
+            // A what-if target names a driver and GPUs, nothing else of the node: the machine rules do not apply.
+            files.observed = false;
+        }
+    }
+    crate::host::enrich::with_matrix(&mut files, matrix);
+    Ok(Some(files))
+}
+
+/// The node's own facts in place of what the image's root cannot know: the kernel module, GPUs and PCI bus,
+/// device nodes, MIG, CDI specs, platform. The files (libcuda candidates, ld.so.cache, glibc, environment)
+/// stay the image's.
+fn join_node(files: &mut HostFacts, n: HostFacts) {
+    files.driver = n.driver;
+    files.gpus = n.gpus;
+    files.pci_bus = n.pci_bus;
+    files.kernel = n.kernel;
+    files.platform = n.platform;
+    files.identity = n.identity;
+    files.device_nodes = n.device_nodes;
+    files.mig = n.mig;
+    files.cdi = n.cdi;
+    files.observed = n.observed;
+}
+
+/// `audit` of an image: every binary in its unpacked tree (and every wheel in it), named `IMAGE!/path`.
+/// Links are not followed: what they point to is audited where it lies in the image.
+pub fn audit(
+    path: &Path,
+    opts: &InspectOptions,
+    binaries: &mut Vec<crate::facts::BinaryFacts>,
+    wheels: &mut Vec<crate::facts::WheelFacts>,
+) -> Result<(), ToolError> {
+    let img = image::open(path, None, &Limits::default()).map_err(|e| ToolError(e.to_string()))?;
+    let dir = img.dir().to_path_buf();
+    let shown = path.display().to_string();
+    let inside = |p: &Path| {
+        let rest = p.strip_prefix(&dir).unwrap_or(p);
+        format!("{shown}!/{}", rest.display())
+    };
+    for entry in walkdir::WalkDir::new(&dir)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+    {
+        let file = entry.path();
+        opts.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if file.extension().is_some_and(|x| x == "whl") {
+            let (mut b, mut w) = (Vec::new(), Vec::new());
+            crate::inspect::wheel::wheel(file, opts, &mut b, &mut w);
+            let old = file.display().to_string();
+            let new = inside(file);
+            for x in &mut b {
+                x.path = x.path.replacen(&old, &new, 1);
+            }
+            for x in &mut w {
+                x.path = new.clone();
+            }
+            binaries.extend(b);
+            wheels.extend(w);
+            continue;
+        }
+        let mut head = Vec::with_capacity(8);
+        let Ok(f) = std::fs::File::open(file) else {
+            continue;
+        };
+        use std::io::Read;
+        if f.take(8).read_to_end(&mut head).is_err()
+            || !crate::inspect::wheel::looks_binary(&head, &file.to_string_lossy())
+        {
+            continue;
+        }
+        match crate::inspect::path(file, opts) {
+            Ok(found) => binaries.extend(found.into_iter().map(|mut b| {
+                let old = file.display().to_string();
+                b.path = b.path.replacen(&old, &inside(file), 1);
+                b
+            })),
+            Err(e) => return Err(ToolError(format!("{}: {}", inside(file), e.error))),
+        }
+    }
+    drop(img);
+    Ok(())
+}

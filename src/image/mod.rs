@@ -1,0 +1,279 @@
+//! Container images, read without a container engine: `docker save` tarballs, OCI image layouts (a directory
+//! or a tar of one), and either compressed with gzip or zstd.
+//!
+//! [`open`] finds the image's manifest (`manifest.json` of `docker save`, else the OCI `index.json`, indexes
+//! followed to the manifest of the wanted platform), reads its config (`Env`, `Entrypoint`, `Cmd`,
+//! `WorkingDir`, `User`, `architecture`, `os`) and applies its layers in order into a private temporary
+//! directory (removed when the [`Image`] is dropped), with the whiteouts of the OCI image spec. The result is an
+//! ordinary root: everything downstream reads it through [`crate::system::Root`], as it reads `--root DIR`.
+//!
+//! Nothing in an image is trusted (`docs/container-images.md` says what each bound is for):
+//! - every entry name is taken relative to the image's `/` (a leading `/` is dropped); a name with a `..`
+//!   component is refused;
+//! - links are created as links and never followed while extracting: a link in a *parent* directory of an
+//!   entry is resolved inside the image (as containerd does), never outside; hard links become symbolic links
+//!   to their target inside the image;
+//! - device nodes, FIFOs and sockets are not created; no setuid, setgid or sticky bit is kept;
+//! - the number of layers, entries, the bytes unpacked, the bytes written, the size of one file and the
+//!   compression ratio are capped ([`Limits`]), each with an error that names its cap;
+//! - only what an inspection can read is written whole: ELF files, archives, device code, anything under
+//!   `/etc`, package metadata and every file up to [`Limits::small_file`]. Larger files of other kinds (data,
+//!   models, fonts) are created empty, so that names and links resolve as in the image; their bytes are
+//!   counted in [`ImageFacts::placeholder_bytes`].
+//!
+//! Digests are taken as the manifest declares them (the blob names are their digests); blobs are not hashed.
+
+mod decode;
+pub mod entry;
+mod layer;
+mod manifest;
+mod store;
+
+pub use decode::Compression;
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Bounds on what an image may make cudadiag do.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Layers in one image (Docker's overlay2 driver stops at 128; 256 leaves room).
+    pub max_layers: usize,
+    /// Tar entries over all layers (a large CUDA image has about 100,000).
+    pub max_entries: u64,
+    /// Bytes written to the temporary directory.
+    pub max_extracted: u64,
+    /// Size of one file in a layer.
+    pub max_file: u64,
+    /// Bytes of tar stream unpacked over all layers (and of a compressed image file).
+    pub max_unpacked: u64,
+    /// Largest ratio of unpacked to compressed bytes of one stream, once past [`Limits::ratio_floor`].
+    pub max_ratio: u64,
+    /// Bytes unpacked from one stream before its ratio is judged.
+    pub ratio_floor: u64,
+    /// Files up to this size are written whatever they hold.
+    pub small_file: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_layers: 256,
+            max_entries: 2_000_000,
+            max_extracted: 32 << 30,
+            max_file: 8 << 30,
+            max_unpacked: 128 << 30,
+            max_ratio: 200,
+            ratio_floor: 256 << 20,
+            small_file: 1 << 20,
+        }
+    }
+}
+
+/// Why an image could not be read: a message that names the file, the layer and, for a bound, the cap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageError(pub String);
+
+impl std::fmt::Display for ImageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ImageError {}
+
+impl ImageError {
+    /// A bound was reached: `what` (a layer, the image file) `detail`, and which cap.
+    pub fn cap(what: &str, cap: &str, detail: String) -> ImageError {
+        ImageError(format!(
+            "{what}: {detail}; refused at the {cap} bound (see docs/container-images.md, \"Bounds\")"
+        ))
+    }
+
+    /// Carries the error through an `io::Read` (a bound met inside a decompressor or the tar reader).
+    pub fn into_io(self) -> std::io::Error {
+        std::io::Error::other(self)
+    }
+
+    /// Recovers an error carried by [`ImageError::into_io`], or describes any other I/O error met in `what`.
+    pub fn from_io(what: &str, e: std::io::Error) -> ImageError {
+        if e.get_ref().is_some_and(|r| r.is::<ImageError>()) {
+            if let Some(inner) = e.into_inner()
+                && let Ok(me) = inner.downcast::<ImageError>()
+            {
+                return *me;
+            }
+            return ImageError(format!("{what}: unreadable"));
+        }
+        ImageError(format!("{what}: {e}"))
+    }
+}
+
+/// What the report says about the image (the JSON report's `image` object).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageFacts {
+    /// The file or directory given.
+    pub path: String,
+    /// `docker-archive` (a `docker save` tarball) or `oci-layout`.
+    pub format: String,
+    /// `gzip` or `zstd` when the file itself was compressed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<String>,
+    /// Its name: the first `RepoTags` of `docker save`, or the `org.opencontainers.image.ref.name` annotation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// The config's digest as the manifest names it (`sha256:…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_digest: Option<String>,
+    /// The manifest's digest, for an OCI layout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_digest: Option<String>,
+    /// `os/architecture[/variant]` of the config.
+    pub platform: String,
+    /// Layers applied.
+    pub layers: usize,
+    /// The config's `Entrypoint`.
+    pub entrypoint: Vec<String>,
+    /// The config's `Cmd`.
+    pub cmd: Vec<String>,
+    /// The config's `WorkingDir` (empty: `/`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub working_dir: String,
+    /// The config's `User` (empty: root).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub user: String,
+    /// The config's `Env`, `KEY=VALUE` each.
+    pub env: Vec<String>,
+    /// The program inspected for the entrypoint, resolved inside the image (`None` when paths were given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// How the program was found from `Entrypoint` and `Cmd` (a wrapper passed over, the `PATH` search).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub program_steps: Vec<String>,
+    /// Tar entries read over all layers.
+    pub entries: u64,
+    /// Files created empty because nothing inspects their contents (see the module documentation), and their
+    /// bytes.
+    pub placeholders: u64,
+    /// Bytes of those files.
+    pub placeholder_bytes: u64,
+    /// Device nodes, FIFOs and sockets in layers, not created.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub special_files: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The parts of the config the inspection uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunConfig {
+    /// `Env`.
+    pub env: Vec<String>,
+    /// `Entrypoint`.
+    pub entrypoint: Vec<String>,
+    /// `Cmd`.
+    pub cmd: Vec<String>,
+    /// `WorkingDir`.
+    pub working_dir: String,
+    /// `User`.
+    pub user: String,
+}
+
+/// An opened image: its facts and its files under a private temporary directory, removed on drop.
+#[derive(Debug)]
+pub struct Image {
+    /// What the report says about it.
+    pub facts: ImageFacts,
+    /// Its run configuration.
+    pub config: RunConfig,
+    dir: tempfile::TempDir,
+}
+
+impl Image {
+    /// The image's files as a root.
+    pub fn root(&self) -> crate::system::Root {
+        crate::system::Root::at(self.dir.path())
+    }
+
+    /// The directory acting as the image's `/`.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// The platform to pick from an index: `os/arch[/variant]` as given, else this machine's.
+pub fn wanted_platform(given: Option<&str>) -> Result<manifest::Platform, ImageError> {
+    match given {
+        Some(p) => manifest::Platform::parse(p).ok_or_else(|| {
+            ImageError(format!(
+                "--platform {p}: expected OS/ARCH[/VARIANT], such as linux/amd64 or linux/arm64/v8"
+            ))
+        }),
+        None => Ok(manifest::Platform::host()),
+    }
+}
+
+/// Does `path` look like an image: a directory with `oci-layout` or `manifest.json`, or a file whose bytes
+/// (once decompressed, for gzip and zstd) begin a tar archive? Reads at most a few KiB.
+pub fn looks_like_image(path: &Path) -> bool {
+    store::looks_like_image(path)
+}
+
+/// Opens the image at `path`: picks the manifest for `platform` (`--platform`, or this machine's when the
+/// image holds several), reads the config and applies the layers into a new temporary directory.
+pub fn open(path: &Path, platform: Option<&str>, limits: &Limits) -> Result<Image, ImageError> {
+    let shown = path.display().to_string();
+    let wanted = wanted_platform(platform)?;
+    let (store, format, compression) = store::Store::open(path, limits)?;
+    let chosen = manifest::choose(&store, &wanted, platform.is_some(), limits, &shown)?;
+    let dir = tempfile::Builder::new()
+        .prefix("cudadiag-image-")
+        .tempdir()
+        .map_err(|e| ImageError(format!("cannot make a temporary directory for {shown}: {e}")))?;
+    let mut facts = ImageFacts {
+        path: shown.clone(),
+        format: format.to_string(),
+        compression: compression.name().map(str::to_string),
+        reference: chosen.reference.clone(),
+        config_digest: chosen.config_digest.clone(),
+        manifest_digest: chosen.manifest_digest.clone(),
+        platform: chosen.platform.to_string(),
+        layers: chosen.layers.len(),
+        entrypoint: chosen.config.entrypoint.clone(),
+        cmd: chosen.config.cmd.clone(),
+        working_dir: chosen.config.working_dir.clone(),
+        user: chosen.config.user.clone(),
+        env: chosen.config.env.clone(),
+        ..ImageFacts::default()
+    };
+    let mut tree = layer::Tree::new(dir.path().to_path_buf(), limits);
+    for (i, name) in chosen.layers.iter().enumerate() {
+        let what = format!("{shown}: layer {} of {} ({name})", i + 1, chosen.layers.len());
+        let reader = store
+            .member(name)
+            .map_err(|e| ImageError(format!("{what}: {e}")))?;
+        tree.apply(reader, &what)?;
+    }
+    let totals = tree.totals();
+    facts.entries = totals.entries;
+    facts.placeholders = totals.placeholders;
+    facts.placeholder_bytes = totals.placeholder_bytes;
+    facts.special_files = totals.special;
+    Ok(Image {
+        facts,
+        config: chosen.config,
+        dir,
+    })
+}
+
+/// A path the user gave for a file inside the image or root, as the machine path it names: absolute as
+/// given, relative to `/`.
+pub fn machine_path(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        Path::new("/").join(p)
+    }
+}
