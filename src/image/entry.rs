@@ -13,7 +13,7 @@ use super::RunConfig;
 use crate::system::{Env, Root};
 use std::path::{Path, PathBuf};
 
-/// Docker's `PATH` for a container whose image sets none (moby `oci/defaults.go`, `DefaultPathEnv`).
+/// Docker's `PATH` for a container whose image sets none (moby's `DefaultPathEnv`; docs/container-images.md).
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Wrappers passed over (at most this many in a row).

@@ -159,6 +159,10 @@ pub struct Totals {
     pub placeholders: u64,
     /// Their bytes.
     pub placeholder_bytes: u64,
+    /// Data files not written at all (not executable, not named like a library, nothing reads them).
+    pub skipped: u64,
+    /// Their bytes.
+    pub skipped_bytes: u64,
     /// Device nodes, FIFOs, sockets not created.
     pub special: u64,
     /// Bytes of tar unpacked.
@@ -300,47 +304,55 @@ impl<'a> Tree<'a> {
                 ),
             ));
         }
-        let dir = self.parent_dir(&parent).map_err(|e| at(e.to_string()))?;
-        let host = self.root().host_path(&dir).join(&file_name);
         this_layer.insert(rel.clone());
-        let existing = std::fs::symlink_metadata(&host).ok();
-        if kind == T::Directory {
-            match existing {
-                Some(m) if m.is_dir() => {}
-                Some(_) => {
-                    remove_host(&host).map_err(|e| at(e.to_string()))?;
-                    self.dirs.clear();
-                    make_dir(&host).map_err(|e| at(e.to_string()))?;
-                }
-                None => make_dir(&host).map_err(|e| at(e.to_string()))?,
+        // What a lower layer left at this path goes (a directory over a directory merges). Nothing is made yet.
+        if let Some(there) = self.existing(&parent, &file_name) {
+            let keep = kind == T::Directory && std::fs::symlink_metadata(&there).is_ok_and(|m| m.is_dir());
+            if !keep {
+                remove_host(&there).map_err(|e| at(e.to_string()))?;
+                self.dirs.clear();
             }
-            return Ok(());
         }
-        if existing.is_some() {
-            remove_host(&host).map_err(|e| at(e.to_string()))?;
-            self.dirs.clear();
-        }
-        match kind {
-            T::Symlink => {
-                let target = item.link.as_deref().unwrap_or_default();
-                symlink(target, &host).map_err(|e| at(e.to_string()))
-            }
+        let target = match kind {
+            // Directories are made when something is put in them: images hold thousands that only hold data.
+            T::Directory => return Ok(()),
+            T::Symlink => Some(item.link.clone().unwrap_or_default()),
             T::Link => {
                 // A hard link names a path from the image's top: a symbolic link to it, resolved in the image.
-                let target = item.link.as_deref().unwrap_or_default();
-                let Some(t) = entry_path(target).map_err(at)? else {
+                let Some(t) = entry_path(item.link.as_deref().unwrap_or_default()).map_err(at)? else {
                     return Ok(());
                 };
-                let abs = Path::new("/").join(t);
-                symlink(abs.as_os_str().as_encoded_bytes(), &host).map_err(|e| at(e.to_string()))
+                Some(Path::new("/").join(t).into_os_string().into_encoded_bytes())
             }
-            _ => self
-                .file(item, entry, &rel, &host)
-                .map_err(|e| match e.get_ref() {
-                    Some(r) if r.is::<ImageError>() => ImageError::from_io(what, e),
-                    _ => at(e.to_string()),
-                }),
+            _ => None,
+        };
+        if let Some(target) = target {
+            let dir = self.parent_dir(&parent).map_err(|e| at(e.to_string()))?;
+            let host = self.root().host_path(&dir).join(&file_name);
+            return symlink(&target, &host).map_err(|e| at(e.to_string()));
         }
+        self.file(item, entry, &rel, &parent, &file_name)
+            .map_err(|e| match e.get_ref() {
+                Some(r) if r.is::<ImageError>() => ImageError::from_io(what, e),
+                _ => at(e.to_string()),
+            })
+    }
+
+    /// The host path of `parent/name` when `parent` exists in the tree (links resolved inside the image);
+    /// `None` when it does not. Makes nothing.
+    fn existing(&mut self, parent: &Path, name: &str) -> Option<PathBuf> {
+        let dir = match self.dirs.get(parent) {
+            Some(d) => d.clone(),
+            None => {
+                let real = self.root().resolve(&Path::new("/").join(parent)).ok()?;
+                if std::fs::symlink_metadata(self.root().host_path(&real)).is_ok_and(|m| m.is_dir()) {
+                    self.dirs.insert(parent.to_path_buf(), real.clone());
+                }
+                real
+            }
+        };
+        let host = self.root().host_path(&dir).join(name);
+        std::fs::symlink_metadata(&host).is_ok().then_some(host)
     }
 
     /// Writes a regular file: whole when an inspection could read it, else empty (see the module docs).
@@ -349,16 +361,30 @@ impl<'a> Tree<'a> {
         item: &Item,
         entry: &mut tar::Entry<'_, R>,
         rel: &Path,
-        host: &Path,
+        parent: &Path,
+        name: &str,
     ) -> io::Result<()> {
         let head = decode::head(entry, 8)?;
-        let whole = item.size <= self.limits.small_file || wanted(&head, rel);
+        // Executables and anything named like a library are looked up by name (PATH, the loader's search):
+        // they exist, whole when small or when their first bytes say binary. Other data is not written.
+        let looked_up = item.mode & 0o111 != 0
+            || rel
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(".so"));
+        let whole = wanted(&head, rel) || (looked_up && item.size <= self.limits.small_file);
+        if !whole && !looked_up {
+            self.totals.skipped += 1;
+            self.totals.skipped_bytes += item.size;
+            return Ok(());
+        }
+        let dir = self.parent_dir(parent)?;
+        let host = self.root().host_path(&dir).join(name);
         let mode = (item.mode & 0o755) | 0o600;
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode_bits(mode)
-            .open(host)?;
+            .open(&host)?;
         if !whole {
             self.totals.placeholders += 1;
             self.totals.placeholder_bytes += item.size;
@@ -495,10 +521,11 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
-/// Should a large file be written whole? ELF files, archives, fatbins; device code by name; and what the
-/// machine's reading uses as text: `/etc`, dpkg's database, conda's and pip's metadata, toolkit versions.
+/// Should a file be written whole, whatever its size? ELF files, archives, fatbins; device code by name;
+/// scripts (an entrypoint script is recognised by its `#!`); and what the machine's reading uses as text:
+/// `/etc`, dpkg's database, conda's and pip's metadata, toolkit versions.
 fn wanted(head: &[u8], rel: &Path) -> bool {
-    if crate::inspect::wheel::looks_binary(head, &rel.to_string_lossy()) {
+    if crate::inspect::wheel::looks_binary(head, &rel.to_string_lossy()) || head.starts_with(b"#!") {
         return true;
     }
     let s = rel.to_string_lossy();
@@ -507,6 +534,7 @@ fn wanted(head: &[u8], rel: &Path) -> bool {
         || s.contains("/conda-meta/")
         || s.contains(".dist-info/")
         || s.ends_with("version.json")
+        || s.ends_with("version.txt")
 }
 
 /// The entry's path relative to the image's `/`: a leading `/` or `./` dropped, `None` for the top itself; a

@@ -16,10 +16,12 @@
 //! - device nodes, FIFOs and sockets are not created; no setuid, setgid or sticky bit is kept;
 //! - the number of layers, entries, the bytes unpacked, the bytes written, the size of one file and the
 //!   compression ratio are capped ([`Limits`]), each with an error that names its cap;
-//! - only what an inspection can read is written whole: ELF files, archives, device code, anything under
-//!   `/etc`, package metadata and every file up to [`Limits::small_file`]. Larger files of other kinds (data,
-//!   models, fonts) are created empty, so that names and links resolve as in the image; their bytes are
-//!   counted in [`ImageFacts::placeholder_bytes`].
+//! - only what an inspection can read is written whole: ELF files, archives, device code, scripts, anything
+//!   under `/etc`, package metadata, and executables and library-named files up to [`Limits::small_file`].
+//!   Larger executables and library-named files of other kinds are created empty, so that the `PATH` and the
+//!   loader's searches find them as in the image ([`ImageFacts::placeholders`]); other data (documentation,
+//!   sources, models) is not written at all ([`ImageFacts::skipped_files`]): creating tens of thousands of
+//!   files nobody reads would cost more than everything else.
 //!
 //! Digests are taken as the manifest declares them (the blob names are their digests); blobs are not hashed.
 
@@ -152,11 +154,16 @@ pub struct ImageFacts {
     pub program_steps: Vec<String>,
     /// Tar entries read over all layers.
     pub entries: u64,
-    /// Files created empty because nothing inspects their contents (see the module documentation), and their
-    /// bytes.
+    /// Large executables and library-named files that are not binaries, created empty (see the module
+    /// documentation).
     pub placeholders: u64,
     /// Bytes of those files.
     pub placeholder_bytes: u64,
+    /// Data files not unpacked at all: not executable, not named like a library, outside `/etc` and package
+    /// metadata (documentation, sources, models).
+    pub skipped_files: u64,
+    /// Bytes of those files.
+    pub skipped_bytes: u64,
     /// Device nodes, FIFOs and sockets in layers, not created.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub special_files: u64,
@@ -260,6 +267,8 @@ pub fn open(path: &Path, platform: Option<&str>, limits: &Limits) -> Result<Imag
     facts.entries = totals.entries;
     facts.placeholders = totals.placeholders;
     facts.placeholder_bytes = totals.placeholder_bytes;
+    facts.skipped_files = totals.skipped;
+    facts.skipped_bytes = totals.skipped_bytes;
     facts.special_files = totals.special;
     Ok(Image {
         facts,

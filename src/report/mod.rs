@@ -7,6 +7,7 @@
 mod github;
 mod human;
 mod human_host;
+mod human_image;
 mod human_wheel;
 pub mod json;
 mod junit;

@@ -378,7 +378,9 @@ fn thousands_of_files_read_and_stop_at_the_entry_cap() {
     img.docker_save(&a, Pack::None);
     let opened = open(&a, None, &Limits::default()).unwrap();
     assert_eq!(opened.facts.entries, 5000);
-    assert!(opened.dir().join("data/49/f4999").is_file());
+    // Data files nobody reads are counted, not written.
+    assert_eq!(opened.facts.skipped_files, 5000);
+    assert!(!opened.dir().join("data/49/f4999").exists());
     let limits = Limits {
         max_entries: 1000,
         ..Limits::default()
@@ -393,7 +395,7 @@ fn thousands_of_files_read_and_stop_at_the_entry_cap() {
 #[test]
 fn dot_dot_names_are_refused() {
     let t = tempfile::tempdir().unwrap();
-    let img = Image::new(vec![Layer::new().file("usr/../../escape", b"x")]).cmd(&["x"]);
+    let img = Image::new(vec![Layer::new().exe("usr/../../escape", b"x")]).cmd(&["x"]);
     let a = t.path().join("dots.tar");
     img.docker_save(&a, Pack::None);
     let err = open_err(&a, &Limits::default());
@@ -417,8 +419,8 @@ fn links_are_never_followed_out_of_the_image() {
             .hardlink("hard", &format!("{}/x", &o[1..])),
         // Writes through the links of the layer below, and a whiteout through one.
         Layer::new()
-            .file("abs/pwned", b"x")
-            .file("rel/tmp/pwned", b"x")
+            .exe("abs/pwned", b"x")
+            .exe("rel/tmp/pwned", b"x")
             .whiteout("abs/keep"),
     ])
     .cmd(&["x"]);
@@ -491,9 +493,21 @@ fn a_compression_bomb_stops_at_the_ratio_and_a_huge_file_at_the_file_cap() {
     assert!(err.contains("\"zeros\"") && err.contains("max-file"), "{err}");
     // Under the default bounds it is read, and the data file (not a binary) is not written out.
     let opened = open(&a, None, &Limits::default()).unwrap();
-    assert_eq!(opened.facts.placeholders, 1);
-    assert_eq!(opened.facts.placeholder_bytes, 48 << 20);
-    assert_eq!(std::fs::metadata(opened.dir().join("zeros")).unwrap().len(), 0);
+    assert_eq!(opened.facts.skipped_files, 1);
+    assert_eq!(opened.facts.skipped_bytes, 48 << 20);
+    assert!(!opened.dir().join("zeros").exists());
+    // A large executable that is not a binary exists, empty, for the PATH search.
+    let img = Image::new(vec![Layer::new().exe("usr/bin/big", &vec![b'x'; 2 << 20])]).cmd(&["x"]);
+    img.docker_save(&a, Pack::None);
+    let opened = open(&a, None, &Limits::default()).unwrap();
+    assert_eq!(
+        (opened.facts.placeholders, opened.facts.placeholder_bytes),
+        (1, 2 << 20)
+    );
+    assert_eq!(
+        std::fs::metadata(opened.dir().join("usr/bin/big")).unwrap().len(),
+        0
+    );
 }
 
 #[test]
@@ -524,4 +538,90 @@ fn not_an_image_and_several_platforms_are_clear_errors() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("expected OS/ARCH"), "{err}");
+}
+
+/// A snapshot of the fixture host `case` (its driver, GPUs and device nodes), as `--facts` takes it.
+fn node_snapshot(case: &str, out: &Path) -> String {
+    let r = root().join("fixtures/hosts").join(case).join("root");
+    let (code, _, err) = run(&[
+        "snapshot",
+        "--root",
+        r.to_str().unwrap(),
+        "--clear-env",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    out.to_str().unwrap().to_string()
+}
+
+/// The CUDA 13 program image with a cuda-compat libcuda of driver `version` in `/usr/local/cuda/compat`, on
+/// the image's `LD_LIBRARY_PATH` as NVIDIA's older images put it.
+fn compat_image(version: &str) -> Image {
+    let mut img = program_image("multi");
+    img.layers.push(
+        Layer::new()
+            .file(
+                &format!("usr/local/cuda/compat/libcuda.so.{version}"),
+                b"cuda-compat libcuda\n",
+            )
+            .symlink(
+                "usr/local/cuda/compat/libcuda.so.1",
+                &format!("libcuda.so.{version}"),
+            ),
+    );
+    img.env("LD_LIBRARY_PATH=/usr/local/cuda/compat:/usr/local/nvidia/lib64")
+}
+
+fn compat_findings(v: &serde_json::Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["slug"] == "compat-libcuda-unsupported")
+        .map(|f| f["message"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn an_image_compat_libcuda_older_than_the_node_driver_gives_803() {
+    let t = tempfile::tempdir().unwrap();
+    // The node: driver 550.90.07, two H100s.
+    let node = node_snapshot("healthy", &t.path().join("node.json"));
+    let a = t.path().join("old-compat.tar");
+    compat_image("550.54.14").docker_save(&a, Pack::None);
+    let (code, v) = json(&["inspect", "--image", a.to_str().unwrap(), "--facts", &node]);
+    assert_eq!(code, 1, "{v}");
+    let f = compat_findings(&v);
+    assert_eq!(f.len(), 1, "{v}");
+    assert!(
+        f[0].contains("libcuda 550.54.14, older than the loaded driver 550.90.07") && f[0].contains("803"),
+        "{f:?}"
+    );
+    // The near miss: a compat libcuda newer than the driver, on data-center GPUs, is what compat is for.
+    let b = t.path().join("new-compat.tar");
+    compat_image("575.57.08").docker_save(&b, Pack::None);
+    let (_, v) = json(&["inspect", "--image", b.to_str().unwrap(), "--facts", &node]);
+    assert!(compat_findings(&v).is_empty(), "{v}");
+}
+
+#[test]
+fn an_image_compat_libcuda_newer_than_the_driver_on_a_geforce_gives_804() {
+    let t = tempfile::tempdir().unwrap();
+    // The node: driver 550.90.07, two GeForce RTX 4090s.
+    let node = node_snapshot("compat-on-geforce", &t.path().join("node.json"));
+    let a = t.path().join("new-compat.tar");
+    compat_image("575.57.08").docker_save(&a, Pack::None);
+    let (code, v) = json(&["inspect", "--image", a.to_str().unwrap(), "--facts", &node]);
+    assert_eq!(code, 1, "{v}");
+    let f = compat_findings(&v);
+    assert_eq!(f.len(), 1, "{v}");
+    assert!(
+        f[0].contains("575.57.08 on top of driver 550.90.07") && f[0].contains("804"),
+        "{f:?}"
+    );
+    // The near miss: the same image on a node of data-center GPUs (two H100s, the same driver).
+    let dc = node_snapshot("healthy", &t.path().join("dc.json"));
+    let (_, v) = json(&["inspect", "--image", a.to_str().unwrap(), "--facts", &dc]);
+    assert!(compat_findings(&v).is_empty(), "{v}");
 }
