@@ -142,6 +142,30 @@ fn a_cuda13_image_runs_on_r580_and_not_on_r535() {
             "{img}: {v}"
         );
     }
+    // The report, with its `image` object, honours the JSON contract (the checker CI provides in ../shared).
+    let checker = root().join("../shared/contract/check_report.py");
+    assert!(checker.exists(), "CI provides ../shared/contract/check_report.py");
+    let (_, out, _) = run(&[
+        "inspect",
+        "--image",
+        t.path().join("app.tar").to_str().unwrap(),
+        "--gpu",
+        "9.0",
+        "--format",
+        "json",
+    ]);
+    let report = t.path().join("report.json");
+    std::fs::write(&report, out).unwrap();
+    let check = std::process::Command::new("python3")
+        .arg(&checker)
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
 }
 
 #[test]
