@@ -315,7 +315,7 @@ pub struct InspectArgs {
     /// compressed with gzip or zstd. Its layers are applied (whiteouts included) in a private temporary
     /// directory; its Env is the environment (--env adds, --clear-env replaces) and, without PATH, its
     /// Entrypoint/Cmd program is inspected. The node is this machine, --facts, or --gpu/--driver.
-    #[arg(long, value_name = "IMAGE", conflicts_with = "root")]
+    #[arg(long, value_name = "IMAGE", conflicts_with_all = ["root", "probe"])]
     pub image: Option<PathBuf>,
     /// With --image: the platform to pick from a multi-platform image (default: this machine's, linux/amd64
     /// or linux/arm64).

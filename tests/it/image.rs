@@ -281,6 +281,29 @@ fn paths_name_files_inside_the_image_and_env_flags_apply() {
     args.extend(["--env", "LD_LIBRARY_PATH=/usr/local/cuda/lib64"]);
     let (code, _) = json(&args);
     assert_eq!(code, 0);
+    // The human report names the image and the program first.
+    let (_, text, _) = run(&[
+        "inspect",
+        "--image",
+        a,
+        "--gpu",
+        "9.0",
+        "--driver",
+        "580.159.04",
+        "-v",
+    ]);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!(
+            "{a} test/app:1  (docker-archive, linux/amd64, 4 layers, image ID "
+        )),
+        "{text}"
+    );
+    assert!(first.ends_with("): runs /opt/app/bin/app"), "{text}");
+    assert!(
+        text.contains("\n    /usr/bin/tini is the wrapper tini: it runs what follows it\n"),
+        "{text}"
+    );
     // A path that is not in the image is a usage error that says so.
     let (code, _, err) = run(&["inspect", "--image", a, "--no-host", "/usr/bin/nothing"]);
     assert_eq!(code, 2);
