@@ -68,9 +68,25 @@ pub enum Command {
         long_about = "Collects what `doctor` reads (and, for each PATH, what `inspect` reads) into one JSON file. \
         Needs no GPU, no root and no install. Analyse it elsewhere with `cudadiag doctor --facts FILE` or \
         `cudadiag inspect --facts FILE app`: the findings are the ones this machine gives.\n\n\
-        Example:\n  cudadiag snapshot -o case.json ./app"
+        Examples:\n  cudadiag snapshot -o case.json ./app\n  \
+        cudadiag snapshot --redact -o case.json   (a support bundle: no user, home or host names)\n  \
+        cudadiag snapshot --format labels -o -    (node labels for a scheduler, conda's CUDA values)"
     )]
     Snapshot(SnapshotArgs),
+    /// Compare two machines (snapshots or JSON reports): the differences that explain a failure, ranked.
+    #[command(
+        long_about = "Compares two machines, each a snapshot (`cudadiag snapshot -o FILE`) or a JSON report \
+        (`cudadiag doctor --format json`), and lists what differs that decides whether CUDA runs, most \
+        important first: the kernel module against the driver libraries (a node upgraded without a reboot), the \
+        driver and the CUDA it runs, GPUs and MIG, device nodes, the libcuda and CUDA libraries each would load, \
+        the environment; then the findings present on one side only. Each line is `what · A · B` with why it \
+        matters beneath.\n\n\
+        Examples:\n  cudadiag diff good-node.json bad-node.json\n  \
+        cudadiag diff --format json a.json b.json | jq '.differences[0]'\n\n\
+        Exit status: 0 when no difference that matters, 1 when there are differences (as diff(1)), 2 when a \
+        file cannot be read or is neither a snapshot nor a JSON report."
+    )]
+    Diff(DiffArgs),
     /// List every finding code, slug and default severity.
     Codes(CodesArgs),
     /// Check release artifacts against a policy (CI gate; no GPU or driver needed).
@@ -420,9 +436,47 @@ pub struct SnapshotArgs {
     /// Skip the catalogue of CUDA libraries on disk.
     #[arg(long)]
     pub no_catalog: bool,
+    /// A support bundle: replace user names, home directories, the host name and every environment value off
+    /// the CUDA allow-list by placeholders (`user-1`, `/home/user-1`, `host-1`, `redacted-1`), the same name
+    /// always by the same one, and list what kinds were replaced (`redactions`). `doctor --facts` and
+    /// `inspect --facts` give the same findings on it.
+    #[arg(long)]
+    pub redact: bool,
+    /// `json`: the snapshot. `labels`: GPU feature discovery node labels (`nvidia.com/cuda.driver.major=580`)
+    /// and conda's virtual package values (`CONDA_OVERRIDE_CUDA=13.0`), one `key=value` a line, sorted; only
+    /// what is known (a machine without a GPU gets no GPU labels).
+    #[arg(long, value_enum, default_value_t = SnapshotFormat::Json)]
+    pub format: SnapshotFormat,
     /// The machine to collect.
     #[command(flatten)]
     pub system: SystemArgs,
+}
+
+/// What `snapshot` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SnapshotFormat {
+    /// The snapshot (JSON), for `--facts`, `diff` and fleets.
+    Json,
+    /// Node labels, one `key=value` a line.
+    Labels,
+}
+
+/// `cudadiag diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The first machine: a snapshot or a `--format json` report (the one that works, say).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The second machine (the one that fails).
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DocFormat::Human)]
+    pub format: DocFormat,
+    /// Use this compatibility matrix (compute capabilities, the driver's CUDA, and the rules run over
+    /// snapshots) instead of the bundled one.
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
 }
 
 /// `cudadiag init`.

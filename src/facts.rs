@@ -460,6 +460,10 @@ pub struct WheelLibrary {
 /// replace it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct HostFacts {
+    /// The node's host name and where it was read (`host::hostname`; `host-1` in a snapshot written with
+    /// `--redact`). `None`: not found, a what-if target, or a snapshot taken by an earlier version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<crate::host::hostname::HostName>,
     /// The loaded NVIDIA kernel driver, if any.
     pub driver: Option<DriverFacts>,
     /// The NVIDIA GPUs.

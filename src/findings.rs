@@ -100,6 +100,9 @@ catalogue! {
     GpuUnsupportedByDriver = ("CD307", "gpu-unsupported-by-driver", Error, Some(100), "the installed driver branch no longer supports this GPU");
     DriverLibraryDamaged = ("CD308", "driver-library-damaged", Error, None, "a driver library file is empty or cut short");
     CdiSpecStale = ("CD309", "cdi-spec-stale", Error, None, "a CDI spec mounts driver libraries of another version than the loaded kernel module");
+    ContainerRequirementUnmet = ("CD310", "container-requirement-unmet", Error, None, "the NVIDIA Container Toolkit refuses to start the container: an NVIDIA_REQUIRE_* constraint fails on the node");
+    ContainerConfigInvalid = ("CD311", "container-config-invalid", Error, None, "the NVIDIA Container Toolkit rejects the container's NVIDIA_* settings and does not start it");
+    ContainerComputeMissing = ("CD312", "container-compute-missing", Error, Some(35), "NVIDIA_DRIVER_CAPABILITIES lacks compute: the toolkit does not mount libcuda.so.1 into the container");
     NoVisibleDevices = ("CD400", "no-visible-devices", Error, Some(100), "CUDA_VISIBLE_DEVICES hides every GPU");
     DeviceNodesMissing = ("CD401", "device-nodes-missing", Error, Some(100), "the /dev/nvidia* device nodes are missing");
     DevicePermissionDenied = ("CD402", "device-permission-denied", Error, Some(100), "the current user cannot open the /dev/nvidia* device nodes");
@@ -107,6 +110,8 @@ catalogue! {
     NouveauLoaded = ("CD404", "nouveau-loaded", Error, None, "the nouveau driver holds the GPU");
     NoGpu = ("CD405", "no-gpu", Error, Some(100), "no NVIDIA GPU is present");
     DeviceOrderMismatch = ("CD406", "device-order-mismatch", Warning, None, "CUDA_VISIBLE_DEVICES indices follow CUDA's fastest-first order, not nvidia-smi's, on GPUs of different models");
+    ContainerNoGpuAccess = ("CD407", "container-no-gpu-access", Warning, None, "NVIDIA_VISIBLE_DEVICES gives the container no GPU: the toolkit injects nothing, or the driver without a device");
+    ContainerUnknownDevice = ("CD408", "container-unknown-device", Error, None, "NVIDIA_VISIBLE_DEVICES names a GPU the node does not have: the toolkit does not start the container");
     ProbeFailed = ("CD500", "probe-failed", Error, None, "the live probe failed, crashed or timed out");
     ProbeDisagrees = ("CD501", "probe-disagrees", Warning, None, "the live probe contradicts the static verdict (a cudadiag or matrix bug)");
     PolicyMissingArch = ("CD600", "policy-missing-arch", Error, None, "a target architecture the policy requires has no SASS");

@@ -6,8 +6,11 @@
 #![warn(missing_docs)]
 
 pub mod build_info;
+pub mod bundle;
 pub mod cli;
 pub mod commands;
+pub mod container;
+pub mod diff;
 pub mod facts;
 pub mod findings;
 #[doc(hidden)]

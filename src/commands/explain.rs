@@ -102,6 +102,15 @@ fn matches<'m>(query: &str, m: &'m Matrix) -> Vec<Match<'m>> {
             hits.push((weight, e));
         }
     }
+    // A number alone ("device error: 3: unknown device") is no CUDA error when the text is a message the matrix
+    // knows.
+    let q_lower = q.as_str();
+    if m.messages
+        .iter()
+        .any(|msg| q_lower.contains(&msg.pattern.to_ascii_lowercase()))
+    {
+        hits.retain(|(w, _)| *w > 1);
+    }
     hits.sort_by_key(|(w, _)| std::cmp::Reverse(*w));
     // A short message inside a longer matched one ("initialization error" within an NVML line) is noise.
     let longest = hits.first().map(|(w, _)| *w).unwrap_or(0);
@@ -236,6 +245,15 @@ fn needs(slug: &str) -> Result<Needs, &'static str> {
         | "nouveau-loaded"
         | "no-gpu"
         | "device-order-mismatch" => Needs::Host,
+        "container-requirement-unmet"
+        | "container-config-invalid"
+        | "container-compute-missing"
+        | "container-no-gpu-access"
+        | "container-unknown-device" => {
+            return Err(
+                "checked against an image's environment and a node (`cudadiag inspect --image IMAGE`), not by explain",
+            );
+        }
         "probe-failed" | "probe-disagrees" => {
             return Err("checked by the live probe (`cudadiag inspect --probe`), not by explain");
         }
@@ -558,6 +576,25 @@ mod tests {
         );
         assert!(slugs_for("./app: error while loading shared libraries: libcudart.so.12: cannot open shared object file: No such file or directory").contains(&"library-not-found"));
         assert!(slugs_for("CUDA_ERROR_NO_BINARY_FOR_GPU").contains(&"no-kernel-image"));
+        assert_eq!(
+            slugs_for(
+                "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0, please update your \
+                 driver to a newer version, or use an earlier cuda container"
+            )[0],
+            "container-requirement-unmet"
+        );
+        assert_eq!(
+            slugs_for("nvidia-container-cli: requirement error: unsatisfied condition: driver>=550"),
+            ["container-requirement-unmet"]
+        );
+        assert_eq!(
+            slugs_for("nvidia-container-cli: device error: 3: unknown device: unknown"),
+            ["container-unknown-device"]
+        );
+        assert_eq!(
+            slugs_for("nvidia-container-cli: requirement error: invalid expression"),
+            ["container-config-invalid"]
+        );
         assert_eq!(slugs_for("CD102"), ["ptx-too-new"]);
     }
 
@@ -567,9 +604,10 @@ mod tests {
     fn needs_covers_every_finding_explain_can_check() {
         for c in CATALOGUE {
             let area = &c.code[2..3];
+            // The container findings need an image's environment, which `--check` does not read.
             assert_eq!(
                 needs(c.slug).is_ok(),
-                matches!(area, "1" | "2" | "3" | "4"),
+                matches!(area, "1" | "2" | "3" | "4") && !c.slug.starts_with("container-"),
                 "{} {}",
                 c.code,
                 c.slug

@@ -3,6 +3,7 @@
 mod audit;
 mod codes;
 mod completions;
+mod diff;
 mod doctor;
 mod explain;
 mod image;
@@ -93,6 +94,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
         Command::Codes(args) => codes::run(args, out),
         Command::Doctor(args) => doctor::run(args, paint, out),
         Command::Snapshot(args) => snapshot::run(args, out),
+        Command::Diff(args) => diff::run(args, paint, out),
         Command::Audit(args) => audit::run(args, paint, out),
         Command::Init(args) => audit::init(args, out),
         Command::Explain(args) => explain::run(args, paint, out),

@@ -5,9 +5,14 @@
 //! the same object as the JSON report's `tool` (commit, target, bundled matrix). Because rules are pure,
 //! `doctor --facts FILE` and `inspect --facts FILE` give exactly the findings the machine gave (rules
 //! read recorded facts only, never the machine).
+//!
+//! Two optional sections follow the facts: `redactions` (`--redact`: the kinds of names replaced and how
+//! often, `bundle::redact`) and `truncated` (the lists cut to their cap, `bundle::bound`). Readers ignore
+//! both, and a snapshot without them (an older one) reads the same. `--format labels` writes node labels
+//! instead of a snapshot (`bundle::labels`).
 
 use super::{Outcome, ToolError};
-use crate::cli::SnapshotArgs;
+use crate::cli::{SnapshotArgs, SnapshotFormat};
 use crate::facts::{Facts, HostFacts};
 use crate::inspect::{self, InspectOptions};
 use serde::{Deserialize, Serialize};
@@ -25,6 +30,12 @@ struct Envelope {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tool_info: Option<crate::build_info::BuildInfo>,
     facts: Facts,
+    /// `--redact`: the kinds of names replaced and how often (never the originals). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    redactions: Option<crate::bundle::redact::Redactions>,
+    /// The lists cut to their cap (`bundle::bound`): which, how many kept, how many more.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    truncated: Vec<crate::bundle::bound::Truncation>,
 }
 
 /// Reads a snapshot written by `cudadiag snapshot` (a bare serialised `Facts` is accepted too).
@@ -67,8 +78,28 @@ pub fn load_host(path: &Path) -> Result<HostFacts, ToolError> {
 }
 
 pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    let labels = args.format == SnapshotFormat::Labels;
+    if let (true, Some(p)) = (labels, args.paths.first()) {
+        return Err(ToolError(format!(
+            "{}: --format labels describes the machine alone; binaries are not read for labels",
+            p.display()
+        )));
+    }
     let root = super::doctor::checked_root(&args.system)?;
-    let host = super::doctor::collect(&root, &args.system.env(), args.no_catalog);
+    let env = args.system.env();
+    // Labels need no library catalogue (the only slow part).
+    let mut host = super::doctor::collect(&root, &env, args.no_catalog || labels);
+    if labels {
+        let matrix = crate::matrix::Matrix::bundled()
+            .map_err(|e| ToolError(format!("invalid compatibility matrix: {e}")))?;
+        crate::host::enrich::with_matrix(&mut host, &matrix);
+        let text: String = crate::bundle::labels::labels(&host)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect();
+        return write_out(&args.output, &text, out);
+    }
+    let truncated = crate::bundle::bound::bound(&mut host);
     let mut facts = Facts {
         host: Some(host),
         ..Facts::default()
@@ -77,18 +108,49 @@ pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolErro
         let b = inspect::path(p, &InspectOptions::default()).map_err(|e| ToolError(e.to_string()))?;
         facts.binaries.extend(b);
     }
-    let env = Envelope {
+    let env_out = Envelope {
         snapshot_version: SNAPSHOT_VERSION,
         tool: format!("cudadiag {}", env!("CARGO_PKG_VERSION")),
         tool_info: Some(crate::build_info::BuildInfo::current()),
         facts,
+        redactions: None,
+        truncated,
     };
-    let text = serde_json::to_string_pretty(&env).map_err(|e| ToolError(e.to_string()))?;
-    if args.output.as_os_str() == "-" {
-        crate::report::text(out, &format!("{text}\n"))?;
+    let text = if args.redact {
+        redacted(env_out, &env, &root)?
     } else {
-        std::fs::write(&args.output, format!("{text}\n"))
-            .map_err(|e| ToolError(format!("cannot write {}: {e}", args.output.display())))?;
+        serde_json::to_string_pretty(&env_out).map_err(|e| ToolError(e.to_string()))?
+    };
+    write_out(&args.output, &format!("{text}\n"), out)
+}
+
+/// The snapshot with every name replaced (`bundle::redact`) and its `redactions` section.
+fn redacted(
+    envelope: Envelope,
+    env: &crate::system::Env,
+    root: &crate::system::Root,
+) -> Result<String, ToolError> {
+    let json_err = |e: serde_json::Error| ToolError(e.to_string());
+    let mut value = serde_json::to_value(&envelope.facts).map_err(json_err)?;
+    let names = crate::bundle::names(&value, envelope.facts.host.as_ref(), env, root);
+    let mut r = crate::bundle::redact::Redactor::new(&names);
+    r.apply(&mut value);
+    let mut whole = serde_json::to_value(Envelope {
+        facts: Facts::default(),
+        redactions: Some(r.report()),
+        ..envelope
+    })
+    .map_err(json_err)?;
+    whole["facts"] = value;
+    serde_json::to_string_pretty(&whole).map_err(json_err)
+}
+
+/// Writes `text` to `path`, or to standard output for `-`.
+fn write_out(path: &Path, text: &str, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    if path.as_os_str() == "-" {
+        crate::report::text(out, text)?;
+    } else {
+        std::fs::write(path, text).map_err(|e| ToolError(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(Outcome::Clean)
 }

@@ -21,6 +21,7 @@ pub mod enrich;
 pub mod env;
 pub mod glibc;
 pub mod gpu;
+pub mod hostname;
 pub mod jit_cache;
 pub mod libcuda;
 pub mod libfile;
@@ -50,6 +51,7 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
     let platform = libcuda::host_platform(root);
     let (ld_cache, cache) = libcuda::read_cache(root);
     let mut facts = HostFacts {
+        hostname: hostname::collect(root),
         driver,
         gpus,
         pci_bus: Some(pci_bus),

@@ -4,6 +4,7 @@
 //! and never decide exit codes. All of cudadiag's standard output goes through this module (clippy bans
 //! `println!` elsewhere).
 
+pub mod diff;
 mod github;
 mod human;
 mod human_host;

@@ -5,8 +5,11 @@
 mod support;
 
 mod audit;
+mod bundle;
 mod cli;
 mod compat_matrix;
+mod container;
+mod diff;
 mod explain_cli;
 mod fixtures_cuobjdump;
 mod host;

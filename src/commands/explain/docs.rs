@@ -109,6 +109,18 @@ pub const DOCS: &[(&str, &str)] = &[
         include_str!("../../../data/codes/cdi-spec-stale.md"),
     ),
     (
+        "container-requirement-unmet",
+        include_str!("../../../data/codes/container-requirement-unmet.md"),
+    ),
+    (
+        "container-config-invalid",
+        include_str!("../../../data/codes/container-config-invalid.md"),
+    ),
+    (
+        "container-compute-missing",
+        include_str!("../../../data/codes/container-compute-missing.md"),
+    ),
+    (
         "no-visible-devices",
         include_str!("../../../data/codes/no-visible-devices.md"),
     ),
@@ -129,6 +141,14 @@ pub const DOCS: &[(&str, &str)] = &[
         include_str!("../../../data/codes/nouveau-loaded.md"),
     ),
     ("no-gpu", include_str!("../../../data/codes/no-gpu.md")),
+    (
+        "container-no-gpu-access",
+        include_str!("../../../data/codes/container-no-gpu-access.md"),
+    ),
+    (
+        "container-unknown-device",
+        include_str!("../../../data/codes/container-unknown-device.md"),
+    ),
     (
         "probe-failed",
         include_str!("../../../data/codes/probe-failed.md"),

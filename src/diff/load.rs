@@ -1,0 +1,136 @@
+//! Reading one side of a diff: a snapshot (`cudadiag snapshot`) or a JSON report (`doctor`/`inspect
+//! --format json`), told apart by their version field, and anything else refused with what was expected.
+//!
+//! A snapshot holds facts only: its findings are the rules' over those facts with the bundled matrix, as
+//! `doctor --facts` gives them. A report holds its findings and (under `host.facts`) the facts they rest on.
+
+use super::{Node, NodeFinding};
+use crate::commands::ToolError;
+use crate::matrix::Matrix;
+use serde_json::Value;
+use std::path::Path;
+
+/// The report contract version this cudadiag reads (`report::json::SCHEMA_VERSION`).
+const REPORT_VERSION: u64 = crate::report::json::SCHEMA_VERSION as u64;
+
+/// Reads `path` as one side of a diff.
+pub fn node(path: &Path, matrix: &Matrix) -> Result<Node, ToolError> {
+    let origin = path.display().to_string();
+    let text = crate::system::read::read_to_string(path, crate::system::read::SNAPSHOT)
+        .map_err(|e| ToolError(format!("cannot read {origin}: {e}")))?;
+    parse(&text, &origin, file_name(path), matrix)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// Decodes one side's text; `origin` names it in errors, `fallback_name` names the node when its facts carry
+/// no host name.
+pub fn parse(text: &str, origin: &str, fallback_name: String, matrix: &Matrix) -> Result<Node, ToolError> {
+    let expected = "expected a snapshot (`cudadiag snapshot -o FILE`) or a JSON report (`cudadiag doctor \
+                    --format json`)";
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| ToolError(format!("{origin} is not JSON ({e}): {expected}")))?;
+    let Some(top) = value.as_object() else {
+        return Err(ToolError(format!(
+            "{origin} is JSON but not an object: {expected}"
+        )));
+    };
+    let (kind, host, findings) = if top.contains_key("snapshot_version") {
+        let mut facts = crate::commands::snapshot::parse(text, origin)?;
+        if let Some(h) = facts.host.as_mut() {
+            crate::host::enrich::with_matrix(h, matrix);
+        }
+        let findings = crate::rules::evaluate(&facts, matrix)
+            .into_iter()
+            .map(|f| NodeFinding {
+                code: f.code,
+                slug: f.slug,
+                severity: f.severity.as_str().to_string(),
+                message: f.message,
+            })
+            .collect();
+        ("snapshot", facts.host, findings)
+    } else if let Some(version) = top.get("schema_version") {
+        let version = version.as_u64().ok_or_else(|| {
+            ToolError(format!(
+                "{origin}: schema_version is {version}, not a number: {expected}"
+            ))
+        })?;
+        if version > REPORT_VERSION {
+            return Err(ToolError(format!(
+                "{origin}: report schema version {version} is newer than this cudadiag understands (max \
+                 {REPORT_VERSION}): upgrade cudadiag"
+            )));
+        }
+        let host = match value.pointer("/host/facts") {
+            Some(h) if !h.is_null() => Some(
+                serde_json::from_value(h.clone())
+                    .map_err(|e| ToolError(format!("{origin}: its host facts do not decode: {e}")))?,
+            ),
+            _ => None,
+        };
+        let findings: Vec<NodeFinding> =
+            serde_json::from_value(value.get("findings").cloned().unwrap_or(Value::Array(Vec::new())))
+                .map_err(|e| ToolError(format!("{origin}: its findings do not decode: {e}")))?;
+        ("report", host, findings)
+    } else if top.contains_key("runs") {
+        return Err(ToolError(format!("{origin} is a SARIF log: {expected}")));
+    } else {
+        return Err(ToolError(format!(
+            "{origin} has neither `snapshot_version` nor `schema_version`: {expected}"
+        )));
+    };
+    let name = host
+        .as_ref()
+        .and_then(|h: &crate::facts::HostFacts| h.hostname.as_ref())
+        .map_or(fallback_name, |h| h.name.clone());
+    Ok(Node {
+        file: origin.to_string(),
+        kind,
+        name,
+        host,
+        findings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_err(text: &str) -> String {
+        let m = Matrix::bundled().unwrap();
+        parse(text, "x.json", "x.json".into(), &m).unwrap_err().0
+    }
+
+    #[test]
+    fn wrong_kinds_say_what_was_expected() {
+        assert!(parse_err("not json").starts_with("x.json is not JSON"));
+        assert!(parse_err("[1]").contains("not an object"));
+        assert!(parse_err(r#"{"runs": []}"#).contains("SARIF"));
+        assert!(parse_err(r#"{"a": 1}"#).contains("neither `snapshot_version` nor `schema_version`"));
+        assert!(parse_err(r#"{"schema_version": 99}"#).contains("upgrade cudadiag"));
+    }
+
+    #[test]
+    fn a_report_without_host_facts_is_its_findings() {
+        let m = Matrix::bundled().unwrap();
+        let n = parse(
+            r#"{"schema_version": 1, "host": {"collected": false}, "findings": [
+                {"code": "CD100", "slug": "no-kernel-image", "severity": "error", "message": "m", "evidence": []}]}"#,
+            "r.json",
+            "r.json".into(),
+            &m,
+        )
+        .unwrap();
+        assert_eq!(
+            (n.kind, n.name.as_str(), n.host.is_none()),
+            ("report", "r.json", true)
+        );
+        assert_eq!(n.findings[0].slug, "no-kernel-image");
+    }
+}

@@ -1,0 +1,198 @@
+//! `cudadiag diff` on the host fixtures: a healthy node against one whose driver was upgraded without a
+//! reboot (module 550.54.14, libraries 550.90.07), as snapshots and as `doctor --format json` reports.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+use crate::support::golden;
+
+fn machine(case: &str) -> Vec<String> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/hosts")
+        .join(case);
+    let mut args = vec![
+        "--root".to_string(),
+        d.join("root").display().to_string(),
+        "--clear-env".into(),
+    ];
+    for l in std::fs::read_to_string(d.join("env"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+    {
+        args.extend(["--env".into(), l.to_string()]);
+    }
+    args
+}
+
+fn cudadiag(args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Writes `case`'s snapshot and its doctor report into `dir`.
+fn files(dir: &Path, case: &str) -> (PathBuf, PathBuf) {
+    let (snap, report) = (
+        dir.join(format!("{case}.json")),
+        dir.join(format!("{case}.report.json")),
+    );
+    let m = machine(case);
+    let m: Vec<&str> = m.iter().map(String::as_str).collect();
+    let out = cudadiag(&[&["snapshot", "-o", snap.to_str().unwrap()][..], &m].concat());
+    assert!(out.status.success());
+    let out = cudadiag(&[&["doctor", "--format", "json"][..], &m].concat());
+    std::fs::write(&report, out.stdout).unwrap();
+    (snap, report)
+}
+
+fn diff_json(a: &Path, b: &Path) -> (i32, Value) {
+    let out = cudadiag(&[
+        "diff",
+        "--format",
+        "json",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    (out.status.code().unwrap(), v)
+}
+
+#[test]
+fn an_upgraded_without_reboot_node_is_the_module_library_mismatch_first() {
+    let t = tempfile::tempdir().unwrap();
+    let (good_snap, good_report) = files(t.path(), "healthy");
+    let (bad_snap, bad_report) = files(t.path(), "driver-upgraded-no-reboot");
+    // Snapshots, reports, and one of each: the same answer.
+    for (a, b) in [
+        (&good_snap, &bad_snap),
+        (&good_report, &bad_report),
+        (&good_snap, &bad_report),
+    ] {
+        let (code, v) = diff_json(a, b);
+        assert_eq!(code, 1, "{v}");
+        let d = v["differences"].as_array().unwrap();
+        assert_eq!(d[0]["kind"], "module-vs-libraries", "{v}");
+        assert_eq!(d[0]["a"], "module 550.90.07 = libraries 550.90.07");
+        assert_eq!(d[0]["b"], "module 550.54.14 ≠ libraries 550.90.07");
+        assert_eq!(d[1]["kind"], "driver-version");
+        assert_eq!(
+            (d[1]["a"].as_str(), d[1]["b"].as_str()),
+            (Some("550.90.07"), Some("550.54.14"))
+        );
+        // The finding only B has comes after the facts.
+        let last = d.last().unwrap();
+        assert_eq!(
+            (last["kind"].as_str(), last["what"].as_str()),
+            (Some("finding"), Some("finding CD304"))
+        );
+        assert_eq!(last["a"], Value::Null);
+        assert_eq!(last["b"], "error driver-library-mismatch");
+        assert_eq!(v["summary"]["differences"], d.len());
+        assert_eq!(v["summary"]["findings_only_b"], 1);
+        assert_eq!(v["summary"]["findings_only_a"], 0);
+        assert_eq!(v["diff_version"], 1);
+        assert_eq!(v["b"]["node"], b.file_name().unwrap().to_str().unwrap());
+    }
+    assert_eq!(diff_json(&good_snap, &bad_report).1["b"]["kind"], "report");
+
+    // Human: the first ranked line names the mismatch.
+    let out = cudadiag(&[
+        "diff",
+        "--color",
+        "never",
+        good_snap.to_str().unwrap(),
+        bad_snap.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let first = text.lines().find(|l| l.starts_with("1. ")).unwrap();
+    assert_eq!(
+        first,
+        "1. driver module vs libraries · module 550.90.07 = libraries 550.90.07 · module 550.54.14 ≠ libraries 550.90.07"
+    );
+}
+
+#[test]
+fn the_same_machine_twice_is_no_difference() {
+    let t = tempfile::tempdir().unwrap();
+    let (snap, report) = files(t.path(), "healthy");
+    let (code, v) = diff_json(&snap, &report);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["differences"], serde_json::json!([]));
+    let out = cudadiag(&[
+        "diff",
+        "--color",
+        "never",
+        snap.to_str().unwrap(),
+        snap.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .ends_with("no differences that matter\n")
+    );
+}
+
+#[test]
+fn a_node_is_named_by_its_host_name() {
+    let t = tempfile::tempdir().unwrap();
+    let (good, _) = files(t.path(), "healthy");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&good).unwrap()).unwrap();
+    v["facts"]["host"]["hostname"] = serde_json::json!({"name": "gpu-a1", "source": "/etc/hostname"});
+    let named = t.path().join("named.json");
+    std::fs::write(&named, serde_json::to_vec(&v).unwrap()).unwrap();
+    let (_, d) = diff_json(&named, &good);
+    assert_eq!(d["a"]["node"], "gpu-a1");
+    assert_eq!(d["b"]["node"], "healthy.json");
+}
+
+#[test]
+fn wrong_files_are_errors_that_say_what_was_expected() {
+    let t = tempfile::tempdir().unwrap();
+    let (good, _) = files(t.path(), "healthy");
+    let sarif = t.path().join("x.sarif");
+    std::fs::write(&sarif, r#"{"version": "2.1.0", "runs": []}"#).unwrap();
+    let other = t.path().join("other.json");
+    std::fs::write(&other, r#"{"name": "not ours"}"#).unwrap();
+    let toml = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let missing = t.path().join("missing.json");
+    for (bad, says) in [
+        (&sarif, "is a SARIF log"),
+        (&other, "has neither `snapshot_version` nor `schema_version`"),
+        (&toml, "is not JSON"),
+        (&missing, "cannot read"),
+    ] {
+        let out = cudadiag(&["diff", good.to_str().unwrap(), bad.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(bad.to_str().unwrap()) && err.contains(says), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+/// The human list as a support engineer reads it.
+#[test]
+fn human_diff_transcript() {
+    let t = tempfile::tempdir().unwrap();
+    let (good, _) = files(t.path(), "healthy");
+    let (bad, _) = files(t.path(), "driver-upgraded-no-reboot");
+    let out = cudadiag(&[
+        "diff",
+        "--color",
+        "never",
+        good.to_str().unwrap(),
+        bad.to_str().unwrap(),
+    ]);
+    let dir = t.path().to_str().unwrap();
+    insta::assert_snapshot!(
+        "diff_healthy_vs_upgraded",
+        golden::transcript(&out, &[(dir, "[TMP]")])
+    );
+}
