@@ -9,11 +9,14 @@
 use super::inspect::{Reading, binaries_and_libraries, nvidia_present};
 use super::{Outcome, ToolError};
 use crate::cli::InspectArgs;
+use crate::container::{ContainerView, FileKind, ImageLayout};
 use crate::facts::{Facts, HostFacts};
+use crate::host::model::{ContainerFacts, DeviceNode, PlatformFacts};
 use crate::image::{self, Image, Limits};
 use crate::inspect::{Depth, InspectOptions};
 use crate::report::{Detail, Paint};
 use crate::system::{Env, Root};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -41,6 +44,16 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
         max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
         ..InspectOptions::default()
     };
+    // The node, and what the container toolkit mounts from it into the container: in the tree before the
+    // loader is emulated there.
+    let node = if args.no_host { None } else { node(args, &matrix)? };
+    let view = match &node {
+        Some(Node::Judged(n)) => Some(toolkit(&img, &env, n, &matrix)),
+        _ => None,
+    };
+    if let Some(v) = &view {
+        mount(&img, v)?;
+    }
     let root = img.root();
     let host_paths: Vec<PathBuf> = programs.iter().map(|p| root.host_path(p)).collect();
     let reading = Reading {
@@ -55,22 +68,30 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
     };
     let mut facts = binaries_and_libraries(&reading, &root, &env)?;
     inside_paths(&mut facts, img.dir());
-    if !args.no_host {
-        facts.host = node(args, &root, &env, &matrix, &mut facts)?;
+    match (node, &view) {
+        (Some(Node::Judged(n)), Some(v)) => facts.host = Some(container_host(&root, &env, n, v, &matrix)),
+        (Some(Node::Unjudged(note)), _) => facts.host_note = Some(note),
+        _ => {}
     }
-    super::targets::apply(&args.target, &mut facts, &matrix)?;
     let mut about = img.facts.clone();
     if args.paths.is_empty() {
         about.program = programs.first().map(|p| p.display().to_string());
         about.program_steps = steps;
     }
+    about.toolkit = view.as_ref().and_then(|v| serde_json::to_value(v).ok());
     facts.image = Some(about);
     let detail = if args.verbose {
         Detail::Verbose
     } else {
         Detail::Short
     };
-    let outcome = super::evaluate_and_render(facts, &matrix, &args.output, paint, detail, out);
+    // The machine's rules and the toolkit's, in one list, most severe first.
+    let mut findings = crate::rules::evaluate(&facts, &matrix);
+    findings.extend(view.map(|v| v.findings).unwrap_or_default());
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let verdicts = crate::rules::verdicts(&facts, &matrix);
+    let report = crate::report::Report::new(facts, findings, verdicts);
+    let outcome = super::render(&report, &args.output, paint, detail, out);
     // The unpacked tree is removed here, before the exit (never handed to `parallel::discard`, which leaks).
     drop(img);
     outcome
@@ -149,28 +170,88 @@ fn inside_paths(facts: &mut Facts, dir: &Path) {
     rewrite(&mut facts.loaded, &prefix);
 }
 
-/// The node's facts joined with the image's files: `None` when the node is this machine and it has no NVIDIA
-/// GPU or driver (then the binaries are judged alone, as `inspect` does).
-fn node(
-    args: &InspectArgs,
-    root: &Root,
-    env: &Env,
-    matrix: &crate::matrix::Matrix,
-    facts: &mut Facts,
-) -> Result<Option<HostFacts>, ToolError> {
+/// The node a container of the image would run on.
+enum Node {
+    /// Its facts: this machine's, a snapshot's, or a what-if target's (`--gpu`/`--driver`).
+    Judged(HostFacts),
+    /// This machine, which has no NVIDIA GPU or driver: the binaries are judged alone, and why.
+    Unjudged(String),
+}
+
+/// The node: `--facts`, else the what-if target, else this machine (judged only when it shows NVIDIA); a
+/// what-if target overrides the GPUs and driver of the other two, as for `inspect`.
+fn node(args: &InspectArgs, matrix: &crate::matrix::Matrix) -> Result<Option<Node>, ToolError> {
     let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
-    let node = if let Some(snapshot) = &args.facts {
+    let base = if let Some(snapshot) = &args.facts {
         Some(super::snapshot::load_host(snapshot)?)
     } else if what_if {
         None
     } else {
         let here = super::doctor::collect(&Root::host(), &Env::from_process(), true);
         if !nvidia_present(&here) {
-            facts.host_note = Some(super::inspect::NO_NVIDIA_NOTE.into());
-            return Ok(None);
+            return Ok(Some(Node::Unjudged(super::inspect::NO_NVIDIA_NOTE.into())));
         }
         Some(here)
     };
+    let mut facts = Facts {
+        host: base,
+        ..Facts::default()
+    };
+    super::targets::apply(&args.target, &mut facts, matrix)?;
+    let mut host = facts.host.unwrap_or_default();
+    crate::host::enrich::with_matrix(&mut host, matrix);
+    Ok(Some(Node::Judged(host)))
+}
+
+/// What the NVIDIA Container Toolkit does to a container of the image on the node: the image's layout
+/// (Debian-like or not, its machine) decides where the driver's libraries land.
+fn toolkit(img: &Image, env: &Env, node: &HostFacts, matrix: &crate::matrix::Matrix) -> ContainerView {
+    let vars: BTreeMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let layout = ImageLayout {
+        multiarch: img.root().exists(Path::new("/etc/debian_version")),
+        machine: match img.facts.platform.split('/').nth(1) {
+            Some("arm64") => "aarch64",
+            _ => "x86_64",
+        }
+        .to_string(),
+    };
+    crate::container::evaluate_in(&vars, node, matrix, &layout)
+}
+
+/// Puts the driver libraries the toolkit mounts into the tree, with the SONAME links its `ldconfig` makes,
+/// when the node's driver version names them. (The programs it mounts matter to no rule.)
+fn mount(img: &Image, view: &ContainerView) -> Result<(), ToolError> {
+    if view.node.driver.is_none() {
+        return Ok(());
+    }
+    let machine = match img.facts.platform.split('/').nth(1) {
+        Some("arm64") => image::stub::EM_AARCH64,
+        _ => image::stub::EM_X86_64,
+    };
+    for f in view.injected.iter().filter(|f| f.kind == FileKind::Library) {
+        let path = Path::new(&f.path);
+        // The node's file is not here: a library with its name and SONAME stands for it.
+        let soname = f.soname.as_deref().unwrap_or(&f.file);
+        img.mount(path, &image::stub::library(soname, machine), None)
+            .map_err(|e| ToolError(e.to_string()))?;
+        if let (Some(soname), Some(dir)) = (&f.soname, path.parent()) {
+            img.mount(&dir.join(soname), b"", Some(&f.file))
+                .map_err(|e| ToolError(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The machine the program sees: the image's files (libraries, `ld.so.cache`, a cuda-compat `libcuda`, its
+/// environment) with the node's kernel module, GPUs, PCI bus, MIG and CDI specs, and the device nodes the
+/// toolkit creates. The machine rules apply when the node was read, or declared with both a driver and a GPU.
+fn container_host(
+    root: &Root,
+    env: &Env,
+    n: HostFacts,
+    view: &ContainerView,
+    matrix: &crate::matrix::Matrix,
+) -> HostFacts {
     let mut files = crate::host::collect(
         root,
         env,
@@ -179,33 +260,45 @@ fn node(
             progress: None,
         },
     );
-    match node {
-        Some(n) => {
-            join_node(&mut files, n);
-        }
-        None => {
-            // A what-if target names a driver and GPUs, nothing else of the node: the machine rules do not apply.
-            files.observed = false;
-        }
-    }
-    crate::host::enrich::with_matrix(&mut files, matrix);
-    Ok(Some(files))
-}
-
-/// The node's own facts in place of what the image's root cannot know: the kernel module, GPUs and PCI bus,
-/// device nodes, MIG, CDI specs, platform. The files (libcuda candidates, ld.so.cache, glibc, environment)
-/// stay the image's.
-fn join_node(files: &mut HostFacts, n: HostFacts) {
+    files.observed = n.observed || (n.driver.is_some() && !n.gpus.is_empty());
+    files.device_nodes = view
+        .devices
+        .device_nodes
+        .iter()
+        .map(|p| {
+            n.device_nodes
+                .iter()
+                .find(|d| &d.path == p)
+                .cloned()
+                .unwrap_or(DeviceNode {
+                    path: p.clone(),
+                    char_device: true,
+                    mode: 0o666,
+                    uid: 0,
+                    gid: 0,
+                })
+        })
+        .collect();
+    files.platform = PlatformFacts {
+        wsl: n.platform.wsl,
+        jetson: n.platform.jetson,
+        container: Some(ContainerFacts {
+            engine: "unknown".into(),
+            evidence: vec!["the image's program, run in a container".into()],
+        }),
+        require_cuda: std::mem::take(&mut files.platform.require_cuda),
+    };
     files.driver = n.driver;
     files.gpus = n.gpus;
     files.pci_bus = n.pci_bus;
     files.kernel = n.kernel;
-    files.platform = n.platform;
-    files.identity = n.identity;
-    files.device_nodes = n.device_nodes;
+    // The container's user is the image's, not cudadiag's; the toolkit creates the device nodes with the
+    // node's modes.
+    files.identity = None;
     files.mig = n.mig;
     files.cdi = n.cdi;
-    files.observed = n.observed;
+    crate::host::enrich::with_matrix(&mut files, matrix);
+    files
 }
 
 /// `audit` of an image: every binary in its unpacked tree (and every wheel in it), named `IMAGE!/path`.

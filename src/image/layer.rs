@@ -338,6 +338,26 @@ impl<'a> Tree<'a> {
             })
     }
 
+    /// Puts a file from outside the image at `rel` (what the container runtime mounts into the container):
+    /// `link` as a symbolic link when given, else a regular file holding `text`; what was there is replaced,
+    /// directories are made and links followed inside the image, as for a layer's entry.
+    pub fn place(&mut self, rel: &Path, text: &[u8], link: Option<&[u8]>) -> io::Result<()> {
+        let parent = rel.parent().unwrap_or(Path::new("")).to_path_buf();
+        let Some(name) = rel.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            return Ok(());
+        };
+        if let Some(there) = self.existing(&parent, &name) {
+            remove_host(&there)?;
+            self.dirs.clear();
+        }
+        let dir = self.parent_dir(&parent)?;
+        let host = self.root().host_path(&dir).join(&name);
+        match link {
+            Some(target) => symlink(target, &host),
+            None => std::fs::write(&host, text),
+        }
+    }
+
     /// The host path of `parent/name` when `parent` exists in the tree (links resolved inside the image);
     /// `None` when it does not. Makes nothing.
     fn existing(&mut self, parent: &Path, name: &str) -> Option<PathBuf> {

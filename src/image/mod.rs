@@ -30,6 +30,7 @@ pub mod entry;
 mod layer;
 mod manifest;
 mod store;
+pub mod stub;
 
 pub use decode::Compression;
 
@@ -167,6 +168,10 @@ pub struct ImageFacts {
     /// Device nodes, FIFOs and sockets in layers, not created.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub special_files: u64,
+    /// What the NVIDIA Container Toolkit does to the container on the node (`container::ContainerView`: the
+    /// driver files it mounts, the devices, each `NVIDIA_REQUIRE_*` and its outcome); absent without a node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolkit: Option<serde_json::Value>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -207,6 +212,26 @@ impl Image {
     /// The directory acting as the image's `/`.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Adds what the container gets from outside the image at `path` (an absolute path inside it): a symbolic
+    /// link to `link` when given, else a file holding `text`. What the image had there is replaced (a mount
+    /// hides it), directories are made and links followed inside the image, never outside.
+    pub fn mount(&self, path: &Path, text: &[u8], link: Option<&str>) -> Result<(), ImageError> {
+        let limits = Limits::default();
+        let mut tree = layer::Tree::new(self.dir.path().to_path_buf(), &limits);
+        let rel: PathBuf = path
+            .components()
+            .filter(|c| matches!(c, std::path::Component::Normal(_)))
+            .collect();
+        if path.components().any(|c| c == std::path::Component::ParentDir) {
+            return Err(ImageError(format!(
+                "{}: not a path inside the image",
+                path.display()
+            )));
+        }
+        tree.place(&rel, text, link.map(str::as_bytes))
+            .map_err(|e| ImageError(format!("cannot add {} to the image's tree: {e}", path.display())))
     }
 }
 

@@ -55,6 +55,7 @@ fn program_image(fixture_name: &str) -> Image {
             .exe("usr/local/bin/app", &fixture(fixture_name))
             .packed(Pack::Gzip),
     ])
+    .cuda13()
     .cmd(&["app"])
 }
 
@@ -70,6 +71,7 @@ fn shared_image(work: &Path) -> Image {
             .packed(Pack::Zstd),
         Layer::new().exe("opt/app/bin/app", &std::fs::read(&app).unwrap()),
     ])
+    .cuda13()
     .env("LD_LIBRARY_PATH=/usr/local/cuda/lib64")
     .entrypoint(&["/usr/bin/tini", "--"])
     .cmd(&["/opt/app/bin/app", "--size", "1024"])
@@ -139,6 +141,11 @@ fn a_cuda13_image_runs_on_r580_and_not_on_r535() {
         assert_eq!(code, 1, "{img}");
         assert!(
             slugs(&v).contains(&"driver-insufficient".to_string()),
+            "{img}: {v}"
+        );
+        // The toolkit refuses to start it at all: NVIDIA_REQUIRE_CUDA=cuda>=13.0 on a CUDA 12.2 driver.
+        assert!(
+            slugs(&v).contains(&"container-requirement-unmet".to_string()),
             "{img}: {v}"
         );
     }
@@ -279,8 +286,13 @@ fn paths_name_files_inside_the_image_and_env_flags_apply() {
     let (code, _) = json(&args);
     assert_eq!(code, 1);
     args.extend(["--env", "LD_LIBRARY_PATH=/usr/local/cuda/lib64"]);
-    let (code, _) = json(&args);
-    assert_eq!(code, 0);
+    let (code, v) = json(&args);
+    assert_eq!(code, 1);
+    // Without NVIDIA_VISIBLE_DEVICES the container toolkit gives the container nothing; with it, all is well.
+    assert!(slugs(&v).contains(&"container-no-gpu-access".to_string()), "{v}");
+    args.extend(["--env", "NVIDIA_VISIBLE_DEVICES=all"]);
+    let (code, v) = json(&args);
+    assert_eq!(code, 0, "{v}");
     // The human report names the image and the program first.
     let (_, text, _) = run(&[
         "inspect",
@@ -610,7 +622,7 @@ fn compat_image(version: &str) -> Image {
         Layer::new()
             .file(
                 &format!("usr/local/cuda/compat/libcuda.so.{version}"),
-                b"cuda-compat libcuda\n",
+                &cudadiag::image::stub::library("libcuda.so.1", cudadiag::image::stub::EM_X86_64),
             )
             .symlink(
                 "usr/local/cuda/compat/libcuda.so.1",

@@ -172,6 +172,14 @@ impl Image {
             arch: "amd64".into(),
         }
     }
+    /// The variables a CUDA 13 application image sets for the container toolkit (NVIDIA's own base images add
+    /// `brand=…` alternatives to `NVIDIA_REQUIRE_CUDA` that admit older data-centre drivers).
+    pub fn cuda13(self) -> Image {
+        self.env("NVIDIA_VISIBLE_DEVICES=all")
+            .env("NVIDIA_DRIVER_CAPABILITIES=compute,utility")
+            .env("NVIDIA_REQUIRE_CUDA=cuda>=13.0")
+            .env("CUDA_VERSION=13.0.0")
+    }
     pub fn env(mut self, kv: &str) -> Image {
         self.env.push(kv.into());
         self
@@ -305,6 +313,7 @@ fn hex_id(n: u64) -> String {
 pub fn system_layer() -> Layer {
     let dir = Path::new("/lib/x86_64-linux-gnu");
     let mut l = Layer::new()
+        .file("etc/debian_version", b"12.0\n")
         .dir("usr")
         .dir("usr/lib")
         .dir("usr/lib/x86_64-linux-gnu")
