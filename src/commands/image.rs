@@ -9,7 +9,7 @@
 use super::inspect::{Reading, binaries_and_libraries, nvidia_present};
 use super::{Outcome, ToolError};
 use crate::cli::InspectArgs;
-use crate::container::{ContainerView, FileKind, ImageLayout};
+use crate::container::{CompatMode, ContainerView, FileKind, ImageLayout};
 use crate::facts::{Facts, HostFacts};
 use crate::host::model::{ContainerFacts, DeviceNode, PlatformFacts};
 use crate::image::{self, Image, Limits};
@@ -218,8 +218,15 @@ fn toolkit(img: &Image, env: &Env, node: &HostFacts, matrix: &crate::matrix::Mat
     crate::container::evaluate_in(&vars, node, matrix, &layout)
 }
 
+/// Where NVIDIA's images keep the forward-compatibility libraries the toolkit looks at.
+const COMPAT_DIR: &str = "/usr/local/cuda/compat";
+
 /// Puts the driver libraries the toolkit mounts into the tree, with the SONAME links its `ldconfig` makes,
-/// when the node's driver version names them. (The programs it mounts matter to no rule.)
+/// when the node's driver version names them. (The programs it mounts matter to no rule.) A cuda-compat
+/// library of the image that the toolkit activates (`ContainerView::compat_libraries_used`, its default
+/// `ldconfig` mode: a newer branch than the node's driver) is put ahead of the driver's in the container's
+/// loader configuration: here its SONAME link points at it, so that the loader finds it first, as the
+/// regenerated `ld.so.cache` makes it.
 fn mount(img: &Image, view: &ContainerView) -> Result<(), ToolError> {
     if view.node.driver.is_none() {
         return Ok(());
@@ -228,6 +235,7 @@ fn mount(img: &Image, view: &ContainerView) -> Result<(), ToolError> {
         Some("arm64") => image::stub::EM_AARCH64,
         _ => image::stub::EM_X86_64,
     };
+    let activated = compat_activated(img, view);
     for f in view.injected.iter().filter(|f| f.kind == FileKind::Library) {
         let path = Path::new(&f.path);
         // The node's file is not here: a library with its name and SONAME stands for it.
@@ -235,11 +243,32 @@ fn mount(img: &Image, view: &ContainerView) -> Result<(), ToolError> {
         img.mount(path, &image::stub::library(soname, machine), None)
             .map_err(|e| ToolError(e.to_string()))?;
         if let (Some(soname), Some(dir)) = (&f.soname, path.parent()) {
-            img.mount(&dir.join(soname), b"", Some(&f.file))
+            let compat = activated
+                .iter()
+                .find(|c| c.starts_with(&format!("{}.", f.name)))
+                .map(|c| format!("{COMPAT_DIR}/{c}"));
+            img.mount(&dir.join(soname), b"", Some(compat.as_deref().unwrap_or(&f.file)))
                 .map_err(|e| ToolError(e.to_string()))?;
         }
     }
     Ok(())
+}
+
+/// The image's cuda-compat libraries (regular files of [`COMPAT_DIR`]) the toolkit activates on the node.
+fn compat_activated(img: &Image, view: &ContainerView) -> Vec<String> {
+    let root = img.root();
+    let files: Vec<String> = root
+        .read_dir(Path::new(COMPAT_DIR))
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| root.symlink_metadata(p).is_ok_and(|m| m.is_file()))
+        .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+        .collect();
+    view.compat_libraries_used(&files, CompatMode::default())
+        .unwrap_or_default()
+        .into_iter()
+        .map(str::to_string)
+        .collect()
 }
 
 /// The machine the program sees: the image's files (libraries, `ld.so.cache`, a cuda-compat `libcuda`, its

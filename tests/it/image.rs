@@ -684,3 +684,53 @@ fn an_image_compat_libcuda_newer_than_the_driver_on_a_geforce_gives_804() {
     let (_, v) = json(&["inspect", "--image", a.to_str().unwrap(), "--facts", &dc]);
     assert!(compat_findings(&v).is_empty(), "{v}");
 }
+
+#[test]
+fn the_toolkit_puts_a_newer_compat_libcuda_ahead_of_the_driver() {
+    let t = tempfile::tempdir().unwrap();
+    let geforce = node_snapshot("compat-on-geforce", &t.path().join("geforce.json"));
+    let h100 = node_snapshot("healthy", &t.path().join("h100.json"));
+    // No LD_LIBRARY_PATH: the toolkit itself activates the compat directory, its branch (575) being newer
+    // than the node's (550).
+    let mut img = compat_image("575.57.08");
+    img.env.retain(|e| !e.starts_with("LD_LIBRARY_PATH="));
+    let a = t.path().join("compat.tar");
+    img.docker_save(&a, Pack::None);
+    let a = a.to_str().unwrap();
+    let (_, v) = json(&["inspect", "--image", a, "--facts", &geforce]);
+    let f = compat_findings(&v);
+    assert_eq!(f.len(), 1, "{v}");
+    assert!(
+        f[0].contains("575.57.08 on top of driver 550.90.07") && f[0].contains("804"),
+        "{f:?}"
+    );
+    // The near miss: on data-centre GPUs that is what forward compatibility is for; the compat libcuda loads.
+    let (_, v) = json(&["inspect", "--image", a, "--facts", &h100]);
+    assert!(compat_findings(&v).is_empty(), "{v}");
+    let cuda = v["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["soname"] == "libcuda.so.1")
+        .unwrap();
+    assert_eq!(
+        cuda["realpath"], "/usr/local/cuda/compat/libcuda.so.575.57.08",
+        "{cuda}"
+    );
+    // An older compat libcuda is left alone by the toolkit: the driver's is loaded.
+    let mut old = compat_image("545.23.08");
+    old.env.retain(|e| !e.starts_with("LD_LIBRARY_PATH="));
+    old.docker_save(Path::new(a), Pack::None);
+    let (_, v) = json(&["inspect", "--image", a, "--facts", &h100]);
+    assert!(compat_findings(&v).is_empty(), "{v}");
+    let cuda = v["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["soname"] == "libcuda.so.1")
+        .unwrap();
+    assert_eq!(
+        cuda["realpath"], "/usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07",
+        "{cuda}"
+    );
+}
