@@ -69,7 +69,7 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
     let mut facts = binaries_and_libraries(&reading, &root, &env)?;
     inside_paths(&mut facts, img.dir());
     match (node, &view) {
-        (Some(Node::Judged(n)), Some(v)) => facts.host = Some(container_host(&root, &env, n, v, &matrix)),
+        (Some(Node::Judged(n)), Some(v)) => facts.host = Some(container_host(&root, &env, *n, v, &matrix)),
         (Some(Node::Unjudged(note)), _) => facts.host_note = Some(note),
         _ => {}
     }
@@ -173,7 +173,7 @@ fn inside_paths(facts: &mut Facts, dir: &Path) {
 /// The node a container of the image would run on.
 enum Node {
     /// Its facts: this machine's, a snapshot's, or a what-if target's (`--gpu`/`--driver`).
-    Judged(HostFacts),
+    Judged(Box<HostFacts>),
     /// This machine, which has no NVIDIA GPU or driver: the binaries are judged alone, and why.
     Unjudged(String),
 }
@@ -200,7 +200,7 @@ fn node(args: &InspectArgs, matrix: &crate::matrix::Matrix) -> Result<Option<Nod
     super::targets::apply(&args.target, &mut facts, matrix)?;
     let mut host = facts.host.unwrap_or_default();
     crate::host::enrich::with_matrix(&mut host, matrix);
-    Ok(Some(Node::Judged(host)))
+    Ok(Some(Node::Judged(Box::new(host))))
 }
 
 /// What the NVIDIA Container Toolkit does to a container of the image on the node: the image's layout

@@ -212,9 +212,13 @@ pub fn named(root: &Root, p: &Path, working_dir: &str) -> Result<PathBuf, String
     let p = Path::new("/")
         .join(if working_dir.is_empty() { "/" } else { working_dir })
         .join(p);
-    let real = root
-        .resolve(&p)
-        .map_err(|e| format!("{}: not in the image ({e})", p.display()))?;
+    let real = root.resolve(&p).map_err(|e| {
+        format!(
+            "{}: not in the image ({e}), or a data file, which is not unpacked (binaries, scripts, /etc and \
+                 package metadata are)",
+            p.display()
+        )
+    })?;
     match root.metadata(&real) {
         Ok(m) if m.is_file() => Ok(real),
         Ok(_) => Err(format!("{}: not a regular file in the image", p.display())),
