@@ -42,6 +42,7 @@ def layer(build):
 def system(tf):
     for d in ["usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib64", "usr/local", "usr/local/bin", "etc"]:
         add(tf, d)
+    add(tf, "etc/debian_version", b"12.0\n")
     add(tf, "lib", link="usr/lib")
     add(tf, "lib64", link="usr/lib64")
     add(tf, "usr/lib64/ld-linux-x86-64.so.2", link="../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
@@ -61,7 +62,7 @@ def app(tf):
 
 layers = [layer(system)] + [layer(padding(i)) for i in range(max(1, mib // layer_mib))] + [layer(app)]
 config = json.dumps({"architecture": "amd64", "os": "linux",
-                     "config": {"Env": ["PATH=/usr/local/bin:/usr/bin:/bin"], "Cmd": ["app"]},
+                     "config": {"Env": ["PATH=/usr/local/bin:/usr/bin:/bin", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"], "Cmd": ["app"]},
                      "rootfs": {"type": "layers", "diff_ids": []}}).encode()
 
 def digest(n):

@@ -43,6 +43,7 @@ def layer(build):
 def system(tf):
     for d in ["usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib64", "usr/local", "usr/local/bin"]:
         add(tf, d)
+    add(tf, "etc/debian_version", b"12.0\n")
     add(tf, "lib", link="usr/lib")
     add(tf, "lib64", link="usr/lib64")
     add(tf, "usr/lib64/ld-linux-x86-64.so.2", link="../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
@@ -56,7 +57,7 @@ def app(tf):
 
 layers = [layer(system), gzip.compress(layer(app))]
 config = json.dumps({"architecture": "amd64", "os": "linux",
-                     "config": {"Env": ["PATH=/usr/local/bin:/usr/bin:/bin"], "Cmd": ["app"]},
+                     "config": {"Env": ["PATH=/usr/local/bin:/usr/bin:/bin", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"], "Cmd": ["app"]},
                      "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(layer(system)).hexdigest(),
                                                                "sha256:" + hashlib.sha256(layer(app)).hexdigest()]}}).encode()
 cid = hashlib.sha256(config).hexdigest()
