@@ -311,3 +311,61 @@ pub fn machine_path(p: &Path) -> PathBuf {
         Path::new("/").join(p)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `docker save` tarball of one layer holding `/app`, plain or gzip.
+    fn small_image(gzip_layer: bool) -> Vec<u8> {
+        let tar_of = |members: &[(&str, &[u8])]| {
+            let mut b = tar::Builder::new(Vec::new());
+            for (name, data) in members {
+                let mut h = tar::Header::new_ustar();
+                h.set_size(data.len() as u64);
+                h.set_mode(0o755);
+                b.append_data(&mut h, name, *data).unwrap();
+            }
+            b.into_inner().unwrap()
+        };
+        let mut layer = tar_of(&[("app", b"\x7fELF....."), ("etc/x", b"y"), ("usr/.wh.z", b"")]);
+        if gzip_layer {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(&layer).unwrap();
+            layer = e.finish().unwrap();
+        }
+        let config = br#"{"architecture":"amd64","os":"linux","config":{"Cmd":["/app"]}}"#;
+        let manifest = br#"[{"Config":"c.json","RepoTags":["t:1"],"Layers":["l/layer.tar"]}]"#;
+        tar_of(&[
+            ("l/layer.tar", &layer),
+            ("c.json", config),
+            ("manifest.json", manifest),
+        ])
+    }
+
+    #[test]
+    fn damaged_images_are_errors_never_panics() {
+        for gz in [false, true] {
+            let good = small_image(gz);
+            crate::fuzzing::image(&good);
+            let t = tempfile::tempdir().unwrap();
+            let f = t.path().join("i.tar");
+            std::fs::write(&f, &good).unwrap();
+            assert!(open(&f, None, &Limits::default()).is_ok());
+            // Every seventh byte of the headers and the first data, changed; and the file cut at every 211th byte.
+            let mut rng = 0x2545_f491_4f6c_dd1du64;
+            for i in (0..good.len().min(4096)).step_by(7) {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let mut bad = good.clone();
+                bad[i] ^= (rng as u8) | 1;
+                crate::fuzzing::image(&bad);
+            }
+            for cut in (0..good.len()).step_by(211) {
+                crate::fuzzing::image(&good[..cut]);
+            }
+        }
+    }
+}
