@@ -23,12 +23,10 @@ use std::path::{Path, PathBuf};
 /// Runs `inspect --image`.
 pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let limits = Limits::default();
-    let opened = crate::report::progress::while_running(
-        "unpacking image…",
-        "layers",
-        &std::sync::atomic::AtomicUsize::new(0),
-        || image::open(path, args.platform.as_deref(), &limits),
-    );
+    let layers = std::sync::atomic::AtomicUsize::new(0);
+    let opened = crate::report::progress::while_running("unpacking image…", "layers", &layers, || {
+        image::open_counting(path, args.platform.as_deref(), &limits, &layers)
+    });
     let img = opened.map_err(|e| ToolError(e.to_string()))?;
     let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
     let env = environment(&img, args);

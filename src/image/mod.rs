@@ -256,6 +256,16 @@ pub fn looks_like_image(path: &Path) -> bool {
 /// Opens the image at `path`: picks the manifest for `platform` (`--platform`, or this machine's when the
 /// image holds several), reads the config and applies the layers into a new temporary directory.
 pub fn open(path: &Path, platform: Option<&str>, limits: &Limits) -> Result<Image, ImageError> {
+    open_counting(path, platform, limits, &std::sync::atomic::AtomicUsize::new(0))
+}
+
+/// [`open`], counting the layers applied in `layers` (for a progress line).
+pub fn open_counting(
+    path: &Path,
+    platform: Option<&str>,
+    limits: &Limits,
+    layers: &std::sync::atomic::AtomicUsize,
+) -> Result<Image, ImageError> {
     let shown = path.display().to_string();
     let wanted = wanted_platform(platform)?;
     let (store, format, compression) = store::Store::open(path, limits)?;
@@ -287,6 +297,7 @@ pub fn open(path: &Path, platform: Option<&str>, limits: &Limits) -> Result<Imag
             .member(name)
             .map_err(|e| ImageError(format!("{what}: {e}")))?;
         tree.apply(reader, &what)?;
+        layers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     let totals = tree.totals();
     facts.entries = totals.entries;
