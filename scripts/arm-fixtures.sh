@@ -7,7 +7,10 @@
 #   - nvidia-cuda-runtime-cu12 (aarch64, ~3.5 MB): libcudart.so.12's version must be the package's major.minor.
 #   - cupy-cuda12x 14.2.0 (aarch64, ~150 MB; skipped with ARM_SMALL=1): cupy/cuda/cub's static cudart is 12.9,
 #     every file gets one foreign-architecture note on a non-aarch64 machine, none gets library-not-found, and
-#     `--gpu 9.0 --driver 470.82.01` on cub gives driver-insufficient.
+#     `--gpu 9.0 --driver 470.82.01` on cub gives driver-insufficient; and every file's fatbin listing equals
+#     cuobjdump's (`-lelf -lptx`, plain and -all, entry by entry: scripts/compare-cuobjdump.sh) and every entry's
+#     header equals plain cuobjdump's (scripts/compare_cuobjdump_headers.py), with the cuobjdump of the
+#     nvidia-cuda-cuobjdump wheel for this machine (or $CUOBJDUMP), which reads aarch64 files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${CUDADIAG_BIN:-}" ]; then bin=$CUDADIAG_BIN; else cargo build --release --quiet; bin=$PWD/target/release/cudadiag; fi
@@ -50,5 +53,21 @@ PY
   cub_so=$(printf '%s\n' "${files[@]}" | grep '/cupy/cuda/cub\.' | head -1)
   got=$("$bin" inspect --format json --gpu 9.0 --driver 470.82.01 "$cub_so" | python3 -c 'import json,sys; print("driver-insufficient" in [f["slug"] for f in json.load(sys.stdin)["findings"]])') || true
   check "cub with --gpu 9.0 --driver 470.82.01 gives driver-insufficient" "True" "$got"
+  cuobjdump=${CUOBJDUMP:-}
+  if [ -z "$cuobjdump" ]; then
+    pip download --quiet --no-deps --only-binary=:all: nvidia-cuda-cuobjdump -d "$d/cuobjdump-wheel"
+    rm -rf "$d/cuobjdump"; unzip -q -o "$(ls "$d"/cuobjdump-wheel/nvidia_cuda_cuobjdump-*.whl | head -1)" -d "$d/cuobjdump"
+    cuobjdump=$(find "$d/cuobjdump" -name cuobjdump -type f | head -1)
+    chmod +x "$cuobjdump"
+  fi
+  "$cuobjdump" --version | grep -m1 release || true
+  if CUOBJDUMP=$cuobjdump scripts/compare-cuobjdump.sh "$d/cupy" "$bin" > "$d/cuobjdump.txt"; then rc=0; else rc=$?; fi
+  grep -v '^agree' "$d/cuobjdump.txt" | sed 's/^/      /'
+  summary=$(grep '^# files:' "$d/cuobjdump.txt" | tail -1)
+  check "cupy-cuda12x 14.2.0 listings against cuobjdump (${summary#\# })" "0" "$rc"
+  if python3 scripts/compare_cuobjdump_headers.py --cudadiag "$bin" --cuobjdump "$cuobjdump" "$d/cupy" > "$d/headers.txt"; then rc=0; else rc=$?; fi
+  grep -v '^#' "$d/headers.txt" | sed 's/^/      /' || true
+  summary=$(grep '^# headers:' "$d/headers.txt" | tail -1)
+  check "cupy-cuda12x 14.2.0 entry headers against plain cuobjdump (${summary#\# })" "0" "$rc"
 fi
 exit $fail

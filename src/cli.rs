@@ -220,6 +220,10 @@ pub struct MatrixArgs {
     /// capability (`8.9`, `sm_89`).
     #[arg(long, value_name = "GPU")]
     pub gpu: Option<String>,
+    /// A Jetson Linux (L4T) release (`36.4.3`, or `R36.4.3` as `/etc/nv_tegra_release` says): its JetPack, the
+    /// CUDA its driver supports, the Jetsons it runs on.
+    #[arg(long, value_name = "RELEASE")]
+    pub l4t: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = DocFormat::Human)]
     pub format: DocFormat,

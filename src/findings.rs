@@ -49,78 +49,242 @@ pub struct CodeInfo {
     pub summary: &'static str,
     /// The CUDA error number this finding predicts, when there is one.
     pub cuda_error: Option<u32>,
+    /// The explanation `explain` prints: `data/codes/<slug>.md`, compiled in.
+    #[serde(skip)]
+    pub doc: &'static str,
+    /// The facts its rule reads (what `explain --check` must have read to rule it out).
+    #[serde(skip)]
+    pub needs: Needs,
+    /// What the live probe observes when the finding is right: at which stage, any of which results
+    /// (`docs/compatibility.md`, "The CUDA error table the rules use"). Empty: the probe cannot tell.
+    #[serde(skip)]
+    pub probe: &'static [(Stage, &'static [Expect])],
 }
 
+/// What a finding's rule reads: whether `explain --check` read enough to rule it out when it did not fire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// The binaries alone.
+    Binaries,
+    /// The binaries and a GPU and/or a driver: a what-if target's, or this machine's.
+    Target {
+        /// A GPU (its compute capability).
+        gpu: bool,
+        /// A driver (its version).
+        driver: bool,
+    },
+    /// The binaries' loader trees.
+    Loader,
+    /// The loader trees and the machine's glibc.
+    Glibc,
+    /// The machine's facts: its driver, GPUs, device nodes, driver libraries, environment.
+    Host,
+    /// The machine's environment (`CUDA_DISABLE_PTX_JIT`, the JIT cache) and a GPU.
+    HostAndGpu,
+    /// The live probe's results (`inspect --probe`).
+    Probe,
+    /// A release policy (`audit --policy`).
+    Policy,
+    /// A container image's environment and a node (`inspect --image`).
+    Image,
+}
+
+/// Where in the live probe a result is observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Loading `libcuda.so.1` and `cuInit` (a zero device count counts as 100).
+    Driver,
+    /// `cudaGetDeviceCount` through the libcudart.
+    Runtime,
+    /// Loading one inspected binary's device code (`cuModuleLoadDataEx`).
+    Module,
+}
+
+/// One result the live probe can observe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// `dlopen("libcuda.so.1")` failed.
+    NotLoaded,
+    /// This CUDA error code.
+    Code(i32),
+}
+
+/// The catalogue: one entry per code, everything about the code but its rule. How to add a code:
+///
+/// 1. one line here, `Name = ("CDnnn", "slug", Severity, Some(cuda_error) or None, "summary", needs: …,
+///    probe: …);` (codes are never reused: a code only ever gets added);
+/// 2. `data/codes/<slug>.md`, in the template of the others (compiled in as [`CodeInfo::doc`]);
+/// 3. the rule in `src/rules/` that builds `Finding::new(Code::Name, …)`, called from `rules::evaluate` (or
+///    `rules::evaluate_release` for release checks);
+/// 4. its line in `tests/it/snapshots/codes.txt`, and a firing case and a near miss in
+///    `tests/it/code_table.rs`.
 macro_rules! catalogue {
-    ($($name:ident = ($code:literal, $slug:literal, $sev:ident, $err:expr, $summary:literal);)*) => {
+    ($($name:ident = ($code:literal, $slug:literal, $sev:ident, $err:expr, $summary:literal,
+        needs: $needs:expr, probe: $probe:expr);)*) => {
         /// Every finding code cudadiag can emit, in code order.
         pub const CATALOGUE: &[CodeInfo] = &[
-            $(CodeInfo { code: $code, slug: $slug, severity: Severity::$sev, summary: $summary, cuda_error: $err },)*
+            $(CodeInfo {
+                code: $code,
+                slug: $slug,
+                severity: Severity::$sev,
+                summary: $summary,
+                cuda_error: $err,
+                doc: include_str!(concat!("../data/codes/", $slug, ".md")),
+                needs: $needs,
+                probe: $probe,
+            },)*
         ];
         /// Typed handles on the catalogue, so rules cannot misspell a slug.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[allow(missing_docs)]
         pub enum Code { $($name,)* }
         impl Code {
-            /// The catalogue entry of this code.
-            pub fn info(self) -> &'static CodeInfo {
-                // The enum's variants are declared in catalogue order.
-                &CATALOGUE[self as usize]
-            }
+            /// Every code, in catalogue order.
+            pub const ALL: &[Code] = &[$(Code::$name,)*];
         }
     };
 }
 
 catalogue! {
-    NoKernelImage = ("CD100", "no-kernel-image", Error, Some(209), "no SASS or PTX in the binary can run on the GPU");
-    PtxJitRequired = ("CD101", "ptx-jit-required", Warning, None, "the GPU runs this code only after the driver JIT-compiles its PTX");
-    PtxTooNew = ("CD102", "ptx-too-new", Error, Some(222), "the PTX ISA is newer than the driver can JIT");
-    NoDeviceCode = ("CD103", "no-device-code", Note, None, "the binary carries no CUDA device code");
-    MalformedDeviceCode = ("CD104", "malformed-device-code", Error, Some(200), "a fatbin, cubin or PTX payload is damaged");
-    MalformedBinary = ("CD105", "malformed-binary", Error, None, "the host ELF or archive structure is damaged");
-    UnrecognizedInput = ("CD106", "unrecognized-input", Warning, None, "the file is not an ELF, archive, fatbin, cubin or PTX");
-    InputUnreadable = ("CD107", "input-unreadable", Error, None, "an input could not be read, so nothing about it was checked");
-    PtxJitDisabled = ("CD108", "ptx-jit-disabled", Error, Some(223), "the GPU has only PTX to run and CUDA_DISABLE_PTX_JIT forbids compiling it");
-    PtxJitCacheOnly = ("CD109", "ptx-jit-cache-only", Warning, None, "PTX JIT is disabled: the code runs only if the JIT cache holds an earlier compile");
-    ForeignArchitecture = ("CD110", "foreign-architecture", Note, None, "the binary is for another architecture than this machine's: its libraries are not looked up here");
-    LibraryNotFound = ("CD200", "library-not-found", Error, None, "the dynamic loader will not find a needed library");
-    LibraryShadowed = ("CD201", "library-shadowed", Warning, None, "another copy of a library wins over the one the binary's RUNPATH/RPATH meant");
-    SymbolVersionMissing = ("CD202", "symbol-version-missing", Error, None, "a needed symbol version is missing from the library that will be loaded");
-    MultipleCudaMajors = ("CD203", "multiple-cuda-majors", Warning, None, "libraries of several CUDA major versions are loaded into one process");
-    GlibcTooOld = ("CD204", "glibc-too-old", Error, None, "the binary or a library it loads needs a newer glibc than the machine has");
-    DuplicateCudaLibrary = ("CD205", "duplicate-cuda-library", Warning, None, "two copies of one CUDA library are loaded into one process");
-    CudaLibraryTooOld = ("CD206", "cuda-library-too-old", Error, None, "the loaded copy of a CUDA library is older than the release its package requires");
-    NoDriver = ("CD300", "no-driver", Error, Some(35), "no NVIDIA kernel driver is loaded");
-    LibcudaNotFound = ("CD301", "libcuda-not-found", Error, Some(35), "the driver library libcuda.so.1 cannot be found");
-    DriverInsufficient = ("CD302", "driver-insufficient", Error, Some(35), "the driver is older than the CUDA runtime or code needs");
-    MinorVersionCompat = ("CD303", "minor-version-compat", Warning, None, "runs through minor-version compatibility, with its limits");
-    DriverLibraryMismatch = ("CD304", "driver-library-mismatch", Error, None, "the user-space driver libraries differ from the loaded kernel module");
-    CompatLibcudaUnsupported = ("CD305", "compat-libcuda-unsupported", Error, Some(803), "a forward-compatibility libcuda cannot be used with this driver or GPU");
-    StubLibcuda = ("CD306", "stub-libcuda", Error, Some(34), "the toolkit's stub libcuda.so.1 will be loaded instead of the driver's");
-    GpuUnsupportedByDriver = ("CD307", "gpu-unsupported-by-driver", Error, Some(100), "the installed driver branch no longer supports this GPU");
-    DriverLibraryDamaged = ("CD308", "driver-library-damaged", Error, None, "a driver library file is empty or cut short");
-    CdiSpecStale = ("CD309", "cdi-spec-stale", Error, None, "a CDI spec mounts driver libraries of another version than the loaded kernel module");
-    ContainerRequirementUnmet = ("CD310", "container-requirement-unmet", Error, None, "the NVIDIA Container Toolkit refuses to start the container: an NVIDIA_REQUIRE_* constraint fails on the node");
-    ContainerConfigInvalid = ("CD311", "container-config-invalid", Error, None, "the NVIDIA Container Toolkit rejects the container's NVIDIA_* settings and does not start it");
-    ContainerComputeMissing = ("CD312", "container-compute-missing", Error, Some(35), "NVIDIA_DRIVER_CAPABILITIES lacks compute: the toolkit does not mount libcuda.so.1 into the container");
-    NoVisibleDevices = ("CD400", "no-visible-devices", Error, Some(100), "CUDA_VISIBLE_DEVICES hides every GPU");
-    DeviceNodesMissing = ("CD401", "device-nodes-missing", Error, Some(100), "the /dev/nvidia* device nodes are missing");
-    DevicePermissionDenied = ("CD402", "device-permission-denied", Error, Some(100), "the current user cannot open the /dev/nvidia* device nodes");
-    NvidiaUvmMissing = ("CD403", "nvidia-uvm-missing", Error, Some(999), "the nvidia-uvm module or its device node is missing");
-    NouveauLoaded = ("CD404", "nouveau-loaded", Error, None, "the nouveau driver holds the GPU");
-    NoGpu = ("CD405", "no-gpu", Error, Some(100), "no NVIDIA GPU is present");
-    DeviceOrderMismatch = ("CD406", "device-order-mismatch", Warning, None, "CUDA_VISIBLE_DEVICES indices follow CUDA's fastest-first order, not nvidia-smi's, on GPUs of different models");
-    ContainerNoGpuAccess = ("CD407", "container-no-gpu-access", Warning, None, "NVIDIA_VISIBLE_DEVICES gives the container no GPU: the toolkit injects nothing, or the driver without a device");
-    ContainerUnknownDevice = ("CD408", "container-unknown-device", Error, None, "NVIDIA_VISIBLE_DEVICES names a GPU the node does not have: the toolkit does not start the container");
-    ProbeFailed = ("CD500", "probe-failed", Error, None, "the live probe failed, crashed or timed out");
-    ProbeDisagrees = ("CD501", "probe-disagrees", Warning, None, "the live probe contradicts the static verdict (a cudadiag or matrix bug)");
-    PolicyMissingArch = ("CD600", "policy-missing-arch", Error, None, "a target architecture the policy requires has no SASS");
-    PolicyMissingPtx = ("CD601", "policy-missing-ptx", Error, None, "the PTX the policy requires is missing");
-    PolicyMinDriver = ("CD602", "policy-min-driver", Error, None, "the binary needs a newer driver than the policy's oldest supported one");
-    PolicyForbiddenLibrary = ("CD603", "policy-forbidden-library", Error, None, "the policy forbids a bundled library or path");
-    WaiverUnused = ("CD604", "waiver-unused", Warning, None, "a policy waiver matched no finding");
-    WaiverExpired = ("CD605", "waiver-expired", Error, None, "a policy waiver is past its expiry date");
-    PolicyGlibc = ("CD606", "policy-glibc", Error, None, "the binary needs a newer glibc than the policy's oldest supported one");
+    NoKernelImage = ("CD100", "no-kernel-image", Error, Some(209), "no SASS or PTX in the binary can run on the GPU",
+        needs: Needs::Target { gpu: true, driver: false }, probe: &[(Stage::Module, &[Expect::Code(209)])]);
+    PtxJitRequired = ("CD101", "ptx-jit-required", Warning, None, "the GPU runs this code only after the driver JIT-compiles its PTX",
+        needs: Needs::Target { gpu: true, driver: false }, probe: &[]);
+    PtxTooNew = ("CD102", "ptx-too-new", Error, Some(222), "the PTX ISA is newer than the driver can JIT",
+        needs: Needs::Target { gpu: true, driver: true }, probe: &[(Stage::Module, &[Expect::Code(222)])]);
+    NoDeviceCode = ("CD103", "no-device-code", Note, None, "the binary carries no CUDA device code",
+        needs: Needs::Binaries, probe: &[]);
+    MalformedDeviceCode = ("CD104", "malformed-device-code", Error, Some(200), "a fatbin, cubin or PTX payload is damaged",
+        needs: Needs::Binaries, probe: &[(Stage::Module, &[Expect::Code(200), Expect::Code(218)])]);
+    MalformedBinary = ("CD105", "malformed-binary", Error, None, "the host ELF or archive structure is damaged",
+        needs: Needs::Binaries, probe: &[]);
+    UnrecognizedInput = ("CD106", "unrecognized-input", Warning, None, "the file is not an ELF, archive, fatbin, cubin or PTX",
+        needs: Needs::Binaries, probe: &[]);
+    InputUnreadable = ("CD107", "input-unreadable", Error, None, "an input could not be read, so nothing about it was checked",
+        needs: Needs::Binaries, probe: &[]);
+    PtxJitDisabled = ("CD108", "ptx-jit-disabled", Error, Some(223), "the GPU has only PTX to run and CUDA_DISABLE_PTX_JIT forbids compiling it",
+        needs: Needs::HostAndGpu, probe: &[(Stage::Module, &[Expect::Code(209), Expect::Code(223)])]);
+    PtxJitCacheOnly = ("CD109", "ptx-jit-cache-only", Warning, None, "PTX JIT is disabled: the code runs only if the JIT cache holds an earlier compile",
+        needs: Needs::HostAndGpu, probe: &[(Stage::Module, &[Expect::Code(209), Expect::Code(223)])]);
+    ForeignArchitecture = ("CD110", "foreign-architecture", Note, None, "the binary is for another architecture than this machine's: its libraries are not looked up here",
+        needs: Needs::Loader, probe: &[]);
+    LibraryNotFound = ("CD200", "library-not-found", Error, None, "the dynamic loader will not find a needed library",
+        needs: Needs::Loader, probe: &[]);
+    LibraryShadowed = ("CD201", "library-shadowed", Warning, None, "another copy of a library wins over the one the binary's RUNPATH/RPATH meant",
+        needs: Needs::Loader, probe: &[]);
+    SymbolVersionMissing = ("CD202", "symbol-version-missing", Error, None, "a needed symbol version is missing from the library that will be loaded",
+        needs: Needs::Loader, probe: &[]);
+    MultipleCudaMajors = ("CD203", "multiple-cuda-majors", Warning, None, "libraries of several CUDA major versions are loaded into one process",
+        needs: Needs::Loader, probe: &[]);
+    GlibcTooOld = ("CD204", "glibc-too-old", Error, None, "the binary or a library it loads needs a newer glibc than the machine has",
+        needs: Needs::Glibc, probe: &[]);
+    DuplicateCudaLibrary = ("CD205", "duplicate-cuda-library", Warning, None, "two copies of one CUDA library are loaded into one process",
+        needs: Needs::Loader, probe: &[]);
+    CudaLibraryTooOld = ("CD206", "cuda-library-too-old", Error, None, "the loaded copy of a CUDA library is older than the release its package requires",
+        needs: Needs::Loader, probe: &[]);
+    NoDriver = ("CD300", "no-driver", Error, Some(35), "no NVIDIA kernel driver is loaded",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded, Expect::Code(100), Expect::Code(999)])]);
+    LibcudaNotFound = ("CD301", "libcuda-not-found", Error, Some(35), "the driver library libcuda.so.1 cannot be found",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded])]);
+    DriverInsufficient = ("CD302", "driver-insufficient", Error, Some(35), "the driver is older than the CUDA runtime or code needs",
+        needs: Needs::Target { gpu: false, driver: true }, probe: &[(Stage::Runtime, &[Expect::Code(35)]), (Stage::Module, &[Expect::Code(200), Expect::Code(209), Expect::Code(222)])]);
+    MinorVersionCompat = ("CD303", "minor-version-compat", Warning, None, "runs through minor-version compatibility, with its limits",
+        needs: Needs::Target { gpu: false, driver: true }, probe: &[]);
+    DriverLibraryMismatch = ("CD304", "driver-library-mismatch", Error, None, "the user-space driver libraries differ from the loaded kernel module",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(803), Expect::Code(804), Expect::Code(999)])]);
+    CompatLibcudaUnsupported = ("CD305", "compat-libcuda-unsupported", Error, Some(803), "a forward-compatibility libcuda cannot be used with this driver or GPU",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(803), Expect::Code(804)])]);
+    StubLibcuda = ("CD306", "stub-libcuda", Error, Some(34), "the toolkit's stub libcuda.so.1 will be loaded instead of the driver's",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(34)])]);
+    GpuUnsupportedByDriver = ("CD307", "gpu-unsupported-by-driver", Error, Some(100), "the installed driver branch no longer supports this GPU",
+        needs: Needs::Target { gpu: true, driver: true }, probe: &[(Stage::Driver, &[Expect::Code(100)])]);
+    DriverLibraryDamaged = ("CD308", "driver-library-damaged", Error, None, "a driver library file is empty or cut short",
+        needs: Needs::Host, probe: &[]);
+    CdiSpecStale = ("CD309", "cdi-spec-stale", Error, None, "a CDI spec mounts driver libraries of another version than the loaded kernel module",
+        needs: Needs::Host, probe: &[]);
+    ContainerRequirementUnmet = ("CD310", "container-requirement-unmet", Error, None, "the NVIDIA Container Toolkit refuses to start the container: an NVIDIA_REQUIRE_* constraint fails on the node",
+        needs: Needs::Image, probe: &[]);
+    ContainerConfigInvalid = ("CD311", "container-config-invalid", Error, None, "the NVIDIA Container Toolkit rejects the container's NVIDIA_* settings and does not start it",
+        needs: Needs::Image, probe: &[]);
+    ContainerComputeMissing = ("CD312", "container-compute-missing", Error, Some(35), "NVIDIA_DRIVER_CAPABILITIES lacks compute: the toolkit does not mount libcuda.so.1 into the container",
+        needs: Needs::Image, probe: &[]);
+    NoVisibleDevices = ("CD400", "no-visible-devices", Error, Some(100), "CUDA_VISIBLE_DEVICES hides every GPU",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(100)])]);
+    DeviceNodesMissing = ("CD401", "device-nodes-missing", Error, Some(100), "the /dev/nvidia* device nodes are missing",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(100), Expect::Code(999)])]);
+    DevicePermissionDenied = ("CD402", "device-permission-denied", Error, Some(100), "the current user cannot open the /dev/nvidia* device nodes",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(100), Expect::Code(999)])]);
+    NvidiaUvmMissing = ("CD403", "nvidia-uvm-missing", Error, Some(999), "the nvidia-uvm module or its device node is missing",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(999)])]);
+    NouveauLoaded = ("CD404", "nouveau-loaded", Error, None, "the nouveau driver holds the GPU",
+        needs: Needs::Host, probe: &[]);
+    NoGpu = ("CD405", "no-gpu", Error, Some(100), "no NVIDIA GPU is present",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(100)])]);
+    DeviceOrderMismatch = ("CD406", "device-order-mismatch", Warning, None, "CUDA_VISIBLE_DEVICES indices follow CUDA's fastest-first order, not nvidia-smi's, on GPUs of different models",
+        needs: Needs::Host, probe: &[]);
+    ContainerNoGpuAccess = ("CD407", "container-no-gpu-access", Warning, None, "NVIDIA_VISIBLE_DEVICES gives the container no GPU: the toolkit injects nothing, or the driver without a device",
+        needs: Needs::Image, probe: &[]);
+    ContainerUnknownDevice = ("CD408", "container-unknown-device", Error, None, "NVIDIA_VISIBLE_DEVICES names a GPU the node does not have: the toolkit does not start the container",
+        needs: Needs::Image, probe: &[]);
+    ProbeFailed = ("CD500", "probe-failed", Error, None, "the live probe failed, crashed or timed out",
+        needs: Needs::Probe, probe: &[]);
+    ProbeDisagrees = ("CD501", "probe-disagrees", Warning, None, "the live probe contradicts the static verdict (a cudadiag or matrix bug)",
+        needs: Needs::Probe, probe: &[]);
+    PolicyMissingArch = ("CD600", "policy-missing-arch", Error, None, "a target architecture the policy requires has no SASS",
+        needs: Needs::Policy, probe: &[]);
+    PolicyMissingPtx = ("CD601", "policy-missing-ptx", Error, None, "the PTX the policy requires is missing",
+        needs: Needs::Policy, probe: &[]);
+    PolicyMinDriver = ("CD602", "policy-min-driver", Error, None, "the binary needs a newer driver than the policy's oldest supported one",
+        needs: Needs::Policy, probe: &[]);
+    PolicyForbiddenLibrary = ("CD603", "policy-forbidden-library", Error, None, "the policy forbids a bundled library or path",
+        needs: Needs::Policy, probe: &[]);
+    WaiverUnused = ("CD604", "waiver-unused", Warning, None, "a policy waiver matched no finding",
+        needs: Needs::Policy, probe: &[]);
+    WaiverExpired = ("CD605", "waiver-expired", Error, None, "a policy waiver is past its expiry date",
+        needs: Needs::Policy, probe: &[]);
+    PolicyGlibc = ("CD606", "policy-glibc", Error, None, "the binary needs a newer glibc than the policy's oldest supported one",
+        needs: Needs::Policy, probe: &[]);
+}
+
+impl Code {
+    /// The catalogue entry of this code.
+    pub fn info(self) -> &'static CodeInfo {
+        // The enum's variants are declared in catalogue order.
+        &CATALOGUE[self as usize]
+    }
+
+    /// The code as written everywhere (`CD104`).
+    pub fn as_str(self) -> &'static str {
+        self.info().code
+    }
+
+    /// The code of a catalogue entry found by code or slug ([`lookup`]).
+    pub fn parse(key: &str) -> Option<Code> {
+        let info = lookup(key)?;
+        CATALOGUE
+            .iter()
+            .position(|c| c.code == info.code)
+            .map(|i| Code::ALL[i])
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Code {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Code::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("unknown finding code {text:?}")))
+    }
 }
 
 /// Looks a code up by code (`CD104`, case-insensitive) or slug (`malformed-device-code`).
@@ -135,7 +299,7 @@ pub fn lookup(key: &str) -> Option<&'static CodeInfo> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     /// Stable code (`CD104`).
-    pub code: String,
+    pub code: Code,
     /// Stable slug (`malformed-device-code`).
     pub slug: String,
     /// Severity after any policy override.
@@ -178,7 +342,7 @@ impl Finding {
     pub fn new(code: Code, message: impl Into<String>, help: impl Into<String>) -> Finding {
         let info = code.info();
         Finding {
-            code: info.code.to_string(),
+            code,
             slug: info.slug.to_string(),
             severity: info.severity,
             message: message.into(),
@@ -208,6 +372,27 @@ impl Finding {
             self.evidence.extend(lines);
         }
         self
+    }
+
+    /// The finding as plain text for the writers that take one block of it (GitHub annotations, SARIF
+    /// messages, JUnit failures): the message, then each evidence line after `because `, then the help after
+    /// `help: `, each on a line of its own starting with `indent`. `clean` is the writer's escaping, applied to
+    /// each piece (never to the line breaks between them).
+    pub fn plain_text(&self, indent: &str, clean: impl Fn(&str) -> String) -> String {
+        let mut text = clean(&self.message);
+        for e in &self.evidence {
+            text.push('\n');
+            text.push_str(indent);
+            text.push_str("because ");
+            text.push_str(&clean(e));
+        }
+        if !self.help.is_empty() {
+            text.push('\n');
+            text.push_str(indent);
+            text.push_str("help: ");
+            text.push_str(&clean(&self.help));
+        }
+        text
     }
 
     /// Names the input the finding is about.

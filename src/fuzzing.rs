@@ -97,11 +97,11 @@ pub fn config_text(text: &str) {
     let _ = crate::policy::Policy::parse(text, "fuzz");
     let _ = crate::rules::wheel::Table::parse(text);
     let _ = crate::matrix::Matrix::parse(text, "fuzz");
-    let env = crate::inspect::wheel::Env::of_wheel(std::path::Path::new(
+    let env = crate::inspect::pep508::Env::of_wheel(std::path::Path::new(
         "x-1-cp311-cp311-manylinux2014_x86_64.whl",
     ));
     for line in text.lines().take(256) {
-        let _ = crate::inspect::wheel::requirement(line, &env);
+        let _ = crate::inspect::pep508::requirement(line, &env);
     }
 }
 
@@ -126,6 +126,9 @@ pub fn host_root(data: &[u8]) {
         "usr/lib/python3/dist-packages/nvidia_cuda_runtime_cu12-12.4.127.dist-info/METADATA",
         "opt/conda/conda-meta/cuda-cudart-12.4.127-0.json",
         "etc/ld.so.preload",
+        // Last, so that older corpus entries keep their meaning (a Jetson's SoC and board).
+        "proc/device-tree/compatible",
+        "proc/device-tree/model",
     ];
     let Ok(dir) = tempfile::tempdir() else {
         return;

@@ -64,11 +64,7 @@ fn main() -> ExitCode {
         (Ok(Outcome::Clean), Ok(())) => ExitCode::SUCCESS,
         (Ok(Outcome::Failed), Ok(())) => ExitCode::from(1),
         (Err(e), _) => {
-            let paint = Paint::new(
-                cli.color,
-                std::io::stderr().is_terminal(),
-                std::env::var_os("NO_COLOR").is_some(),
-            );
+            let paint = Paint::from_env(cli.color, std::io::stderr().is_terminal());
             let _ = report::error_line(&mut std::io::stderr(), paint, &e.0);
             ExitCode::from(2)
         }

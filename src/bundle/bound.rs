@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn numbered_device_nodes_go_first() {
-        use crate::host::model::DeviceNode;
+        use crate::facts::host::DeviceNode;
         let node = |p: String| DeviceNode {
             path: p,
             ..DeviceNode::default()

@@ -64,7 +64,7 @@ fn passwd_entry(root: &Root, uid: u32) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::model::Identity;
+    use crate::facts::host::Identity;
 
     #[test]
     fn names_come_from_env_passwd_host_and_paths() {

@@ -52,16 +52,7 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     };
     // What pip installs beside each wheel, before the rules: a pinned runtime is the version they check.
     crate::rules::wheel::resolve(&mut facts, &pip);
-    // Host-only libraries are normal in a release: `no-device-code` is not a release question.
-    let findings: Vec<_> = crate::rules::evaluate(&facts, &matrix)
-        .into_iter()
-        .filter(|f| f.slug != crate::findings::Code::NoDeviceCode.info().slug)
-        .collect();
-    let mut findings = crate::rules::policy::min_driver(findings, &policy);
-    findings.extend(crate::rules::wheel::evaluate(&facts, &pip));
-    findings.extend(crate::rules::policy::evaluate(&facts, &policy, &matrix));
-    let mut findings = crate::rules::policy::apply(findings, &policy, policy::today());
-    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let findings = crate::rules::evaluate_release(&facts, &policy, &matrix, &pip, policy::today());
     let verdicts = crate::rules::verdicts(&facts, &matrix);
     let report = Report::new(facts, findings, verdicts);
     super::render(&report, &args.output, paint, report::Detail::Short, out)

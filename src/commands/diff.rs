@@ -4,6 +4,8 @@
 //! Exit status as diff(1) has it: 0 when no difference that matters, 1 when there are differences, 2 when a
 //! file cannot be read or is not a snapshot or a JSON report.
 
+pub mod load;
+
 use super::{Outcome, ToolError};
 use crate::cli::DiffArgs;
 use crate::report::{DocFormat, Paint};
@@ -11,8 +13,8 @@ use std::io::Write;
 
 pub fn run(args: &DiffArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let matrix = super::targets::load_matrix(args.matrix.as_deref())?;
-    let a = crate::diff::load::node(&args.a, &matrix)?;
-    let b = crate::diff::load::node(&args.b, &matrix)?;
+    let a = load::node(&args.a, &matrix)?;
+    let b = load::node(&args.b, &matrix)?;
     let diffs = crate::diff::compare(&a, &b);
     match args.format {
         DocFormat::Human => crate::report::diff::human(&a, &b, &diffs, paint, out)?,

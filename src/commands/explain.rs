@@ -7,16 +7,18 @@
 
 use super::{Outcome, ToolError};
 use crate::cli::ExplainArgs;
-use crate::findings::{self, CATALOGUE, CodeInfo, Finding};
+use crate::findings::{self, CATALOGUE, CodeInfo, Finding, Needs};
 use crate::matrix::Matrix;
 use crate::report::{self, DocFormat, Paint};
 use serde::Serialize;
 use std::io::Write;
 
-mod docs;
 mod library;
 
-pub use docs::doc;
+/// The explanation of a slug: its catalogue entry's document.
+pub fn doc(slug: &str) -> Option<&'static str> {
+    findings::lookup(slug).map(|c| c.doc)
+}
 
 /// One thing the query matched.
 #[derive(Debug, Serialize)]
@@ -185,82 +187,6 @@ struct Checked {
     findings: Vec<Finding>,
 }
 
-/// What a finding's rule reads: whether `--check` read enough to rule it out when it did not fire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Needs {
-    /// The binaries alone.
-    Binaries,
-    /// The binaries and a GPU and/or a driver: a what-if target's, or this machine's.
-    Target { gpu: bool, driver: bool },
-    /// The binaries' loader trees.
-    Loader,
-    /// The loader trees and the machine's glibc.
-    Glibc,
-    /// The machine's facts: its driver, GPUs, device nodes, driver libraries, environment.
-    Host,
-    /// The machine's environment (`CUDA_DISABLE_PTX_JIT`, the JIT cache) and a GPU.
-    HostAndGpu,
-}
-
-/// What `slug`'s rule needs, or which command checks it when `explain --check` does not.
-fn needs(slug: &str) -> Result<Needs, &'static str> {
-    Ok(match slug {
-        "no-kernel-image" | "ptx-jit-required" => Needs::Target {
-            gpu: true,
-            driver: false,
-        },
-        "ptx-too-new" | "gpu-unsupported-by-driver" => Needs::Target {
-            gpu: true,
-            driver: true,
-        },
-        "driver-insufficient" | "minor-version-compat" => Needs::Target {
-            gpu: false,
-            driver: true,
-        },
-        "malformed-device-code"
-        | "malformed-binary"
-        | "no-device-code"
-        | "unrecognized-input"
-        | "input-unreadable" => Needs::Binaries,
-        "ptx-jit-disabled" | "ptx-jit-cache-only" => Needs::HostAndGpu,
-        "library-not-found"
-        | "library-shadowed"
-        | "symbol-version-missing"
-        | "multiple-cuda-majors"
-        | "duplicate-cuda-library"
-        | "cuda-library-too-old"
-        | "foreign-architecture" => Needs::Loader,
-        "glibc-too-old" => Needs::Glibc,
-        "no-driver"
-        | "libcuda-not-found"
-        | "driver-library-mismatch"
-        | "compat-libcuda-unsupported"
-        | "stub-libcuda"
-        | "driver-library-damaged"
-        | "cdi-spec-stale"
-        | "no-visible-devices"
-        | "device-nodes-missing"
-        | "device-permission-denied"
-        | "nvidia-uvm-missing"
-        | "nouveau-loaded"
-        | "no-gpu"
-        | "device-order-mismatch" => Needs::Host,
-        "container-requirement-unmet"
-        | "container-config-invalid"
-        | "container-compute-missing"
-        | "container-no-gpu-access"
-        | "container-unknown-device" => {
-            return Err(
-                "checked against an image's environment and a node (`cudadiag inspect --image IMAGE`), not by explain",
-            );
-        }
-        "probe-failed" | "probe-disagrees" => {
-            return Err("checked by the live probe (`cudadiag inspect --probe`), not by explain");
-        }
-        _ => return Err("checked against a policy (`cudadiag audit --policy`), not by explain"),
-    })
-}
-
 /// Reads the `--check` binaries as `inspect` does (their loader trees through the root and the environment;
 /// this machine, unless a what-if target or `--no-host` says otherwise), evaluates the rules, and sorts the
 /// predicted findings into confirmed, ruled out and not checked.
@@ -326,10 +252,19 @@ fn check(
             });
             continue;
         }
-        let unchecked: Option<String> = match needs(c.slug) {
-            Err(by) => Some(by.into()),
-            Ok(Needs::Binaries) => None,
-            Ok(Needs::Target { gpu, driver }) => {
+        let unchecked: Option<String> = match c.needs {
+            Needs::Probe => {
+                Some("checked by the live probe (`cudadiag inspect --probe`), not by explain".into())
+            }
+            Needs::Policy => {
+                Some("checked against a policy (`cudadiag audit --policy`), not by explain".into())
+            }
+            Needs::Image => Some(
+                "checked against an image's environment and a node (`cudadiag inspect --image IMAGE`), not by explain"
+                    .into(),
+            ),
+            Needs::Binaries => None,
+            Needs::Target { gpu, driver } => {
                 if gpu && !has_gpu {
                     Some("needs --gpu (no GPU was read)".into())
                 } else if driver && !has_driver {
@@ -338,11 +273,11 @@ fn check(
                     None
                 }
             }
-            Ok(Needs::Loader | Needs::Glibc) if facts.libraries.is_empty() => {
+            Needs::Loader | Needs::Glibc if facts.libraries.is_empty() => {
                 Some("no loader tree: none of the checked files is an ELF program or library".into())
             }
-            Ok(Needs::Loader) => None,
-            Ok(Needs::Glibc) => facts.glibc().is_none().then(|| {
+            Needs::Loader => None,
+            Needs::Glibc => facts.glibc().is_none().then(|| {
                 format!(
                     "needs the machine's glibc ({})",
                     if what_if || args.no_host {
@@ -352,8 +287,8 @@ fn check(
                     }
                 )
             }),
-            Ok(Needs::Host) => host.is_none().then(no_host),
-            Ok(Needs::HostAndGpu) => {
+            Needs::Host => host.is_none().then(no_host),
+            Needs::HostAndGpu => {
                 if host.is_none() {
                     Some(no_host())
                 } else if !has_gpu {
@@ -606,16 +541,17 @@ mod tests {
             let area = &c.code[2..3];
             // The container findings need an image's environment, which `--check` does not read.
             assert_eq!(
-                needs(c.slug).is_ok(),
+                !matches!(c.needs, Needs::Probe | Needs::Policy | Needs::Image),
                 matches!(area, "1" | "2" | "3" | "4") && !c.slug.starts_with("container-"),
                 "{} {}",
                 c.code,
                 c.slug
             );
         }
-        assert_eq!(needs("library-not-found"), Ok(Needs::Loader));
-        assert_eq!(needs("glibc-too-old"), Ok(Needs::Glibc));
-        assert_eq!(needs("libcuda-not-found"), Ok(Needs::Host));
+        let needs = |slug| findings::lookup(slug).map(|c| c.needs);
+        assert_eq!(needs("library-not-found"), Some(Needs::Loader));
+        assert_eq!(needs("glibc-too-old"), Some(Needs::Glibc));
+        assert_eq!(needs("libcuda-not-found"), Some(Needs::Host));
     }
 
     #[test]

@@ -10,8 +10,8 @@ use super::inspect::{Reading, binaries_and_libraries, nvidia_present};
 use super::{Outcome, ToolError};
 use crate::cli::InspectArgs;
 use crate::container::{CompatMode, ContainerView, FileKind, ImageLayout};
+use crate::facts::host::{ContainerFacts, DeviceNode, PlatformFacts};
 use crate::facts::{Facts, HostFacts};
-use crate::host::model::{ContainerFacts, DeviceNode, PlatformFacts};
 use crate::image::{self, Image, Limits};
 use crate::inspect::{Depth, InspectOptions};
 use crate::report::{Detail, Paint};
@@ -309,6 +309,7 @@ fn container_host(
     files.platform = PlatformFacts {
         wsl: n.platform.wsl,
         jetson: n.platform.jetson,
+        tegra: n.platform.tegra,
         container: Some(ContainerFacts {
             engine: "unknown".into(),
             evidence: vec!["the image's program, run in a container".into()],

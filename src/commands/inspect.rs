@@ -230,7 +230,7 @@ pub(super) fn nvidia_present(h: &crate::facts::HostFacts) -> bool {
 /// (CUDA 13.2's `libcufft.so.12` holds one standard fatbin entry, SASS sm_75, yet runs on every GPU CUDA 13
 /// supports), so judging their `.nv_fatbin` alone would call a working PyTorch install broken on an H200.
 /// Their GPU support is the toolkit's. A project's or a framework's own libraries are judged.
-fn judged_library(o: &crate::loader::LoadedObject) -> bool {
+fn judged_library(o: &crate::facts::loader::LoadedObject) -> bool {
     let name = o
         .soname
         .as_deref()
@@ -273,7 +273,7 @@ mod tests {
 
     #[test]
     fn nvidia_libraries_are_not_judged_by_their_fatbins() {
-        let lib = |soname: Option<&str>, realpath: &str| crate::loader::LoadedObject {
+        let lib = |soname: Option<&str>, realpath: &str| crate::facts::loader::LoadedObject {
             soname: soname.map(str::to_string),
             realpath: realpath.into(),
             ..Default::default()

@@ -290,6 +290,49 @@ fn gpu(q: &str, m: &Matrix) -> Result<Answer, ToolError> {
     Ok(Answer { lines, json })
 }
 
+fn l4t(q: &str, m: &Matrix) -> Result<Answer, ToolError> {
+    let release = q.trim().trim_start_matches(['R', 'r']);
+    let r = m.jetpack_for_l4t(release).ok_or_else(|| {
+        ToolError(format!(
+            "--l4t {q}: no Jetson Linux release of that number in the matrix (it knows {})",
+            m.jetpacks
+                .iter()
+                .map(|r| r.l4t_label())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    let socs: Vec<String> = r
+        .socs
+        .iter()
+        .map(|s| match m.tegra_soc(s) {
+            Some(t) => format!("{} (CC {})", t.name, t.cc),
+            None => s.clone(),
+        })
+        .collect();
+    let mut lines = vec![
+        format!(
+            "Jetson Linux {release}: JetPack {} ({}), CUDA {} [{}]",
+            r.jetpack,
+            r.l4t_label(),
+            r.cuda,
+            cite(&r.row, m)
+        ),
+        format!("  runs on: {}", socs.join("; ")),
+        if r.cuda_compat {
+            "  newer CUDA through NVIDIA's cuda-compat package for Jetson (JetPack 5.0 and later)".to_string()
+        } else {
+            "  no cuda-compat: a newer CUDA needs a newer JetPack".to_string()
+        },
+    ];
+    lines.extend(r.row.note.iter().map(|n| format!("  note: {n}")));
+    let json = json!({
+        "l4t": release, "jetpack": r.jetpack, "cuda": r.cuda.to_string(), "socs": r.socs,
+        "cuda_compat": r.cuda_compat, "source": src(&r.row),
+    });
+    Ok(Answer { lines, json })
+}
+
 /// Runs `cudadiag matrix`.
 pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let m = super::targets::load_matrix(args.matrix.as_deref())?;
@@ -311,6 +354,10 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<Outcome, ToolError>
         answers.push(gpu(q, &m)?);
         keys.push("gpu");
     }
+    if let Some(q) = &args.l4t {
+        answers.push(l4t(q, &m)?);
+        keys.push("l4t");
+    }
     match args.format {
         DocFormat::Json => {
             let mut doc = serde_json::Map::new();
@@ -331,7 +378,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<Outcome, ToolError>
             if answers.is_empty() {
                 s.push_str(&format!(
                     "{}: {} toolkit releases, {} driver branches, {} PTX ISA versions, {} GPU rows, {} CUDA errors\n\
-                     Ask with --toolkit, --driver, --ptx or --gpu. Sources:\n",
+                     Ask with --toolkit, --driver, --ptx, --gpu or --l4t. Sources:\n",
                     m.origin, m.toolkits.len(), m.branches.len(), m.ptx.len(), m.gpus.len(), m.errors.len()
                 ));
                 for (k, v) in &m.sources {

@@ -86,9 +86,8 @@ pub(crate) fn render(
 
 /// Runs the parsed command line, writing the report to `out`.
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let paint = Paint::new(cli.color, std::io::stdout().is_terminal(), no_color);
-    crate::report::progress::configure(Paint::new(cli.color, std::io::stderr().is_terminal(), no_color));
+    let paint = Paint::from_env(cli.color, std::io::stdout().is_terminal());
+    crate::report::progress::configure(Paint::from_env(cli.color, std::io::stderr().is_terminal()));
     match &cli.command {
         Command::Inspect(args) => inspect::run(args, paint, out),
         Command::Codes(args) => codes::run(args, out),

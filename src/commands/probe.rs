@@ -2,8 +2,9 @@
 
 use super::{Outcome, ToolError};
 use crate::cli::{ProbeArgs, ProbeOptionArgs, SystemArgs};
+use crate::facts::probe::{ProbeFacts, ProbeRequest};
 use crate::facts::{BinaryFacts, Facts};
-use crate::probe::{self, ProbeFacts, ProbeOptions, ProbeRequest};
+use crate::probe::{self, ProbeOptions};
 use crate::report::Paint;
 use std::io::Write;
 use std::time::Duration;

@@ -20,10 +20,8 @@
 //! findings of each side (the report's own, or the rules run over a snapshot's facts) say what the rules
 //! concluded.
 
-pub mod load;
-
 use crate::facts::HostFacts;
-use crate::host::model::{LibCandidate, LibKind};
+use crate::facts::host::{LibCandidate, LibKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -418,7 +416,7 @@ fn push(
 mod tests {
     use super::*;
     use crate::facts::DriverFacts;
-    use crate::host::model::FoundVia;
+    use crate::facts::host::FoundVia;
 
     fn node(module: &str, lib: &str) -> Node {
         let host = HostFacts {
@@ -465,7 +463,7 @@ mod tests {
 
     #[test]
     fn modules_and_the_ld_cache_only_when_known_on_both_sides() {
-        use crate::host::model::LdCacheState;
+        use crate::facts::host::LdCacheState;
         let mut a = node("550.90.07", "550.90.07");
         let mut b = a.clone();
         let (ha, hb) = (a.host.as_mut().unwrap(), b.host.as_mut().unwrap());

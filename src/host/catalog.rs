@@ -11,7 +11,7 @@
 //! trap it), and records unreadable directories and loops as problems instead of failing.
 
 use super::libcuda;
-use super::model::LibraryEntry;
+use crate::facts::host::LibraryEntry;
 use crate::loader::cache::LdCache;
 use crate::system::{Env, Root};
 use regex::Regex;

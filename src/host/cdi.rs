@@ -11,8 +11,8 @@
 //! its value, in either format, in a file bounded like any configuration file. A spec it cannot read is
 //! recorded with why, never fatal.
 
+use crate::facts::host::CdiSpec;
 use crate::system::Root;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Where specs live (the CDI specification's default directories).
@@ -20,21 +20,6 @@ pub const DIRS: &[&str] = &["/etc/cdi", "/var/run/cdi"];
 
 /// At most this many spec files are read per directory.
 const FILES: usize = 64;
-
-/// One CDI spec file that mentions NVIDIA.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CdiSpec {
-    /// Its machine path.
-    pub path: String,
-    /// The driver versions in the file names of the libraries it mounts (`libcuda.so.550.90.07` → `550.90.07`),
-    /// each once, in file order.
-    pub driver_versions: Vec<String>,
-    /// The versioned driver libraries it mounts (host paths), at most a few, for evidence.
-    pub libraries: Vec<String>,
-    /// Why it could not be read, when it could not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unreadable: Option<String>,
-}
 
 /// The `hostPath` values in `text`, YAML (`hostPath: /x`, `- hostPath: "/x"`) or JSON (`"hostPath":"/x"`).
 pub fn host_paths(text: &str) -> Vec<&str> {

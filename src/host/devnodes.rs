@@ -9,7 +9,7 @@
 //! from libc: on the live machine that is cudadiag's own process, under `--root` it is whatever the tree holds
 //! (usually nothing, and then permissions are not judged).
 
-use super::model::{DeviceNode, Identity};
+use crate::facts::host::{DeviceNode, Identity};
 use crate::system::Root;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
@@ -79,22 +79,6 @@ pub fn identity(root: &Root) -> Option<Identity> {
     )
 }
 
-/// Whether `who` may open `node` for reading and writing, by the classic owner/group/other bits (root always
-/// may). ACLs and capabilities are not modelled.
-pub fn can_read_write(node: &DeviceNode, who: &Identity) -> bool {
-    if who.uid == 0 {
-        return true;
-    }
-    let bits = if node.uid == who.uid {
-        (node.mode >> 6) & 7
-    } else if node.gid == who.gid || who.groups.contains(&node.gid) {
-        (node.mode >> 3) & 7
-    } else {
-        node.mode & 7
-    };
-    bits & 6 == 6
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,29 +89,5 @@ mod tests {
         let id = parse_status(s, "x").unwrap();
         assert_eq!((id.uid, id.gid, id.groups), (1001, 44, vec![4, 24, 44]));
         assert!(parse_status("Name:\tcat\n", "x").is_none());
-    }
-
-    #[test]
-    fn permission_bits() {
-        let node = |mode, uid, gid| DeviceNode {
-            path: "/dev/nvidia0".into(),
-            char_device: true,
-            mode,
-            uid,
-            gid,
-        };
-        let me = Identity {
-            uid: 1000,
-            gid: 1000,
-            groups: vec![44],
-            source: String::new(),
-        };
-        assert!(can_read_write(&node(0o666, 0, 0), &me));
-        assert!(!can_read_write(&node(0o660, 0, 0), &me));
-        assert!(can_read_write(&node(0o660, 0, 44), &me));
-        assert!(can_read_write(&node(0o600, 1000, 0), &me));
-        assert!(!can_read_write(&node(0o644, 0, 0), &me));
-        let root = Identity { uid: 0, ..me.clone() };
-        assert!(can_read_write(&node(0o600, 5, 5), &root));
     }
 }

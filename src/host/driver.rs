@@ -15,8 +15,8 @@
 //!   "Forward compatibility: 803 and 804").
 //! - Jetson: `/etc/nv_tegra_release` ("# R36 (release), REVISION: 4.0, …").
 
-use super::model::{Condition, ContainerFacts, Flavour, KernelFacts, PlatformFacts, WslFacts};
 use crate::facts::DriverFacts;
+use crate::facts::host::{Condition, ContainerFacts, Flavour, KernelFacts, PlatformFacts, WslFacts};
 use crate::system::{Env, Root, read};
 use std::path::Path;
 
@@ -147,6 +147,7 @@ pub fn platform(root: &Root, env: &Env) -> PlatformFacts {
     if let Ok(t) = root.read_to_string(Path::new("/etc/nv_tegra_release"), read::CONFIG_TEXT) {
         p.jetson = t.lines().next().map(|l| l.trim().to_string());
     }
+    p.tegra = super::jetson::collect(root);
     if let Some(req) = env.get("NVIDIA_REQUIRE_CUDA") {
         p.require_cuda = parse_require(req);
     }

@@ -6,7 +6,7 @@
 //! release comes from glibc's banner in `.rodata`, else from the highest `GLIBC_x.y` the library defines
 //! ([`crate::glibc`]; `docs/glibc-floor.md`).
 
-use super::model::{GlibcFacts, GlibcSource};
+use crate::facts::host::{GlibcFacts, GlibcSource};
 use crate::loader::cache::LdCache;
 use crate::loader::platform::Platform;
 use crate::system::{Env, Root};

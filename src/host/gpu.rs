@@ -12,26 +12,9 @@
 //! [`assign_cc`] is the hook that fills it.
 
 use crate::facts::GpuFacts;
+use crate::facts::host::PciBus;
 use crate::system::Root;
-use serde::{Deserialize, Serialize};
 use std::path::Path;
-
-/// Whether `/sys/bus/pci/devices` was read: only a bus that was read and showed no NVIDIA display controller
-/// says there is no GPU. A container without `/sys` (or with it masked) shows nothing either way.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "kebab-case")]
-pub enum PciBus {
-    /// The directory was listed; `devices` entries were in it (NVIDIA or not).
-    Read {
-        /// How many PCI functions the directory listed.
-        devices: usize,
-    },
-    /// The directory could not be listed (absent, not a directory, permission denied).
-    Unreadable {
-        /// Why, as the system said it.
-        reason: String,
-    },
-}
 
 const PROC_GPUS: &str = "/proc/driver/nvidia/gpus";
 const PCI_DEVICES: &str = "/sys/bus/pci/devices";

@@ -5,8 +5,8 @@
 //! `/etc/hostname` is what the system sets at boot (hostname(5)). The kernel's wins on a live machine; a
 //! mounted disk or an unpacked image has no live procfs, and its `/etc/hostname` is the name it boots with.
 
+pub use crate::facts::host::HostName;
 use crate::system::{Root, read};
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Where a host name may be read, in order of preference.
@@ -14,15 +14,6 @@ pub const SOURCES: &[&str] = &["/proc/sys/kernel/hostname", "/etc/hostname"];
 
 /// The longest name accepted: a fully qualified domain name is at most 253 characters (RFC 1035, 2.3.4).
 const MAX_LEN: usize = 253;
-
-/// The node's name and where it was read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostName {
-    /// The name (`gpu-node-17`, or a fully qualified one).
-    pub name: String,
-    /// The file it was read from.
-    pub source: String,
-}
 
 /// The first of [`SOURCES`] that holds a plausible name. Comments and blank lines of `/etc/hostname` are
 /// skipped (hostname(5) allows them); a value with spaces, control characters or over 253 bytes is not a host

@@ -9,73 +9,12 @@
 //! the driver on a hash of the PTX and its options), so what is recorded is whether it may: the directory
 //! exists and holds entries, and caching is on.
 
+use crate::facts::host::{CacheDir, JitCacheFacts};
 use crate::system::{Env, Root};
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The most directory entries counted (a cache holds an `index` file and sixteen subdirectories).
 const ENTRIES: usize = 4096;
-
-/// The JIT cache as the diagnosed program would see it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JitCacheFacts {
-    /// The cache directory (machine path).
-    pub path: String,
-    /// Where the path came from: `CUDA_CACHE_PATH`, or `HOME` (the default `$HOME/.nv/ComputeCache`).
-    pub from: String,
-    /// `CUDA_CACHE_DISABLE` is set to a value other than `0`: nothing is read from or written to the cache.
-    pub disabled: bool,
-    /// `CUDA_CACHE_MAXSIZE`, when set and a number.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_size: Option<u64>,
-    /// What the directory holds.
-    pub dir: CacheDir,
-}
-
-/// What the cache directory holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "kebab-case")]
-pub enum CacheDir {
-    /// No such directory: no earlier run cached anything there.
-    Missing,
-    /// The directory exists and is empty.
-    Empty,
-    /// The directory has entries (counted up to a bound).
-    Holds {
-        /// How many entries its top level lists.
-        entries: usize,
-    },
-    /// The directory could not be listed.
-    Unreadable {
-        /// Why.
-        reason: String,
-    },
-}
-
-impl JitCacheFacts {
-    /// May an earlier run's compile be loaded from this cache: caching on, and a directory with entries?
-    pub fn may_hold_compiles(&self) -> bool {
-        !self.disabled && matches!(self.dir, CacheDir::Holds { .. })
-    }
-
-    /// One line for a finding's evidence.
-    pub fn describe(&self) -> String {
-        let state = match &self.dir {
-            CacheDir::Missing => "does not exist".to_string(),
-            CacheDir::Empty => "is empty".to_string(),
-            CacheDir::Holds { entries } => format!("holds {entries} entries"),
-            CacheDir::Unreadable { reason } => format!("cannot be listed ({reason})"),
-        };
-        let mut s = format!("JIT cache {} (from {}) {state}", self.path, self.from);
-        if self.disabled {
-            s.push_str("; CUDA_CACHE_DISABLE turns it off");
-        }
-        if let Some(m) = self.max_size {
-            s.push_str(&format!("; CUDA_CACHE_MAXSIZE={m}"));
-        }
-        s
-    }
-}
 
 /// Reads the cache's settings from the environment and its directory through the root. `None` when neither
 /// `CUDA_CACHE_PATH` nor `HOME` says where it is.

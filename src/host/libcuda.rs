@@ -20,7 +20,7 @@
 //! (`/usr/local/cuda-X.Y/compat`, same page, "Forward compatibility: 803 and 804"); one under `/usr/lib/wsl`
 //! is WSL2's.
 
-use super::model::{FoundVia, LdCacheState, LibCandidate, LibKind};
+use crate::facts::host::{FoundVia, LdCacheState, LibCandidate, LibKind};
 use crate::loader::cache::LdCache;
 use crate::loader::object::{Verdict, check_header};
 use crate::loader::platform::{Platform, default_interpreter, own_machine};

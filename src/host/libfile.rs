@@ -16,105 +16,13 @@
 //!
 //! Nothing here judges; [`LibFile::is_link_stub`] and [`LibFile::damage`] are what the facts say.
 
+use crate::facts::host::{LibFile, LibShape};
 use crate::system::Root;
-use serde::{Deserialize, Serialize};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// The most bytes read from one file for program headers, the dynamic section, or one string.
 const PIECE: u64 = 64 * 1024;
-
-/// One driver library file, as read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LibFile {
-    /// The machine path of the file (its real path: links resolved inside the root).
-    pub path: String,
-    /// Its size in bytes.
-    pub size: u64,
-    /// What it holds.
-    pub shape: LibShape,
-}
-
-/// What a library file holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum LibShape {
-    /// Zero bytes.
-    Empty,
-    /// Not an ELF file at all (not judged: test trees hold text files with library names).
-    NotElf,
-    /// An ELF file cut short: a header or segment ends past the end of the file.
-    Truncated {
-        /// What ends past the end (`program headers`, `section headers`, `PT_LOAD segment 2`).
-        part: String,
-        /// Where it ends.
-        end: u64,
-    },
-    /// A whole ELF shared object.
-    Elf {
-        /// `DT_SONAME`.
-        soname: Option<String>,
-        /// `DT_NEEDED` entries, in order.
-        needed: Vec<String>,
-        /// It defines symbol versions (`DT_VERDEF`, the `.gnu.version_d` section).
-        symbol_versions: bool,
-    },
-    /// The file could not be read.
-    Unreadable {
-        /// Why.
-        reason: String,
-    },
-}
-
-impl LibFile {
-    /// Is this the CUDA toolkit's link stub of a driver library: a whole ELF object that needs no library at
-    /// all (the driver's libcuda and NVML need libc) and defines no symbol versions?
-    pub fn is_link_stub(&self) -> bool {
-        matches!(&self.shape, LibShape::Elf { needed, symbol_versions, .. } if needed.is_empty() && !symbol_versions)
-    }
-
-    /// Why the file cannot be what the driver installed: empty, or cut short. `None` when whole (or not ELF).
-    pub fn damage(&self) -> Option<String> {
-        match &self.shape {
-            LibShape::Empty => Some("is empty (0 bytes)".into()),
-            LibShape::Truncated { part, end } => Some(format!(
-                "is cut short: its {part} end at byte {end}, past the end of the {}-byte file",
-                self.size
-            )),
-            _ => None,
-        }
-    }
-
-    /// One line for a finding's evidence: size and what the dynamic section says.
-    pub fn describe(&self) -> String {
-        match &self.shape {
-            LibShape::Elf {
-                soname,
-                needed,
-                symbol_versions,
-            } => format!(
-                "{}: {} bytes, SONAME {}, {}, {}",
-                self.path,
-                self.size,
-                soname.as_deref().unwrap_or("(none)"),
-                if needed.is_empty() {
-                    "no DT_NEEDED entry".to_string()
-                } else {
-                    format!("needs {}", needed.join(", "))
-                },
-                if *symbol_versions {
-                    "defines symbol versions"
-                } else {
-                    "no symbol versions (no DT_VERDEF)"
-                }
-            ),
-            _ => match self.damage() {
-                Some(d) => format!("{} {d}", self.path),
-                None => format!("{}: {} bytes", self.path, self.size),
-            },
-        }
-    }
-}
 
 /// Reads the file at the machine path `real` (already resolved inside the root).
 pub fn examine(root: &Root, real: &Path) -> LibFile {

@@ -9,8 +9,8 @@
 
 use super::catalog::{Found, LIB_NAME, Place, kind_of_name};
 use super::libcuda::{self, kind_of};
-use super::model::{LibKind, LibraryEntry, Owner};
 use super::owners::{self, OwnerMap};
+use crate::facts::host::{LibKind, LibraryEntry, Owner};
 use crate::system::Root;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -22,11 +22,11 @@ pub mod env;
 pub mod glibc;
 pub mod gpu;
 pub mod hostname;
+pub mod jetson;
 pub mod jit_cache;
 pub mod libcuda;
 pub mod libfile;
 mod library;
-pub mod model;
 pub mod owners;
 
 use crate::facts::HostFacts;
@@ -76,6 +76,21 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         problems: Vec::new(),
     };
     facts.driver_files = driver_files(root, &mut facts.libcuda, &mut facts.nvml);
+    // A Jetson's integrated GPU is on no PCI bus: the device tree names it, and the matrix gives its compute
+    // capability (`enrich`).
+    if facts.gpus.is_empty()
+        && let Some(t) = &facts.platform.tegra
+        && let (Some(soc), Some(source)) = (&t.soc, &t.soc_source)
+    {
+        facts.gpus.push(crate::facts::GpuFacts {
+            name: format!("{soc} integrated GPU"),
+            cc: None,
+            pci_device_id: None,
+            uuid: None,
+            bus_id: None,
+            source: format!("{source} names nvidia,{soc}"),
+        });
+    }
     if !opts.skip_catalog {
         let (libraries, scan_problems) = catalog::scan(root, env, cache.as_ref(), opts.progress);
         facts.libraries = libraries;
@@ -90,11 +105,11 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
 /// stub (whatever its directory) is marked as one.
 fn driver_files(
     root: &Root,
-    libcuda: &mut [model::LibCandidate],
-    nvml: &mut [model::LibCandidate],
-) -> Vec<libfile::LibFile> {
+    libcuda: &mut [crate::facts::host::LibCandidate],
+    nvml: &mut [crate::facts::host::LibCandidate],
+) -> Vec<crate::facts::host::LibFile> {
     use std::path::Path;
-    let mut files: Vec<libfile::LibFile> = Vec::new();
+    let mut files: Vec<crate::facts::host::LibFile> = Vec::new();
     for c in libcuda.iter_mut().chain(nvml.iter_mut()) {
         let file = match files.iter().find(|f| f.path == c.real_path) {
             Some(f) => f.clone(),
@@ -105,13 +120,13 @@ fn driver_files(
             }
         };
         if file.is_link_stub() {
-            c.kind = model::LibKind::Stub;
+            c.kind = crate::facts::host::LibKind::Stub;
         }
     }
     let dirs: Vec<String> = libcuda
         .iter()
         .chain(nvml.iter())
-        .filter(|c| c.kind == model::LibKind::Driver)
+        .filter(|c| c.kind == crate::facts::host::LibKind::Driver)
         .filter_map(|c| Some(Path::new(&c.real_path).parent()?.display().to_string()))
         .collect();
     for (i, d) in dirs.iter().enumerate() {

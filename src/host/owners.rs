@@ -13,7 +13,7 @@
 //! Only packages whose names look CUDA-related are read, so a site-packages with hundreds of unrelated
 //! distributions costs one directory listing.
 
-use super::model::Owner;
+use crate::facts::host::Owner;
 use crate::system::{Root, read};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -191,8 +191,8 @@ impl LdCache {
         self.lookup_legacy(name, default_id, hwcaps, isa_level, LegacyHwcaps::default())
     }
 
-    /// Looks `name` up as ld.so does: entries of that name in table order, the first whose flags are
-    /// `default_id` (or `FLAG_ELF_LIBC6` alone, `_dl_cache_check_flags`) wins, except that glibc-hwcaps
+    /// Looks `name` up as ld.so does: entries of that name in table order, the first whose flags the loader
+    /// of `default_id` takes ([`check_flags`]) wins, and one with exactly `default_id` ends the walk, except that glibc-hwcaps
     /// entries (listed first) compete by priority in `hwcaps` (best first) and ISA level. Entries with legacy
     /// hwcap bits (an ldconfig older than 2.37 writes them for `tls/`, `x86_64/`, `haswell/` …) count only
     /// for a loader that accepts them (`legacy`).
@@ -213,7 +213,7 @@ impl LdCache {
         }
         let mut best: Option<(&Entry, usize)> = None;
         for e in self.entries[first..].iter().take_while(|e| e.name == name) {
-            if !(e.flags == 1 || e.flags == default_id) {
+            if !check_flags(default_id, e.flags) {
                 continue;
             }
             match &e.hwcaps {
@@ -393,9 +393,39 @@ pub fn default_id(machine: u16, is_64: bool) -> Option<i32> {
     Some(arch | FLAG_ELF_LIBC6)
 }
 
+/// `_dl_cache_check_flags` of the loader whose `_DL_CACHE_DEFAULT_ID` is `default_id`: which entries it
+/// takes at all. Each 64-bit loader cudadiag models takes only its own flags (`sysdeps/x86_64/dl-cache.h`,
+/// `sysdeps/unix/sysv/linux/aarch64/dl-cache.h`, `…/powerpc/powerpc64/dl-cache.h`, `…/s390/s390-64/dl-cache.h`;
+/// x32's `0x0803` too); 32-bit Arm also takes unmarked `FLAG_ELF_LIBC6` entries
+/// (`sysdeps/unix/sysv/linux/arm/dl-cache.h`); the rest use `sysdeps/generic/dl-cache.h`: `FLAG_ELF` (1) or
+/// their own.
+pub fn check_flags(default_id: i32, flags: i32) -> bool {
+    match default_id {
+        0x0303 | 0x0803 | 0x0a03 | 0x0503 | 0x0403 => flags == default_id,
+        0x0903 => flags == default_id || flags == FLAG_ELF_LIBC6,
+        _ => flags == 1 || flags == default_id,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Which entries each loader takes: an aarch64 or x86-64 ld.so only its own flags (an entry marked
+    /// `FLAG_ELF` or `FLAG_ELF_LIBC6` alone is skipped), i386's generic check also `FLAG_ELF`, 32-bit Arm's
+    /// also unmarked `FLAG_ELF_LIBC6`.
+    #[test]
+    fn each_loader_takes_its_own_flags() {
+        use goblin::elf::header::{EM_386, EM_AARCH64, EM_ARM, EM_X86_64};
+        let id = |m, is_64| default_id(m, is_64).unwrap();
+        let aarch64 = id(EM_AARCH64, true);
+        assert_eq!(aarch64, 0x0a03);
+        let takes = |d: i32| [1, 3, 0x0303, 0x0a03, 0x0903].map(|f| check_flags(d, f));
+        assert_eq!(takes(aarch64), [false, false, false, true, false]);
+        assert_eq!(takes(id(EM_X86_64, true)), [false, false, true, false, false]);
+        assert_eq!(takes(id(EM_386, false)), [true, true, false, false, false]);
+        assert_eq!(takes(id(EM_ARM, false)), [false, true, false, false, true]);
+    }
 
     #[test]
     fn libcmp_is_numeric() {

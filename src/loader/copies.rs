@@ -9,7 +9,7 @@
 
 use super::object::{Verdict, check_header};
 use super::platform::Platform;
-use super::{Copy, How, Resolution};
+use crate::facts::loader::{Copy, How, Resolution};
 use crate::system::Root;
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -23,8 +23,8 @@ fn stem(name: &str) -> &str {
     name.split(".so").next().unwrap_or(name)
 }
 
-/// Fills [`super::Library::copies`] for every library not found. (A shadowed library's other copy is known
-/// already: [`super::Library::intended`].)
+/// Fills [`crate::facts::loader::Library::copies`] for every library not found. (A shadowed library's other copy is known
+/// already: [`crate::facts::loader::Library::intended`].)
 pub fn fill(root: &Root, platform: &Platform, res: &mut Resolution) {
     let wanted: BTreeSet<String> = res
         .libraries

@@ -15,7 +15,7 @@
 
 use super::cache::LdCache;
 use super::platform::Platform;
-use super::{How, LoadedObject, Step};
+use crate::facts::loader::{How, LoadedObject, Step};
 use crate::system::Root;
 use std::collections::HashMap;
 use std::path::Path;
@@ -37,12 +37,6 @@ pub fn is_soname(s: &str) -> bool {
                 t.split('.')
                     .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
             }))
-}
-
-/// Is `name` a stem: a library name without a version (`libcudnn_ops.so`), which a library may complete with
-/// one before it calls `dlopen`, or try among other names?
-pub fn is_stem(name: &str) -> bool {
-    name.ends_with(".so")
 }
 
 /// The `dlopen`s `obj` makes, with the reason for each. `cudart_static`: `obj` is the main program and links

@@ -16,22 +16,11 @@
 
 use super::cache::LdCache;
 use super::platform::{Platform, own_machine};
+use crate::facts::loader::Foreign;
 use crate::inspect::elf::machine_name;
 use crate::system::Root;
-use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::path::Path;
-
-/// A binary the machine cannot load: another architecture than the root's.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Foreign {
-    /// The binary's architecture (`aarch64`).
-    pub needs: String,
-    /// The architecture the machine or root serves (`x86_64`), where it is known.
-    pub here: Option<String>,
-    /// What was looked for, and found instead.
-    pub evidence: Vec<String>,
-}
 
 /// `e_machine` of the ELF file at `path` under the root (its first 20 bytes), if it is one.
 fn elf_machine(root: &Root, path: &str) -> Option<u16> {

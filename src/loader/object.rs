@@ -105,7 +105,10 @@ pub struct Files {
     links: HashMap<std::path::PathBuf, Result<Option<std::path::PathBuf>, std::io::ErrorKind>>,
     /// [`super::search::Context::intended`] answers, by platform (`e_machine`, 64-bit), kind of list, list
     /// ([`Files::list_id`]) and name.
-    pub(super) intended: HashMap<(u16, bool, super::How, usize, String), Option<super::Intended>>,
+    pub(super) intended: HashMap<
+        (u16, bool, crate::facts::loader::How, usize, String),
+        Option<crate::facts::loader::Intended>,
+    >,
     /// Every distinct list of expanded search directories, numbered: the libraries of one directory share
     /// their RUNPATH, and an answer for one holds for all.
     lists: HashMap<Vec<String>, usize>,

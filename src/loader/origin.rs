@@ -15,64 +15,20 @@
 //! copy, not the pip one, whose file is named by its SONAME alone), for `cuda-library-too-old`. A healthy
 //! pip-only tree costs nothing here.
 
-use super::{How, Resolution};
+use crate::facts::loader::{
+    Floor, FloorOp, How, Installed, MetadataLine, Origin, PackageManager, PipDist, Resolution, release,
+};
 use crate::system::{Root, read};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;
 
-/// The system's package manager, by the database the root has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PackageManager {
-    /// `/var/lib/dpkg/status`: apt and `.deb` packages.
-    Dpkg,
-    /// `/var/lib/rpm`: dnf/yum/zypper and `.rpm` packages.
-    Rpm,
-}
-
-/// One `Requires-Dist` line of a distribution's `METADATA`, with its line number (1-based) for evidence.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MetadataLine {
-    /// Line number in `METADATA`.
-    pub line: usize,
-    /// The value after `Requires-Dist: `, verbatim.
-    pub text: String,
-    /// The lowest release of the distribution the line admits, when its specifier sets one and its marker
-    /// does not rule Linux out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub floor: Option<Floor>,
-}
-
-/// How a requirement sets its lowest release.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FloorOp {
-    /// `==V`, `===V` or `==V.*`: that release (line) exactly.
-    Pinned,
-    /// `>=V`, `~=V` or `>V`: that release or a later one.
-    AtLeast,
-}
-
-/// The lowest release of a distribution a `Requires-Dist` line admits (PEP 440 specifiers).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Floor {
-    /// The distribution, PEP 503-normalised (`nvidia-cudnn-cu13`).
-    pub name: String,
-    /// The operator that sets it.
-    pub op: FloorOp,
-    /// The release as written, without a `.*` (`9.19.0.56`).
-    pub version: String,
-    /// Its release numbers (`[9, 19, 0, 56]`).
-    pub release: Vec<u64>,
-}
-
+// Reading a floor takes the PEP 508 parser of `inspect::wheel`, so it lives with the collector, not the facts.
 impl Floor {
     /// The floor of a `Requires-Dist` value (`nvidia-cudnn-cu13==9.19.0.56; platform_system == "Linux"`): the
     /// highest lower bound of its clauses (`>=9.8,<10.0` → 9.8). `None` when no clause sets one, when a
     /// version is not a plain release (an epoch, a local version), or when the marker rules Linux out.
     pub fn of(text: &str) -> Option<Floor> {
-        let req = crate::inspect::wheel::requirement(text, &crate::inspect::wheel::Env::default())?;
+        let req = crate::inspect::pep508::requirement(text, &crate::inspect::pep508::Env::default())?;
         if req.installed == crate::facts::Installed::Never {
             return None;
         }
@@ -106,25 +62,6 @@ impl Floor {
     }
 }
 
-/// The release numbers of a PEP 440 version (`9.19.0.56` → `[9, 19, 0, 56]`); a pre-, post- or dev-release
-/// suffix ends the release (`12.8.0rc1` → `[12, 8, 0]`). `None` for an epoch (`1!2.0`), a local version
-/// (`2.0+cu12`) or no number at all.
-pub fn release(version: &str) -> Option<Vec<u64>> {
-    if version.contains('!') || version.contains('+') {
-        return None;
-    }
-    let mut out = Vec::new();
-    for part in version.split('.') {
-        let digits = part.len() - part.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        let n = part[..digits].parse().ok()?;
-        out.push(n);
-        if digits < part.len() {
-            break;
-        }
-    }
-    (!out.is_empty()).then_some(out)
-}
-
 /// The NVIDIA libraries whose pinned version `cuda-library-too-old` compares with the loaded copy's: the
 /// stems (the name before `.so`) of the SONAMEs `data/pip_cuda.toml` lists whose toolkit and system copies
 /// carry their full version in the file name.
@@ -141,54 +78,6 @@ pub const VERSIONED_STEMS: &[&str] = &[
     "libnvJitLink",
     "libnvrtc",
 ];
-
-/// The pip distribution that installed a requester.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PipDist {
-    /// Its name as `METADATA` spells it (`torch`).
-    pub name: String,
-    /// Its version (`2.11.0`).
-    pub version: String,
-    /// The `METADATA` file read.
-    pub metadata: String,
-    /// Its `Requires-Dist` lines.
-    pub requires: Vec<MetadataLine>,
-}
-
-/// How one requester of a missing library was installed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Installed {
-    /// Under a Python `site-packages` directory, installed by pip.
-    Pip {
-        /// The `site-packages` directory.
-        site: String,
-        /// The distribution whose `RECORD` lists the object, when one does.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        dist: Option<PipDist>,
-    },
-    /// In a conda environment.
-    Conda {
-        /// The environment's prefix (the directory holding `conda-meta/`).
-        prefix: String,
-    },
-    /// Anywhere else: the system's packages, or files put there by hand.
-    System {
-        /// The package manager the root has, when it has one.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        manager: Option<PackageManager>,
-    },
-}
-
-/// A requester and how it was installed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Origin {
-    /// The requesting object's path, as [`super::Library::needed_by`] names it.
-    pub object: String,
-    /// How it was installed.
-    #[serde(flatten)]
-    pub installed: Installed,
-}
 
 /// Fills [`Resolution::origins`] for every object that requested a library no step found, and for every
 /// object under `site-packages` whose NVIDIA library ([`VERSIONED_STEMS`]) was loaded from a file that names a
@@ -225,7 +114,7 @@ pub fn fill(root: &Root, res: &mut Resolution) {
 
 /// A found NVIDIA library, loaded from a file whose name gives more than its major, for a requester under
 /// `site-packages`: its package's pin can be compared with the loaded version.
-fn pinned_candidate(res: &Resolution, l: &super::Library) -> bool {
+fn pinned_candidate(res: &Resolution, l: &crate::facts::loader::Library) -> bool {
     let stem = l.soname.split(".so").next().unwrap_or(&l.soname);
     if !VERSIONED_STEMS.contains(&stem) {
         return false;
@@ -318,7 +207,7 @@ fn owning_dist(root: &Root, site: &Path, rel: &Path, records: &mut Records) -> O
     let top = rel
         .components()
         .next()
-        .map(|c| crate::inspect::wheel::normalise(&c.as_os_str().to_string_lossy()))?;
+        .map(|c| crate::inspect::pep508::normalise(&c.as_os_str().to_string_lossy()))?;
     let rel_s = rel.to_string_lossy();
     let mut infos: Vec<(bool, std::path::PathBuf)> = root
         .read_dir(site)
@@ -327,7 +216,7 @@ fn owning_dist(root: &Root, site: &Path, rel: &Path, records: &mut Records) -> O
         .filter_map(|d| {
             let name = d.file_name()?.to_string_lossy().into_owned();
             let stem = name.strip_suffix(".dist-info")?;
-            let dist = crate::inspect::wheel::normalise(stem.split('-').next().unwrap_or(stem));
+            let dist = crate::inspect::pep508::normalise(stem.split('-').next().unwrap_or(stem));
             Some((dist != top, d))
         })
         .collect();

@@ -18,8 +18,10 @@
 //! depend on the CPU: for x86-64 they are the ISA levels of `sysdeps/x86/get-isa-level.h`, read here from
 //! `/proc/cpuinfo` under the root; a root without one gets the baseline (no subdirectory); a glibc older than
 //! 2.33 has none. glibc 2.26 to 2.36 also tries legacy hwcap subdirectories in every directory of the search
-//! (`tls/x86_64/x86_64`, …, `x86_64`: [`legacy_x86_64_subdirs`], modelled for x86-64); the version is read from
-//! the interpreter's `--version` banner, and an interpreter that cannot be read is taken to be current (none).
+//! (`tls/x86_64/x86_64`, …, `x86_64`: [`legacy_x86_64_subdirs`]; on aarch64 `tls/aarch64/atomics`, …,
+//! `atomics`: [`aarch64_important_hwcap`]; `docs/aarch64-loader.md` has the aarch64 facts); the version is
+//! read from the interpreter's `--version` banner, and an interpreter that cannot be read is taken to be
+//! current (none).
 
 use super::cache::{LdCache, LegacyHwcaps};
 use crate::system::Root;
@@ -158,6 +160,13 @@ impl Platform {
                 legacy_hwcaps = legacy_x86_64_hwcaps(&vendor, &flags, &platform);
             }
             x86_64_levels(&flags)
+        } else if machine == EM_AARCH64 && is_64 {
+            // aarch64 has no glibc-hwcaps subdirectories (glibc ships `dl-hwcaps-subdirs.c` for x86-64,
+            // powerpc64le and s390x only); glibc 2.26 to 2.36 has the legacy ones.
+            if let Some(v) = version.filter(|v| ((2, 26)..(2, 37)).contains(v)) {
+                (legacy_subdirs, legacy_hwcaps) = aarch64_legacy(v, &aarch64_features(root));
+            }
+            (Vec::new(), 1)
         } else {
             (Vec::new(), 1)
         };
@@ -196,7 +205,9 @@ impl Platform {
     /// Does this loader take the cache entry `e` at all (its flags, glibc-hwcaps subdirectory and legacy
     /// bits), whichever entry of the name it picks first?
     pub fn cache_accepts(&self, e: &super::cache::Entry) -> bool {
-        let ours = self.cache_id.is_some_and(|id| e.flags == 1 || e.flags == id);
+        let ours = self
+            .cache_id
+            .is_some_and(|id| super::cache::check_flags(id, e.flags));
         let hwcaps = e
             .hwcaps
             .as_ref()
@@ -232,11 +243,18 @@ pub fn glibc_version(image: &[u8]) -> Option<(u32, u32)> {
 /// usable AVX512 CD, BW, DQ and VL but not ER), then `dl_platform`, then `tls`. Repeats (the bit and the
 /// platform are both `x86_64` on most machines) are tried once.
 pub fn legacy_x86_64_subdirs(vendor: &str, flags: &[String], platform: &str) -> Vec<String> {
-    let mut names = vec!["x86_64"];
-    if avx512_1(vendor, flags) {
-        names.push("avx512_1");
-    }
-    names.push(platform);
+    legacy_subdirs_of(&[
+        Some("x86_64"),
+        avx512_1(vendor, flags).then_some("avx512_1"),
+        Some(platform),
+    ])
+}
+
+/// The legacy hwcap subdirectories of glibc 2.26 to 2.36 (`_dl_important_hwcaps` of `elf/dl-hwcaps.c`) for the
+/// capability names `names` (the important hwcap bits set, lowest first, then `dl_platform`; `None`s left out)
+/// and `tls` after them: every combination, most first, each naming its parts from the last to the first.
+pub fn legacy_subdirs_of(names: &[Option<&str>]) -> Vec<String> {
+    let mut names: Vec<&str> = names.iter().flatten().copied().collect();
     names.push("tls");
     let mut out: Vec<String> = Vec::new();
     for m in (1..1u32 << names.len()).rev() {
@@ -251,6 +269,51 @@ pub fn legacy_x86_64_subdirs(vendor: &str, flags: &[String], platform: &str) -> 
         }
     }
     out
+}
+
+/// The `Features` of the first processor in `/proc/cpuinfo` under the root (aarch64 Linux names the `AT_HWCAP`
+/// bits there as glibc's `_dl_aarch64_cap_flags` does: `fp asimd … atomics … cpuid`); none without the file.
+fn aarch64_features(root: &Root) -> Vec<String> {
+    use std::io::BufRead;
+    let Ok(f) = root.open(Path::new("/proc/cpuinfo")) else {
+        return Vec::new();
+    };
+    // Bounded: a `/proc/cpuinfo` under a root may be anything, `/dev/zero` included.
+    let f = std::io::Read::take(f, crate::system::read::KERNEL_TEXT.bytes);
+    std::io::BufReader::new(f)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == "Features").then(|| value.split_whitespace().map(str::to_string).collect())
+        })
+        .unwrap_or_default()
+}
+
+/// The one hwcap bit an aarch64 ld.so of glibc `version` (2.26 to 2.36) keeps for legacy subdirectories
+/// (`HWCAP_IMPORTANT` of `sysdeps/unix/sysv/linux/aarch64/dl-procinfo.h`), as its name and `AT_HWCAP` bit,
+/// when the processor has it: `cpuid` (bit 11) in 2.26 and 2.27, `atomics` (bit 8, ARMv8.1 LSE) from 2.28.
+pub fn aarch64_important_hwcap(version: (u32, u32), features: &[String]) -> Option<(&'static str, u32)> {
+    let (name, bit) = if version < (2, 28) {
+        ("cpuid", 11)
+    } else {
+        ("atomics", 8)
+    };
+    features.iter().any(|f| f == name).then_some((name, bit))
+}
+
+/// The legacy hwcap subdirectories and cache bits of an aarch64 ld.so of glibc `version` (2.26 to 2.36) on a
+/// processor with `features`: the important bit if set, `dl_platform` (`aarch64`, `AT_PLATFORM`) and `tls`;
+/// no platform bits (`_DL_HWCAP_PLATFORM` is 0 on aarch64).
+fn aarch64_legacy(version: (u32, u32), features: &[String]) -> (Vec<String>, LegacyHwcaps) {
+    let important = aarch64_important_hwcap(version, features);
+    let subdirs = legacy_subdirs_of(&[important.map(|(name, _)| name), Some("aarch64")]);
+    let hwcaps = LegacyHwcaps {
+        allowed: important.map_or(0, |(_, bit)| 1 << bit) | 1 << 63,
+        platform_mask: 0,
+        platform: 0,
+    };
+    (subdirs, hwcaps)
 }
 
 /// glibc 2.26–2.36 sets the legacy hwcap bit `avx512_1` on Intel processors with usable AVX512 F, CD, BW, DQ and
@@ -314,17 +377,33 @@ pub fn x86_64_levels(flags: &[String]) -> (Vec<String>, u32) {
     (out, level)
 }
 
-/// Finds `system_dirs` in an ld.so image: N word-sized lengths immediately followed by N NUL-terminated
-/// absolute directory names ending in `/` of exactly those lengths. Returns the directories without their
-/// trailing slash.
+/// Finds `system_dirs` in an ld.so image: N NUL-terminated absolute directory names ending in `/`, and next to
+/// them the N word-sized lengths of `system_dirs_len`, exactly those lengths. Compilers place the two arrays
+/// either way round: GCC for x86-64 puts the lengths right before the strings, GCC for aarch64 puts the
+/// strings first and the lengths after them, 16-byte aligned (Debian's arm64 ld.so 2.36). Returns the
+/// directories without their trailing slash.
 pub fn system_dirs_in(image: &[u8], is_64: bool) -> Option<Vec<String>> {
     let word = if is_64 { 8 } else { 4 };
+    let lens_at = |table: usize, dirs: &[&[u8]]| {
+        dirs.iter().enumerate().all(|(i, d)| {
+            let Some(w) = image.get(table + i * word..table + (i + 1) * word) else {
+                return false;
+            };
+            let mut v = 0u64;
+            for (k, b) in w.iter().enumerate() {
+                v |= u64::from(*b) << (8 * k);
+            }
+            v == d.len() as u64
+        })
+    };
     for at in memchr::memmem::find_iter(image, b"\0/") {
         let start = at + 1;
-        let mut dirs = Vec::new();
+        let mut dirs: Vec<&[u8]> = Vec::new();
         let mut pos = start;
         while let Some(&b'/') = image.get(pos) {
-            let len = memchr::memchr(0, image.get(pos..)?)?;
+            let Some(len) = image.get(pos..).and_then(|rest| memchr::memchr(0, rest)) else {
+                break;
+            };
             let s = &image[pos..pos + len];
             if len < 2 || s.last() != Some(&b'/') || !s.iter().all(|b| b.is_ascii_graphic()) {
                 break;
@@ -335,16 +414,15 @@ pub fn system_dirs_in(image: &[u8], is_64: bool) -> Option<Vec<String>> {
         if dirs.is_empty() || dirs.len() > 16 {
             continue;
         }
-        let table = start.checked_sub(dirs.len() * word)?;
-        let lens_match = dirs.iter().enumerate().all(|(i, d)| {
-            let w = &image[table + i * word..table + (i + 1) * word];
-            let mut v = 0u64;
-            for (k, b) in w.iter().enumerate() {
-                v |= u64::from(*b) << (8 * k);
-            }
-            v == d.len() as u64
-        });
-        if lens_match {
+        let before = start
+            .checked_sub(dirs.len() * word)
+            .is_some_and(|t| lens_at(t, &dirs));
+        // After the strings, past NUL padding up to the array's alignment (16 bytes on aarch64).
+        let after = (pos.next_multiple_of(word)..=pos.next_multiple_of(16))
+            .step_by(word)
+            .take_while(|&t| image.get(pos..t).is_some_and(|pad| pad.iter().all(|&b| b == 0)))
+            .any(|t| lens_at(t, &dirs));
+        if before || after {
             return Some(
                 dirs.iter()
                     .map(|d| {
@@ -465,6 +543,61 @@ mod tests {
         assert!(LegacyHwcaps::default().accepts(0) && amd.accepts(0));
     }
 
+    /// An aarch64 ld.so: no glibc-hwcaps subdirectories ever; glibc 2.26 to 2.36 tries `atomics` (2.28 on) or
+    /// `cpuid` (2.26, 2.27) when the processor has it, `aarch64` (`AT_PLATFORM`) and `tls`, and takes the cache
+    /// entries ldconfig marked with those bits.
+    #[test]
+    fn aarch64_legacy_subdirectories_follow_the_glibc_version() {
+        let t = tempfile::tempdir().unwrap();
+        let put = |path: &str, bytes: &[u8]| put(t.path(), path, bytes);
+        put(
+            "/proc/cpuinfo",
+            b"processor\t: 0\nBogoMIPS\t: 62.50\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics \
+              fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\nCPU implementer\t: 0x41\n",
+        );
+        let detect = |version: &str| {
+            put(
+                "/lib/ld-linux-aarch64.so.1",
+                format!("\0ld.so (Ubuntu GLIBC) stable release version {version}.\n\0").as_bytes(),
+            );
+            Platform::detect(&Root::at(t.path()), EM_AARCH64, true, None)
+        };
+        let p = detect("2.31");
+        assert_eq!(p.platform, "aarch64");
+        assert!(p.hwcaps.is_empty());
+        assert_eq!(
+            p.legacy_subdirs,
+            [
+                "tls/aarch64/atomics",
+                "tls/aarch64",
+                "tls/atomics",
+                "tls",
+                "aarch64/atomics",
+                "aarch64",
+                "atomics"
+            ]
+        );
+        let (tls, atomics, cpuid) = (1u64 << 63, 1u64 << 8, 1u64 << 11);
+        assert!(p.legacy_hwcaps.accepts(tls | atomics) && !p.legacy_hwcaps.accepts(cpuid));
+        let old = detect("2.27");
+        assert_eq!(
+            old.legacy_subdirs.first().map(String::as_str),
+            Some("tls/aarch64/cpuid")
+        );
+        assert!(old.legacy_hwcaps.accepts(cpuid) && !old.legacy_hwcaps.accepts(atomics));
+        let new = detect("2.39");
+        assert!(new.legacy_subdirs.is_empty() && new.hwcaps.is_empty());
+        assert!(!new.legacy_hwcaps.accepts(tls));
+        // A processor without LSE atomics (Cortex-A57, Jetson Nano/TX2) on glibc 2.31.
+        put(
+            "/proc/cpuinfo",
+            b"Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid\n",
+        );
+        let a57 = detect("2.31");
+        assert_eq!(a57.legacy_subdirs, ["tls/aarch64", "tls", "aarch64"]);
+        assert!(!a57.legacy_hwcaps.accepts(atomics) && a57.legacy_hwcaps.accepts(tls));
+    }
+
     #[test]
     fn intel_processors_get_their_own_platform_name() {
         let flags = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
@@ -497,6 +630,40 @@ mod tests {
         // Lengths that do not match the strings are not the table.
         img[8] = 8;
         assert_eq!(system_dirs_in(&img, true), None);
+    }
+
+    /// GCC for aarch64 puts the strings first and the lengths after them, 16-byte aligned (Debian's arm64
+    /// `ld-linux-aarch64.so.1` 2.36: 68 bytes of names at 0x1ce70, lengths 23, 27, 5, 9 at 0x1cec0).
+    #[test]
+    fn system_dirs_table_after_the_strings() {
+        let mut img = b"\xc0\x03\x5f\xd6\0\0\0\0".to_vec();
+        img.extend_from_slice(b"/lib/aarch64-linux-gnu/\0/usr/lib/aarch64-linux-gnu/\0/lib/\0/usr/lib/\0");
+        while !img.len().is_multiple_of(16) {
+            img.push(0);
+        }
+        for n in [23u64, 27, 5, 9] {
+            img.extend_from_slice(&n.to_le_bytes());
+        }
+        assert_eq!(
+            system_dirs_in(&img, true),
+            Some(
+                [
+                    "/lib/aarch64-linux-gnu",
+                    "/usr/lib/aarch64-linux-gnu",
+                    "/lib",
+                    "/usr/lib"
+                ]
+                .map(String::from)
+                .to_vec()
+            )
+        );
+        // A length off by one: not the table.
+        let last = img.len() - 8;
+        img[last] = 10;
+        assert_eq!(system_dirs_in(&img, true), None);
+        // A table cut off by the end of the image is no table either (and no panic).
+        let cut = &img[..img.len() - 4];
+        assert_eq!(system_dirs_in(cut, true), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use super::object::{Background, Candidate, Files, Verdict};
 use super::search::{Context, OwnDirs};
-use super::{How, Library, LoadedObject, Resolution, Role, Step, StepResult};
+use crate::facts::loader::{How, Library, LoadedObject, Resolution, Role, Step, StepResult};
 use crate::facts::{BinaryFacts, ElfClass, ElfFacts};
 use crate::inspect::exports::Exports;
 use crate::system::{Env, Root};
@@ -151,7 +151,7 @@ impl State<'_> {
                 // Found through the requester's own RUNPATH (or RPATH): that is the intended copy, no second
                 // search needed.
                 lib.intended = if how == How::Runpath || (how == How::Rpath && via.is_none()) {
-                    Some(super::Intended {
+                    Some(crate::facts::loader::Intended {
                         how,
                         path: path.clone(),
                         realpath: cand.realpath.clone(),
@@ -486,7 +486,7 @@ pub fn resolve_alongside(
         let strings = st.files.dlopen_strings(&st.reads[i]);
         let cudart_static = i == 0 && main.cudart_static;
         for (name, reason) in super::dlopen::requests(&st.res.objects[i], cudart_static, &strings) {
-            if super::dlopen::is_stem(&name)
+            if crate::facts::loader::is_stem(&name)
                 && let Some((full, searched)) = st.own_version_completion(i, &name)
             {
                 let asked = st

@@ -19,7 +19,7 @@
 use super::cache::LdCache;
 use super::object::{Candidate, Files, Verdict};
 use super::platform::Platform;
-use super::{How, Intended, LoadedObject, Step, StepResult};
+use crate::facts::loader::{How, Intended, LoadedObject, Step, StepResult};
 use crate::system::Root;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -74,7 +74,7 @@ pub struct Outcome {
 
 /// The `$ORIGIN` of an object: the directory part of the path it was loaded from.
 pub fn origin_of(obj: &LoadedObject, cwd: &str) -> String {
-    let path = if obj.role == super::Role::Main {
+    let path = if obj.role == crate::facts::loader::Role::Main {
         &obj.realpath
     } else {
         &obj.path
@@ -404,7 +404,7 @@ impl Context<'_> {
         }
         // The main program's RPATH, when the chain did not reach it (objects loaded by dlopen).
         if let Some(main) = objects.first()
-            && main.role == super::Role::Main
+            && main.role == crate::facts::loader::Role::Main
             && !main.rpath.is_empty()
             && !chain_has(objects, requester, 0)
         {

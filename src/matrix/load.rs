@@ -141,6 +141,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
     let families = cx.families(&raw.family)?;
     cx.sm_renames(&raw.sm_rename)?;
     let tegra = cx.tegra(&raw.tegra)?;
+    let tegra_socs = cx.tegra_socs(&raw.tegra_soc)?;
+    let jetpacks = cx.jetpacks(&raw.jetpack, &tegra_socs)?;
     let gpus = cx.gpus(&raw.gpu, &archs)?;
     let forward_compat = cx.forward_compat(&raw.forward_compat)?;
     let fwd_packages = cx.fwd_packages(&raw.forward_compat_package)?;
@@ -163,6 +165,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
         targets,
         families,
         tegra,
+        tegra_socs,
+        jetpacks,
         archs,
         gpus,
         forward_compat,
@@ -500,6 +504,62 @@ impl Ctx<'_> {
             ccs,
             row: self.row(at, r.prov())?,
         })
+    }
+
+    /// `[[tegra_soc]]`: each SoC once, a compute capability.
+    fn tegra_socs(&self, rows: &[toml::Spanned<RawTegraSoc>]) -> Result<Vec<TegraSoc>, MatrixError> {
+        let mut out: Vec<TegraSoc> = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            if out.iter().any(|s| s.soc == r.soc) {
+                return self.err(at, format!("tegra_soc {} is listed twice", r.soc));
+            }
+            out.push(TegraSoc {
+                soc: r.soc.clone(),
+                name: r.name.clone(),
+                cc: self.cc(at, &r.cc)?,
+                row: self.row(at, r.prov())?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// `[[jetpack]]`: L4T releases of one to three numbers, ascending; SoCs from `[[tegra_soc]]`.
+    fn jetpacks(
+        &self,
+        rows: &[toml::Spanned<RawJetpack>],
+        socs: &[TegraSoc],
+    ) -> Result<Vec<JetpackRow>, MatrixError> {
+        let mut out: Vec<JetpackRow> = Vec::new();
+        for t in rows {
+            let at = t.span().start;
+            let r = t.get_ref();
+            let Some(l4t) = jetson::parse_l4t(&r.l4t) else {
+                return self.err(
+                    at,
+                    format!("l4t \"{}\" is not a Jetson Linux release (like 36.4)", r.l4t),
+                );
+            };
+            if out.last().is_some_and(|p| p.l4t >= l4t) {
+                return self.err(at, format!("jetpack {}: l4t releases must ascend", r.jetpack));
+            }
+            if let Some(bad) = r.socs.iter().find(|s| !socs.iter().any(|k| &k.soc == *s)) {
+                return self.err(
+                    at,
+                    format!("jetpack {}: SoC {bad} is in no [[tegra_soc]] row", r.jetpack),
+                );
+            }
+            out.push(JetpackRow {
+                jetpack: r.jetpack.clone(),
+                l4t,
+                cuda: self.cuda(at, &r.cuda)?,
+                socs: r.socs.clone(),
+                cuda_compat: r.cuda_compat,
+                row: self.row(at, r.prov())?,
+            });
+        }
+        Ok(out)
     }
 
     /// `[[gpu]]`: each name once, each compute capability in an `[[arch]]` row, PCI ids in hex.

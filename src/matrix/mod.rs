@@ -8,11 +8,13 @@
 //! version: they ask the matrix, and every finding cites the row it used ([`Row::cite`]). The research behind
 //! the rows, and how disagreements between sources were settled, is `docs/compatibility.md`.
 
+mod jetson;
 mod load;
 mod query;
 mod raw;
 mod version;
 
+pub use jetson::{JetpackRow, TegraSoc};
 pub use load::MatrixError;
 pub use query::{DriverCuda, GpuMatch};
 pub use version::{Cc, CudaVersion, DriverVersion};
@@ -303,6 +305,10 @@ pub struct Matrix {
     pub families: Vec<Family>,
     /// Tegra compute capabilities.
     pub tegra: Tegra,
+    /// Jetson SoCs (device-tree names) and their integrated GPUs.
+    pub tegra_socs: Vec<TegraSoc>,
+    /// JetPack and Jetson Linux releases, ascending.
+    pub jetpacks: Vec<JetpackRow>,
     /// Architectures.
     pub archs: Vec<ArchRow>,
     /// GPUs.

@@ -23,6 +23,10 @@ pub(super) struct Raw {
     pub(super) tegra: Spanned<RawTegra>,
     #[serde(default)]
     pub(super) sm_rename: Vec<Spanned<RawRename>>,
+    #[serde(default)]
+    pub(super) tegra_soc: Vec<Spanned<RawTegraSoc>>,
+    #[serde(default)]
+    pub(super) jetpack: Vec<Spanned<RawJetpack>>,
     pub(super) arch: Vec<Spanned<RawArch>>,
     pub(super) gpu: Vec<Spanned<RawGpu>>,
     #[serde(default)]
@@ -89,6 +93,12 @@ raw_row!(RawFwd { supported_gpus: Vec<String>, os: String, package_pattern: Stri
 raw_row!(RawFwdPkg { package: String, cuda: String, compatible_bases: Vec<u32>, own_branch: Option<u32> });
 raw_row!(RawTegra { ccs: Vec<String> });
 raw_row!(RawFamily { name: String, members: Vec<String> });
+raw_row!(RawTegraSoc {
+    soc: String,
+    name: String,
+    cc: String
+});
+raw_row!(RawJetpack { jetpack: String, l4t: String, cuda: String, socs: Vec<String>, cuda_compat: bool });
 raw_row!(RawRename {
     old: String,
     new: String,

@@ -11,11 +11,11 @@
 //! `unsigned long long`, handles are pointers, sizes are `size_t`. The libraries are never unloaded
 //! (`dlclose` of libcuda during a process's life is unsupported), so the pointers stay valid until exit.
 
-use super::facts::{
+use super::{cuda, maps};
+use crate::facts::probe::{
     Call, ChildLine, ChildReport, CudaError, DeviceProbe, DriverProbe, LibraryLoad, ModuleProbe,
     ModuleRequest, ProbeRequest, SelfTest,
 };
-use super::{cuda, maps};
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -4,7 +4,7 @@
 //! library. `cudadiag probe` and `inspect --probe` re-execute cudadiag as `cudadiag __probe` ([`spawn`]),
 //! with the diagnosis environment and a timeout; the child ([`child`], [`runtime`]) `dlopen`s `libcuda.so.1`
 //! (and a libcudart when asked), runs a short self-test and loads the inspected binaries' device code as
-//! data, writing what it saw as JSON lines. A crash, a signal, a hang or garbage becomes a [`ProbeOutcome`]
+//! data, writing what it saw as JSON lines. A crash, a signal, a hang or garbage becomes a [`crate::facts::probe::ProbeOutcome`]
 //! in the facts, and a `probe-failed` finding through `rules::probe`.
 //!
 //! This module holds most of the crate's `unsafe` code: calling C functions found with `dlsym` cannot be done
@@ -15,7 +15,6 @@
 
 pub mod child;
 pub mod cuda;
-pub mod facts;
 pub mod kernel;
 pub mod maps;
 pub mod nvml;
@@ -23,12 +22,9 @@ pub mod runtime;
 mod selftest;
 pub mod spawn;
 
-pub use facts::{
-    Call, CudaError, CudartRequest, DeviceProbe, DriverProbe, LibraryLoad, ModuleProbe, ModuleRequest,
-    ProbeFacts, ProbeOutcome, ProbeRequest, RuntimeProbe, SelfTest,
-};
 pub use spawn::{ProbeOptions, run};
 
+use crate::facts::probe::{CudartRequest, ModuleRequest};
 use crate::facts::{BinaryFacts, CodeKind, CudartLinkage, Format};
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! this child it shares the driver the driver probe loaded. Prototypes: `cuda_runtime_api.h` (CUDA 13.0).
 
 use super::child::{Lines, open};
-use super::facts::{Call, CudaError, CudartRequest, RuntimeProbe};
+use crate::facts::probe::{Call, CudaError, CudartRequest, RuntimeProbe};
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int};
 use std::time::Instant;

@@ -5,8 +5,8 @@
 //! the same place. Prototypes: NVIDIA's `cuda.h` (CUDA 13.0).
 
 use super::child::{CuDevicePtr, CuModule, CuResult, Driver, aligned};
-use super::facts::{Call, SelfTest};
 use super::kernel;
+use crate::facts::probe::{Call, SelfTest};
 use std::ffi::{c_char, c_uint, c_void};
 
 type CuFunction = *mut c_void;

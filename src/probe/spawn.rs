@@ -6,7 +6,7 @@
 //! `CUDA_VISIBLE_DEVICES` and `LD_LIBRARY_PATH` act on it as they would on the application.
 
 use super::cuda;
-use super::facts::{ChildLine, ProbeFacts, ProbeOutcome, ProbeRequest};
+use crate::facts::probe::{ChildLine, ProbeFacts, ProbeOutcome, ProbeRequest};
 use crate::system::Env;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -181,7 +181,7 @@ pub fn run(opts: &ProbeOptions) -> ProbeFacts {
         facts.modules = r.modules;
     } else if let Some(library) = loaded {
         // No report, but the child said which libcuda it had loaded before it hung or died.
-        facts.driver = Some(super::facts::DriverProbe {
+        facts.driver = Some(crate::facts::probe::DriverProbe {
             library,
             ..Default::default()
         });

@@ -33,15 +33,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             let file = path.split('!').next().unwrap_or(path);
             props.insert(0, format!("file={}", escape_property(&escape(file))));
         }
-        let mut text = escape(&f.message).into_owned();
-        for e in &f.evidence {
-            text.push_str("\nbecause ");
-            text.push_str(&escape(e));
-        }
-        if !f.help.is_empty() {
-            text.push_str("\nhelp: ");
-            text.push_str(&escape(&f.help));
-        }
+        let text = f.plain_text("", |s| escape(s).into_owned());
         writeln!(out, "::{command} {}::{}", props.join(","), escape_data(&text))?;
     }
     let s = report.summary();

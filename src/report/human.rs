@@ -26,7 +26,7 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
                 writeln!(out, "    {}{line}", p.dim(&format!("{:<12}", "glibc")))?;
             }
             for r in report.facts.libraries.iter().filter(|r| r.binary == b.path) {
-                super::tree::render(r, p, out)?;
+                super::tree::render(r, &report.fixes, p, out)?;
             }
         }
     }
@@ -266,7 +266,11 @@ pub fn summary_line(b: &BinaryFacts) -> String {
         CudartLinkage::None => {}
     }
     if parts.is_empty() {
-        parts.push(crate::report::json::format_name(b.format).to_string());
+        parts.push(
+            b.format
+                .map_or("unknown", crate::facts::Format::as_str)
+                .to_string(),
+        );
     }
     parts.join(" · ")
 }
@@ -275,8 +279,8 @@ pub fn summary_line(b: &BinaryFacts) -> String {
 /// process 2.35 (GLIBC_2.35 from libc.so.6, by /opt/lib/libfoo.so); the machine's 2.36".
 fn glibc_line(
     b: &BinaryFacts,
-    resolutions: &[crate::loader::Resolution],
-    machine: Option<&crate::host::model::GlibcFacts>,
+    resolutions: &[crate::facts::loader::Resolution],
+    machine: Option<&crate::facts::host::GlibcFacts>,
 ) -> Option<String> {
     let own = crate::glibc::floor(&b.elf.as_ref()?.version_needs);
     let mut line = match &own {
@@ -305,10 +309,7 @@ fn glibc_line(
 fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     let p = opts.paint;
     if let Some(e) = &b.elf {
-        let class = match e.class {
-            crate::facts::ElfClass::Elf32 => "ELF32",
-            crate::facts::ElfClass::Elf64 => "ELF64",
-        };
+        let class = e.class.as_str();
         writeln!(
             out,
             "    {class} {} {}{}",
@@ -369,11 +370,7 @@ fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Re
             ))
         )?;
         for (i, e) in b.device_code.iter().enumerate() {
-            let kind = match e.kind {
-                CodeKind::Sass => "sass",
-                CodeKind::Ptx => "ptx",
-                CodeKind::Nvvm => "nvvm",
-            };
+            let kind = e.kind.as_str();
             let mut notes = Vec::new();
             if e.relocatable {
                 notes.push("relocatable".to_string());
@@ -397,7 +394,7 @@ fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Re
                 kind,
                 e.arch,
                 format!("{}.{}", e.code_version[0], e.code_version[1]),
-                crate::report::json::compression_name(e.compression),
+                e.compression.as_str(),
                 e.size,
                 e.stored_size,
                 format!("0x{:x}", e.flags),
@@ -508,13 +505,13 @@ fn thousands(n: usize) -> String {
 /// The live probe: how it ended, the driver, each GPU and its self-test, the runtime, each module load; every
 /// call with its time when verbose.
 fn probe_section(
-    pr: &crate::probe::ProbeFacts,
+    pr: &crate::facts::probe::ProbeFacts,
     verbose: bool,
     p: Paint,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let outcome = pr.outcome.as_str();
-    let outcome = if pr.outcome == crate::probe::ProbeOutcome::Completed {
+    let outcome = if pr.outcome == crate::facts::probe::ProbeOutcome::Completed {
         p.good(outcome)
     } else {
         p.error(outcome)

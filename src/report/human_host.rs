@@ -4,8 +4,7 @@
 
 use super::{Paint, Sane};
 use crate::facts::HostFacts;
-use crate::host::devnodes::can_read_write;
-use crate::host::model::{Flavour, FoundVia, LibCandidate, LibKind, LibraryEntry};
+use crate::facts::host::{Flavour, LibCandidate, LibraryEntry};
 use std::io::{self, Write};
 
 /// A row whose value is data (paths, versions, environment values): shown escaped.
@@ -23,18 +22,8 @@ fn candidates(out: &mut dyn Write, p: Paint, name: &str, list: &[LibCandidate]) 
         return row(out, p, name, "not found on the loader's path");
     }
     for (i, c) in list.iter().enumerate() {
-        let via = match c.found_via {
-            FoundVia::LdLibraryPath => "LD_LIBRARY_PATH",
-            FoundVia::LdSoCache => "ld.so.cache",
-            FoundVia::LdSoConf => "ld.so.conf",
-            FoundVia::DefaultPath => "default path",
-        };
-        let kind = match c.kind {
-            LibKind::Driver => "driver",
-            LibKind::Stub => "STUB",
-            LibKind::Compat => "compat",
-            LibKind::Wsl => "wsl",
-        };
+        let via = c.found_via.as_str();
+        let kind = c.kind.as_str();
         let real = if c.real_path == c.path {
             String::new()
         } else {
@@ -210,6 +199,25 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
                 .unwrap_or_default(),
         ),
         None if h.platform.wsl.is_some() => "WSL2 (the Windows driver serves the GPU)".into(),
+        None if h.platform.tegra.as_ref().is_some_and(|t| t.nvgpu != Some(false)) => format!(
+            "nvgpu (Jetson Linux {}{}){}",
+            Sane(
+                h.platform
+                    .tegra
+                    .as_ref()
+                    .and_then(|t| t.l4t.as_deref())
+                    .unwrap_or("?")
+            ),
+            if h.platform.tegra.as_ref().is_some_and(|t| t.nvgpu.is_none()) {
+                "; no module list to confirm it is loaded"
+            } else {
+                ""
+            },
+            h.driver_cuda
+                .as_deref()
+                .map(|c| format!(" · supports CUDA up to {}", Sane(c)))
+                .unwrap_or_default(),
+        ),
         None => "no NVIDIA kernel module loaded".into(),
     };
     row_painted(out, p, "driver", &driver)?;
@@ -227,13 +235,23 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
     }
     if let Some(g) = &h.glibc {
         let how = match g.source {
-            crate::host::model::GlibcSource::Banner => "",
-            crate::host::model::GlibcSource::Verdef => " (at least: read from its version definitions)",
+            crate::facts::host::GlibcSource::Banner => "",
+            crate::facts::host::GlibcSource::Verdef => " (at least: read from its version definitions)",
         };
         row(out, p, "glibc", &format!("{}  {}{how}", g.version, g.path))?;
     }
     if h.gpus.is_empty() {
-        row(out, p, "gpus", "none")?;
+        let jetson_unread = h.platform.tegra.as_ref().is_some_and(|t| t.soc.is_none());
+        row(
+            out,
+            p,
+            "gpus",
+            if jetson_unread {
+                "none read: a Jetson's GPU is named by its device tree (/proc/device-tree), not in this root"
+            } else {
+                "none"
+            },
+        )?;
     }
     for (i, g) in h.gpus.iter().enumerate() {
         let mut parts = vec![format!("{i}: {}", p.bold(&g.name))];
@@ -259,17 +277,24 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
     if !platform.is_empty() {
         row(out, p, "platform", &platform.join(" · "))?;
     }
+    let jetson_nodes = h
+        .platform
+        .tegra
+        .iter()
+        .flat_map(|t| t.nodes.iter())
+        .map(|n| n.to_string());
     let nodes: Vec<String> = h
         .device_nodes
         .iter()
         .map(|n| {
             let access = match &h.identity {
-                Some(id) if can_read_write(n, id) => " rw",
-                Some(_) => " DENIED",
+                Some(id) if n.allows_rw(id) => " rw",
+                Some(_) => " no rw",
                 None => "",
             };
             format!("{}{access}", n.path)
         })
+        .chain(jetson_nodes)
         .collect();
     row(
         out,
@@ -322,7 +347,7 @@ pub fn render(h: &HostFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> io
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::model::Owner;
+    use crate::facts::host::Owner;
 
     fn file(kind: &str, version: &str, path: &str) -> LibraryEntry {
         LibraryEntry {

@@ -6,7 +6,7 @@
 //! `shared/contract/check_report.py`.
 
 use super::{Report, Summary};
-use crate::facts::{BinaryFacts, CodeKind, Compression, CudartLinkage, DeviceCode, Format};
+use crate::facts::{BinaryFacts, CodeKind, DeviceCode, Format};
 use crate::findings::Finding;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -23,9 +23,9 @@ struct Wire<'a> {
     binaries: Vec<Binary<'a>>,
     libraries: Vec<Library<'a>>,
     host: Host<'a>,
-    /// The live probe's facts (`probe`, `inspect --probe`); documented in `probe::facts`.
+    /// The live probe's facts (`probe`, `inspect --probe`); documented in `facts::probe`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    probe: Option<&'a crate::probe::ProbeFacts>,
+    probe: Option<&'a crate::facts::probe::ProbeFacts>,
     findings: &'a [Finding],
     /// Python wheels read by `audit` (additive to the contract): name, version, `Requires-Dist` verbatim and
     /// parsed (`requirements`, with when pip installs each and what CUDA it brings), and `cuda_libraries`, where
@@ -62,11 +62,11 @@ struct Library<'a> {
     reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
-    trail: &'a [crate::loader::Step],
+    trail: &'a [crate::facts::loader::Step],
     #[serde(skip_serializing_if = "Option::is_none")]
-    intended: Option<&'a crate::loader::Intended>,
+    intended: Option<&'a crate::facts::loader::Intended>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    copies: &'a [crate::loader::Copy],
+    copies: &'a [crate::facts::loader::Copy],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     completions: &'a [String],
 }
@@ -112,7 +112,7 @@ struct Host<'a> {
     /// The machine's glibc (additive): `version` (`2.36`), `source` (`banner` or `verdef`), the `libc.so.6`
     /// its loader resolves (`path`, `real_path`) and what was read in it (`evidence`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    glibc: Option<&'a crate::host::model::GlibcFacts>,
+    glibc: Option<&'a crate::facts::host::GlibcFacts>,
 }
 
 #[derive(Serialize)]
@@ -133,7 +133,7 @@ struct Gpu<'a> {
 
 fn host<'a>(
     h: Option<&'a crate::facts::HostFacts>,
-    glibc: Option<&'a crate::host::model::GlibcFacts>,
+    glibc: Option<&'a crate::facts::host::GlibcFacts>,
 ) -> Host<'a> {
     Host {
         collected: h.is_some(),
@@ -203,7 +203,7 @@ struct TreeGlibc<'a> {
     needed_by: Option<&'a str>,
 }
 
-fn glibc<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::loader::Resolution]) -> Option<Glibc<'a>> {
+fn glibc<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::facts::loader::Resolution]) -> Option<Glibc<'a>> {
     let own = crate::glibc::floor(&b.elf.as_ref()?.version_needs);
     let tree = resolutions.iter().find(|r| r.binary == b.path).map(|r| {
         let top = crate::rules::glibc::tree_floor(r);
@@ -280,36 +280,12 @@ struct Entry<'a> {
     ptx: Option<&'a crate::facts::PtxFacts>,
 }
 
-/// The contract's name for a format.
-pub fn format_name(f: Option<Format>) -> &'static str {
-    match f {
-        Some(Format::Elf) => "elf",
-        Some(Format::Fatbin) => "fatbin",
-        Some(Format::Cubin) => "cubin",
-        Some(Format::Ptx) => "ptx",
-        Some(Format::Unknown) | None => "unknown",
-    }
-}
-
-/// The contract's name for a compression.
-pub fn compression_name(c: Compression) -> &'static str {
-    match c {
-        Compression::None => "none",
-        Compression::Lz4 => "lz4",
-        Compression::Zstd => "zstd",
-    }
-}
-
 fn entry(e: &DeviceCode) -> Entry<'_> {
     Entry {
-        kind: match e.kind {
-            CodeKind::Sass => "sass",
-            CodeKind::Ptx => "ptx",
-            CodeKind::Nvvm => "nvvm",
-        },
+        kind: e.kind.as_str(),
         arch: &e.arch,
         ptx_isa: e.ptx_isa.as_deref(),
-        compression: compression_name(e.compression),
+        compression: e.compression.as_str(),
         size: e.size,
         stored_size: e.stored_size,
         toolkit: e.toolkit.as_deref(),
@@ -329,12 +305,12 @@ fn entry(e: &DeviceCode) -> Entry<'_> {
     }
 }
 
-fn binary<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::loader::Resolution]) -> Binary<'a> {
+fn binary<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::facts::loader::Resolution]) -> Binary<'a> {
     let empty: &[String] = &[];
     let elf = b.elf.as_ref();
     Binary {
         path: &b.path,
-        format: format_name(b.format),
+        format: b.format.map_or("unknown", Format::as_str),
         size: b.size,
         needed: elf.map_or(empty, |e| &e.needed),
         rpath: elf.map_or(empty, |e| &e.rpath),
@@ -354,11 +330,7 @@ fn binary<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::loader::Resolution]) 
             stripped: !e.has_symtab,
         }),
         cudart: Cudart {
-            linkage: match b.cudart.linkage {
-                CudartLinkage::Static => "static",
-                CudartLinkage::Dynamic => "dynamic",
-                CudartLinkage::None => "none",
-            },
+            linkage: b.cudart.linkage.as_str(),
             version: b.cudart.version.as_deref(),
             soname: b.cudart.soname.as_deref(),
             evidence: &b.cudart.evidence,

@@ -30,16 +30,13 @@ fn escape(s: &str) -> String {
 }
 
 fn describe(f: &Finding) -> String {
-    let mut text = format!("{} [{} {}]: {}", f.severity, f.code, f.slug, f.message);
-    for e in &f.evidence {
-        text.push_str("\n  because ");
-        text.push_str(e);
-    }
-    if !f.help.is_empty() {
-        text.push_str("\n  help: ");
-        text.push_str(&f.help);
-    }
-    text
+    format!(
+        "{} [{} {}]: {}",
+        f.severity,
+        f.code,
+        f.slug,
+        f.plain_text("  ", str::to_string)
+    )
 }
 
 /// Writes the report as a JUnit XML document.
@@ -90,7 +87,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 out,
                 r#"      <failure message="{}" type="{}">{}</failure>"#,
                 escape(&summary),
-                escape(&errors[0].code),
+                escape(errors[0].code.as_str()),
                 escape(&body)
             )?;
         }

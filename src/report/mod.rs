@@ -60,17 +60,23 @@ pub struct Report {
     pub verdicts: Vec<crate::rules::Verdict>,
     /// The first lines of the human report: per binary (or for the machine), will it run and why.
     pub headlines: Vec<crate::rules::Headline>,
+    /// The rules' one-line fix of each library no search found, for the loader tree (`inspect -v`).
+    pub fixes: Fixes,
 }
+
+pub use crate::rules::loader::Fixes;
 
 impl Report {
     /// A report of `facts` and `findings`, with the verdicts and the headlines the rules give for them.
     pub fn new(facts: Facts, findings: Vec<Finding>, verdicts: Vec<crate::rules::Verdict>) -> Report {
         let headlines = crate::rules::headlines(&facts, &findings, &verdicts);
+        let fixes = crate::rules::loader::missing_fixes(&facts.libraries);
         Report {
             facts,
             findings,
             verdicts,
             headlines,
+            fixes,
         }
     }
 }

@@ -32,6 +32,13 @@ impl Paint {
         Paint { enabled }
     }
 
+    /// Decides for one output stream from the choice, whether that stream is a terminal, and the environment's
+    /// `NO_COLOR` (set and not empty turns colour off, as no-color.org asks).
+    pub fn from_env(choice: ColorChoice, is_terminal: bool) -> Paint {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Paint::new(choice, is_terminal, no_color)
+    }
+
     /// No colour at all.
     pub fn plain() -> Paint {
         Paint { enabled: false }

@@ -25,7 +25,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let mut rule_ids: Vec<&str> = Vec::new();
     for f in &report.findings {
         if !rule_ids.contains(&f.code.as_str()) {
-            rule_ids.push(&f.code);
+            rule_ids.push(f.code.as_str());
         }
     }
     let rules: Vec<Value> = rule_ids
@@ -45,18 +45,10 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .findings
         .iter()
         .map(|f| {
-            let mut text = f.message.clone();
-            for e in &f.evidence {
-                text.push_str("\nbecause ");
-                text.push_str(e);
-            }
-            if !f.help.is_empty() {
-                text.push_str("\nhelp: ");
-                text.push_str(&f.help);
-            }
+            let text = f.plain_text("", str::to_string);
             let mut r = json!({
                 "ruleId": f.code,
-                "ruleIndex": rule_ids.iter().position(|id| *id == f.code).unwrap_or(0),
+                "ruleIndex": rule_ids.iter().position(|id| *id == f.code.as_str()).unwrap_or(0),
                 "level": level(f),
                 "message": { "text": text },
             });

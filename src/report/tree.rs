@@ -2,21 +2,23 @@
 //! `[rpath of X]`, `[LD_LIBRARY_PATH]`, `[runpath]`, `[ld.so.cache]`, `[default path]`, `[dlopen]`), and for a
 //! library that is not found the numbered search trail, the copies elsewhere on disk and a one-line fix.
 
-use super::{Paint, Sane};
-use crate::loader::{How, Resolution};
-use crate::rules::loader::{copy_line, fix_for_missing, tag, trail_lines};
+use super::{Fixes, Paint, Sane};
+use crate::facts::loader::{How, Resolution};
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 
 /// Writes the tree of `r` under its binary's summary line (`inspect -v`; without `-v` the findings carry the
 /// trail of whatever is wrong). Requests answered by an object already loaded are shown only for `dlopen`s.
-pub fn render(r: &Resolution, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+/// `fixes` holds the rules' one-line fix of each missing library, by requester and name
+/// ([`crate::report::Report::fixes`]).
+pub fn render(r: &Resolution, fixes: &Fixes, p: Paint, out: &mut dyn Write) -> io::Result<()> {
     let mut shown_missing = BTreeSet::new();
-    node(r, 0, 1, p, &mut shown_missing, out)
+    node(r, fixes, 0, 1, p, &mut shown_missing, out)
 }
 
 fn node(
     r: &Resolution,
+    fixes: &Fixes,
     obj: usize,
     depth: usize,
     p: Paint,
@@ -60,7 +62,16 @@ fn node(
                         p.dim("[dlopen stem]"),
                         p.dim(&what)
                     )?;
-                    writeln!(out, "{pad}    {} {}", p.good("fix:"), Sane(&fix_for_missing(l)))?;
+                    writeln!(
+                        out,
+                        "{pad}    {} {}",
+                        p.good("fix:"),
+                        Sane(
+                            fixes
+                                .get(&(r.binary.clone(), l.needed_by.clone(), l.soname.clone()))
+                                .map_or("", String::as_str)
+                        )
+                    )?;
                     continue;
                 }
                 let t = if tags.is_empty() {
@@ -77,16 +88,25 @@ fn node(
                         l.error.as_deref().unwrap_or("cannot open shared object file")
                     ))
                 )?;
-                for line in trail_lines(l) {
+                for line in l.trail_lines() {
                     writeln!(out, "{pad}    {}", p.dim(&line))?;
                 }
                 for c in &l.copies {
-                    writeln!(out, "{pad}    {} {}", p.dim("elsewhere:"), Sane(&copy_line(c)))?;
+                    writeln!(out, "{pad}    {} {}", p.dim("elsewhere:"), Sane(&c.line()))?;
                 }
-                writeln!(out, "{pad}    {} {}", p.good("fix:"), Sane(&fix_for_missing(l)))?;
+                writeln!(
+                    out,
+                    "{pad}    {} {}",
+                    p.good("fix:"),
+                    Sane(
+                        fixes
+                            .get(&(r.binary.clone(), l.needed_by.clone(), l.soname.clone()))
+                            .map_or("", String::as_str)
+                    )
+                )?;
                 continue;
             }
-            how => tags.push(tag(how, l.via.as_deref(), &l.needed_by)),
+            how => tags.push(how.label(l.via.as_deref(), &l.needed_by)),
         }
         let o = l.object.and_then(|i| r.objects.get(i));
         let version = o
@@ -107,7 +127,7 @@ fn node(
                 o.path == l.path.clone().unwrap_or_default() && (o.loader == Some(obj) || o.dlopen)
             })
         {
-            node(r, i, depth + 1, p, shown_missing, out)?;
+            node(r, fixes, i, depth + 1, p, shown_missing, out)?;
         }
     }
     Ok(())

@@ -124,6 +124,7 @@ pub fn findings(facts: &Facts, m: &Matrix) -> Vec<Finding> {
     }
     for b in &facts.binaries {
         out.extend(driver::runtime(b, drv.as_ref(), m));
+        out.extend(super::jetson::runtime(b, host, m));
         out.extend(driver::zstd(b, drv.as_ref(), m));
         for t in &targets {
             out.extend(kernel_image::check(b, t, drv.as_ref(), m));
@@ -260,6 +261,7 @@ pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
             fs.extend(loading.iter().cloned());
             fs.extend(driver::gpu_unsupported(t, drv.as_ref(), m));
             fs.extend(driver::runtime(b, drv.as_ref(), m));
+            fs.extend(super::jetson::runtime(b, host, m));
             fs.extend(driver::zstd(b, drv.as_ref(), m));
             if has_loadable_code(b) {
                 fs.extend(kernel_image::check(b, t, drv.as_ref(), m));

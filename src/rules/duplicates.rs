@@ -12,8 +12,8 @@
 //!
 //! This reads the loader's resolution only; it lives apart from `rules::loader` on purpose.
 
+use crate::facts::loader::Resolution;
 use crate::findings::{Code, Finding};
-use crate::loader::Resolution;
 use std::collections::BTreeMap;
 
 /// The CUDA libraries whose duplicates matter (their state is per copy).
@@ -48,7 +48,7 @@ pub fn family(name: &str) -> Option<(&str, &str)> {
 
 /// One finding per library with two or more copies in the resolution of one binary.
 pub fn duplicate_cuda_libraries(r: &Resolution) -> Vec<Finding> {
-    let mut copies: BTreeMap<(&str, &str), Vec<&crate::loader::LoadedObject>> = BTreeMap::new();
+    let mut copies: BTreeMap<(&str, &str), Vec<&crate::facts::loader::LoadedObject>> = BTreeMap::new();
     for o in &r.objects {
         let name = o
             .soname

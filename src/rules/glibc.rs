@@ -8,10 +8,10 @@
 //! fix differ (the binary was built on a newer system; no search path can help): [`covers`] is the predicate
 //! `symbol-version-missing` uses to leave those versions to this rule.
 
+use crate::facts::host::{GlibcFacts, GlibcSource};
+use crate::facts::loader::{LoadedObject, Resolution};
 use crate::findings::{Code, Finding};
 use crate::glibc::{self, GlibcNeed};
-use crate::host::model::{GlibcFacts, GlibcSource};
-use crate::loader::{LoadedObject, Resolution};
 use std::cmp::Ordering;
 
 /// The glibc a process is judged against, and where its release was read.

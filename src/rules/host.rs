@@ -5,12 +5,11 @@
 //! rules use": 34, 100, 999, NVML "Driver/library version mismatch"; "Failures on the host, as users meet
 //! them").
 
+use super::visibility::visibility;
+use crate::facts::host::PciBus;
+use crate::facts::host::{DeviceNode, FoundVia, LdCacheState, LibCandidate, LibKind, LibraryEntry};
 use crate::facts::{DriverFacts, HostFacts};
 use crate::findings::{Code, Finding};
-use crate::host::devnodes::can_read_write;
-use crate::host::env::visibility;
-use crate::host::gpu::PciBus;
-use crate::host::model::{DeviceNode, FoundVia, LdCacheState, LibCandidate, LibKind, LibraryEntry};
 use std::cmp::Ordering;
 
 /// Runs every host rule on facts read from a machine. A what-if target (`--gpu`, `--driver`) declares a GPU and
@@ -53,7 +52,38 @@ pub(crate) fn wsl(h: &HostFacts) -> bool {
 /// Jetson's integrated GPU is not a PCI device, and older L4T releases drive it with nvgpu, which has no
 /// `/proc/driver/nvidia`: the PCI and procfs checks say nothing there.
 pub(crate) fn jetson(h: &HostFacts) -> bool {
-    h.platform.jetson.is_some()
+    h.platform.jetson.is_some() || h.platform.tegra.is_some()
+}
+
+/// A Jetson whose integrated GPU is driven by `nvgpu` (Jetson Linux up to R36): loaded, or not known not to be.
+/// (A Jetson whose driver is `nvidia.ko`, as Thor's on R38 is expected to be, shows in procfs like any other.)
+fn nvgpu(h: &HostFacts) -> Option<bool> {
+    h.platform.tegra.as_ref()?.nvgpu
+}
+
+/// `no-driver` on a Jetson: the device tree shows its GPU, the module list was read, and neither `nvgpu` nor
+/// `nvidia` is loaded.
+fn jetson_no_driver(h: &HostFacts) -> Option<Finding> {
+    let t = h.platform.tegra.as_ref()?;
+    if h.gpus.is_empty() || t.nvgpu != Some(false) || h.kernel.modules.iter().any(|m| m == "nvidia") {
+        return None;
+    }
+    let mut f = Finding::new(
+        Code::NoDriver,
+        "the Jetson's GPU driver is not loaded (neither nvgpu nor nvidia): CUDA programs cannot start",
+        "Load it (`sudo modprobe nvgpu`) and look in `dmesg` for why it did not load at boot; a kernel that is \
+         not Jetson Linux's own needs NVIDIA's out-of-tree modules for it (`nvidia-l4t-kernel-oot-modules` on \
+         Jetson Linux R36). Reflashing with SDK Manager restores the stock kernel and modules.",
+    )
+    .because(format!(
+        "{} does not list nvgpu",
+        h.kernel.modules_source.as_deref().unwrap_or("the module list")
+    ))
+    .because("/proc/driver/nvidia/version does not exist");
+    for g in &h.gpus {
+        f = f.because(format!("{} ({})", g.name, g.source));
+    }
+    Some(f)
 }
 
 fn in_container(h: &HostFacts) -> bool {
@@ -82,17 +112,6 @@ fn node<'a>(h: &'a HostFacts, path: &str) -> Option<&'a DeviceNode> {
     h.device_nodes.iter().find(|n| n.path == path)
 }
 
-fn gpu_nodes(h: &HostFacts) -> Vec<&DeviceNode> {
-    h.device_nodes
-        .iter()
-        .filter(|n| {
-            n.path
-                .strip_prefix("/dev/nvidia")
-                .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .collect()
-}
-
 fn driver_evidence(h: &HostFacts) -> Option<String> {
     let d = h.driver.as_ref()?;
     Some(format!("{} shows kernel module {}", d.source, d.version))
@@ -109,8 +128,11 @@ fn pci_unread(h: &HostFacts) -> Option<&str> {
 /// `no-driver`: no NVIDIA kernel module is loaded, while the PCI bus shows NVIDIA GPUs or could not be read
 /// (a container without `/sys`): no driver is certain then, no GPU is not.
 pub fn no_driver(h: &HostFacts) -> Option<Finding> {
-    if h.driver.is_some() || wsl(h) || (jetson(h) && h.gpus.is_empty()) {
+    if h.driver.is_some() || wsl(h) {
         return None;
+    }
+    if jetson(h) {
+        return jetson_no_driver(h);
     }
     let unread = pci_unread(h);
     if h.gpus.is_empty() && unread.is_none() {
@@ -251,6 +273,9 @@ pub fn driver_library_mismatch(h: &HostFacts) -> Option<Finding> {
 /// `device-nodes-missing`: the driver is loaded (procfs shows it) but `/dev/nvidiactl` or `/dev/nvidiaN` is
 /// missing. In a container this is the signature of a container started without GPU access.
 pub fn device_nodes_missing(h: &HostFacts) -> Option<Finding> {
+    if h.driver.is_none() && nvgpu(h) == Some(true) {
+        return jetson_nodes_missing(h);
+    }
     let d = driver_evidence(h)?;
     if wsl(h) {
         return None;
@@ -259,7 +284,7 @@ pub fn device_nodes_missing(h: &HostFacts) -> Option<Finding> {
     if node(h, "/dev/nvidiactl").is_none() {
         missing.push("/dev/nvidiactl does not exist");
     }
-    if gpu_nodes(h).is_empty() {
+    if h.gpu_nodes().is_empty() {
         missing.push("no /dev/nvidia<N> GPU node exists");
     }
     if missing.is_empty() {
@@ -283,6 +308,44 @@ pub fn device_nodes_missing(h: &HostFacts) -> Option<Finding> {
     let mut f = Finding::new(Code::DeviceNodesMissing, message, help).because(d);
     for m in missing {
         f = f.because(m);
+    }
+    if let Some(c) = &h.platform.container {
+        f = f.because(format!("running in a container ({})", c.evidence.join(", ")));
+    }
+    Some(f)
+}
+
+/// `device-nodes-missing` on a Jetson: `nvgpu` is loaded but `/dev/nvmap` or `/dev/nvhost-ctrl-gpu`, which
+/// libcuda opens there, is missing: a container started without the NVIDIA runtime, as a rule.
+fn jetson_nodes_missing(h: &HostFacts) -> Option<Finding> {
+    let t = h.platform.tegra.as_ref()?;
+    let missing: Vec<&str> = crate::facts::host::NVGPU_NODES
+        .iter()
+        .copied()
+        .filter(|n| !t.nodes.iter().any(|have| have == n))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let (message, help) = if in_container(h) {
+        (
+            "the container runs on a Jetson but has no GPU device nodes: it was started without the NVIDIA runtime",
+            "Start it with `docker run --runtime nvidia …` (or `--gpus all` with the NVIDIA Container Toolkit \
+             for Jetson, or CDI `--device nvidia.com/gpu=all` after `nvidia-ctk cdi generate --mode=csv`).",
+        )
+    } else {
+        (
+            "nvgpu is loaded but its device nodes are missing",
+            "The nodes come from the nvgpu and nvmap drivers through udev: check `dmesg` for their errors and \
+             the udev rules of Jetson Linux (`/etc/udev/rules.d/99-tegra-devices.rules`); a reboot recreates them.",
+        )
+    };
+    let mut f = Finding::new(Code::DeviceNodesMissing, message, help).because(format!(
+        "{} lists nvgpu",
+        h.kernel.modules_source.as_deref().unwrap_or("the module list")
+    ));
+    for m in missing {
+        f = f.because(format!("{m} does not exist"));
     }
     if let Some(c) = &h.platform.container {
         f = f.because(format!("running in a container ({})", c.evidence.join(", ")));
@@ -320,17 +383,7 @@ pub fn nvidia_uvm_missing(h: &HostFacts) -> Option<Finding> {
 /// `device-permission-denied`: the current user cannot open a GPU device node read-write.
 pub fn device_permission_denied(h: &HostFacts) -> Option<Finding> {
     let who = h.identity.as_ref()?;
-    let denied: Vec<&DeviceNode> = h
-        .device_nodes
-        .iter()
-        .filter(|n| {
-            n.path == "/dev/nvidiactl"
-                || n.path == "/dev/nvidia-uvm"
-                || n.path == "/dev/dxg"
-                || gpu_nodes(h).contains(n)
-        })
-        .filter(|n| !can_read_write(n, who))
-        .collect();
+    let denied: Vec<&DeviceNode> = h.cuda_nodes().into_iter().filter(|n| !n.allows_rw(who)).collect();
     if denied.is_empty() {
         return None;
     }
@@ -581,6 +634,12 @@ pub fn libcuda_not_found(h: &HostFacts) -> Option<Finding> {
              /etc/ld.so.conf.d lists {dir}, the cache is stale: run `sudo ldconfig`. Otherwise add a file \
              there naming {dir} and run `sudo ldconfig` (or put {dir} on LD_LIBRARY_PATH)."
         )
+    } else if jetson(h) {
+        "On a Jetson libcuda comes with Jetson Linux: /usr/lib/aarch64-linux-gnu/nvidia (R36 and later) or \
+         /usr/lib/aarch64-linux-gnu/tegra (R32 to R35), listed by /etc/ld.so.conf.d/nvidia-tegra.conf. \
+         Reinstall it (`sudo apt install --reinstall nvidia-l4t-cuda`) and run `sudo ldconfig`; in a container, \
+         start it with `--runtime nvidia` so that it is mounted in."
+            .into()
     } else if wsl(h) {
         "On WSL2 libcuda lives in /usr/lib/wsl/lib: make sure /etc/ld.so.conf.d/ld.wsl.conf lists it and run \
          `sudo ldconfig`; do not install a Linux driver inside WSL."

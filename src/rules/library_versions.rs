@@ -19,9 +19,9 @@
 //! "cuDNN version incompatibility" for an older cuDNN minor), and a library without such a check fails later,
 //! at the first call into a function the old copy lacks.
 
+use crate::facts::loader::{Floor, FloorOp, Installed, MetadataLine, PipDist};
+use crate::facts::loader::{How, Library, Resolution};
 use crate::findings::{Code, Finding};
-use crate::loader::origin::{Floor, FloorOp, Installed, MetadataLine, PipDist};
-use crate::loader::{How, Library, Resolution};
 
 /// One finding per package requirement and loaded copy older than the requirement's floor; the objects of
 /// the package that request it are named in the evidence.
@@ -65,7 +65,7 @@ pub fn cuda_library_too_old(r: &Resolution) -> Vec<Finding> {
 /// The loaded version is older than the floor, compared on as many numbers as the loaded file's name gives.
 /// A different major is another SONAME's business (the pin describes another library), and says nothing.
 fn older(have: &str, floor: &Floor) -> bool {
-    let Some(have) = crate::loader::origin::release(have) else {
+    let Some(have) = crate::facts::loader::release(have) else {
         return false;
     };
     if have.first() != floor.release.first() {
@@ -100,7 +100,7 @@ fn finding(
         dist.name,
         dist.version,
         l.soname,
-        super::loader::tag(how, None, &l.needed_by)
+        how.label(None, &l.needed_by)
     );
     let want = match floor.op {
         FloorOp::Pinned => format!("{} {}", floor.name, floor.version),
@@ -129,7 +129,7 @@ fn finding(
         .because(format!(
             "{} → {real}: found through {}{}",
             l.soname,
-            super::loader::tag(how, None, &l.needed_by),
+            how.label(None, &l.needed_by),
             dir.map(|d| format!(" ({d})")).unwrap_or_default()
         ))
         .because(format!(
@@ -160,7 +160,7 @@ fn found(r: &Resolution, l: &Library) -> (How, Option<String>) {
         .trail
         .iter()
         .rev()
-        .find(|s| s.result == crate::loader::StepResult::Found)
+        .find(|s| s.result == crate::facts::loader::StepResult::Found)
         .and_then(|s| s.dir.clone());
     (first.how, dir)
 }

@@ -2,8 +2,8 @@
 //! win over the one a binary's RUNPATH/RPATH meant, symbol versions the chosen provider lacks, and several CUDA
 //! majors in one process. Pure functions over [`Resolution`]s: no I/O.
 
+use crate::facts::loader::{How, Library, Resolution, StepResult};
 use crate::findings::{Code, Finding};
-use crate::loader::{How, Library, Resolution, StepResult};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The driver library, loaded with `dlopen` by every CUDA runtime.
@@ -22,7 +22,7 @@ pub fn evaluate(resolutions: &[Resolution]) -> Vec<Finding> {
 /// inspected binaries (for their architecture).
 pub fn evaluate_on(
     resolutions: &[Resolution],
-    host: Option<&crate::host::model::GlibcFacts>,
+    host: Option<&crate::facts::host::GlibcFacts>,
     binaries: &[crate::facts::BinaryFacts],
 ) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -47,58 +47,14 @@ pub fn evaluate_on(
     out
 }
 
-/// libtree-style label of a search step's source.
-pub fn tag(how: How, of: Option<&str>, requester: &str) -> String {
-    match how {
-        How::Rpath => match of {
-            Some(o) if o != requester => format!("rpath of {o}"),
-            _ => "rpath".into(),
-        },
-        How::LdLibraryPath => "LD_LIBRARY_PATH".into(),
-        How::Runpath => "runpath".into(),
-        How::LdSoCache => "ld.so.cache".into(),
-        How::DefaultPath => "default path".into(),
-        How::Path => "path".into(),
-        How::AlreadyLoaded => "already loaded".into(),
-        How::NotFound => "not found".into(),
-    }
-}
-
-/// The numbered search trail of a library, one line per step (skipped steps with their reason).
-pub fn trail_lines(l: &Library) -> Vec<String> {
-    l.trail
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let what = tag(s.how, s.of.as_deref(), &l.needed_by);
-            let result = match s.result {
-                StepResult::Found => "found",
-                StepResult::NotPresent => "not present",
-                StepResult::WrongClass => "wrong ELF class, skipped",
-                StepResult::WrongMachine => "wrong machine, skipped",
-                StepResult::Invalid => "not a loadable ELF object, the load stops",
-                StepResult::Skipped | StepResult::NoCache => "skipped",
-                StepResult::NoEntry => "no entry",
-            };
-            let at = s.path.as_deref().or(s.dir.as_deref()).unwrap_or("");
-            let note = s.note().map(|n| format!(" ({n})")).unwrap_or_default();
-            if at.is_empty() {
-                format!("{}. [{what}] {result}{note}", i + 1)
-            } else {
-                format!("{}. [{what}] {at}: {result}{note}", i + 1)
-            }
-        })
-        .collect()
-}
-
 /// A missing library's search in short, for the human report without `-v`: how many places were searched, of
 /// which kinds; the steps that found a file and refused it; and the step that would find a copy on disk once
 /// `ldconfig` has run. The copies themselves are evidence lines of their own.
 pub fn trail_short(l: &Library) -> Vec<String> {
-    let lines = trail_lines(l);
+    let lines = l.trail_lines();
     let mut kinds: Vec<(String, usize)> = Vec::new();
     for s in &l.trail {
-        let what = tag(s.how, s.of.as_deref(), &l.needed_by);
+        let what = s.how.label(s.of.as_deref(), &l.needed_by);
         match kinds.iter_mut().find(|(k, _)| *k == what) {
             Some((_, n)) => *n += 1,
             None => kinds.push((what, 1)),
@@ -141,21 +97,6 @@ fn dir_of(p: &str) -> &str {
         .map_or(".", |(d, _)| if d.is_empty() { "/" } else { d })
 }
 
-/// One other copy of a missing library, as the report lists it: its path, then its version, why this loader
-/// would pass it over, and whether `/etc/ld.so.conf` lists its directory.
-pub fn copy_line(c: &crate::loader::Copy) -> String {
-    let mut notes: Vec<String> = c.version.iter().map(|v| format!("version {v}")).collect();
-    notes.extend(c.unusable.iter().map(|u| format!("not loadable here: {u}")));
-    if c.in_ld_so_conf {
-        notes.push("listed in ld.so.conf".into());
-    }
-    if notes.is_empty() {
-        c.path.clone()
-    } else {
-        format!("{} ({})", c.path, notes.join("; "))
-    }
-}
-
 /// Why the cache step of a library's search missed a directory `ldconfig` would have put in the cache: no
 /// entry (a cache older than the library or its ld.so.conf line) or no usable cache at all. `None` when the
 /// cache step failed for another reason (an entry refused under DF_1_NODEFLIB, a wrong-class entry).
@@ -168,10 +109,29 @@ fn cache_missed(l: &Library) -> Option<&'static str> {
     }
 }
 
+/// One-line fixes of missing libraries, by binary, requester and name.
+pub type Fixes = BTreeMap<(String, String, String), String>;
+
+/// The one-line fix of every library no search found, by binary, requester and name: what the loader tree
+/// shows under each (`report::Report::fixes`).
+pub fn missing_fixes(resolutions: &[Resolution]) -> Fixes {
+    resolutions
+        .iter()
+        .flat_map(|r| {
+            r.libraries.iter().filter(|l| l.how == How::NotFound).map(|l| {
+                (
+                    (r.binary.clone(), l.needed_by.clone(), l.soname.clone()),
+                    fix_for_missing(l),
+                )
+            })
+        })
+        .collect()
+}
+
 /// The one-line fix for a library that is not found. Copies this loader would pass over (another ELF class or
 /// machine) are never offered as the answer.
 pub fn fix_for_missing(l: &Library) -> String {
-    let usable = |c: &&crate::loader::Copy| c.unusable.is_none();
+    let usable = |c: &&crate::facts::loader::Copy| c.unusable.is_none();
     if l.is_dlopen_stem() {
         if let Some(first) = l.completions.first() {
             return format!(
@@ -265,8 +225,8 @@ pub fn library_shadowed(r: &Resolution) -> Vec<Finding> {
         }
         let winner = match l.how {
             How::AlreadyLoaded => "an object already loaded under that name".to_string(),
-            How::Rpath => format!("[{}]", tag(How::Rpath, l.via.as_deref(), &l.needed_by)),
-            other => format!("[{}]", tag(other, None, &l.needed_by)),
+            How::Rpath => format!("[{}]", How::Rpath.label(l.via.as_deref(), &l.needed_by)),
+            other => format!("[{}]", other.label(None, &l.needed_by)),
         };
         let v = |x: Option<&str>| x.map(|v| format!(" (version {v})")).unwrap_or_default();
         let mut f = Finding::new(
@@ -280,7 +240,7 @@ pub fn library_shadowed(r: &Resolution) -> Vec<Finding> {
                 v(obj.version.as_deref()),
                 intended.path,
                 v(intended.version.as_deref()),
-                tag(intended.how, None, &l.needed_by).to_uppercase(),
+                intended.how.label(None, &l.needed_by).to_uppercase(),
             ),
             match l.how {
                 How::LdLibraryPath => format!(
@@ -300,13 +260,13 @@ pub fn library_shadowed(r: &Resolution) -> Vec<Finding> {
             },
         )
         .at(&r.binary);
-        for line in trail_lines(l) {
+        for line in l.trail_lines() {
             f = f.because(format!("search {line}"));
         }
         f = f.because(format!(
             "{}'s {} finds {}",
             l.needed_by,
-            tag(intended.how, None, &l.needed_by),
+            intended.how.label(None, &l.needed_by),
             intended.path
         ));
         out.push(f);
@@ -519,7 +479,7 @@ pub fn multiple_cuda_majors(r: &Resolution) -> Option<Finding> {
 #[cfg(test)]
 mod trail_short_tests {
     use super::*;
-    use crate::loader::{Copy, Step};
+    use crate::facts::loader::{Copy, Step};
 
     fn step(how: How, dir: &str, result: StepResult) -> Step {
         Step {
@@ -597,7 +557,7 @@ mod trail_short_tests {
             Some("there is no usable /etc/ld.so.cache (ldconfig never wrote one)")
         );
         assert_eq!(
-            trail_lines(&l),
+            l.trail_lines(),
             ["1. [ld.so.cache] skipped (no usable /etc/ld.so.cache)"]
         );
         // Near miss: a cache step skipped for another reason (DF_1_NODEFLIB) is not a missing cache.

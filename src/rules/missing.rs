@@ -13,11 +13,11 @@
 //!
 //! Libraries loaded with `dlopen` stay one finding each, as warnings: one may be optional.
 
-use super::loader::{copy_line, fix_for_missing, trail_lines, trail_short};
+use super::loader::{fix_for_missing, trail_short};
 use super::packages;
+use crate::facts::loader::{How, Library, Resolution};
+use crate::facts::loader::{Installed, PipDist};
 use crate::findings::{Code, Finding, Severity};
-use crate::loader::origin::{Installed, PipDist};
-use crate::loader::{How, Library, Resolution};
 use std::collections::BTreeSet;
 
 /// Why a group of requests fails.
@@ -95,11 +95,11 @@ fn cause(r: &Resolution, l: &Library) -> Cause {
 }
 
 /// The `Requires-Dist` line of `d` that installs `soname` (through the pip table), when one does.
-fn declared_by<'d>(d: &'d PipDist, soname: &str) -> Option<&'d crate::loader::origin::MetadataLine> {
+fn declared_by<'d>(d: &'d PipDist, soname: &str) -> Option<&'d crate::facts::loader::MetadataLine> {
     let t = packages::pip()?;
-    let env = crate::inspect::wheel::Env::default();
+    let env = crate::inspect::pep508::Env::default();
     d.requires.iter().find(|line| {
-        crate::inspect::wheel::requirement(&line.text, &env)
+        crate::inspect::pep508::requirement(&line.text, &env)
             .filter(|req| req.installed != crate::facts::Installed::Never)
             .and_then(|req| t.cuda_dependency(&req))
             .is_some_and(|dep| dep.sonames.iter().any(|s| s == soname))
@@ -199,7 +199,7 @@ fn off_path(r: &Resolution, dir: &str, ls: &[&Library]) -> Finding {
         let l = ls.iter().find(|l| &l.soname == name);
         let copy = l
             .and_then(|l| l.copies.iter().find(|c| c.same_name && dir_of(&c.path) == dir))
-            .map(copy_line)
+            .map(|c| c.line())
             .unwrap_or_default();
         f = f.because(format!(
             "{name} (needed by {}): not on its search ({} steps); on disk: {copy}",
@@ -267,21 +267,13 @@ fn packages_missing(r: &Resolution, how: &Installed, ls: &[&Library]) -> Finding
     ));
     let mut nowhere = Vec::new();
     for name in &names {
-        let usable: Vec<&crate::loader::Copy> = ls
+        let usable: Vec<&crate::facts::loader::Copy> = ls
             .iter()
             .find(|l| &l.soname == name)
             .map(|l| l.copies.iter().filter(|c| c.unusable.is_none()).collect())
             .unwrap_or_default();
-        let off_path: Vec<String> = usable
-            .iter()
-            .filter(|c| c.same_name)
-            .map(|c| copy_line(c))
-            .collect();
-        let others: Vec<String> = usable
-            .iter()
-            .filter(|c| !c.same_name)
-            .map(|c| copy_line(c))
-            .collect();
+        let off_path: Vec<String> = usable.iter().filter(|c| c.same_name).map(|c| c.line()).collect();
+        let others: Vec<String> = usable.iter().filter(|c| !c.same_name).map(|c| c.line()).collect();
         if !off_path.is_empty() {
             f = f.because(format!(
                 "{name}: a copy is on disk, off the search path: {}",
@@ -335,7 +327,7 @@ fn pip_fix(names: &[String], majors: &BTreeSet<u32>, site: &str, dist: Option<&P
     };
     let mut pins: Vec<String> = Vec::new();
     // Per Requires-Dist line that provides some of them: the line and the libraries it installs.
-    let mut from: Vec<(&crate::loader::origin::MetadataLine, Vec<&str>)> = Vec::new();
+    let mut from: Vec<(&crate::facts::loader::MetadataLine, Vec<&str>)> = Vec::new();
     let mut unpinned: Vec<&String> = Vec::new();
     for name in names {
         let by = dist.and_then(|d| declared_by(d, name));
@@ -503,9 +495,9 @@ fn conda_fix(names: &[String], majors: &BTreeSet<u32>, prefix: &str) -> Fix {
 fn system_fix(
     names: &[String],
     majors: &BTreeSet<u32>,
-    manager: Option<crate::loader::origin::PackageManager>,
+    manager: Option<crate::facts::loader::PackageManager>,
 ) -> Fix {
-    use crate::loader::origin::PackageManager;
+    use crate::facts::loader::PackageManager;
     let (deb, deb_evidence, minor) = rows(names, majors, "deb", |r| &r.deb);
     let (rpm, rpm_evidence, _) = rows(names, majors, "rpm", |r| &r.rpm);
     let evidence = match manager {
@@ -579,10 +571,10 @@ fn one(r: &Resolution, ls: &[&Library]) -> Finding {
         f = f.because(why.clone());
     }
     // The human report shows the trail in short (`-v`: every step); every other format keeps every step.
-    let trail = trail_lines(l).into_iter().map(|line| format!("search {line}"));
+    let trail = l.trail_lines().into_iter().map(|line| format!("search {line}"));
     f = f.because_folded(trail.collect(), trail_short(l));
     for c in &l.copies {
-        f = f.because(format!("on disk: {}", copy_line(c)));
+        f = f.because(format!("on disk: {}", c.line()));
     }
     grouped(f, r, vec![l.soname.clone()], ls.len())
 }
@@ -590,7 +582,7 @@ fn one(r: &Resolution, ls: &[&Library]) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loader::origin::{Origin, PackageManager};
+    use crate::facts::loader::{Origin, PackageManager};
 
     fn missing(soname: &str, by: &str, index: usize) -> Library {
         Library::unresolved(soname, by, index)

@@ -3,6 +3,11 @@
 //! No rule does I/O, so the same facts give the same findings anywhere: live, under `--root`, or read back from
 //! a snapshot, or with what-if targets (`--gpu`, `--driver`). Each concern has its own module and each finding
 //! its own function.
+//!
+//! Two pipelines own the order in which the rules run, the severities and the waivers, as cargo-deny's sink
+//! does: [`evaluate`] for `inspect`, `doctor`, `probe` and `explain --check` (a machine, real or what-if), and
+//! [`evaluate_release`] for `audit` (release artifacts against a policy). Commands call one of them and never
+//! a rule of their own.
 
 mod binary;
 pub mod cdi;
@@ -14,6 +19,7 @@ pub mod duplicates;
 pub mod glibc;
 pub mod headline;
 pub mod host;
+pub mod jetson;
 pub mod jit_cache;
 pub mod kernel_image;
 pub mod library_versions;
@@ -22,11 +28,13 @@ pub mod missing;
 pub mod packages;
 pub mod policy;
 pub mod probe;
+pub mod visibility;
 pub mod wheel;
 
 use crate::facts::Facts;
-use crate::findings::Finding;
+use crate::findings::{Code, Finding};
 use crate::matrix::Matrix;
+use crate::policy::Policy;
 
 pub use compat::{Outcome, Verdict, verdicts};
 pub use headline::{Headline, Standing, headlines};
@@ -55,6 +63,31 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     }
     // Last: the probe is compared with every static finding above.
     probe::evaluate(facts, &mut findings);
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    findings
+}
+
+/// The release pipeline of `audit`: the machine rules that make sense for a release (every one of
+/// [`evaluate`] but `no-device-code`: host-only libraries are normal in a release), judged against the
+/// policy's targets (`facts.host` is [`policy::target_host`]); the policy's `min-driver` taking over from
+/// `driver-insufficient`; the wheels' dependencies (`pip`, after [`wheel::resolve`] filled the facts); the
+/// policy's own checks; then its severity overrides and waivers as of `today` (unused and expired waivers are
+/// findings too). Most severe first.
+pub fn evaluate_release(
+    facts: &Facts,
+    policy: &Policy,
+    matrix: &Matrix,
+    pip: &wheel::Table,
+    today: (i32, u32, u32),
+) -> Vec<Finding> {
+    let findings: Vec<Finding> = evaluate(facts, matrix)
+        .into_iter()
+        .filter(|f| f.code != Code::NoDeviceCode)
+        .collect();
+    let mut findings = policy::min_driver(findings, policy);
+    findings.extend(wheel::evaluate(facts, pip));
+    findings.extend(policy::evaluate(facts, policy, matrix));
+    let mut findings = policy::apply(findings, policy, today);
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings
 }

@@ -200,7 +200,7 @@ pub fn apply(findings: Vec<Finding>, policy: &Policy, today: (i32, u32, u32)) ->
     'findings: for mut f in findings {
         for o in &policy.severity {
             let (key, level) = &o.value;
-            if key.eq_ignore_ascii_case(&f.code) || *key == f.slug {
+            if key.eq_ignore_ascii_case(f.code.as_str()) || *key == f.slug {
                 match level {
                     Some(l) => {
                         f.severity = *l;
@@ -212,7 +212,7 @@ pub fn apply(findings: Vec<Finding>, policy: &Policy, today: (i32, u32, u32)) ->
             }
         }
         for (i, w) in policy.waivers.iter().enumerate() {
-            let code_ok = w.code.eq_ignore_ascii_case(&f.code) || w.code == f.slug;
+            let code_ok = w.code.eq_ignore_ascii_case(f.code.as_str()) || w.code == f.slug;
             let path_ok = match (&w.path, &f.path) {
                 (None, _) => true,
                 (Some(_), Some(path)) => w.path_glob.as_ref().is_some_and(|g| g.is_match(path)),

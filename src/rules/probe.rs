@@ -2,7 +2,7 @@
 //! `dlopen("libcuda.so.1")` fail; confirmations added to the static findings the probe bears out.
 //!
 //! Pure, like every rule: it reads the probe's facts and the findings the static rules produced for the same
-//! facts. The comparison goes through [`EXPECTATIONS`], a table from finding slug to the CUDA results that
+//! facts. The comparison goes through [`expectations`], the catalogue's table from finding slug to the CUDA results that
 //! finding predicts at one stage of the probe; so it does not depend on how the static rules are written, only
 //! on their public slugs. A static finding whose prediction the probe observes gets a "confirmed by the live
 //! probe" line; one the probe contradicts, and a probe failure no static finding predicted, give
@@ -11,30 +11,11 @@
 //! have predicted anything about the driver or the GPU.
 
 use crate::facts::Facts;
-use crate::findings::{Code, Finding};
-use crate::probe::{Call, CudaError, ProbeFacts, ProbeOutcome};
+use crate::facts::probe::{Call, CudaError, ProbeFacts, ProbeOutcome};
+use crate::findings::{CATALOGUE, Code, Expect, Finding, Stage};
 
-/// Where in the probe a result is observed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
-    /// Loading `libcuda.so.1` and `cuInit` (a zero device count counts as 100).
-    Driver,
-    /// `cudaGetDeviceCount` through the libcudart.
-    Runtime,
-    /// Loading one inspected binary's device code (`cuModuleLoadDataEx`).
-    Module,
-}
-
-/// One observable result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expect {
-    /// `dlopen("libcuda.so.1")` failed.
-    NotLoaded,
-    /// This CUDA error code.
-    Code(i32),
-}
-
-/// A prediction: findings with this slug expect one of these results at this stage.
+/// A prediction: findings with this slug expect one of these results at this stage (a row of a catalogue
+/// entry's `probe`, [`crate::findings::CodeInfo::probe`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Expectation {
     /// Public finding slug.
@@ -47,41 +28,22 @@ pub struct Expectation {
 
 use Expect::{Code as C, NotLoaded};
 
-/// What each static finding predicts the driver will say (`docs/compatibility.md`, "The CUDA error table the
-/// rules use", and the catalogue's `cuda_error`). A slug may have rows for several stages; a finding about a
-/// binary (`path` set) is compared with that binary's module loads.
-pub const EXPECTATIONS: &[Expectation] = &[
-    row("libcuda-not-found", Stage::Driver, &[NotLoaded]),
-    row("no-driver", Stage::Driver, &[NotLoaded, C(100), C(999)]),
-    row("stub-libcuda", Stage::Driver, &[C(34)]),
-    row("compat-libcuda-unsupported", Stage::Driver, &[C(803), C(804)]),
-    row(
-        "driver-library-mismatch",
-        Stage::Driver,
-        &[C(803), C(804), C(999)],
-    ),
-    row("no-visible-devices", Stage::Driver, &[C(100)]),
-    row("device-nodes-missing", Stage::Driver, &[C(100), C(999)]),
-    row("device-permission-denied", Stage::Driver, &[C(100), C(999)]),
-    row("nvidia-uvm-missing", Stage::Driver, &[C(999)]),
-    row("no-gpu", Stage::Driver, &[C(100)]),
-    row("gpu-unsupported-by-driver", Stage::Driver, &[C(100)]),
-    row("driver-insufficient", Stage::Runtime, &[C(35)]),
-    row("no-kernel-image", Stage::Module, &[C(209)]),
-    row("ptx-too-new", Stage::Module, &[C(222)]),
-    row("malformed-device-code", Stage::Module, &[C(200), C(218)]),
-    row("driver-insufficient", Stage::Module, &[C(200), C(209), C(222)]),
-    row("ptx-jit-disabled", Stage::Module, &[C(209), C(223)]),
-    row("ptx-jit-cache-only", Stage::Module, &[C(209), C(223)]),
-];
+/// What each static finding predicts the driver will say: every catalogue entry's `probe` rows, in code order.
+/// A slug may have rows for several stages; a finding about a binary (`path` set) is compared with that
+/// binary's module loads.
+pub fn expectations() -> impl Iterator<Item = Expectation> {
+    CATALOGUE.iter().flat_map(|c| {
+        c.probe.iter().map(|(stage, results)| Expectation {
+            slug: c.slug,
+            stage: *stage,
+            results,
+        })
+    })
+}
 
 /// Findings that predict a failure that may not happen: `ptx-jit-cache-only` fails only when the JIT cache
 /// lacks the compile, which no file tells. The probe succeeding does not contradict them; failing confirms.
 const MAY_NOT_FAIL: &[&str] = &["ptx-jit-cache-only"];
-
-const fn row(slug: &'static str, stage: Stage, results: &'static [Expect]) -> Expectation {
-    Expectation { slug, stage, results }
-}
 
 /// One result the probe observed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,14 +59,13 @@ struct Observation {
     evidence: String,
 }
 
-fn rows(slug: &str) -> impl Iterator<Item = &'static Expectation> + '_ {
-    EXPECTATIONS.iter().filter(move |e| e.slug == slug)
+fn rows(slug: &str) -> impl Iterator<Item = Expectation> + '_ {
+    expectations().filter(move |e| e.slug == slug)
 }
 
 /// Slugs whose prediction includes `result` at `stage`.
 fn slugs_predicting(stage: Stage, result: Expect) -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = EXPECTATIONS
-        .iter()
+    let mut v: Vec<&'static str> = expectations()
         .filter(|e| e.stage == stage && e.results.contains(&result))
         .map(|e| e.slug)
         .collect();
@@ -368,13 +329,13 @@ fn failures(p: &ProbeFacts) -> Vec<Finding> {
     }
     // One finding per kind of failure, naming every device it happened on (8 GPUs, one broken driver: one
     // finding, not eight).
-    let mut groups: Vec<(String, Vec<i32>, &crate::probe::SelfTest)> = Vec::new();
+    let mut groups: Vec<(String, Vec<i32>, &crate::facts::probe::SelfTest)> = Vec::new();
     // The self-test kernel is PTX by design (it must run on any GPU), so with `CUDA_DISABLE_PTX_JIT=1` in the
     // probe's environment the driver refuses it with 223: the environment, not the machine. What that means for
     // the inspected program is `ptx-jit-disabled` / `ptx-jit-cache-only`'s to say; a SASS program runs. Seen on
     // the H200 (scripts/verdicts-live.sh): a program running from a warm JIT cache while the probe said
     // probe-failed.
-    let jit_refused = |t: &&crate::probe::SelfTest| {
+    let jit_refused = |t: &&crate::facts::probe::SelfTest| {
         t.failed_call
             .as_ref()
             .is_some_and(|c| error_code(&c.result) == Some(JIT_DISABLED))
@@ -448,7 +409,7 @@ pub fn evaluate(facts: &Facts, findings: &mut Vec<Finding>) {
         let mut observed = Vec::new();
         let mut matched = Vec::new();
         for row in rows(&f.slug) {
-            for o in obs.iter().filter(|o| concerns(f, row, o)) {
+            for o in obs.iter().filter(|o| concerns(f, &row, o)) {
                 observed.push(o);
                 if o.failure.is_some_and(|r| row.results.contains(&r)) {
                     matched.push(o.evidence.clone());
@@ -491,7 +452,7 @@ pub fn evaluate(facts: &Facts, findings: &mut Vec<Finding>) {
         let explained = findings
             .iter()
             .take(static_count)
-            .any(|f| rows(&f.slug).any(|row| concerns(f, row, o) && row.results.contains(&result)));
+            .any(|f| rows(&f.slug).any(|row| concerns(f, &row, o) && row.results.contains(&result)));
         if explained {
             continue;
         }

@@ -122,7 +122,7 @@ impl Table {
         };
         for (i, d) in t.dists.iter().enumerate() {
             cited(&d.name, &d.source)?;
-            if crate::inspect::wheel::normalise(&d.name) != d.name {
+            if crate::inspect::pep508::normalise(&d.name) != d.name {
                 return Err(format!("{}: not a normalised name", d.name));
             }
             if t.dists[..i].iter().any(|o| o.name == d.name) {
@@ -567,7 +567,7 @@ fn mixed_majors(b: &BinaryFacts, libs: &[WheelLibrary]) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inspect::wheel::{Env, requirement};
+    use crate::inspect::pep508::{Env, requirement};
 
     fn table() -> Table {
         Table::bundled().unwrap()

@@ -198,3 +198,38 @@ fn every_gpu_row_resolves_by_its_names_and_ids() {
         }
     }
 }
+
+/// `[[jetpack]]` rows name SoCs of `[[tegra_soc]]` and ascend by Jetson Linux release; `matrix --l4t` answers
+/// from them, with `R` as `/etc/nv_tegra_release` writes it, and refuses a release it does not know.
+#[test]
+fn jetpack_rows_are_checked_and_answered() {
+    let broken = BUNDLED.replacen("socs = [\"tegra264\"]", "socs = [\"tegra999\"]", 1);
+    let e = Matrix::parse(&broken, "m.toml").unwrap_err();
+    assert!(
+        e.message.contains("SoC tegra999 is in no [[tegra_soc]] row"),
+        "{e}"
+    );
+    let broken = BUNDLED.replacen("l4t = \"36.3\"", "l4t = \"34\"", 1);
+    let e = Matrix::parse(&broken, "m.toml").unwrap_err();
+    assert!(e.message.contains("l4t releases must ascend"), "{e}");
+    let broken = BUNDLED.replacen("l4t = \"36.3\"", "l4t = \"R36.3\"", 1);
+    assert!(Matrix::parse(&broken, "m.toml").is_err());
+
+    let out = assert_cmd::Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["matrix", "--l4t", "R36.4.3", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["l4t"]["jetpack"], "6.1");
+    assert_eq!(v["l4t"]["cuda"], "12.6");
+    assert_eq!(v["l4t"]["socs"], serde_json::json!(["tegra234"]));
+    let out = assert_cmd::Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["matrix", "--l4t", "36.2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no Jetson Linux release"));
+}

@@ -1,11 +1,11 @@
 //! Every host finding: one case where it fires and one near miss where it does not. The rules are pure, so the
 //! facts are built here by hand; no test depends on how the facts were collected or how libcuda was searched.
 
-use cudadiag::facts::{DriverFacts, GpuFacts, HostFacts};
-use cudadiag::host::model::{
+use cudadiag::facts::host::{
     ContainerFacts, DeviceNode, FoundVia, Identity, LdCacheState, LibCandidate, LibKind, LibraryEntry,
     WslFacts,
 };
+use cudadiag::facts::{DriverFacts, GpuFacts, HostFacts};
 use cudadiag::rules::host::{self, cmp_versions};
 
 const UUID0: &str = "GPU-b4a13011-1c9e-7c5a-7f8e-0123456789ab";
@@ -138,7 +138,7 @@ fn no_gpu_fires_when_nothing_is_visible() {
 /// is not (issue 21). Only a bus that was read and showed no NVIDIA display controller gives `no-gpu`.
 #[test]
 fn an_unread_pci_bus_without_a_driver_is_no_driver_not_no_gpu() {
-    use cudadiag::host::gpu::PciBus;
+    use cudadiag::facts::host::PciBus;
     let mut h = healthy();
     h.gpus.clear();
     h.driver = None;

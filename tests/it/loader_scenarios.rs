@@ -4,8 +4,9 @@
 use crate::support::loader_build as build;
 
 use build::{exe, glibc_list, lib};
+use cudadiag::facts::loader::{How, Library, Resolution, StepResult};
 use cudadiag::inspect::{self, InspectOptions};
-use cudadiag::loader::{self, How, Library, Resolution, StepResult};
+use cudadiag::loader::{self};
 use cudadiag::system::{Env, Root};
 use std::path::Path;
 

@@ -4,9 +4,11 @@
 
 mod support;
 
+mod arm;
 mod audit;
 mod bundle;
 mod cli;
+mod code_table;
 mod compat_matrix;
 mod container;
 mod diff;
@@ -15,6 +17,8 @@ mod fixtures_cuobjdump;
 mod host;
 mod host_rules;
 mod image;
+mod jetson;
+mod layering;
 mod loader_cache;
 mod loader_cli;
 mod loader_differential;

@@ -367,9 +367,9 @@ fn probe_refuses_root_with_exit_2() {
 fn probe_facts_round_trip_through_the_json_report() {
     // What `snapshot` will carry: the report's `probe` section reads back into the facts type unchanged.
     let (_, r, _) = probe_with(&["probe"], &["FAKE_CUDA_DEVICES=1"]);
-    let facts: cudadiag::probe::ProbeFacts =
+    let facts: cudadiag::facts::probe::ProbeFacts =
         serde_json::from_value(r["probe"].clone()).expect("the probe section is ProbeFacts");
-    assert_eq!(facts.outcome, cudadiag::probe::ProbeOutcome::Completed);
+    assert_eq!(facts.outcome, cudadiag::facts::probe::ProbeOutcome::Completed);
     assert_eq!(facts.driver.as_ref().map(|d| d.devices.len()), Some(1));
     assert_eq!(serde_json::to_value(&facts).expect("serialise"), r["probe"]);
 }
@@ -404,7 +404,7 @@ fn live_findings(name: &str) -> Vec<cudadiag::findings::Finding> {
     let text = std::fs::read_to_string(root.join("fixtures/probe/live-h200").join(format!("{name}.json")))
         .expect("recorded live report");
     let report: Value = serde_json::from_str(&text).expect("JSON");
-    let mut probe: cudadiag::probe::ProbeFacts =
+    let mut probe: cudadiag::facts::probe::ProbeFacts =
         serde_json::from_value(report["probe"].clone()).expect("probe facts");
     let rel = format!("fixtures/cuda13/{name}");
     let mut binaries =

@@ -126,7 +126,7 @@ fn human_verdict_snapshot() {
 /// empty (or disabled) JIT cache, and runs only if the cache holds an earlier compile when one holds entries.
 #[test]
 fn ptx_only_under_disabled_jit_depends_on_the_cache() {
-    use cudadiag::host::jit_cache::{CacheDir, JitCacheFacts};
+    use cudadiag::facts::host::{CacheDir, JitCacheFacts};
     let m = Matrix::bundled().unwrap();
     let (gpu_name, driver) = machine();
     let binaries = inspect::path(&dir().join("ptx_only"), &InspectOptions::default()).unwrap();

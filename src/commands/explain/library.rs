@@ -3,7 +3,7 @@
 //! `rules::packages`), and where copies of it are on this machine (or under `--root`), found as `inspect`
 //! finds them for a missing library (`loader::copies`).
 
-use crate::loader::{Copy, Library, Resolution};
+use crate::facts::loader::{Copy, Library, Resolution};
 use crate::rules::packages::{self, Providers};
 use crate::system::Root;
 use serde::Serialize;
@@ -125,13 +125,13 @@ pub fn human(named: &[Named], root: &Root) -> String {
             s.push_str(&format!(
                 "  on {machine}: {}\n             not found at run time? add its directory: \
                  `export LD_LIBRARY_PATH={dir}` (or list it in /etc/ld.so.conf.d/ and run ldconfig)\n",
-                crate::report::escape(&crate::rules::loader::copy_line(c))
+                crate::report::escape(&c.line())
             ));
         }
         for c in other {
             s.push_str(&format!(
                 "  on {machine}: another version: {}\n",
-                crate::report::escape(&crate::rules::loader::copy_line(c))
+                crate::report::escape(&c.line())
             ));
         }
         s.push('\n');

@@ -3,11 +3,14 @@
 //! of `docs/fatbin-format.md` ("Sections" to "Entry header"), so every malformed case can be built by
 //! changing one field.
 //! `loader_build` builds programs and libraries with `cc`; `golden` makes transcripts for the insta snapshots;
+//! `tiny_runtime` writes the smallest libcudart (the unit tests of `src/inspect/elf.rs` include it too);
 //! `probe/*.c` are the fake CUDA libraries `probe.rs` builds.
 
+pub mod arm_build;
 pub mod golden;
 pub mod image;
 pub mod loader_build;
+pub mod tiny_runtime;
 
 /// Entry kinds (the ones the tests write).
 pub const PTX: u16 = 1;

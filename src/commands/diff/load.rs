@@ -4,8 +4,8 @@
 //! A snapshot holds facts only: its findings are the rules' over those facts with the bundled matrix, as
 //! `doctor --facts` gives them. A report holds its findings and (under `host.facts`) the facts they rest on.
 
-use super::{Node, NodeFinding};
 use crate::commands::ToolError;
+use crate::diff::{Node, NodeFinding};
 use crate::matrix::Matrix;
 use serde_json::Value;
 use std::path::Path;
@@ -48,7 +48,7 @@ pub fn parse(text: &str, origin: &str, fallback_name: String, matrix: &Matrix) -
         let findings = crate::rules::evaluate(&facts, matrix)
             .into_iter()
             .map(|f| NodeFinding {
-                code: f.code,
+                code: f.code.info().code.to_string(),
                 slug: f.slug,
                 severity: f.severity.as_str().to_string(),
                 message: f.message,

@@ -1,4 +1,4 @@
-//! The serialisable facts model.
+//! What a binary holds: the serialisable facts `inspect` reads from a file.
 //!
 //! Everything cudadiag learns about a binary is copied out of the parsers into these owned types, so that
 //! no parser type (goblin's, our fatbin walker's) leaks past `inspect`, and so that facts can be written to a
@@ -21,6 +21,25 @@ pub enum Format {
     Ptx,
     /// A file cudadiag does not recognise.
     Unknown,
+}
+
+impl Format {
+    /// The contract's spelling (`fatbin`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Elf => "elf",
+            Format::Fatbin => "fatbin",
+            Format::Cubin => "cubin",
+            Format::Ptx => "ptx",
+            Format::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Facts about one inspected binary. A static archive yields one of these per member, named
@@ -83,6 +102,22 @@ pub enum ElfClass {
     /// 64-bit.
     #[serde(rename = "ELF64")]
     Elf64,
+}
+
+impl ElfClass {
+    /// The contract's spelling (`ELF64`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ElfClass::Elf32 => "ELF32",
+            ElfClass::Elf64 => "ELF64",
+        }
+    }
+}
+
+impl std::fmt::Display for ElfClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Facts from a host ELF file's headers and dynamic section.
@@ -164,6 +199,23 @@ pub enum CudartLinkage {
     None,
 }
 
+impl CudartLinkage {
+    /// The contract's spelling (`static`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CudartLinkage::Static => "static",
+            CudartLinkage::Dynamic => "dynamic",
+            CudartLinkage::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for CudartLinkage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The CUDA runtime a binary uses.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CudartFacts {
@@ -205,6 +257,23 @@ pub enum CodeKind {
     Nvvm,
 }
 
+impl CodeKind {
+    /// The contract's spelling (`sass`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CodeKind::Sass => "sass",
+            CodeKind::Ptx => "ptx",
+            CodeKind::Nvvm => "nvvm",
+        }
+    }
+}
+
+impl std::fmt::Display for CodeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How an entry's payload is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -215,6 +284,23 @@ pub enum Compression {
     Lz4,
     /// zstd frame (fatbin flag `0x8000`; nvcc 12.8+ `--compress-mode`); needs an R550+ driver.
     Zstd,
+}
+
+impl Compression {
+    /// The contract's spelling (`zstd`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+impl std::fmt::Display for Compression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One device-code entry: a cubin, a PTX text or an NVVM module.
@@ -319,16 +405,16 @@ pub struct Facts {
     pub binaries: Vec<BinaryFacts>,
     /// The machine (or the what-if target), when collected.
     #[serde(default)]
-    pub host: Option<HostFacts>,
+    pub host: Option<super::HostFacts>,
     /// Python wheels read by `audit`, with what they declare.
     #[serde(default)]
-    pub wheels: Vec<WheelFacts>,
+    pub wheels: Vec<super::WheelFacts>,
     /// What the live probe observed (`probe`, `inspect --probe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe: Option<crate::probe::ProbeFacts>,
+    pub probe: Option<super::probe::ProbeFacts>,
     /// The loader's resolution of each ELF binary's libraries (`loader::resolve`), one per binary.
     #[serde(default)]
-    pub libraries: Vec<crate::loader::Resolution>,
+    pub libraries: Vec<super::loader::Resolution>,
     /// Device code of the libraries the binaries load (cuBLAS, cuDNN, a project's own `.so`): each found by the
     /// loader and inspected like a binary, kept when it carries device code. `path` is the path ld.so loads.
     #[serde(default)]
@@ -339,7 +425,7 @@ pub struct Facts {
     /// The machine's glibc when its other facts are not judged (`inspect` on a machine without NVIDIA GPU or
     /// driver): a binary's glibc floor is a question for any machine. [`Facts::glibc`] reads either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unjudged_glibc: Option<crate::host::model::GlibcFacts>,
+    pub unjudged_glibc: Option<super::host::GlibcFacts>,
     /// The container image the binaries were read from (`inspect --image`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<crate::image::ImageFacts>,
@@ -348,215 +434,10 @@ pub struct Facts {
 impl Facts {
     /// The glibc of the machine the binaries are judged for: its host facts' (read or from a snapshot), else
     /// the one kept when the rest of the machine is not judged.
-    pub fn glibc(&self) -> Option<&crate::host::model::GlibcFacts> {
+    pub fn glibc(&self) -> Option<&super::host::GlibcFacts> {
         self.host
             .as_ref()
             .and_then(|h| h.glibc.as_ref())
             .or(self.unjudged_glibc.as_ref())
     }
-}
-
-/// What a Python wheel declares about itself (`*.dist-info/METADATA`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WheelFacts {
-    /// The wheel file.
-    pub path: String,
-    /// `Name:`.
-    pub name: Option<String>,
-    /// `Version:`.
-    pub version: Option<String>,
-    /// `Requires-Dist:` lines, verbatim: what pip installs beside it (`nvidia-cuda-runtime-cu12`, …).
-    pub requires: Vec<String>,
-    /// `requires`, parsed (PEP 508), with whether pip installs each on Linux for this wheel's tags.
-    #[serde(default)]
-    pub requirements: Vec<Requirement>,
-    /// The CUDA libraries its binaries need and where each will come from: bundled in the wheel, installed by a
-    /// declared dependency, or neither. Filled by `rules::wheel::resolve` (audit).
-    #[serde(default)]
-    pub cuda_libraries: Vec<WheelLibrary>,
-}
-
-/// When pip installs a declared dependency, from its environment marker evaluated for Linux and the wheel's
-/// own tags (CPU, Python version).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Installed {
-    /// With every `pip install` of the wheel (no marker, or one that holds).
-    #[default]
-    Always,
-    /// Only when the user asks for an extra (`pip install pkg[ctk]`).
-    WithExtra,
-    /// Never on Linux for this wheel (`platform_system == "Windows"`, another Python).
-    Never,
-}
-
-/// One `Requires-Dist` of a wheel.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Requirement {
-    /// The line, verbatim.
-    pub text: String,
-    /// The distribution, PEP 503-normalised (`nvidia-cuda-runtime-cu12`).
-    pub name: String,
-    /// Extras asked of it (`cuda-toolkit[cublas,cudart]`), normalised.
-    pub extras: Vec<String>,
-    /// The version specifier (`==12.8.90`, `>=12,<13`); empty when none.
-    pub specifier: String,
-    /// When pip installs it.
-    pub installed: Installed,
-    /// The extra that installs it, when `installed` is `with-extra`.
-    pub extra: Option<String>,
-    /// What cudadiag's table of NVIDIA pip distributions knows of it (`data/pip_cuda.toml`); filled with
-    /// `cuda_libraries`.
-    #[serde(default)]
-    pub cuda: Option<CudaDependency>,
-}
-
-/// A declared dependency that installs CUDA libraries.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CudaDependency {
-    /// The NVIDIA distributions it installs (itself, or those of `cuda-toolkit`'s extras).
-    pub distributions: Vec<String>,
-    /// The CUDA major of what it installs, when known (`-cu12`, the version of a CUDA 13 name).
-    pub major: Option<u32>,
-    /// The CUDA runtime version it pins (`12.8` for `nvidia-cuda-runtime-cu12==12.8.90`), when it installs
-    /// libcudart and pins a release.
-    pub runtime: Option<String>,
-    /// The SONAMEs it installs.
-    pub sonames: Vec<String>,
-}
-
-/// Where a CUDA library a wheel's binaries need will come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Provided {
-    /// A member of the wheel (file name or SONAME).
-    Bundled,
-    /// A dependency pip always installs.
-    Dependency,
-    /// A dependency pip installs only with an extra.
-    Extra,
-    /// Nothing the wheel ships or declares.
-    Missing,
-}
-
-/// One CUDA library (DT_NEEDED) of a wheel's binaries, resolved against the wheel and its dependencies.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WheelLibrary {
-    /// The SONAME (`libcublas.so.12`).
-    pub soname: String,
-    /// The wheel's binaries that need it.
-    pub needed_by: Vec<String>,
-    /// Where it comes from.
-    pub provided: Provided,
-    /// The member that bundles it, or the `Requires-Dist` line that installs it.
-    pub by: Option<String>,
-    /// The NVIDIA distribution that installs it (`nvidia-cublas-cu12`), for `dependency` and `extra`.
-    pub distribution: Option<String>,
-    /// The CUDA major of that distribution, when known.
-    pub major: Option<u32>,
-}
-
-/// Facts about the machine: driver and GPUs. `host::collect` fills it from files; `--gpu`/`--driver` complete or
-/// replace it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct HostFacts {
-    /// The node's host name and where it was read (`host::hostname`; `host-1` in a snapshot written with
-    /// `--redact`). `None`: not found, a what-if target, or a snapshot taken by an earlier version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hostname: Option<crate::host::hostname::HostName>,
-    /// The loaded NVIDIA kernel driver, if any.
-    pub driver: Option<DriverFacts>,
-    /// The NVIDIA GPUs.
-    pub gpus: Vec<GpuFacts>,
-    /// Whether the PCI bus was read (`None`: not recorded, as for a what-if target or a snapshot taken by an
-    /// earlier version). No GPU is certain only when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pci_bus: Option<crate::host::gpu::PciBus>,
-    /// These facts were read from a machine (`host::collect`), not declared as a what-if target (`--gpu`,
-    /// `--driver`): only then do the machine rules (device nodes, libraries, environment) apply.
-    #[serde(default)]
-    pub observed: bool,
-    /// The newest CUDA version the driver supports (`13.0`), from the compatibility matrix, when known.
-    #[serde(default)]
-    pub driver_cuda: Option<String>,
-    /// The kernel module as procfs and sysfs show it, and the GPU-related modules loaded.
-    #[serde(default)]
-    pub kernel: crate::host::model::KernelFacts,
-    /// WSL2, container, Jetson.
-    #[serde(default)]
-    pub platform: crate::host::model::PlatformFacts,
-    /// Who the diagnosed program runs as, when known.
-    #[serde(default)]
-    pub identity: Option<crate::host::model::Identity>,
-    /// The `/dev/nvidia*` (and `/dev/dxg`) nodes present.
-    #[serde(default)]
-    pub device_nodes: Vec<crate::host::model::DeviceNode>,
-    /// MIG instances the driver exposes (`/proc/driver/nvidia/capabilities/gpuN/mig/giM`).
-    #[serde(default)]
-    pub mig: Vec<String>,
-    /// The CUDA-relevant environment.
-    #[serde(default)]
-    pub env: crate::host::model::EnvFacts,
-    /// Every `libcuda.so.1` the loader could pick, in search order.
-    #[serde(default)]
-    pub libcuda: Vec<crate::host::model::LibCandidate>,
-    /// The machine's `/etc/ld.so.cache` as its loader sees it (`None`: not read, as for a what-if target or a
-    /// snapshot taken by an earlier version).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ld_cache: Option<crate::host::model::LdCacheState>,
-    /// The machine's glibc, read from the `libc.so.6` its loader resolves (`None`: not found, not read (a
-    /// what-if target), or a snapshot taken by an earlier version).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub glibc: Option<crate::host::model::GlibcFacts>,
-    /// Every `libnvidia-ml.so.1` the loader could pick, in search order.
-    #[serde(default)]
-    pub nvml: Vec<crate::host::model::LibCandidate>,
-    /// The driver libraries' files as read: the candidates above and the `libcuda.so*` / `libnvidia-*` files
-    /// beside the driver's own (size, whole or cut short, SONAME, `DT_NEEDED`, symbol versions).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub driver_files: Vec<crate::host::libfile::LibFile>,
-    /// The driver's JIT cache: where, whether on, whether it holds anything (`None`: no `CUDA_CACHE_PATH` or
-    /// `HOME` to place it, or not recorded).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jit_cache: Option<crate::host::jit_cache::JitCacheFacts>,
-    /// The NVIDIA Container Toolkit's CDI specs (`/etc/cdi`, `/var/run/cdi`) and the driver versions of the
-    /// libraries they mount.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub cdi: Vec<crate::host::cdi::CdiSpec>,
-    /// Every CUDA library found on the machine.
-    #[serde(default)]
-    pub libraries: Vec<crate::host::model::LibraryEntry>,
-    /// The library catalogue was not read (`inspect` does not list the machine's libraries; `doctor` does):
-    /// an empty [`HostFacts::libraries`] then says nothing about the disk.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub catalog_skipped: bool,
-    /// Problems met while collecting (unreadable directories, link loops); never fatal.
-    #[serde(default)]
-    pub problems: Vec<String>,
-}
-
-/// The NVIDIA kernel driver.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DriverFacts {
-    /// Kernel module version (`580.159.04`).
-    pub version: String,
-    /// Where it was read (`/proc/driver/nvidia/version`, `--driver`).
-    pub source: String,
-}
-
-/// One GPU.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GpuFacts {
-    /// Model name (`NVIDIA H200`).
-    pub name: String,
-    /// Compute capability (`9.0`), when known.
-    pub cc: Option<String>,
-    /// PCI device id (`0x2335`), when known.
-    pub pci_device_id: Option<u16>,
-    /// GPU UUID, when known.
-    pub uuid: Option<String>,
-    /// PCI bus id (`0000:19:00.0`), when known.
-    pub bus_id: Option<String>,
-    /// Where it was read (`/proc/driver/nvidia/gpus/…/information`, `--gpu`).
-    pub source: String,
 }

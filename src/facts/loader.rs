@@ -1,42 +1,11 @@
-//! `loader`: which file glibc's dynamic loader would map for every library of a binary, and why.
+//! The loader's results: owned, serialisable records of what `loader::resolve` decided for every library of a
+//! binary (which file glibc's dynamic loader would map, and every step of the search that found it or not).
 //!
-//! This is an emulation of `ld.so`, never a call to it: nothing is executed or loaded (`ldd` may execute the
-//! binary). It follows glibc's own code, cited per module:
-//! - [`search`]: the search order of `_dl_map_new_object` in `elf/dl-load.c` (DT_RPATH of the loader chain
-//!   unless the object has DT_RUNPATH, `LD_LIBRARY_PATH`, DT_RUNPATH of the object only, `/etc/ld.so.cache`,
-//!   the default directories unless `DF_1_NODEFLIB`), with `open_verify`'s class and machine checks;
-//! - [`cache`]: `elf/dl-cache.c`'s reading of `ld.so.cache`;
-//! - [`platform`]: the default directories, `$LIB` and `$PLATFORM`, and the glibc-hwcaps subdirectories of
-//!   the machine (`elf/dl-hwcaps.c`, `sysdeps/x86/get-isa-level.h`);
-//! - [`resolve`]: the breadth-first walk of `_dl_map_object_deps` (`elf/dl-deps.c`), LD_PRELOAD and
-//!   `/etc/ld.so.preload` (`elf/rtld.c`), the `_dl_lookup_map` reuse of objects already loaded;
-//! - [`dlopen`]: the CUDA libraries loaded with `dlopen` (`libcuda.so.1` by cudart, …), each resolved as
-//!   `_dl_open` does from its caller (`__RTLD_CALLMAP`).
-//!
-//! Not modelled (each would be a difference the differential script reports): the legacy hwcap subdirectories
-//! and cache entries outside x86-64 and before glibc 2.26 (x86-64 glibc 2.26–2.36 is modelled: [`platform`],
-//! [`cache::LegacyHwcaps`]), `LD_AUDIT`, DT_AUXILIARY/DT_FILTER, `dlmopen` namespaces, and secure-execution
-//! through file capabilities (setuid/setgid are modelled).
-//!
-//! Every step of every search is kept as a [`Step`] in a trail, so a missing library can be explained the way
-//! libtree does ("rpath skipped: runpath is set"). All reads go through [`crate::system::Root`] and the
-//! captured [`crate::system::Env`], so `--root` and `--env` replay another machine.
+//! They are the JSON `libraries` section of the report and the part of [`crate::facts::Facts`] that a snapshot
+//! carries; the emulation that fills them is the `loader` module.
 
-pub mod cache;
-pub mod copies;
-pub mod dlopen;
-pub mod foreign;
-pub mod object;
-pub mod origin;
-pub mod platform;
-pub mod resolve;
-pub mod search;
-
-use crate::facts::{DynSymbol, VersionNeed};
+use super::binary::{DynSymbol, VersionNeed};
 use serde::{Deserialize, Serialize};
-
-pub use object::Files;
-pub use resolve::{MainSymbols, resolve, resolve_alongside, resolve_with};
 
 /// Where a search step looked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -74,6 +43,24 @@ impl How {
             How::NotFound => "not_found",
         }
     }
+
+    /// The libtree-style label of a step's source, as people read it (`rpath of libfoo.so`, `ld.so.cache`).
+    /// `of` is the object whose DT_RPATH was used; it is named when it is not the requester itself.
+    pub fn label(self, of: Option<&str>, requester: &str) -> String {
+        match self {
+            How::Rpath => match of {
+                Some(o) if o != requester => format!("rpath of {o}"),
+                _ => "rpath".into(),
+            },
+            How::LdLibraryPath => "LD_LIBRARY_PATH".into(),
+            How::Runpath => "runpath".into(),
+            How::LdSoCache => "ld.so.cache".into(),
+            How::DefaultPath => "default path".into(),
+            How::Path => "path".into(),
+            How::AlreadyLoaded => "already loaded".into(),
+            How::NotFound => "not found".into(),
+        }
+    }
 }
 
 /// What one step of a search gave (written through `wire::Step`).
@@ -108,6 +95,25 @@ impl StepResult {
             StepResult::NoCache => Some(Self::NO_CACHE_NOTE),
             _ => None,
         }
+    }
+
+    /// What the step gave, as people read it (`wrong ELF class, skipped`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepResult::Found => "found",
+            StepResult::NotPresent => "not present",
+            StepResult::WrongClass => "wrong ELF class, skipped",
+            StepResult::WrongMachine => "wrong machine, skipped",
+            StepResult::Invalid => "not a loadable ELF object, the load stops",
+            StepResult::Skipped | StepResult::NoCache => "skipped",
+            StepResult::NoEntry => "no entry",
+        }
+    }
+}
+
+impl std::fmt::Display for StepResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -253,6 +259,23 @@ pub struct Copy {
     pub in_ld_so_conf: bool,
 }
 
+impl Copy {
+    /// The copy as a report lists it: its path, then its version, why this loader would pass it over, and
+    /// whether `/etc/ld.so.conf` lists its directory.
+    pub fn line(&self) -> String {
+        let mut notes: Vec<String> = self.version.iter().map(|v| format!("version {v}")).collect();
+        notes.extend(self.unusable.iter().map(|u| format!("not loadable here: {u}")));
+        if self.in_ld_so_conf {
+            notes.push("listed in ld.so.conf".into());
+        }
+        if notes.is_empty() {
+            self.path.clone()
+        } else {
+            format!("{} ({})", self.path, notes.join("; "))
+        }
+    }
+}
+
 /// One library request: a DT_NEEDED entry, an LD_PRELOAD entry or a known `dlopen`, and how it was answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Library {
@@ -291,7 +314,7 @@ pub struct Library {
     pub copies: Vec<Copy>,
     /// For a `dlopen` stem ([`Library::is_dlopen_stem`]) no step finds under its bare name: the versioned
     /// names of it (`libnvJitLink.so.13`) along its search, in search order, each once
-    /// ([`dlopen::completions`]). Listed, not loaded: which one the library asks for is in its code.
+    /// (`loader::dlopen::completions`). Listed, not loaded: which one the library asks for is in its code.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completions: Vec<String>,
     /// The error ld.so would stop with ("wrong ELF class: ELFCLASS32", "invalid ELF header").
@@ -325,7 +348,26 @@ impl Library {
     /// A run-time load named by a bare stem (`libcudnn_ops.so`): the library completes it with a version
     /// before it calls dlopen, or tries it among other names. Not a load that can fail on its own.
     pub fn is_dlopen_stem(&self) -> bool {
-        self.dlopen && dlopen::is_stem(&self.soname)
+        self.dlopen && is_stem(&self.soname)
+    }
+
+    /// The numbered search trail, one line per step (skipped steps with their reason).
+    pub fn trail_lines(&self) -> Vec<String> {
+        self.trail
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let what = s.how.label(s.of.as_deref(), &self.needed_by);
+                let result = s.result.as_str();
+                let at = s.path.as_deref().or(s.dir.as_deref()).unwrap_or("");
+                let note = s.note().map(|n| format!(" ({n})")).unwrap_or_default();
+                if at.is_empty() {
+                    format!("{}. [{what}] {result}{note}", i + 1)
+                } else {
+                    format!("{}. [{what}] {at}: {result}{note}", i + 1)
+                }
+            })
+            .collect()
     }
 }
 
@@ -401,36 +443,145 @@ pub struct Resolution {
     /// How each object that requested a missing library was installed (pip, conda, the system's packages),
     /// read beside it: what the fix names packages from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub origins: Vec<origin::Origin>,
+    pub origins: Vec<Origin>,
     /// Set when the machine (or root) cannot load the binary's architecture: its libraries were not looked up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub foreign: Option<foreign::Foreign>,
+    pub foreign: Option<Foreign>,
 }
 
-/// Reads the version at the end of a file name: `libcudart.so.12.4.127` → `12.4.127`.
-pub fn version_from_name(path: &str) -> Option<String> {
-    let name = path.rsplit('/').next()?;
-    let (_, tail) = name.split_once(".so.")?;
-    (!tail.is_empty()
-        && tail
-            .split('.')
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
-    .then(|| tail.to_string())
+/// A binary the machine cannot load: another architecture than the root's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Foreign {
+    /// The binary's architecture (`aarch64`).
+    pub needs: String,
+    /// The architecture the machine or root serves (`x86_64`), where it is known.
+    pub here: Option<String>,
+    /// What was looked for, and found instead.
+    pub evidence: Vec<String>,
+}
+
+/// The system's package manager, by the database the root has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PackageManager {
+    /// `/var/lib/dpkg/status`: apt and `.deb` packages.
+    Dpkg,
+    /// `/var/lib/rpm`: dnf/yum/zypper and `.rpm` packages.
+    Rpm,
+}
+
+/// One `Requires-Dist` line of a distribution's `METADATA`, with its line number (1-based) for evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataLine {
+    /// Line number in `METADATA`.
+    pub line: usize,
+    /// The value after `Requires-Dist: `, verbatim.
+    pub text: String,
+    /// The lowest release of the distribution the line admits, when its specifier sets one and its marker
+    /// does not rule Linux out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<Floor>,
+}
+
+/// How a requirement sets its lowest release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FloorOp {
+    /// `==V`, `===V` or `==V.*`: that release (line) exactly.
+    Pinned,
+    /// `>=V`, `~=V` or `>V`: that release or a later one.
+    AtLeast,
+}
+
+/// The lowest release of a distribution a `Requires-Dist` line admits (PEP 440 specifiers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Floor {
+    /// The distribution, PEP 503-normalised (`nvidia-cudnn-cu13`).
+    pub name: String,
+    /// The operator that sets it.
+    pub op: FloorOp,
+    /// The release as written, without a `.*` (`9.19.0.56`).
+    pub version: String,
+    /// Its release numbers (`[9, 19, 0, 56]`).
+    pub release: Vec<u64>,
+}
+
+/// The pip distribution that installed a requester.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipDist {
+    /// Its name as `METADATA` spells it (`torch`).
+    pub name: String,
+    /// Its version (`2.11.0`).
+    pub version: String,
+    /// The `METADATA` file read.
+    pub metadata: String,
+    /// Its `Requires-Dist` lines.
+    pub requires: Vec<MetadataLine>,
+}
+
+/// How one requester of a missing library was installed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Installed {
+    /// Under a Python `site-packages` directory, installed by pip.
+    Pip {
+        /// The `site-packages` directory.
+        site: String,
+        /// The distribution whose `RECORD` lists the object, when one does.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dist: Option<PipDist>,
+    },
+    /// In a conda environment.
+    Conda {
+        /// The environment's prefix (the directory holding `conda-meta/`).
+        prefix: String,
+    },
+    /// Anywhere else: the system's packages, or files put there by hand.
+    System {
+        /// The package manager the root has, when it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        manager: Option<PackageManager>,
+    },
+}
+
+/// A requester and how it was installed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// The requesting object's path, as [`Library::needed_by`] names it.
+    pub object: String,
+    /// How it was installed.
+    #[serde(flatten)]
+    pub installed: Installed,
+}
+
+/// The release numbers of a PEP 440 version (`9.19.0.56` → `[9, 19, 0, 56]`); a pre-, post- or dev-release
+/// suffix ends the release (`12.8.0rc1` → `[12, 8, 0]`). `None` for an epoch (`1!2.0`), a local version
+/// (`2.0+cu12`) or no number at all.
+pub fn release(version: &str) -> Option<Vec<u64>> {
+    if version.contains('!') || version.contains('+') {
+        return None;
+    }
+    let mut out = Vec::new();
+    for part in version.split('.') {
+        let digits = part.len() - part.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let n = part[..digits].parse().ok()?;
+        out.push(n);
+        if digits < part.len() {
+            break;
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Is `name` a stem: a library name without a version (`libcudnn_ops.so`), which a library may complete with
+/// one before it calls `dlopen`, or try among other names?
+pub fn is_stem(name: &str) -> bool {
+    name.ends_with(".so")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn versions_from_names() {
-        assert_eq!(
-            version_from_name("/x/libcudart.so.12.4.127").as_deref(),
-            Some("12.4.127")
-        );
-        assert_eq!(version_from_name("/x/libcuda.so").as_deref(), None);
-        assert_eq!(version_from_name("libfoo.so.1.x").as_deref(), None);
-    }
 
     fn cache_step(result: StepResult, note: Option<&str>) -> Step {
         Step {

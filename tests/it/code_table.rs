@@ -1,0 +1,718 @@
+//! Every finding code, one input that fires it and one near miss that does not, in one table.
+//!
+//! A row is either a pair of command lines run here (the fixtures, a few files made in a temporary directory,
+//! a snapshot edited field by field), or, where firing needs inputs another module builds (programs compiled
+//! with `cc`, a fake libcuda, a copy of a host tree with other file modes), the tests in that module that hold
+//! the firing case and the near miss, and why they live there. `every_code_has_a_row` fails when a code of the
+//! catalogue has none; `referenced_tests_exist` when a named test is renamed away.
+
+use assert_cmd::Command;
+use cudadiag::findings::CATALOGUE;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// How a code is shown to fire and not to.
+enum Case {
+    /// `cudadiag ARGS --format json`, twice: the code is among the first run's findings and not the second's.
+    /// Arguments: `@host:CASE` expands to the host fixture's `--root`, `--clear-env` and `--env` lines,
+    /// `@tmp/` to the test's temporary directory, a leading `fixtures/` to the repository's fixtures.
+    Run {
+        fire: &'static [&'static str],
+        miss: &'static [&'static str],
+    },
+    /// Tested in another module: `file::test` of the firing case and of the near miss, and why there.
+    Elsewhere {
+        fire: &'static str,
+        miss: &'static str,
+        why: &'static str,
+    },
+}
+
+const TABLE: &[(&str, Case)] = &[
+    (
+        "no-kernel-image",
+        Case::Run {
+            fire: &[
+                "inspect",
+                "--no-host",
+                "--gpu",
+                "9.0",
+                "--driver",
+                "580.65.06",
+                "fixtures/cuda13/sm80",
+            ],
+            miss: &[
+                "inspect",
+                "--no-host",
+                "--gpu",
+                "8.0",
+                "--driver",
+                "580.65.06",
+                "fixtures/cuda13/sm80",
+            ],
+        },
+    ),
+    (
+        "ptx-jit-required",
+        Case::Run {
+            fire: &[
+                "inspect",
+                "--no-host",
+                "--gpu",
+                "8.0",
+                "--driver",
+                "580.65.06",
+                "fixtures/cuda13/default",
+            ],
+            miss: &[
+                "inspect",
+                "--no-host",
+                "--gpu",
+                "7.5",
+                "--driver",
+                "580.65.06",
+                "fixtures/cuda13/default",
+            ],
+        },
+    ),
+    (
+        "ptx-too-new",
+        Case::Run {
+            fire: &[
+                "inspect",
+                "--no-host",
+                "--gpu",
+                "9.0",
+                "--driver",
+                "550.90.07",
+                "fixtures/cuda13/ptx_only",
+            ],
+            miss: &[
+                "inspect",
+                "--no-host",
+                "--gpu",
+                "9.0",
+                "--driver",
+                "580.65.06",
+                "fixtures/cuda13/ptx_only",
+            ],
+        },
+    ),
+    (
+        "no-device-code",
+        Case::Run {
+            fire: &["inspect", "@host:healthy", "fixtures/cuda13/uses_libkern"],
+            miss: &["inspect", "@host:healthy", "fixtures/cuda13/default"],
+        },
+    ),
+    (
+        "malformed-device-code",
+        Case::Run {
+            fire: &["inspect", "--no-host", "@tmp/bad.fatbin"],
+            miss: &["inspect", "--no-host", "fixtures/cuda13/kern.fatbin"],
+        },
+    ),
+    (
+        "malformed-binary",
+        Case::Run {
+            fire: &["inspect", "--no-host", "@tmp/truncated"],
+            miss: &["inspect", "--no-host", "fixtures/cuda13/default"],
+        },
+    ),
+    (
+        "unrecognized-input",
+        Case::Run {
+            fire: &["inspect", "--no-host", "@tmp/notes.txt"],
+            miss: &["inspect", "--no-host", "fixtures/cuda13/kern.fatbin"],
+        },
+    ),
+    (
+        "input-unreadable",
+        Case::Elsewhere {
+            fire: "audit.rs::unreadable_inputs_fail_the_audit_as_input_unreadable",
+            miss: "audit.rs::unreadable_inputs_fail_the_audit_as_input_unreadable",
+            why: "an unreadable file needs a mode root ignores; the audit test makes one where the walk meets it",
+        },
+    ),
+    (
+        "ptx-jit-disabled",
+        Case::Run {
+            fire: &[
+                "inspect",
+                "@host:healthy",
+                "--env",
+                "CUDA_DISABLE_PTX_JIT=1",
+                "fixtures/cuda13/ptx_only",
+            ],
+            miss: &["inspect", "@host:healthy", "fixtures/cuda13/ptx_only"],
+        },
+    ),
+    (
+        "ptx-jit-cache-only",
+        Case::Elsewhere {
+            fire: "verdict_fixtures.rs::ptx_only_under_disabled_jit_depends_on_the_cache",
+            miss: "verdict_fixtures.rs::ptx_only_under_disabled_jit_depends_on_the_cache",
+            why: "needs a JIT cache directory with entries, which that test writes beside the facts",
+        },
+    ),
+    (
+        "foreign-architecture",
+        Case::Run {
+            fire: &["inspect", "@host:jetson", "fixtures/cuda13/default"],
+            miss: &["inspect", "@host:healthy", "fixtures/cuda13/default"],
+        },
+    ),
+    (
+        "library-not-found",
+        Case::Run {
+            fire: &["inspect", "@host:healthy", "fixtures/cuda13/default"],
+            miss: &["inspect", "@host:jetson", "fixtures/cuda13/default"],
+        },
+    ),
+    (
+        "library-shadowed",
+        Case::Elsewhere {
+            fire: "loader_scenarios.rs::ld_library_path_shadows_a_wheel_runpath_and_a_symbol_goes_missing",
+            miss: "loader_scenarios.rs::rpath_before_ld_library_path_before_runpath",
+            why: "needs programs and libraries built with cc (support::loader_build)",
+        },
+    ),
+    (
+        "symbol-version-missing",
+        Case::Elsewhere {
+            fire: "loader_scenarios.rs::a_versioned_symbol_missing_from_the_provider",
+            miss: "loader_scenarios.rs::a_version_the_provider_does_not_define",
+            why: "needs programs and libraries built with cc (support::loader_build)",
+        },
+    ),
+    (
+        "multiple-cuda-majors",
+        Case::Elsewhere {
+            fire: "loader_scenarios.rs::two_cuda_majors_in_one_process",
+            miss: "audit.rs::a_declared_dependency_counts_for_cuda_majors_and_mixed_majors",
+            why: "needs libraries of two CUDA majors built with cc",
+        },
+    ),
+    (
+        "glibc-too-old",
+        Case::Elsewhere {
+            fire: "loader_scenarios.rs::a_glibc_older_than_the_process_needs",
+            miss: "loader_scenarios.rs::a_libc_missing_an_older_version_is_symbol_version_missing",
+            why: "needs a libc built with cc that defines fewer GLIBC_ versions",
+        },
+    ),
+    (
+        "duplicate-cuda-library",
+        Case::Elsewhere {
+            fire: "loader_scenarios.rs::a_vendored_and_a_plain_cudart_are_two_copies",
+            miss: "loader_scenarios.rs::a_vendored_and_a_plain_cudart_are_two_copies",
+            why: "needs two cudart copies built with cc loaded into one tree",
+        },
+    ),
+    (
+        "cuda-library-too-old",
+        Case::Elsewhere {
+            fire: "loader_cli.rs::golden_missing_library",
+            miss: "loader_cli.rs::golden_missing_library",
+            why: "needs a pip site-packages tree with METADATA pins, built by that test",
+        },
+    ),
+    (
+        "no-driver",
+        Case::Run {
+            fire: &["doctor", "@host:nouveau"],
+            miss: &["doctor", "@host:healthy"],
+        },
+    ),
+    (
+        "libcuda-not-found",
+        Case::Run {
+            fire: &["doctor", "@host:ld-cache-missing"],
+            miss: &["doctor", "@host:healthy"],
+        },
+    ),
+    (
+        "driver-insufficient",
+        Case::Run {
+            fire: &[
+                "inspect",
+                "--no-host",
+                "--driver",
+                "550.90.07",
+                "fixtures/cuda13/default",
+            ],
+            miss: &[
+                "inspect",
+                "--no-host",
+                "--driver",
+                "580.65.06",
+                "fixtures/cuda13/default",
+            ],
+        },
+    ),
+    (
+        "minor-version-compat",
+        Case::Run {
+            fire: &[
+                "inspect",
+                "--no-host",
+                "--driver",
+                "535.104.05",
+                "fixtures/old/cu124_sm90.cubin",
+            ],
+            miss: &[
+                "inspect",
+                "--no-host",
+                "--driver",
+                "550.90.07",
+                "fixtures/old/cu124_sm90.cubin",
+            ],
+        },
+    ),
+    (
+        "driver-library-mismatch",
+        Case::Run {
+            fire: &["doctor", "@host:driver-upgraded-no-reboot"],
+            miss: &["doctor", "@host:healthy"],
+        },
+    ),
+    (
+        "compat-libcuda-unsupported",
+        Case::Run {
+            fire: &["doctor", "@host:compat-on-geforce"],
+            miss: &["doctor", "@host:healthy"],
+        },
+    ),
+    (
+        "stub-libcuda",
+        Case::Run {
+            fire: &["doctor", "@host:stub-first"],
+            miss: &["doctor", "@host:healthy"],
+        },
+    ),
+    (
+        "gpu-unsupported-by-driver",
+        Case::Run {
+            fire: &[
+                "inspect",
+                "--no-host",
+                "--gpu",
+                "3.5",
+                "--driver",
+                "580.65.06",
+                "fixtures/cuda13/default",
+            ],
+            miss: &[
+                "inspect",
+                "--no-host",
+                "--gpu",
+                "9.0",
+                "--driver",
+                "580.65.06",
+                "fixtures/cuda13/default",
+            ],
+        },
+    ),
+    (
+        "driver-library-damaged",
+        Case::Elsewhere {
+            fire: "host.rs::empty_or_truncated_driver_libraries_are_damaged",
+            miss: "host.rs::a_stub_copied_anywhere_as_libcuda_so_1_is_stub_libcuda",
+            why: "needs a copy of a host tree with empty and cut-short driver libraries, which that test writes",
+        },
+    ),
+    (
+        "cdi-spec-stale",
+        Case::Elsewhere {
+            fire: "host.rs::a_cdi_spec_for_another_driver_is_stale",
+            miss: "host.rs::a_cdi_spec_for_another_driver_is_stale",
+            why: "needs a CDI spec written into a copy of the healthy tree",
+        },
+    ),
+    (
+        "no-visible-devices",
+        Case::Run {
+            fire: &["doctor", "@host:healthy", "--env", "CUDA_VISIBLE_DEVICES=7"],
+            miss: &["doctor", "@host:healthy", "--env", "CUDA_VISIBLE_DEVICES=0"],
+        },
+    ),
+    (
+        "device-nodes-missing",
+        Case::Run {
+            fire: &["doctor", "@host:container-no-gpu"],
+            miss: &["doctor", "@host:healthy"],
+        },
+    ),
+    (
+        "device-permission-denied",
+        Case::Elsewhere {
+            fire: "host.rs::device_permission_denied_on_a_copy_of_the_healthy_tree",
+            miss: "host.rs::device_permission_denied_on_a_copy_of_the_healthy_tree",
+            why: "needs a copy of the healthy tree with another uid and node modes (git keeps no file modes)",
+        },
+    ),
+    (
+        "nvidia-uvm-missing",
+        Case::Run {
+            fire: &["doctor", "@host:uvm-missing"],
+            miss: &["doctor", "@host:healthy"],
+        },
+    ),
+    (
+        "nouveau-loaded",
+        Case::Run {
+            fire: &["doctor", "@host:nouveau"],
+            miss: &["doctor", "@host:healthy"],
+        },
+    ),
+    (
+        "no-gpu",
+        Case::Elsewhere {
+            fire: "host_rules.rs::no_gpu_fires_when_nothing_is_visible",
+            miss: "host.rs::a_container_without_sys_or_driver_is_no_driver_not_no_gpu",
+            why: "needs a PCI bus that was read and lists no NVIDIA device, which those tests build as facts",
+        },
+    ),
+    (
+        "device-order-mismatch",
+        Case::Run {
+            fire: &["doctor", "--facts", "@tmp/two-models.json"],
+            miss: &["doctor", "--facts", "@tmp/two-models-pci-order.json"],
+        },
+    ),
+    (
+        "probe-failed",
+        Case::Elsewhere {
+            fire: "probe.rs::a_crash_in_the_driver_is_a_finding_not_a_crash",
+            miss: "probe.rs::inspect_probe_loads_each_fatbin_and_reports_the_drivers_answer",
+            why: "needs the live probe, run against fake CUDA libraries built with cc",
+        },
+    ),
+    (
+        "probe-disagrees",
+        Case::Elsewhere {
+            fire: "probe/tests.rs::stub_predicted_but_init_succeeded_disagrees",
+            miss: "probe/tests.rs::module_209_confirms_no_kernel_image_of_that_binary_only",
+            why: "needs probe facts beside static findings; the rule's unit tests build both",
+        },
+    ),
+    (
+        "policy-missing-arch",
+        Case::Run {
+            fire: &[
+                "audit",
+                "--policy",
+                "@tmp/sass-sm90a.toml",
+                "fixtures/cuda13/sm80",
+            ],
+            miss: &["audit", "--policy", "@tmp/sass-sm80.toml", "fixtures/cuda13/sm80"],
+        },
+    ),
+    (
+        "policy-missing-ptx",
+        Case::Run {
+            fire: &[
+                "audit",
+                "--policy",
+                "@tmp/ptx-compute90.toml",
+                "fixtures/cuda13/ptx_only",
+            ],
+            miss: &[
+                "audit",
+                "--policy",
+                "@tmp/ptx-compute80.toml",
+                "fixtures/cuda13/ptx_only",
+            ],
+        },
+    ),
+    (
+        "policy-min-driver",
+        Case::Run {
+            fire: &[
+                "audit",
+                "--policy",
+                "@tmp/driver-535.toml",
+                "fixtures/cuda13/sm80",
+            ],
+            miss: &[
+                "audit",
+                "--policy",
+                "@tmp/driver-580.toml",
+                "fixtures/cuda13/sm80",
+            ],
+        },
+    ),
+    (
+        "policy-forbidden-library",
+        Case::Run {
+            fire: &["audit", "--policy", "@tmp/empty.toml", "@tmp/ships-libcuda"],
+            miss: &["audit", "--policy", "@tmp/empty.toml", "@tmp/ships-libkern"],
+        },
+    ),
+    (
+        "waiver-unused",
+        Case::Run {
+            fire: &[
+                "audit",
+                "--policy",
+                "@tmp/waive-forbidden.toml",
+                "@tmp/ships-libkern",
+            ],
+            miss: &[
+                "audit",
+                "--policy",
+                "@tmp/waive-forbidden.toml",
+                "@tmp/ships-libcuda",
+            ],
+        },
+    ),
+    (
+        "waiver-expired",
+        Case::Run {
+            fire: &[
+                "audit",
+                "--policy",
+                "@tmp/waive-forbidden-expired.toml",
+                "@tmp/ships-libcuda",
+            ],
+            miss: &[
+                "audit",
+                "--policy",
+                "@tmp/waive-forbidden.toml",
+                "@tmp/ships-libcuda",
+            ],
+        },
+    ),
+    (
+        "policy-glibc",
+        Case::Run {
+            fire: &[
+                "audit",
+                "--policy",
+                "@tmp/glibc-2.17.toml",
+                "fixtures/cuda13/default",
+            ],
+            miss: &[
+                "audit",
+                "--policy",
+                "@tmp/glibc-2.39.toml",
+                "fixtures/cuda13/default",
+            ],
+        },
+    ),
+    (
+        "container-requirement-unmet",
+        Case::Elsewhere {
+            fire: "container/tests.rs::an_unsatisfied_cuda_requirement_is_a_finding_with_the_toolkit_message",
+            miss: "container/tests.rs::real_image_constraints_against_real_drivers",
+            why: "the toolkit's rules are a pure function of an image's environment and a node's facts; the unit \
+                  tests run the real base images' NVIDIA_REQUIRE_CUDA against real drivers and GPUs",
+        },
+    ),
+    (
+        "container-config-invalid",
+        Case::Elsewhere {
+            fire: "container/tests.rs::invalid_expressions_stop_the_container",
+            miss: "container/tests.rs::invalid_expressions_stop_the_container",
+            why: "an image environment the toolkit rejects; the unit test holds the same property written validly",
+        },
+    ),
+    (
+        "container-compute-missing",
+        Case::Elsewhere {
+            fire: "container/tests.rs::capabilities_decide_what_is_injected",
+            miss: "container/tests.rs::capabilities_decide_what_is_injected",
+            why: "NVIDIA_DRIVER_CAPABILITIES=utility against the default utility,compute, in one unit test",
+        },
+    ),
+    (
+        "container-no-gpu-access",
+        Case::Elsewhere {
+            fire: "container/tests.rs::visible_devices_decide_whether_the_toolkit_acts",
+            miss: "container/tests.rs::visible_devices_decide_whether_the_toolkit_acts",
+            why: "NVIDIA_VISIBLE_DEVICES void, none and unset against indices and UUIDs the node has",
+        },
+    ),
+    (
+        "container-unknown-device",
+        Case::Elsewhere {
+            fire: "container/tests.rs::visible_devices_decide_whether_the_toolkit_acts",
+            miss: "container/tests.rs::visible_devices_decide_whether_the_toolkit_acts",
+            why: "an index the node lacks against one it has, in one unit test",
+        },
+    ),
+];
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The files the `@tmp/` arguments name.
+fn write_inputs(tmp: &Path) {
+    let fixture = |p: &str| std::fs::read(repo().join(p)).unwrap();
+    let mut fatbin = fixture("fixtures/cuda13/kern.fatbin");
+    // The first entry's payload size, far past the end of the file.
+    fatbin[40..48].copy_from_slice(&[0xff; 8]);
+    std::fs::write(tmp.join("bad.fatbin"), fatbin).unwrap();
+    std::fs::write(tmp.join("truncated"), &fixture("fixtures/cuda13/default")[..200]).unwrap();
+    std::fs::write(tmp.join("notes.txt"), "release notes\n").unwrap();
+    for (dir, name) in [("ships-libcuda", "libcuda.so.1"), ("ships-libkern", "libkern.so")] {
+        std::fs::create_dir_all(tmp.join(dir)).unwrap();
+        std::fs::write(tmp.join(dir).join(name), fixture("fixtures/cuda13/libkern.so")).unwrap();
+    }
+    let waiver = "[[waiver]]\ncode = \"policy-forbidden-library\"\nreason = \"test rig only\"\n";
+    for (name, text) in [
+        ("sass-sm90a.toml", "[targets]\nsass = [\"sm_90a\"]\n".to_string()),
+        ("sass-sm80.toml", "[targets]\nsass = [\"sm_80\"]\n".into()),
+        ("ptx-compute90.toml", "[targets]\nptx = \"compute_90\"\n".into()),
+        ("ptx-compute80.toml", "[targets]\nptx = \"compute_80\"\n".into()),
+        (
+            "driver-535.toml",
+            "[targets]\nmin-driver = \"535.104.05\"\n".into(),
+        ),
+        (
+            "driver-580.toml",
+            "[targets]\nmin-driver = \"580.65.06\"\n".into(),
+        ),
+        ("glibc-2.17.toml", "[targets]\nglibc = \"2.17\"\n".into()),
+        ("glibc-2.39.toml", "[targets]\nglibc = \"2.39\"\n".into()),
+        ("empty.toml", String::new()),
+        ("waive-forbidden.toml", waiver.to_string()),
+        (
+            "waive-forbidden-expired.toml",
+            format!("{waiver}expires = \"2020-01-01\"\n"),
+        ),
+    ] {
+        std::fs::write(tmp.join(name), text).unwrap();
+    }
+    // A snapshot of the healthy machine with two GPU models and an index in CUDA_VISIBLE_DEVICES.
+    let mut snap: Value = serde_json::from_slice(
+        &Command::cargo_bin("cudadiag")
+            .unwrap()
+            .args(["snapshot", "-o", "-"])
+            .args(expand(&["@host:healthy"], tmp))
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let host = snap
+        .pointer_mut("/facts/host")
+        .expect("a snapshot has host facts");
+    host["gpus"][1]["name"] = "NVIDIA L4".into();
+    host["env"]["vars"]["CUDA_VISIBLE_DEVICES"] = "0".into();
+    std::fs::write(tmp.join("two-models.json"), snap.to_string()).unwrap();
+    snap["facts"]["host"]["env"]["vars"]["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID".into();
+    std::fs::write(tmp.join("two-models-pci-order.json"), snap.to_string()).unwrap();
+}
+
+fn expand(args: &[&str], tmp: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for a in args {
+        if let Some(case) = a.strip_prefix("@host:") {
+            let dir = repo().join("fixtures/hosts").join(case);
+            out.extend([
+                "--root".to_string(),
+                dir.join("root").display().to_string(),
+                "--clear-env".into(),
+            ]);
+            let env = std::fs::read_to_string(dir.join("env")).unwrap();
+            for l in env.lines().filter(|l| !l.is_empty()) {
+                out.extend(["--env".to_string(), l.to_string()]);
+            }
+        } else if let Some(rest) = a.strip_prefix("@tmp/") {
+            out.push(tmp.join(rest).display().to_string());
+        } else if a.starts_with("fixtures/") {
+            out.push(repo().join(a).display().to_string());
+        } else {
+            out.push(a.to_string());
+        }
+    }
+    out
+}
+
+fn slugs(args: &[String]) -> Vec<String> {
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn every_code_has_a_row() {
+    let missing: Vec<&str> = CATALOGUE
+        .iter()
+        .filter(|c| !TABLE.iter().any(|(s, _)| *s == c.slug))
+        .map(|c| c.slug)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "codes with no row in tests/it/code_table.rs: {missing:?}"
+    );
+    for (slug, _) in TABLE {
+        assert!(
+            CATALOGUE.iter().any(|c| c.slug == *slug),
+            "{slug} is not a catalogue slug"
+        );
+    }
+}
+
+#[test]
+fn each_code_fires_on_its_input_and_not_on_its_near_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let mut wrong = Vec::new();
+    for (slug, case) in TABLE {
+        let Case::Run { fire, miss } = case else { continue };
+        let fired = slugs(&expand(fire, dir.path()));
+        if !fired.iter().any(|s| s == slug) {
+            wrong.push(format!("{slug} does not fire on {fire:?} (got {fired:?})"));
+        }
+        let missed = slugs(&expand(miss, dir.path()));
+        if missed.iter().any(|s| s == slug) {
+            wrong.push(format!("{slug} fires on its near miss {miss:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn referenced_tests_exist() {
+    for (slug, case) in TABLE {
+        let Case::Elsewhere { fire, miss, why } = case else {
+            continue;
+        };
+        assert!(!why.is_empty(), "{slug}: say why the case lives elsewhere");
+        for r in [fire, miss] {
+            let (file, test) = r.split_once("::").unwrap();
+            let path: PathBuf = if file.starts_with("probe/") {
+                repo().join("src/rules").join(file)
+            } else if file.starts_with("container/") {
+                repo().join("src").join(file)
+            } else {
+                repo().join("tests/it").join(file)
+            };
+            let text =
+                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{slug}: {}: {e}", path.display()));
+            assert!(
+                text.contains(&format!("fn {test}(")),
+                "{slug}: no test {test} in {}",
+                path.display()
+            );
+        }
+    }
+}
