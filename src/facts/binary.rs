@@ -428,7 +428,7 @@ pub struct Facts {
     pub unjudged_glibc: Option<super::host::GlibcFacts>,
     /// The container image the binaries were read from (`inspect --image`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<crate::image::ImageFacts>,
+    pub image: Option<super::image::ImageFacts>,
 }
 
 impl Facts {

@@ -1,7 +1,7 @@
 //! The human report's image line (`inspect --image`): which image, which config, which program.
 
 use super::{Paint, Sane};
-use crate::image::ImageFacts;
+use crate::facts::image::ImageFacts;
 use std::io::{self, Write};
 
 /// One line naming the image and the program inspected; with `verbose`, how the program was found.
