@@ -679,6 +679,19 @@ fn an_image_compat_libcuda_newer_than_the_driver_on_a_geforce_gives_804() {
         f[0].contains("575.57.08 on top of driver 550.90.07") && f[0].contains("804"),
         "{f:?}"
     );
+    // The same node declared instead of read: a driver and a GPU are enough for the machine rules.
+    let (_, v) = json(&[
+        "inspect",
+        "--image",
+        a.to_str().unwrap(),
+        "--driver",
+        "550.90.07",
+        "--gpu",
+        "RTX 4090",
+    ]);
+    let f = compat_findings(&v);
+    assert_eq!(f.len(), 1, "{v}");
+    assert!(f[0].contains("804"), "{f:?}");
     // The near miss: the same image on a node of data-center GPUs (two H100s, the same driver).
     let dc = node_snapshot("healthy", &t.path().join("dc.json"));
     let (_, v) = json(&["inspect", "--image", a.to_str().unwrap(), "--facts", &dc]);
