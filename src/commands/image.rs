@@ -67,7 +67,16 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
     let mut facts = binaries_and_libraries(&reading, &root, &env)?;
     inside_paths(&mut facts, img.dir());
     match (node, &view) {
-        (Some(Node::Judged(n)), Some(v)) => facts.host = Some(container_host(&root, &env, *n, v, &matrix)),
+        (Some(Node::Judged(n)), Some(v)) => {
+            facts.host = Some(container_host(
+                &root,
+                &env,
+                image::entry::identity(&root, &img.config.user),
+                *n,
+                v,
+                &matrix,
+            ))
+        }
         (Some(Node::Unjudged(note)), _) => facts.host_note = Some(note),
         _ => {}
     }
@@ -275,6 +284,7 @@ fn compat_activated(img: &Image, view: &ContainerView) -> Vec<String> {
 fn container_host(
     root: &Root,
     env: &Env,
+    user: Option<crate::facts::host::Identity>,
     n: HostFacts,
     view: &ContainerView,
     matrix: &crate::matrix::Matrix,
@@ -320,9 +330,9 @@ fn container_host(
     files.gpus = n.gpus;
     files.pci_bus = n.pci_bus;
     files.kernel = n.kernel;
-    // The container's user is the image's, not cudadiag's; the toolkit creates the device nodes with the
-    // node's modes.
-    files.identity = None;
+    // The container's user is the image's `User`, not cudadiag's; the toolkit creates the device nodes with
+    // the node's modes.
+    files.identity = user;
     files.mig = n.mig;
     files.cdi = n.cdi;
     crate::host::enrich::with_matrix(&mut files, matrix);

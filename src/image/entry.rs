@@ -290,3 +290,102 @@ mod tests {
         );
     }
 }
+
+/// Who the container's process is, from the config's `User` (`name`, `uid`, `name:group`, `uid:gid`; empty is
+/// root), names looked up in the image's `/etc/passwd` and `/etc/group` as the engine does, supplementary
+/// groups being those `/etc/group` lists the user in. `None` when a name is not in the image (the engine then
+/// refuses to start the container: "unable to find user").
+pub fn identity(root: &Root, user: &str) -> Option<crate::facts::host::Identity> {
+    let (u, g) = match user.split_once(':') {
+        Some((u, g)) => (u, Some(g)),
+        None => (user, None),
+    };
+    let read = |p: &str| {
+        root.read_to_string(Path::new(p), crate::system::read::CONFIG_TEXT)
+            .unwrap_or_default()
+    };
+    let passwd = read("/etc/passwd");
+    let group = read("/etc/group");
+    // name:x:uid:gid:… and name:x:gid:member,member
+    let fields = |text: &str, name: &str| -> Option<Vec<String>> {
+        text.lines()
+            .map(|l| l.split(':').map(str::to_string).collect::<Vec<_>>())
+            .find(|f| f.first().map(String::as_str) == Some(name))
+    };
+    let (uid, name, mut gid) = if u.is_empty() {
+        (0, Some("root".to_string()), 0)
+    } else if let Ok(uid) = u.parse::<u32>() {
+        let entry = passwd
+            .lines()
+            .map(|l| l.split(':').collect::<Vec<_>>())
+            .find(|f| f.get(2).and_then(|x| x.parse::<u32>().ok()) == Some(uid));
+        let name = entry.as_ref().and_then(|f| f.first().map(|s| s.to_string()));
+        let gid = entry
+            .and_then(|f| f.get(3).and_then(|x| x.parse().ok()))
+            .unwrap_or(0);
+        (uid, name, gid)
+    } else {
+        let f = fields(&passwd, u)?;
+        (
+            f.get(2)?.parse().ok()?,
+            Some(u.to_string()),
+            f.get(3)?.parse().ok()?,
+        )
+    };
+    if let Some(g) = g {
+        gid = match g.parse::<u32>() {
+            Ok(n) => n,
+            Err(_) => fields(&group, g)?.get(2)?.parse().ok()?,
+        };
+    }
+    let mut groups = vec![gid];
+    if let Some(name) = &name {
+        for l in group.lines() {
+            let f: Vec<&str> = l.split(':').collect();
+            if f.get(3).is_some_and(|m| m.split(',').any(|x| x == name))
+                && let Some(n) = f.get(2).and_then(|x| x.parse().ok())
+                && !groups.contains(&n)
+            {
+                groups.push(n);
+            }
+        }
+    }
+    Some(crate::facts::host::Identity {
+        uid,
+        gid,
+        groups,
+        source: format!(
+            "the image's User {:?} (its /etc/passwd and /etc/group)",
+            if user.is_empty() { "root" } else { user }
+        ),
+    })
+}
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+    use crate::system::put;
+
+    #[test]
+    fn users_resolve_through_the_images_files() {
+        let t = tempfile::tempdir().unwrap();
+        put(
+            t.path(),
+            "/etc/passwd",
+            b"root:x:0:0::/root:/bin/sh\napp:x:1000:1000::/home/app:/bin/sh\n",
+        );
+        put(
+            t.path(),
+            "/etc/group",
+            b"root:x:0:\nvideo:x:44:app\napp:x:1000:\n",
+        );
+        let root = Root::at(t.path());
+        let id = identity(&root, "app").unwrap();
+        assert_eq!((id.uid, id.gid, id.groups.clone()), (1000, 1000, vec![1000, 44]));
+        let id = identity(&root, "1000:video").unwrap();
+        assert_eq!((id.uid, id.gid), (1000, 44));
+        assert_eq!(identity(&root, "").unwrap().uid, 0);
+        assert_eq!(identity(&root, "4242").unwrap().gid, 0);
+        assert!(identity(&root, "nobody-here").is_none());
+    }
+}

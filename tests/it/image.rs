@@ -747,3 +747,39 @@ fn the_toolkit_puts_a_newer_compat_libcuda_ahead_of_the_driver() {
         "{cuda}"
     );
 }
+
+#[test]
+fn the_images_user_opens_the_device_nodes_or_not() {
+    let t = tempfile::tempdir().unwrap();
+    // A node whose GPU nodes are 0660 root:video (gid 44), as a hardened driver setup makes them.
+    let node = node_snapshot("healthy", &t.path().join("raw.json"));
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&node).unwrap()).unwrap();
+    for n in v["facts"]["host"]["device_nodes"].as_array_mut().unwrap() {
+        n["mode"] = 0o660.into();
+        n["gid"] = 44.into();
+    }
+    let node = t.path().join("node.json");
+    std::fs::write(&node, serde_json::to_vec(&v).unwrap()).unwrap();
+    let node = node.to_str().unwrap();
+    let users = Layer::new()
+        .file(
+            "etc/passwd",
+            b"root:x:0:0::/root:/bin/sh\napp:x:1000:1000::/app:/bin/sh\nother:x:1001:1001::/:/bin/sh\n",
+        )
+        .file(
+            "etc/group",
+            b"root:x:0:\nvideo:x:44:app\napp:x:1000:\nother:x:1001:\n",
+        );
+    let permission = |user: &str| {
+        let mut img = program_image("multi");
+        img.layers.push(users.clone());
+        img.user = user.to_string();
+        let a = t.path().join("u.tar");
+        img.docker_save(&a, Pack::None);
+        let (_, v) = json(&["inspect", "--image", a.to_str().unwrap(), "--facts", node]);
+        slugs(&v).contains(&"device-permission-denied".to_string())
+    };
+    assert!(permission("other"), "uid 1001 is not in video");
+    assert!(!permission("app"), "app is in video");
+    assert!(!permission(""), "root opens anything");
+}

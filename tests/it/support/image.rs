@@ -158,6 +158,7 @@ pub struct Image {
     pub entrypoint: Vec<String>,
     pub cmd: Vec<String>,
     pub working_dir: String,
+    pub user: String,
     pub arch: String,
 }
 
@@ -169,6 +170,7 @@ impl Image {
             entrypoint: Vec::new(),
             cmd: Vec::new(),
             working_dir: String::new(),
+            user: String::new(),
             arch: "amd64".into(),
         }
     }
@@ -202,6 +204,7 @@ impl Image {
                 "Entrypoint": if self.entrypoint.is_empty() { serde_json::Value::Null } else { serde_json::json!(self.entrypoint) },
                 "Cmd": self.cmd,
                 "WorkingDir": self.working_dir,
+                "User": self.user,
             },
             "rootfs": {"type": "layers", "diff_ids": []},
         }))
