@@ -8,7 +8,7 @@
 #   - cupy-cuda12x 14.2.0 (aarch64, ~150 MB; skipped with ARM_SMALL=1): cupy/cuda/cub's static cudart is 12.9,
 #     every file gets one foreign-architecture note on a non-aarch64 machine, none gets library-not-found, and
 #     `--gpu 9.0 --driver 470.82.01` on cub gives driver-insufficient; and every file's fatbin listing equals
-#     cuobjdump's (`-lelf -lptx`, plain and -all, entry by entry: scripts/compare-cuobjdump.sh) and every entry's
+#     cuobjdump's (`-lelf -lptx`, plain and -all, entry by entry: scripts/compare-cuobjdump.py) and every entry's
 #     header equals plain cuobjdump's (scripts/compare_cuobjdump_headers.py), with the cuobjdump of the
 #     nvidia-cuda-cuobjdump wheel for this machine (or $CUOBJDUMP), which reads aarch64 files.
 set -euo pipefail
@@ -61,7 +61,7 @@ PY
     chmod +x "$cuobjdump"
   fi
   "$cuobjdump" --version | grep -m1 release || true
-  if CUOBJDUMP=$cuobjdump scripts/compare-cuobjdump.sh "$d/cupy" "$bin" > "$d/cuobjdump.txt"; then rc=0; else rc=$?; fi
+  if python3 scripts/compare-cuobjdump.py --cudadiag "$bin" --cuobjdump "$cuobjdump" "$d/cupy" > "$d/cuobjdump.txt"; then rc=0; else rc=$?; fi
   grep -v '^agree' "$d/cuobjdump.txt" | sed 's/^/      /'
   summary=$(grep '^# files:' "$d/cuobjdump.txt" | tail -1)
   check "cupy-cuda12x 14.2.0 listings against cuobjdump (${summary#\# })" "0" "$rc"

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-20}
 if [ -n "${CUDADIAG_BIN:-}" ]; then bin=$CUDADIAG_BIN; else cargo build --release --quiet; bin=target/release/cudadiag; fi
-t=${BENCH_DIR:-$(mktemp -d)}; [ -z "${BENCH_DIR:-}" ] && trap "rm -rf $t" EXIT; rm -rf "$t/root"; mkdir -p "$t"
+t=${BENCH_DIR:-$(mktemp -d)}; [ -z "${BENCH_DIR:-}" ] && trap 'rm -rf "$t"' EXIT; rm -rf "$t/root"; mkdir -p "$t"
 R=$t/root
 cp -a fixtures/hosts/healthy/root "$R"
 
@@ -60,7 +60,7 @@ for _ in $(seq 1 "$runs"); do
   s=$(date +%s%N); "$bin" "${args[@]}" > /dev/null || true; e=$(date +%s%N)
   ms+=($(( (e - s) / 1000 )))
 done
-sorted=($(printf '%s\n' "${ms[@]}" | sort -n))
+mapfile -t sorted < <(printf '%s\n' "${ms[@]}" | sort -n)
 med=${sorted[$(( runs / 2 ))]}; max=${sorted[$(( runs - 1 ))]}
 printf 'doctor on %s files (3 toolkits, 2 Python envs, %s library paths catalogued), %s runs: median %d.%03d ms, max %d.%03d ms (budget 100 ms)\n' \
   "$files" "$libs" "$runs" $((med / 1000)) $((med % 1000)) $((max / 1000)) $((max % 1000))

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Differential for the ld.so.cache step of doctor's libcuda search: glibc's dlopen("libcuda.so.1"), run by this
 # machine's own ld.so inside a small chroot, against the first candidate `cudadiag doctor --root` names for the
 # same tree. The library (a real shared object built here with SONAME libcuda.so.1) lives in a directory that
@@ -9,7 +9,7 @@
 # Needs root (chroot), cc and ldconfig on an x86-64 glibc machine; no GPU.
 # Usage: CUDADIAG=target/release/cudadiag scripts/ld-cache-differential.sh
 # Prints one line per case, and exits 1 if any differs.
-set -eu
+set -euo pipefail
 bin=$(realpath "${CUDADIAG:-target/release/cudadiag}")
 [ -x "$bin" ] || { echo "ld-cache-differential: $bin: not found" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "ld-cache-differential: needs root (chroot)" >&2; exit 2; }
@@ -73,7 +73,7 @@ print((c[0]["real_path"] if c else "(none)") + " " + str(f.get("ld_cache")))')
     # (`ld.so --list` stops at a missing NEEDED library with "cannot open shared object file".)
     glibc=$(chroot "$work/root" /lib64/ld-linux-x86-64.so.2 --list /bin/needs 2>&1 |
         sed -n -e 's/^[[:space:]]*libcuda\.so\.1 => \([^ ]*\).*/\1/p' \
-            -e 's/.*libcuda\.so\.1: cannot open shared object file.*/(none)/p')
+            -e 's/.*libcuda\.so\.1: cannot open shared object file.*/(none)/p') || true   # ld.so --list exits 1 then
     ours=$(env -i "$bin" inspect --root "$work/root" --clear-env --format json --fail-on never "$work/root/bin/needs" |
         python3 -c 'import json, sys
 l = [l for l in json.load(sys.stdin)["libraries"] if l["soname"] == "libcuda.so.1" and not l["dlopen"]]

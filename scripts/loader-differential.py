@@ -9,6 +9,7 @@ path each side resolved (or "not found"). Prints every difference and the agreem
 
 Usage: scripts/loader-differential.py [--cudadiag PATH] [--limit N] [--env KEY=VALUE ...] [DIR ...]
 (--env sets the same variable, e.g. LD_LIBRARY_PATH, for both ld.so and cudadiag.)
+Without --cudadiag or $CUDADIAG it builds the release binary (`cargo build --release`) and uses it.
 Default dirs: /usr/bin /usr/sbin /usr/lib /usr/libexec /usr/local /opt.
 """
 import argparse, json, os, re, stat, subprocess, sys
@@ -88,12 +89,17 @@ def ours(cudadiag, paths):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--cudadiag', default='target/release/cudadiag')
+    ap.add_argument('--cudadiag', default=os.environ.get('CUDADIAG'),
+                    help='cudadiag binary (default: $CUDADIAG, else target/release/cudadiag, built first)')
     ap.add_argument('--ldso', default='/lib64/ld-linux-x86-64.so.2')
     ap.add_argument('--limit', type=int, default=0)
     ap.add_argument('--env', action='append', default=[])
     ap.add_argument('dirs', nargs='*', default=['/usr/bin', '/usr/sbin', '/usr/lib', '/usr/libexec', '/usr/local', '/opt'])
     a = ap.parse_args()
+    if not a.cudadiag:
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        subprocess.run(['cargo', 'build', '--release', '--quiet'], cwd=repo, check=True)
+        a.cudadiag = os.path.join(repo, 'target', 'release', 'cudadiag')
     for kv in a.env:
         k, _, v = kv.partition('=')
         ENV[k] = v

@@ -5,7 +5,8 @@
 # (OUTDIR/<scenario>.json), the human report (<scenario>.txt) and a summary table (OUTDIR/SUMMARY.md):
 # scenario, expected CUDA result, observed. Needs the CUDA toolkit in ${CUDA_HOME:-/usr/local/cuda} and a
 # checkout with fixtures/cuda13 as the current directory.
-set -uo pipefail
+set -euo pipefail
+# Each scenario records its exit status (`|| rc=$?`) and the run goes on to the next.
 bin=$(readlink -f "$1")
 out=${2:-probe-live}
 mkdir -p "$out"
@@ -19,9 +20,10 @@ printf '.version 9.9\n.target sm_90\n.address_size 64\n\n.visible .entry k()\n{\
 run() { # name expected args...
     local name=$1 expected=$2
     shift 2
-    "$bin" "$@" --format json --probe-timeout 120 > "$out/$name.json" 2> "$out/$name.stderr"
-    echo "exit $?" >> "$out/$name.stderr"
-    "$bin" "$@" --color never --probe-timeout 120 > "$out/$name.txt" 2>&1
+    local rc=0
+    "$bin" "$@" --format json --probe-timeout 120 > "$out/$name.json" 2> "$out/$name.stderr" || rc=$?
+    echo "exit $rc" >> "$out/$name.stderr"
+    "$bin" "$@" --color never --probe-timeout 120 > "$out/$name.txt" 2>&1 || true   # the same run, for reading
     python3 - "$name" "$expected" "$out/$name.json" >> "$out/SUMMARY.md" <<'PY'
 import json, sys
 name, expected, path = sys.argv[1:]

@@ -1,7 +1,7 @@
 //! Differential test: the loader emulation against glibc's own resolution, on a few hundred ELF files of the
 //! machine the tests run on. For every library glibc's trace mode lists (`LD_TRACE_LOADED_OBJECTS=1 ld.so FILE`,
 //! what `ldd` runs; it maps libraries and runs none of the file's code), cudadiag must resolve the same path, or
-//! equally find nothing. `scripts/loader-differential.sh` runs the same comparison over every ELF file.
+//! equally find nothing. `scripts/loader-differential.py` runs the same comparison over every ELF file.
 
 use crate::support::loader_build as build;
 

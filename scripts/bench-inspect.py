@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Side-by-side wall time and peak RSS of cuobjdump's listing vs cudadiag's inspection.
 
-    bench_inspect.py FILE [--cudadiag PATH] [--cuobjdump PATH] [--runs N] [--warmup N]
+    scripts/bench-inspect.py FILE [--cudadiag PATH] [--cuobjdump PATH] [--runs N] [--warmup N]
+
+cudadiag is --cudadiag, else $CUDADIAG, else the newer of the repo's target/{release,debug} builds,
+else cudadiag on PATH; cuobjdump is --cuobjdump, else $CUOBJDUMP, else cuobjdump on PATH, else
+/usr/local/cuda/bin/cuobjdump; N is --runs, else $RUNS, else 5.
 
 Runs ``cuobjdump --list-elf --list-ptx FILE`` and ``cudadiag inspect --no-libraries --format json FILE`` (the listing cuobjdump gives, without library resolution)
 N times each (default 5, after 1 warm-up run each, alternating so that page-cache effects hit
@@ -24,6 +28,27 @@ import subprocess
 import sys
 import tempfile
 import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def default_cudadiag() -> str:
+    """$CUDADIAG, else the newer of the repo's target/{release,debug} builds, else cudadiag on PATH."""
+    if os.environ.get("CUDADIAG"):
+        return os.environ["CUDADIAG"]
+    built = [p for p in (os.path.join(REPO, "target", b, "cudadiag") for b in ("release", "debug"))
+             if os.access(p, os.X_OK)]
+    return max(built, key=os.path.getmtime) if built else "cudadiag"
+
+
+def default_cuobjdump() -> str:
+    """$CUOBJDUMP, else cuobjdump on PATH, else /usr/local/cuda/bin/cuobjdump."""
+    if os.environ.get("CUOBJDUMP"):
+        return os.environ["CUOBJDUMP"]
+    if shutil.which("cuobjdump"):
+        return "cuobjdump"
+    return "/usr/local/cuda/bin/cuobjdump"
+
 
 
 # Peak RSS is measured on the process that runs the tool.  Linux carries the forking
@@ -110,8 +135,8 @@ def fmt_kib(k: float) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("file")
-    ap.add_argument("--cudadiag", default=os.environ.get("CUDADIAG", "cudadiag"))
-    ap.add_argument("--cuobjdump", default=os.environ.get("CUOBJDUMP", "cuobjdump"))
+    ap.add_argument("--cudadiag", default=default_cudadiag())
+    ap.add_argument("--cuobjdump", default=default_cuobjdump())
     ap.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", "5")))
     ap.add_argument("--warmup", type=int, default=1)
     args = ap.parse_args()

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Compare cudadiag's device-code listing with cuobjdump's, entry by entry.
 
+    scripts/compare-cuobjdump.py [--cudadiag BIN] [--cuobjdump BIN] [--source auto|live|golden] PATH...
+
 For every ELF file (host executable, shared library, object, cubin), static archive and raw
 fatbin under the given paths, this gets
 
@@ -28,7 +30,9 @@ Use a cuobjdump at least as new as the toolkit that built the files: an older on
 entries by what it understands (cuobjdump 12.8 lists CUDA 13.0 sm_90a/sm_100a entries as
 sm_90/sm_100, and compute_100f PTX as sm_100), which shows up here as disagreements.
 
-Where cuobjdump is not installed, ``--source golden`` (or ``auto``, the default) reads the
+cudadiag is ``--cudadiag``, else $CUDADIAG, else the newer of the repo's target/{release,debug}
+builds, else cudadiag on PATH; cuobjdump is ``--cuobjdump``, else $CUOBJDUMP, else cuobjdump on
+PATH, else /usr/local/cuda/bin/cuobjdump.  Where cuobjdump is not installed, ``--source golden`` (or ``auto``, the default) reads the
 listings recorded by fixtures/build.sh next to each file: ``FILE.lelf-lptx.txt`` and
 ``FILE.all.lelf-lptx.txt``.
 
@@ -47,6 +51,27 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def default_cudadiag() -> str:
+    """$CUDADIAG, else the newer of the repo's target/{release,debug} builds, else cudadiag on PATH."""
+    if os.environ.get("CUDADIAG"):
+        return os.environ["CUDADIAG"]
+    built = [p for p in (os.path.join(REPO, "target", b, "cudadiag") for b in ("release", "debug"))
+             if os.access(p, os.X_OK)]
+    return max(built, key=os.path.getmtime) if built else "cudadiag"
+
+
+def default_cuobjdump() -> str:
+    """$CUOBJDUMP, else cuobjdump on PATH, else /usr/local/cuda/bin/cuobjdump."""
+    if os.environ.get("CUOBJDUMP"):
+        return os.environ["CUOBJDUMP"]
+    if shutil.which("cuobjdump"):
+        return "cuobjdump"
+    return "/usr/local/cuda/bin/cuobjdump"
+
 
 ELF_MAGIC = b"\x7fELF"
 AR_MAGIC = b"!<arch>\n"
@@ -264,10 +289,12 @@ def multiset_equal(a: list[Entry], b: list[Entry]) -> bool:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="+", help="files or directories to compare")
-    ap.add_argument("--cudadiag", default=os.environ.get("CUDADIAG", "cudadiag"),
-                    help="cudadiag binary (default: $CUDADIAG or cudadiag on PATH)")
-    ap.add_argument("--cuobjdump", default=os.environ.get("CUOBJDUMP", "cuobjdump"),
-                    help="cuobjdump binary (default: $CUOBJDUMP or cuobjdump on PATH)")
+    ap.add_argument("--cudadiag", default=default_cudadiag(),
+                    help="cudadiag binary (default: $CUDADIAG, else the newer of the repo's "
+                         "target/{release,debug} builds, else cudadiag on PATH)")
+    ap.add_argument("--cuobjdump", default=default_cuobjdump(),
+                    help="cuobjdump binary (default: $CUOBJDUMP, else cuobjdump on PATH, "
+                         "else /usr/local/cuda/bin/cuobjdump)")
     ap.add_argument("--source", choices=("auto", "live", "golden"), default="auto",
                     help="cuobjdump listings: run cuobjdump (live), read FILE.lelf-lptx.txt goldens "
                          "(golden), or live when cuobjdump is found, else goldens (auto)")
