@@ -1,23 +1,35 @@
-#!/usr/bin/env bash
-# What reading an image costs: `cudadiag inspect --image IMAGE` against `cudadiag inspect --root DIR` of the same
-# image already unpacked, on a ~1 GB image (padding layers of random data, a system layer with the C++
-# runtime, the CUDA 13 program `fixtures/cuda13/multi` as its Cmd), as a `docker save` tarball (plain layers)
-# and as an OCI layout with gzip layers (what a registry serves).
-# Usage: scripts/bench-image.sh [MIB] [RUNS]   (default 1024 MiB, 5 runs; builds the release binary unless
-# CUDADIAG_BIN names one; BENCH_DIR keeps the generated images). Prints the median wall ms of each and the
-# difference. Budget (issue 24): the image costs well under a second more than the unpacked root.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-mib=${1:-1024}
-runs=${2:-5}
-if [ -n "${CUDADIAG_BIN:-}" ]; then bin=$CUDADIAG_BIN; else cargo build --release --quiet; bin=target/release/cudadiag; fi
-t=${BENCH_DIR:-$(mktemp -d)}
-mkdir -p "$t"
-[ -z "${BENCH_DIR:-}" ] && trap 'rm -rf "$t"' EXIT
-python3 - "$t" "$mib" "$bin" "$runs" <<'PY'
-import gzip, io, json, os, statistics, subprocess, sys, tarfile, time
+#!/usr/bin/env python3
+"""What reading an image costs: `cudadiag inspect --image IMAGE` against `cudadiag inspect --root DIR` of the same
+image already unpacked.
 
-t, mib, binary, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    scripts/bench-image.py [MIB] [RUNS]
+
+A ~MIB MiB image (default 1024: padding layers of random data, a Debian-like system layer with this machine's C++
+runtime and 3,000 small files, the CUDA 13 program fixtures/cuda13/multi as its Cmd, NVIDIA_VISIBLE_DEVICES=all)
+is written as a `docker save` tarball (plain layers) and as an OCI layout with gzip layers (what a registry
+serves), and unpacked beside them; each is inspected RUNS times (default 5, after one warm-up) for
+`--gpu 9.0 --driver 580.159.04`, and the median wall times and the differences are printed. cudadiag is
+$CUDADIAG_BIN, else the release build (built first); $BENCH_DIR keeps the generated images. Budget (issue 24):
+the image costs well under a second more than the unpacked root.
+"""
+import gzip, io, json, os, statistics, subprocess, sys, tarfile, tempfile, time
+
+os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+mib = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
+runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+binary = os.environ.get("CUDADIAG_BIN")
+if not binary:
+    subprocess.run(["cargo", "build", "--release", "--quiet"], check=True)
+    binary = "target/release/cudadiag"
+keep = os.environ.get("BENCH_DIR")
+holder = None
+if keep:
+    os.makedirs(keep, exist_ok=True)
+    t = keep
+else:
+    holder = tempfile.TemporaryDirectory()
+    t = holder.name
+
 layer_mib = 128
 
 def add(tf, name, data=None, mode=0o644, link=None):
@@ -123,4 +135,3 @@ for name, cmd in cases:
 base = medians["--root (unpacked)"]
 for name in list(medians)[1:]:
     print(f"  extra for {name:<18} {medians[name] - base:8.1f} ms")
-PY
