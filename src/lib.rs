@@ -17,6 +17,7 @@ pub mod findings;
 pub mod fuzzing;
 pub mod glibc;
 pub mod host;
+pub mod image;
 pub mod inspect;
 pub mod loader;
 pub mod matrix;

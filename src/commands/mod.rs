@@ -6,6 +6,7 @@ mod completions;
 mod diff;
 mod doctor;
 mod explain;
+mod image;
 mod inspect;
 mod matrix;
 mod probe;

@@ -32,6 +32,10 @@ struct Wire<'a> {
     /// each CUDA library its binaries need comes from (`bundled`, `dependency`, `extra`, `missing`).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     wheels: &'a [crate::facts::WheelFacts],
+    /// The container image inspected (`inspect --image`; additive to the contract): its file, format,
+    /// platform, config digest, Entrypoint/Cmd and the program inspected for them (`image::ImageFacts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image: Option<&'a crate::image::ImageFacts>,
     /// One verdict per binary and GPU (additive to the contract; empty when no GPU is known).
     verdicts: &'a [crate::rules::Verdict],
     summary: Summary,
@@ -366,6 +370,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         probe: report.facts.probe.as_ref(),
         findings: &report.findings,
         wheels: &report.facts.wheels,
+        image: report.facts.image.as_ref(),
         verdicts: &report.verdicts,
         summary: report.summary(),
     };

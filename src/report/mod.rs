@@ -8,6 +8,7 @@ pub mod diff;
 mod github;
 mod human;
 mod human_host;
+mod human_image;
 mod human_wheel;
 pub mod json;
 mod junit;

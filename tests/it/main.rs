@@ -16,6 +16,7 @@ mod explain_cli;
 mod fixtures_cuobjdump;
 mod host;
 mod host_rules;
+mod image;
 mod jetson;
 mod layering;
 mod loader_cache;
