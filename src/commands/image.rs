@@ -12,6 +12,7 @@ use crate::cli::InspectArgs;
 use crate::container::{CompatMode, ContainerView, FileKind, ImageLayout};
 use crate::facts::host::{ContainerFacts, DeviceNode, PlatformFacts};
 use crate::facts::{Facts, HostFacts};
+use crate::findings::Code;
 use crate::image::{self, Image, Limits};
 use crate::inspect::{Depth, InspectOptions};
 use crate::report::{Detail, Paint};
@@ -92,16 +93,34 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
     } else {
         Detail::Short
     };
-    // The machine's rules and the toolkit's, in one list, most severe first.
-    let mut findings = crate::rules::evaluate(&facts, &matrix);
-    findings.extend(view.map(|v| v.findings).unwrap_or_default());
+    // The toolkit's findings first, then the machine's rules, most severe first (a stable sort): a container
+    // the toolkit refuses to start never runs its program, so that refusal is the answer to lead with.
+    let mut findings = view.map(|v| v.findings).unwrap_or_default();
+    findings.extend(crate::rules::evaluate(&facts, &matrix));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    let verdicts = crate::rules::verdicts(&facts, &matrix);
+    let mut verdicts = crate::rules::verdicts(&facts, &matrix);
+    if let Some(stop) = findings.iter().find(|f| stops_the_container(f.code)) {
+        for v in &mut verdicts {
+            v.outcome = crate::rules::Outcome::Fails;
+            v.reason = stop.message.clone();
+            v.codes.retain(|c| *c != stop.slug);
+            v.codes.insert(0, stop.slug.clone());
+        }
+    }
     let report = crate::report::Report::new(facts, findings, verdicts);
     let outcome = super::render(&report, &args.output, paint, detail, out);
     // The unpacked tree is removed here, before the exit (never handed to `parallel::discard`, which leaks).
     drop(img);
     outcome
+}
+
+/// Whether the NVIDIA Container Toolkit refuses to start the container for this finding, so that nothing of
+/// the image runs at all.
+fn stops_the_container(code: Code) -> bool {
+    matches!(
+        code,
+        Code::ContainerRequirementUnmet | Code::ContainerConfigInvalid | Code::ContainerUnknownDevice
+    )
 }
 
 /// The program's environment: the image's `Env` (none with `--clear-env`), then each `--env`.

@@ -143,9 +143,16 @@ fn a_cuda13_image_runs_on_r580_and_not_on_r535() {
             slugs(&v).contains(&"driver-insufficient".to_string()),
             "{img}: {v}"
         );
-        // The toolkit refuses to start it at all: NVIDIA_REQUIRE_CUDA=cuda>=13.0 on a CUDA 12.2 driver.
-        assert!(
-            slugs(&v).contains(&"container-requirement-unmet".to_string()),
+        // The toolkit refuses to start it at all: NVIDIA_REQUIRE_CUDA=cuda>=13.0 on a CUDA 12.2 driver. That
+        // comes first, and it is the verdict's reason: the program never runs.
+        assert_eq!(slugs(&v)[0], "container-requirement-unmet", "{img}: {v}");
+        assert_eq!(v["verdicts"][0]["outcome"], "fails", "{img}: {v}");
+        assert_eq!(
+            v["verdicts"][0]["codes"][0], "container-requirement-unmet",
+            "{img}: {v}"
+        );
+        assert_eq!(
+            v["verdicts"][0]["reason"], v["findings"][0]["message"],
             "{img}: {v}"
         );
     }
