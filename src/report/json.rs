@@ -2,8 +2,8 @@
 //!
 //! `schema_version` 1. Consumers may rely on every field documented in the design; additive fields keep the
 //! version, anything else bumps it. The wire types live here, apart from the facts model, so that a refactor of
-//! the facts cannot silently change the contract. `tests/` checks every fixture's report with
-//! `shared/contract/check_report.py`.
+//! the facts cannot silently change the contract. `tests/` checks every fixture's report with the contract's
+//! own checker, which CI provides beside the checkout.
 
 use super::{Report, Summary};
 use crate::facts::{BinaryFacts, CodeKind, DeviceCode, Format};
