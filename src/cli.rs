@@ -47,7 +47,9 @@ pub enum Command {
         .fatbin, .cubin and .ptx files. Nothing is executed or loaded.\n\n\
         Examples:\n  cudadiag inspect ./app\n  cudadiag inspect -v --deep libkern.so   (decompress every entry: kernel \
         names, PTX entries)\n  cudadiag inspect --format json build/*.so | jq '.binaries[].device_code[].arch'\n  \
-        cudadiag inspect --gpu 9.0 --driver 580.159.04 ./app   (would it run on an H-class GPU with that driver?)"
+        cudadiag inspect --gpu 9.0 --driver 580.159.04 ./app   (would it run on an H-class GPU with that driver?)\n  \
+        cudadiag inspect --image app.tar --facts node.json     (will this image's entrypoint run on that node?)\n  \
+        cudadiag inspect --image oci-dir/ --gpu 9.0 --driver 535.104.05 /usr/local/bin/app"
     )]
     Inspect(InspectArgs),
     /// Diagnose the machine alone: driver, GPUs, device nodes, environment, every CUDA library.
@@ -345,9 +347,20 @@ impl SystemArgs {
 /// `cudadiag inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// Files to inspect.
-    #[arg(required = true, value_name = "PATH")]
+    /// Files to inspect. With --root or --image, a path may be written as the path inside that root
+    /// (`/usr/bin/app`); with --image it always is.
+    #[arg(required_unless_present = "image", value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// Inspect a container image: a `docker save` tarball, an OCI image layout (directory or tar), or either
+    /// compressed with gzip or zstd. Its layers are applied (whiteouts included) in a private temporary
+    /// directory; its Env is the environment (--env adds, --clear-env replaces) and, without PATH, its
+    /// Entrypoint/Cmd program is inspected. The node is this machine, --facts, or --gpu/--driver.
+    #[arg(long, value_name = "IMAGE", conflicts_with_all = ["root", "probe"])]
+    pub image: Option<PathBuf>,
+    /// With --image: the platform to pick from a multi-platform image (default: this machine's, linux/amd64
+    /// or linux/arm64).
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]", requires = "image")]
+    pub platform: Option<String>,
     /// Show every device-code entry, the ELF details, the loader tree and every step of a missing library's
     /// search (shown in short without it). Kernel names are counted with their first few; with --deep, all.
     #[arg(short, long)]

@@ -183,3 +183,28 @@ pub fn wheel(data: &[u8]) {
     let (mut binaries, mut wheels) = (Vec::new(), Vec::new());
     crate::inspect::wheel::wheel(&file, &opts, &mut binaries, &mut wheels);
 }
+
+/// Any bytes as a container image file (`inspect --image`): opened, its layers applied under small bounds, and
+/// its entrypoint looked for. Must never panic, hang, or write past the bounds or outside its temporary
+/// directory.
+pub fn image(data: &[u8]) {
+    let Ok(dir) = tempfile::tempdir() else {
+        return;
+    };
+    let file = dir.path().join("image.tar");
+    if std::fs::write(&file, data).is_err() {
+        return;
+    }
+    let limits = crate::image::Limits {
+        max_layers: 16,
+        max_entries: 10_000,
+        max_extracted: 64 << 20,
+        max_file: 16 << 20,
+        max_unpacked: 64 << 20,
+        ratio_floor: 1 << 20,
+        ..Default::default()
+    };
+    if let Ok(img) = crate::image::open(&file, None, &limits) {
+        let _ = crate::image::entry::program(&img.root(), &img.config, &crate::system::Env::empty());
+    }
+}

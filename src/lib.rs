@@ -18,6 +18,7 @@ pub mod fleet;
 pub mod fuzzing;
 pub mod glibc;
 pub mod host;
+pub mod image;
 pub mod inspect;
 pub mod loader;
 pub mod matrix;

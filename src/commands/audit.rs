@@ -27,10 +27,20 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
         .map_err(|e| ToolError(format!("cannot read policy {}: {e}", path.display())))?;
     let policy = Policy::parse(&text, &path.display().to_string()).map_err(|e| ToolError(e.to_string()))?;
     let opts = InspectOptions::default();
-    let (binaries, wheels) = report::progress::while_running("inspecting…", "files", &opts.done, || {
-        inspect::wheel::collect(&args.paths, &opts)
-    })
-    .map_err(|e| ToolError(e.to_string()))?;
+    // Container images are opened and audited like wheels; everything else as it is.
+    let (images, others): (Vec<PathBuf>, Vec<PathBuf>) = args
+        .paths
+        .iter()
+        .cloned()
+        .partition(|p| p.extension().is_none_or(|x| x != "whl") && crate::image::looks_like_image(p));
+    let (mut binaries, mut wheels) =
+        report::progress::while_running("inspecting…", "files", &opts.done, || {
+            inspect::wheel::collect(&others, &opts)
+        })
+        .map_err(|e| ToolError(e.to_string()))?;
+    for image in &images {
+        super::image::audit(image, &opts, &mut binaries, &mut wheels)?;
+    }
     let matrix = super::targets::load_matrix(args.matrix.as_deref())?;
     let pip = crate::rules::wheel::Table::bundled().map_err(ToolError)?;
     // The release's targets, not this machine's: audit runs on CI runners without GPUs.

@@ -10,6 +10,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    if let Some(image) = &args.image {
+        return super::image::run(args, image, paint, out);
+    }
+    let paths = in_root(&args.paths, &args.system);
     let opts = InspectOptions {
         depth: if args.no_device_code {
             Depth::NoDeviceCode
@@ -22,7 +26,7 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         ..InspectOptions::default()
     };
     let reading = Reading {
-        paths: &args.paths,
+        paths: &paths,
         opts: &opts,
         system: &args.system,
         target: &args.target,
@@ -50,6 +54,28 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
     let outcome = super::evaluate_and_render(facts, &matrix, &args.output, paint, detail, out);
     crate::parallel::discard(matrix);
     outcome
+}
+
+/// The files `inspect` reads: with `--root DIR`, a path that is not under DIR on this machine and names a file
+/// inside the root (`/usr/bin/app`, read as `DIR/usr/bin/app`, links resolved inside the root) is that file;
+/// any other path is read as given.
+fn in_root(paths: &[PathBuf], system: &SystemArgs) -> Vec<PathBuf> {
+    let Some(dir) = &system.root else {
+        return paths.to_vec();
+    };
+    let root = crate::system::Root::at(dir);
+    paths
+        .iter()
+        .map(|p| {
+            if p.starts_with(dir) || (p.is_relative() && p.exists()) {
+                return p.clone();
+            }
+            match root.resolve(&crate::image::machine_path(p)) {
+                Ok(real) if root.metadata(&real).is_ok_and(|m| m.is_file()) => root.host_path(&real),
+                _ => p.clone(),
+            }
+        })
+        .collect()
 }
 
 /// What to read for a diagnosis of binaries: `inspect`'s arguments, and `explain --check`'s.
@@ -135,7 +161,7 @@ pub(super) const NO_NVIDIA_NOTE: &str = "no NVIDIA GPU or driver on this machine
 
 /// The binaries' facts, their libraries' resolution and (unless `--no-device-code`) the device code of the
 /// libraries they load.
-fn binaries_and_libraries(
+pub(super) fn binaries_and_libraries(
     r: &Reading<'_>,
     root: &crate::system::Root,
     env: &crate::system::Env,
@@ -186,7 +212,7 @@ fn binaries_and_libraries(
 /// Does the machine show any NVIDIA GPU or driver (a GPU on the bus, the kernel module, `/proc/driver/nvidia`,
 /// device nodes, a WSL or Jetson platform)? A stub or compat `libcuda` alone (a build container with a
 /// toolkit) does not count.
-fn nvidia_present(h: &crate::facts::HostFacts) -> bool {
+pub(super) fn nvidia_present(h: &crate::facts::HostFacts) -> bool {
     crate::rules::host::wsl(h)
         || crate::rules::host::jetson(h)
         || h.driver.is_some()

@@ -7,6 +7,7 @@ mod diff;
 mod doctor;
 mod explain;
 mod fleet;
+mod image;
 mod inspect;
 mod matrix;
 mod probe;

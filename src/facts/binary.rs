@@ -426,6 +426,9 @@ pub struct Facts {
     /// driver): a binary's glibc floor is a question for any machine. [`Facts::glibc`] reads either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unjudged_glibc: Option<super::host::GlibcFacts>,
+    /// The container image the binaries were read from (`inspect --image`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<super::image::ImageFacts>,
 }
 
 impl Facts {

@@ -9,10 +9,12 @@
 //! - [`wheel`]: what a Python wheel declares and ships;
 //! - [`loader`]: what glibc's loader would map for each library, step by step;
 //! - [`host`]: what the machine shows (driver, GPUs, device nodes, environment, libraries on disk);
-//! - [`probe`]: what the live probe observed.
+//! - [`probe`]: what the live probe observed;
+//! - [`image`]: which container image was read, and its config.
 
 pub mod binary;
 pub mod host;
+pub mod image;
 pub mod loader;
 pub mod probe;
 pub mod wheel;

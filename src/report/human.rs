@@ -11,6 +11,9 @@ use std::io::{self, Write};
 pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     let p = opts.paint;
     let verbose = opts.detail.verbose();
+    if let Some(i) = &report.facts.image {
+        super::human_image::render(i, p, verbose, out)?;
+    }
     headlines(report, opts, out)?;
     for f in &report.findings {
         finding(f, opts, out)?;

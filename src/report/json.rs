@@ -2,8 +2,8 @@
 //!
 //! `schema_version` 1. Consumers may rely on every field documented in the design; additive fields keep the
 //! version, anything else bumps it. The wire types live here, apart from the facts model, so that a refactor of
-//! the facts cannot silently change the contract. `tests/` checks every fixture's report with
-//! `shared/contract/check_report.py`.
+//! the facts cannot silently change the contract. `tests/` checks every fixture's report with the contract's
+//! own checker, which CI provides beside the checkout.
 
 use super::{Report, Summary};
 use crate::facts::{BinaryFacts, CodeKind, DeviceCode, Format};
@@ -32,6 +32,10 @@ struct Wire<'a> {
     /// each CUDA library its binaries need comes from (`bundled`, `dependency`, `extra`, `missing`).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     wheels: &'a [crate::facts::WheelFacts],
+    /// The container image inspected (`inspect --image`; additive to the contract): its file, format,
+    /// platform, config digest, Entrypoint/Cmd and the program inspected for them (`image::ImageFacts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image: Option<&'a crate::image::ImageFacts>,
     /// One verdict per binary and GPU (additive to the contract; empty when no GPU is known).
     verdicts: &'a [crate::rules::Verdict],
     summary: Summary,
@@ -366,6 +370,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         probe: report.facts.probe.as_ref(),
         findings: &report.findings,
         wheels: &report.facts.wheels,
+        image: report.facts.image.as_ref(),
         verdicts: &report.verdicts,
         summary: report.summary(),
     };

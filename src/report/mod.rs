@@ -9,6 +9,7 @@ pub mod fleet;
 mod github;
 mod human;
 mod human_host;
+mod human_image;
 mod human_wheel;
 pub mod json;
 mod junit;

@@ -10,6 +10,6 @@ pub mod read;
 mod root;
 
 pub use env::Env;
-pub use root::Root;
 #[cfg(test)]
 pub use root::put;
+pub use root::{MAX_LINKS, Root};

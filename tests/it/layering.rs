@@ -4,8 +4,8 @@
 //!
 //! ```text
 //! layer 0  system, facts, findings, glibc, parallel    the nouns: facts (serde alone), finding codes, helpers
-//! layer 1  inspect, loader, host, probe, matrix,       the collectors: read bytes and the machine into facts
-//!          policy, build_info
+//! layer 1  inspect, image, loader, host, probe,        the collectors: read bytes, images and the machine into
+//!          matrix, policy, build_info                   facts
 //! layer 2  rules, container, diff, bundle, fleet       judge facts: into findings (rules; container, the
 //!                                                      toolkit's view of a node), into differences (diff),
 //!                                                      into a redacted, bounded bundle or labels (bundle),
@@ -27,6 +27,7 @@ const LAYERS: &[&[&str]] = &[
     &["system", "facts", "findings", "glibc", "parallel"],
     &[
         "inspect",
+        "image",
         "loader",
         "host",
         "probe",

@@ -8,6 +8,7 @@
 
 pub mod arm_build;
 pub mod golden;
+pub mod image;
 pub mod loader_build;
 pub mod tiny_runtime;
 

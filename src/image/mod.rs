@@ -1,0 +1,317 @@
+//! Container images, read without a container engine: `docker save` tarballs, OCI image layouts (a directory
+//! or a tar of one), and either compressed with gzip or zstd.
+//!
+//! [`open`] finds the image's manifest (`manifest.json` of `docker save`, else the OCI `index.json`, indexes
+//! followed to the manifest of the wanted platform), reads its config (`Env`, `Entrypoint`, `Cmd`,
+//! `WorkingDir`, `User`, `architecture`, `os`) and applies its layers in order into a private temporary
+//! directory (removed when the [`Image`] is dropped), with the whiteouts of the OCI image spec. The result is an
+//! ordinary root: everything downstream reads it through [`crate::system::Root`], as it reads `--root DIR`.
+//!
+//! Nothing in an image is trusted (`docs/container-images.md` says what each bound is for):
+//! - every entry name is taken relative to the image's `/` (a leading `/` is dropped); a name with a `..`
+//!   component is refused;
+//! - links are created as links and never followed while extracting: a link in a *parent* directory of an
+//!   entry is resolved inside the image (as containerd does), never outside; hard links become symbolic links
+//!   to their target inside the image;
+//! - device nodes, FIFOs and sockets are not created; no setuid, setgid or sticky bit is kept;
+//! - the number of layers, entries, the bytes unpacked, the bytes written, the size of one file and the
+//!   compression ratio are capped ([`Limits`]), each with an error that names its cap;
+//! - only what an inspection can read is written whole: ELF files, archives, device code, scripts, anything
+//!   under `/etc`, package metadata, and executables and library-named files up to [`Limits::small_file`].
+//!   Larger executables and library-named files of other kinds are created empty, so that the `PATH` and the
+//!   loader's searches find them as in the image ([`ImageFacts::placeholders`]); other data (documentation,
+//!   sources, models) is not written at all ([`ImageFacts::skipped_files`]): creating tens of thousands of
+//!   files nobody reads would cost more than everything else.
+//!
+//! Digests are taken as the manifest declares them (the blob names are their digests); blobs are not hashed.
+
+mod decode;
+pub mod entry;
+mod layer;
+mod manifest;
+mod store;
+pub mod stub;
+
+pub use decode::Compression;
+
+use std::path::{Path, PathBuf};
+
+/// Bounds on what an image may make cudadiag do.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Layers in one image (Docker's overlay2 driver stops at 128; 256 leaves room).
+    pub max_layers: usize,
+    /// Tar entries over all layers (a large CUDA image has about 100,000).
+    pub max_entries: u64,
+    /// Bytes written to the temporary directory.
+    pub max_extracted: u64,
+    /// Size of one file in a layer.
+    pub max_file: u64,
+    /// Bytes of tar stream unpacked over all layers (and of a compressed image file).
+    pub max_unpacked: u64,
+    /// Largest ratio of unpacked to compressed bytes of one stream, once past [`Limits::ratio_floor`].
+    pub max_ratio: u64,
+    /// Bytes unpacked from one stream before its ratio is judged.
+    pub ratio_floor: u64,
+    /// Files up to this size are written whatever they hold.
+    pub small_file: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_layers: 256,
+            max_entries: 2_000_000,
+            max_extracted: 32 << 30,
+            max_file: 8 << 30,
+            max_unpacked: 128 << 30,
+            max_ratio: 200,
+            ratio_floor: 256 << 20,
+            small_file: 1 << 20,
+        }
+    }
+}
+
+/// Why an image could not be read: a message that names the file, the layer and, for a bound, the cap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageError(pub String);
+
+impl std::fmt::Display for ImageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ImageError {}
+
+impl ImageError {
+    /// A bound was reached: `what` (a layer, the image file) `detail`, and which cap.
+    pub fn cap(what: &str, cap: &str, detail: String) -> ImageError {
+        ImageError(format!(
+            "{what}: {detail}; refused at the {cap} bound (see docs/container-images.md, \"Bounds\")"
+        ))
+    }
+
+    /// Carries the error through an `io::Read` (a bound met inside a decompressor or the tar reader).
+    pub fn into_io(self) -> std::io::Error {
+        std::io::Error::other(self)
+    }
+
+    /// Recovers an error carried by [`ImageError::into_io`], or describes any other I/O error met in `what`.
+    pub fn from_io(what: &str, e: std::io::Error) -> ImageError {
+        if e.get_ref().is_some_and(|r| r.is::<ImageError>()) {
+            if let Some(inner) = e.into_inner()
+                && let Ok(me) = inner.downcast::<ImageError>()
+            {
+                return *me;
+            }
+            return ImageError(format!("{what}: unreadable"));
+        }
+        ImageError(format!("{what}: {e}"))
+    }
+}
+
+pub use crate::facts::image::ImageFacts;
+
+/// The parts of the config the inspection uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunConfig {
+    /// `Env`.
+    pub env: Vec<String>,
+    /// `Entrypoint`.
+    pub entrypoint: Vec<String>,
+    /// `Cmd`.
+    pub cmd: Vec<String>,
+    /// `WorkingDir`.
+    pub working_dir: String,
+    /// `User`.
+    pub user: String,
+}
+
+/// An opened image: its facts and its files under a private temporary directory, removed on drop.
+#[derive(Debug)]
+pub struct Image {
+    /// What the report says about it.
+    pub facts: ImageFacts,
+    /// Its run configuration.
+    pub config: RunConfig,
+    dir: tempfile::TempDir,
+}
+
+impl Image {
+    /// The image's files as a root.
+    pub fn root(&self) -> crate::system::Root {
+        crate::system::Root::at(self.dir.path())
+    }
+
+    /// The directory acting as the image's `/`.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Adds what the container gets from outside the image at `path` (an absolute path inside it): a symbolic
+    /// link to `link` when given, else a file holding `text`. What the image had there is replaced (a mount
+    /// hides it), directories are made and links followed inside the image, never outside.
+    pub fn mount(&self, path: &Path, text: &[u8], link: Option<&str>) -> Result<(), ImageError> {
+        let limits = Limits::default();
+        let mut tree = layer::Tree::new(self.dir.path().to_path_buf(), &limits);
+        let rel: PathBuf = path
+            .components()
+            .filter(|c| matches!(c, std::path::Component::Normal(_)))
+            .collect();
+        if path.components().any(|c| c == std::path::Component::ParentDir) {
+            return Err(ImageError(format!(
+                "{}: not a path inside the image",
+                path.display()
+            )));
+        }
+        tree.place(&rel, text, link.map(str::as_bytes))
+            .map_err(|e| ImageError(format!("cannot add {} to the image's tree: {e}", path.display())))
+    }
+}
+
+/// The platform to pick from an index: `os/arch[/variant]` as given, else this machine's.
+pub fn wanted_platform(given: Option<&str>) -> Result<manifest::Platform, ImageError> {
+    match given {
+        Some(p) => manifest::Platform::parse(p).ok_or_else(|| {
+            ImageError(format!(
+                "--platform {p}: expected OS/ARCH[/VARIANT], such as linux/amd64 or linux/arm64/v8"
+            ))
+        }),
+        None => Ok(manifest::Platform::host()),
+    }
+}
+
+/// Does `path` look like an image: a directory with `oci-layout` or `manifest.json`, or a file whose bytes
+/// (once decompressed, for gzip and zstd) begin a tar archive? Reads at most a few KiB.
+pub fn looks_like_image(path: &Path) -> bool {
+    store::looks_like_image(path)
+}
+
+/// Opens the image at `path`: picks the manifest for `platform` (`--platform`, or this machine's when the
+/// image holds several), reads the config and applies the layers into a new temporary directory.
+pub fn open(path: &Path, platform: Option<&str>, limits: &Limits) -> Result<Image, ImageError> {
+    open_counting(path, platform, limits, &std::sync::atomic::AtomicUsize::new(0))
+}
+
+/// [`open`], counting the layers applied in `layers` (for a progress line).
+pub fn open_counting(
+    path: &Path,
+    platform: Option<&str>,
+    limits: &Limits,
+    layers: &std::sync::atomic::AtomicUsize,
+) -> Result<Image, ImageError> {
+    let shown = path.display().to_string();
+    let wanted = wanted_platform(platform)?;
+    let (store, format, compression) = store::Store::open(path, limits)?;
+    let chosen = manifest::choose(&store, &wanted, platform.is_some(), limits, &shown)?;
+    let dir = tempfile::Builder::new()
+        .prefix("cudadiag-image-")
+        .tempdir()
+        .map_err(|e| ImageError(format!("cannot make a temporary directory for {shown}: {e}")))?;
+    let mut facts = ImageFacts {
+        path: shown.clone(),
+        format: format.to_string(),
+        compression: compression.name().map(str::to_string),
+        reference: chosen.reference.clone(),
+        config_digest: chosen.config_digest.clone(),
+        manifest_digest: chosen.manifest_digest.clone(),
+        platform: chosen.platform.to_string(),
+        layers: chosen.layers.len(),
+        entrypoint: chosen.config.entrypoint.clone(),
+        cmd: chosen.config.cmd.clone(),
+        working_dir: chosen.config.working_dir.clone(),
+        user: chosen.config.user.clone(),
+        env: chosen.config.env.clone(),
+        ..ImageFacts::default()
+    };
+    let mut tree = layer::Tree::new(dir.path().to_path_buf(), limits);
+    for (i, name) in chosen.layers.iter().enumerate() {
+        let what = format!("{shown}: layer {} of {} ({name})", i + 1, chosen.layers.len());
+        let reader = store
+            .member(name)
+            .map_err(|e| ImageError(format!("{what}: {e}")))?;
+        tree.apply(reader, &what)?;
+        layers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    let totals = tree.totals();
+    facts.entries = totals.entries;
+    facts.placeholders = totals.placeholders;
+    facts.placeholder_bytes = totals.placeholder_bytes;
+    facts.skipped_files = totals.skipped;
+    facts.skipped_bytes = totals.skipped_bytes;
+    facts.special_files = totals.special;
+    Ok(Image {
+        facts,
+        config: chosen.config,
+        dir,
+    })
+}
+
+/// A path the user gave for a file inside the image or root, as the machine path it names: absolute as
+/// given, relative to `/`.
+pub fn machine_path(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        Path::new("/").join(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `docker save` tarball of one layer holding `/app`, plain or gzip.
+    fn small_image(gzip_layer: bool) -> Vec<u8> {
+        let tar_of = |members: &[(&str, &[u8])]| {
+            let mut b = tar::Builder::new(Vec::new());
+            for (name, data) in members {
+                let mut h = tar::Header::new_ustar();
+                h.set_size(data.len() as u64);
+                h.set_mode(0o755);
+                b.append_data(&mut h, name, *data).unwrap();
+            }
+            b.into_inner().unwrap()
+        };
+        let mut layer = tar_of(&[("app", b"\x7fELF....."), ("etc/x", b"y"), ("usr/.wh.z", b"")]);
+        if gzip_layer {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(&layer).unwrap();
+            layer = e.finish().unwrap();
+        }
+        let config = br#"{"architecture":"amd64","os":"linux","config":{"Cmd":["/app"]}}"#;
+        let manifest = br#"[{"Config":"c.json","RepoTags":["t:1"],"Layers":["l/layer.tar"]}]"#;
+        tar_of(&[
+            ("l/layer.tar", &layer),
+            ("c.json", config),
+            ("manifest.json", manifest),
+        ])
+    }
+
+    #[test]
+    fn damaged_images_are_errors_never_panics() {
+        for gz in [false, true] {
+            let good = small_image(gz);
+            crate::fuzzing::image(&good);
+            let t = tempfile::tempdir().unwrap();
+            let f = t.path().join("i.tar");
+            std::fs::write(&f, &good).unwrap();
+            assert!(open(&f, None, &Limits::default()).is_ok());
+            // Every seventh byte of the headers and the first data, changed; and the file cut at every 211th byte.
+            let mut rng = 0x2545_f491_4f6c_dd1du64;
+            for i in (0..good.len().min(4096)).step_by(7) {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let mut bad = good.clone();
+                bad[i] ^= (rng as u8) | 1;
+                crate::fuzzing::image(&bad);
+            }
+            for cut in (0..good.len()).step_by(211) {
+                crate::fuzzing::image(&good[..cut]);
+            }
+        }
+    }
+}
