@@ -141,6 +141,26 @@ pub enum Command {
         cudadiag probe --cudart /opt/app/lib/libcudart.so.12 --probe-timeout 60"
     )]
     Probe(ProbeArgs),
+    /// Group many nodes' reports or snapshots by finding, driver, GPU model and verdict; predict an artefact's
+    /// outcome on each.
+    #[command(
+        long_about = "Reads node reports (`doctor --format json`, `inspect --format json`) and snapshots \
+        (`cudadiag snapshot`), given as files or directories of them (walked for *.json files, other files \
+        counted and skipped), in parallel, and groups the nodes: by finding, driver version, GPU model and \
+        verdict (fails: an error; warnings; ok). A node is named by the host name its file carries, else by the \
+        file name without .json (`srun --output=DIR/%N.json` names each file after its node). Files that are not JSON or not \
+        cudadiag's are counted and listed with -v, never fatal.\n\n\
+        With --artifact, the program, library, directory or wheel is read once and judged against each node's \
+        recorded facts, as `inspect --facts NODE.json ARTIFACT` would: will it run there, and why not. The \
+        loader tree is not predicted (a node's report does not hold its filesystem).\n\n\
+        Examples:\n  cudadiag fleet reports/\n  cudadiag fleet -v reports/ | less\n  \
+        cudadiag fleet reports/ --format json | jq '.findings[\"driver-library-mismatch\"]'\n  \
+        cudadiag fleet reports/ --artifact ./app    (exit 1 when it fails on any node)\n\n\
+        Exit status: without --artifact, 1 when a node has a finding at or above --fail-on (default: error); \
+        with it, 1 when the artefact fails on any node (--fail-on never: 0); 2 on usage or I/O errors, or when \
+        no node was read."
+    )]
+    Fleet(FleetArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
     #[command(
         long_about = "Prints the completion script for SHELL to standard output. Load it from your shell's \
@@ -454,6 +474,30 @@ pub struct SnapshotArgs {
     /// The machine to collect.
     #[command(flatten)]
     pub system: SystemArgs,
+}
+
+/// `cudadiag fleet`.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// Node reports or snapshots, or directories of them (walked for `*.json`).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// A program, library, directory or wheel to judge on every node (read once).
+    #[arg(long = "artifact", value_name = "PATH")]
+    pub artifact: Vec<PathBuf>,
+    /// Show every node of every group, and every file not used with why.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Use this compatibility matrix instead of the bundled one (snapshots' findings and --artifact).
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DocFormat::Human)]
+    pub format: DocFormat,
+    /// Without --artifact: exit 1 when a node has a finding at least this severe. With it: `never` keeps the
+    /// exit status 0 when the artefact fails somewhere.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
 }
 
 /// What `snapshot` writes.

@@ -13,6 +13,7 @@ pub mod container;
 pub mod diff;
 pub mod facts;
 pub mod findings;
+pub mod fleet;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod glibc;

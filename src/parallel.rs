@@ -35,6 +35,41 @@ pub fn map<T: Sync, R: Send>(jobs: &[T], max_threads: usize, f: impl Fn(&T) -> R
     done.into_iter().map(|(_, r)| r).collect()
 }
 
+/// [`map`] with per-thread state: each thread makes its own with `init` once and hands it to `f` for every job
+/// it takes (a scratch copy of facts that each job modifies and restores, instead of one copy per job).
+pub fn map_with<T: Sync, S, R: Send>(
+    jobs: &[T],
+    max_threads: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(max_threads)
+        .min(jobs.len());
+    if threads <= 1 {
+        let mut state = init();
+        return jobs.iter().map(|j| f(&mut state, j)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut state = init();
+        let mut mine = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(job) = jobs.get(i) else { break };
+            mine.push((i, f(&mut state, job)));
+        }
+        mine
+    };
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+        handles.into_iter().flat_map(join).collect()
+    });
+    done.sort_by_key(|&(i, _)| i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
 /// Set by [`exit_soon`]: [`discard`] leaves what it is given to the exit.
 static EXIT_SOON: AtomicBool = AtomicBool::new(false);
 

@@ -6,6 +6,7 @@ mod completions;
 mod diff;
 mod doctor;
 mod explain;
+mod fleet;
 mod image;
 mod inspect;
 mod matrix;
@@ -99,6 +100,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
         Command::Explain(args) => explain::run(args, paint, out),
         Command::Matrix(args) => matrix::run(args, out),
         Command::Probe(args) => probe::run(args, paint, out),
+        Command::Fleet(args) => fleet::run(args, paint, out),
         Command::Completions(args) => completions::run(args, out),
         Command::Man(args) => completions::man(args, out),
         Command::ProbeChild => probe::child(out),

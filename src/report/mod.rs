@@ -5,6 +5,7 @@
 //! `println!` elsewhere).
 
 pub mod diff;
+pub mod fleet;
 mod github;
 mod human;
 mod human_host;

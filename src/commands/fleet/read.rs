@@ -1,0 +1,529 @@
+//! Reading node files: directories walked (bounded), files read in parallel, each decoded only as far as the
+//! grouping needs.
+//!
+//! A real node's `doctor --format json` report is about 130 KiB, most of it the catalogue of CUDA libraries
+//! under `host.facts`; the grouping needs a few hundred bytes of it (driver, GPU models, finding slugs, host
+//! name). So a report is decoded into borrowed structs that skip every other value ([`IgnoredAny`]) without
+//! building it: no `serde_json::Value`, no owned strings for what is not kept. Only a snapshot (which holds
+//! facts, not findings) or a node an artefact is judged against is decoded whole, into the facts model.
+//!
+//! Bounds: at most [`MAX_FILES`] files and [`MAX_DEPTH`] directory levels per walk, links not followed inside a
+//! directory, each file at most [`NODE_FILE`] bytes (read through `system::read`, which refuses FIFOs and
+//! devices without blocking), and memory per node of what is kept, not of the file.
+
+use crate::facts::HostFacts;
+use crate::findings::Severity;
+use crate::fleet::{GpuCount, Node, NodeFinding, SkipKind, Skipped, SourceKind, Standing};
+use crate::matrix::Matrix;
+use crate::system::read::Limit;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+/// The largest node file read: a report of `inspect` on a framework library with every search trail is a few
+/// MiB, a node's `doctor` report 130 KiB.
+pub const NODE_FILE: Limit = Limit {
+    bytes: 64 << 20,
+    what: "a node report",
+};
+
+/// The most files one `fleet` run reads (a walk stops there and says so).
+pub const MAX_FILES: usize = 1_000_000;
+
+/// The most directory entries one `fleet` run walks (files of every name, directories): a tree of logs
+/// around the reports is walked, a whole file system is not.
+pub const MAX_ENTRIES: usize = 4_000_000;
+
+/// The deepest directory level a walk descends to.
+pub const MAX_DEPTH: usize = 16;
+
+/// The files to read, and what the walks counted on the way.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Files to read, as given or found (sorted by name within a directory).
+    pub files: Vec<PathBuf>,
+    /// Files in the directories not named `*.json`.
+    pub other: usize,
+    /// Entries of the walks that could not be read (permission, a link not followed).
+    pub skipped: Vec<Skipped>,
+    /// Why a walk stopped early.
+    pub truncated: Option<String>,
+}
+
+/// The files under `paths`: a file as given (whatever its name), a directory walked for `*.json` files. A
+/// path that does not exist is an error: the command line named it.
+pub fn find(paths: &[PathBuf]) -> Result<Found, String> {
+    let mut found = Found::default();
+    let mut walked = 0usize;
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+        if !meta.is_dir() {
+            found.files.push(p.clone());
+            continue;
+        }
+        let walk = walkdir::WalkDir::new(p)
+            .follow_links(false)
+            .max_depth(MAX_DEPTH)
+            .sort_by_file_name();
+        for entry in walk {
+            walked += 1;
+            if found.files.len() >= MAX_FILES || walked > MAX_ENTRIES {
+                found.truncated = Some(format!(
+                    "stopped after {} files and {walked} directory entries (at most {MAX_FILES} and {MAX_ENTRIES}): \
+                     name the directories that hold the reports",
+                    found.files.len()
+                ));
+                return Ok(found);
+            }
+            match entry {
+                Ok(e) if e.file_type().is_file() => {
+                    if e.file_name().to_string_lossy().ends_with(".json") {
+                        found.files.push(e.into_path());
+                    } else {
+                        found.other += 1;
+                    }
+                }
+                Ok(e) if e.file_type().is_symlink() => {
+                    if e.file_name().to_string_lossy().ends_with(".json") {
+                        found.skipped.push(Skipped {
+                            path: e.path().display().to_string(),
+                            kind: SkipKind::Unreadable,
+                            reason:
+                                "a symbolic link: links are not followed inside a directory (name the file)"
+                                    .into(),
+                        });
+                    } else {
+                        found.other += 1;
+                    }
+                }
+                Ok(e) if !e.file_type().is_dir() => {
+                    // A FIFO, socket or device: never opened in a walk (reading one could block or never end).
+                    if e.file_name().to_string_lossy().ends_with(".json") {
+                        found.skipped.push(Skipped {
+                            path: e.path().display().to_string(),
+                            kind: SkipKind::Unreadable,
+                            reason: format!("is {}, not a regular file", special_kind(e.file_type())),
+                        });
+                    } else {
+                        found.other += 1;
+                    }
+                }
+                Ok(e) => {
+                    if e.depth() == MAX_DEPTH && e.file_type().is_dir() {
+                        found.truncated = Some(format!(
+                            "directories deeper than {MAX_DEPTH} levels under {} were not read",
+                            p.display()
+                        ));
+                    }
+                }
+                Err(e) => found.skipped.push(Skipped {
+                    path: e
+                        .path()
+                        .map_or_else(|| p.display().to_string(), |x| x.display().to_string()),
+                    kind: SkipKind::Unreadable,
+                    reason: e.io_error().map_or_else(|| e.to_string(), |io| io.to_string()),
+                }),
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// What a special file is, as `system::read` names it.
+fn special_kind(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    }
+}
+
+/// What a node file gave.
+pub type Read = Result<Node, Skipped>;
+
+/// Reads every file in parallel; `judge` (with `--artifact`) predicts the artefact's outcome on each node as
+/// soon as its facts are decoded, so that no node's whole facts are kept.
+/// `done` counts the files read, for a progress line.
+pub fn read_all(
+    files: &[PathBuf],
+    matrix: &Matrix,
+    judge: Option<&crate::fleet::judge::Artefact>,
+    done: &std::sync::atomic::AtomicUsize,
+) -> Vec<Read> {
+    crate::parallel::map_with(
+        files,
+        usize::MAX,
+        || judge.map(crate::fleet::judge::Artefact::judge_facts),
+        |facts, path| {
+            let r = read_node(path, matrix, judge.zip(facts.as_mut()));
+            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            r
+        },
+    )
+}
+
+/// The host part of a report (`host`) or of a snapshot's facts (`facts.host`): both carry `driver.version`
+/// and `gpus[].name`; the host name may be on either level (`host.hostname`, `host.facts.hostname`).
+#[derive(Deserialize)]
+struct HostHead<'a> {
+    #[serde(default)]
+    hostname: Option<HostNameField>,
+    #[serde(borrow, default)]
+    driver: Option<DriverHead<'a>>,
+    #[serde(borrow, default)]
+    gpus: Vec<GpuHead<'a>>,
+    #[serde(default)]
+    facts: Option<NameHead>,
+}
+
+#[derive(Deserialize)]
+struct DriverHead<'a> {
+    #[serde(borrow, default)]
+    version: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct GpuHead<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct NameHead {
+    #[serde(default)]
+    hostname: Option<HostNameField>,
+}
+
+/// A host name as a snapshot records it (`{"name": "gpu-a1", "source": "/etc/hostname"}`), or a plain string.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum HostNameField {
+    Named { name: String },
+    Plain(String),
+}
+
+impl HostNameField {
+    fn name(&self) -> &str {
+        match self {
+            HostNameField::Named { name } | HostNameField::Plain(name) => name,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct FindingHead<'a> {
+    #[serde(borrow)]
+    code: Cow<'a, str>,
+    #[serde(borrow)]
+    slug: Cow<'a, str>,
+    severity: Severity,
+}
+
+/// The top of any node file: enough to tell a report from a snapshot and to group a report's node.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(default)]
+    schema_version: Option<IgnoredAny>,
+    #[serde(default)]
+    snapshot_version: Option<serde_json::Value>,
+    #[serde(borrow, default)]
+    host: Option<HostHead<'a>>,
+    #[serde(borrow, default)]
+    findings: Option<Vec<FindingHead<'a>>>,
+}
+
+/// A snapshot's host facts, decoded whole (its other facts, binaries', skipped).
+#[derive(Deserialize)]
+struct SnapshotFile {
+    #[serde(default)]
+    facts: Option<SnapshotFacts>,
+}
+
+#[derive(Deserialize)]
+struct SnapshotFacts {
+    #[serde(default)]
+    host: Option<HostFacts>,
+}
+
+/// A report's host facts, decoded whole (only for judging an artefact).
+#[derive(Deserialize)]
+struct ReportFacts {
+    #[serde(default)]
+    host: Option<ReportHostFacts>,
+}
+
+#[derive(Deserialize)]
+struct ReportHostFacts {
+    #[serde(default)]
+    facts: Option<HostFacts>,
+}
+
+fn skipped(path: &Path, kind: SkipKind, reason: impl Into<String>) -> Skipped {
+    Skipped {
+        path: path.display().to_string(),
+        kind,
+        reason: reason.into(),
+    }
+}
+
+/// Reads one node file: a report's node from its head alone, a snapshot's from its facts with the rules run
+/// over them; with an artefact, its predicted outcome too.
+fn read_node(
+    path: &Path,
+    matrix: &Matrix,
+    judge: Option<(&crate::fleet::judge::Artefact, &mut crate::facts::Facts)>,
+) -> Read {
+    let bytes = crate::system::read::read(path, NODE_FILE)
+        .map_err(|e| skipped(path, SkipKind::Unreadable, e.to_string()))?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| skipped(path, SkipKind::NotJson, "not JSON: not UTF-8 text"))?;
+    let head: Head<'_> = serde_json::from_str(text).map_err(|e| {
+        // A syntax error is "not JSON"; JSON of the wrong shape is not a cudadiag file.
+        let kind = if e.is_data() {
+            SkipKind::NotCudadiag
+        } else {
+            SkipKind::NotJson
+        };
+        let what = if e.is_data() {
+            "not a cudadiag report or snapshot"
+        } else {
+            "not JSON"
+        };
+        skipped(path, kind, format!("{what}: {e}"))
+    })?;
+    if head.schema_version.is_some() && head.snapshot_version.is_none() {
+        return report_node(path, text, head, matrix, judge);
+    }
+    snapshot_node(path, text, head.snapshot_version.as_ref(), matrix, judge)
+}
+
+/// A report's node, from its head (its findings are the ones the node gave); with an artefact, the report's
+/// host facts are decoded whole to judge it.
+fn report_node(
+    path: &Path,
+    text: &str,
+    head: Head<'_>,
+    matrix: &Matrix,
+    judge: Option<(&crate::fleet::judge::Artefact, &mut crate::facts::Facts)>,
+) -> Read {
+    let origin = path.display().to_string();
+    let file_name = node_name_from_file(path);
+    let Some(host) = head.host else {
+        return Err(skipped(
+            path,
+            SkipKind::NotCudadiag,
+            "a JSON report without a `host` object: not a cudadiag report",
+        ));
+    };
+    let mut findings: Vec<NodeFinding> = Vec::new();
+    for f in head.findings.unwrap_or_default() {
+        add_finding(&mut findings, &f.slug, &f.code, f.severity);
+    }
+    let hostname = host
+        .hostname
+        .as_ref()
+        .or(host.facts.as_ref().and_then(|f| f.hostname.as_ref()))
+        .map(|h| h.name().to_string());
+    let mut node = node(
+        file_name,
+        hostname,
+        &origin,
+        SourceKind::Report,
+        host.driver.and_then(|d| d.version).map(Cow::into_owned),
+        host.gpus.iter().map(|g| g.name.as_ref()),
+        findings,
+    );
+    if let Some((artefact, facts)) = judge {
+        let decoded: ReportFacts = serde_json::from_str(text).map_err(|e| {
+            skipped(
+                path,
+                SkipKind::NotCudadiag,
+                format!("its host facts do not decode: {e}"),
+            )
+        })?;
+        let host = decoded.host.and_then(|h| h.facts);
+        node.prediction = Some(artefact.predict(host, facts, matrix));
+    }
+    Ok(node)
+}
+
+/// A snapshot's node (or a bare serialised `Facts`'s): its host facts decoded, its findings the rules run
+/// over them here, as `doctor --facts` gives them; with an artefact, its prediction on them.
+fn snapshot_node(
+    path: &Path,
+    text: &str,
+    snapshot_version: Option<&serde_json::Value>,
+    matrix: &Matrix,
+    judge: Option<(&crate::fleet::judge::Artefact, &mut crate::facts::Facts)>,
+) -> Read {
+    let origin = path.display().to_string();
+    let file_name = node_name_from_file(path);
+    let host = match snapshot_version {
+        // The envelope `cudadiag snapshot` writes: decoded straight into the host facts (no JSON tree first),
+        // after the version check `--facts` makes.
+        Some(v) => {
+            let version = v.as_u64().ok_or_else(|| {
+                skipped(
+                    path,
+                    SkipKind::NotCudadiag,
+                    format!("not a cudadiag snapshot: snapshot_version is {v}, not a number"),
+                )
+            })?;
+            if version > u64::from(crate::commands::snapshot::SNAPSHOT_VERSION) {
+                return Err(skipped(
+                    path,
+                    SkipKind::NotCudadiag,
+                    format!(
+                        "snapshot version {version} is newer than this cudadiag understands (max {}): upgrade cudadiag",
+                        crate::commands::snapshot::SNAPSHOT_VERSION
+                    ),
+                ));
+            }
+            let file: SnapshotFile = serde_json::from_str(text).map_err(|e| {
+                skipped(
+                    path,
+                    SkipKind::NotCudadiag,
+                    format!("not a cudadiag snapshot: {e}"),
+                )
+            })?;
+            file.facts.and_then(|f| f.host)
+        }
+        // A bare serialised `Facts` (accepted by `--facts` too).
+        None => {
+            crate::commands::snapshot::parse(text, "this file")
+                .map_err(|_| {
+                    skipped(
+                        path,
+                        SkipKind::NotCudadiag,
+                        "JSON, but neither a cudadiag report nor a snapshot",
+                    )
+                })?
+                .host
+        }
+    };
+    let Some(mut host) = host else {
+        return Err(skipped(
+            path,
+            SkipKind::NotCudadiag,
+            "a snapshot without host facts",
+        ));
+    };
+    // `snapshot` records the node's name (`host::hostname`), unless `--redact` replaced it.
+    let hostname = host.hostname.as_ref().map(|h| h.name.clone());
+    crate::host::enrich::with_matrix(&mut host, matrix);
+    let facts_of_node = crate::facts::Facts {
+        host: Some(host),
+        ..crate::facts::Facts::default()
+    };
+    let mut findings = Vec::new();
+    for f in crate::rules::evaluate(&facts_of_node, matrix) {
+        add_finding(&mut findings, &f.slug, f.code.as_str(), f.severity);
+    }
+    let host = facts_of_node.host;
+    let h = host.as_ref();
+    let mut node = node(
+        file_name,
+        hostname,
+        &origin,
+        SourceKind::Snapshot,
+        h.and_then(|h| h.driver.as_ref()).map(|d| d.version.clone()),
+        h.map(|h| h.gpus.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|g| g.name.as_str()),
+        findings,
+    );
+    if let Some((artefact, facts)) = judge {
+        node.prediction = Some(artefact.predict(host, facts, matrix));
+    }
+    Ok(node)
+}
+
+/// Adds a finding, each slug once at its worst severity.
+fn add_finding(findings: &mut Vec<NodeFinding>, slug: &str, code: &str, severity: Severity) {
+    match findings.iter_mut().find(|f| f.slug == slug) {
+        Some(f) => f.severity = f.severity.max(severity),
+        None => findings.push(NodeFinding {
+            slug: slug.to_string(),
+            code: code.to_string(),
+            severity,
+        }),
+    }
+}
+
+fn node<'a>(
+    file_name: String,
+    hostname: Option<String>,
+    origin: &str,
+    kind: SourceKind,
+    driver: Option<String>,
+    gpus: impl Iterator<Item = &'a str>,
+    mut findings: Vec<NodeFinding>,
+) -> Node {
+    let mut counts: Vec<GpuCount> = Vec::new();
+    for g in gpus {
+        match counts.iter_mut().find(|c| c.model == g) {
+            Some(c) => c.count += 1,
+            None => counts.push(GpuCount {
+                model: g.to_string(),
+                count: 1,
+            }),
+        }
+    }
+    findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.slug.cmp(&b.slug)));
+    let hostname = hostname.filter(|h| !h.trim().is_empty());
+    Node {
+        name: hostname.clone().unwrap_or(file_name),
+        file: origin.to_string(),
+        kind,
+        driver: driver.filter(|d| !d.is_empty()),
+        gpus: counts,
+        verdict: Standing::of(&findings),
+        findings,
+        prediction: None,
+        hostname,
+    }
+}
+
+/// A node's name from its file: the file name without `.json` (`%N.json` written by Slurm gives the node's
+/// name).
+fn node_name_from_file(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    match name.strip_suffix(".json") {
+        Some(stem) if !stem.is_empty() => stem.to_string(),
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_is_named_by_its_file_without_json() {
+        assert_eq!(node_name_from_file(Path::new("out/gpu-017.json")), "gpu-017");
+        assert_eq!(node_name_from_file(Path::new("out/.json")), ".json");
+        assert_eq!(node_name_from_file(Path::new("n1.report")), "n1.report");
+    }
+
+    #[test]
+    fn a_finding_is_kept_once_at_its_worst_severity() {
+        let mut f = Vec::new();
+        add_finding(&mut f, "library-not-found", "CD200", Severity::Warning);
+        add_finding(&mut f, "library-not-found", "CD200", Severity::Error);
+        add_finding(&mut f, "library-not-found", "CD200", Severity::Note);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+    }
+}

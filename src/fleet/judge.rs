@@ -1,0 +1,261 @@
+//! `fleet --artifact`: will this program, library, directory or wheel run on each node?
+//!
+//! The artefact is read once ([`Artefact::read`], as `audit` reads its inputs: files, directories walked,
+//! wheels opened) and its facts are judged against each node's recorded host facts with the rules and
+//! verdicts `inspect --facts node.json app` uses: the same question, asked once per node, never re-reading
+//! the artefact. What a node's report cannot answer is left out and said so: the loader tree (which
+//! libraries the node's filesystem provides) is not in a report, so library findings are not predicted; run
+//! `inspect` on the node (or `inspect --root` on its image) for them.
+//!
+//! An artefact is one kind of input to judge among possible others. A container image is another: it would
+//! bring, besides its binaries' facts (read once, their libraries resolved inside its own root), a per-node
+//! step in [`Artefact::predict`], the node's host facts as the container sees them there (the image's
+//! libraries, what the NVIDIA Container Toolkit injects from that node), as `inspect --image --facts` builds
+//! them; the judging after that step is the same.
+
+use super::{Group, Node};
+use crate::facts::{Facts, HostFacts};
+use crate::findings::Severity;
+use crate::matrix::Matrix;
+use crate::rules::Outcome as VerdictOutcome;
+use serde::Serialize;
+
+/// The facts of what is judged, read once.
+#[derive(Debug)]
+pub struct Artefact {
+    /// The paths given.
+    pub paths: Vec<String>,
+    /// Its binaries (and wheels), with no host.
+    facts: Facts,
+}
+
+/// What is predicted for one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// An error stops it there.
+    Fails,
+    /// It runs once the driver has JIT-compiled its PTX (slow first start; fails where JIT is disabled).
+    RunsAfterJit,
+    /// It runs.
+    Runs,
+    /// It has no device code of its own to judge; nothing else stops it.
+    NoDeviceCode,
+    /// The node's file has no facts to judge it on (no GPU recorded, or a report without host facts).
+    Unknown,
+}
+
+impl Outcome {
+    /// The name used in every output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Fails => "fails",
+            Outcome::RunsAfterJit => "runs-after-jit",
+            Outcome::Runs => "runs",
+            Outcome::NoDeviceCode => "no-device-code",
+            Outcome::Unknown => "unknown",
+        }
+    }
+}
+
+/// The artefact's predicted outcome on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Prediction {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// Why, one line: the first error (or the caveats of a run after JIT); empty when it just runs.
+    pub reason: String,
+    /// The slugs of the findings behind a failure, most severe first, each once.
+    pub codes: Vec<String>,
+}
+
+impl Artefact {
+    /// Reads the artefact: executables, libraries, directories (walked) and wheels, as `audit` reads them.
+    pub fn read(paths: &[std::path::PathBuf]) -> Result<Artefact, String> {
+        let opts = crate::inspect::InspectOptions::default();
+        let (binaries, wheels) = crate::inspect::wheel::collect(paths, &opts).map_err(|e| e.to_string())?;
+        if binaries.is_empty() {
+            let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            return Err(format!(
+                "--artifact {}: no program, library or device code found",
+                shown.join(" ")
+            ));
+        }
+        let mut facts = Facts {
+            binaries,
+            wheels,
+            ..Facts::default()
+        };
+        // A wheel's pinned CUDA runtime is the runtime its binaries run with: the driver is checked against it.
+        let pip = crate::rules::wheel::Table::bundled()?;
+        crate::rules::wheel::resolve(&mut facts, &pip);
+        Ok(Artefact {
+            paths: paths.iter().map(|p| p.display().to_string()).collect(),
+            facts,
+        })
+    }
+
+    /// A copy of the artefact's facts for one thread to judge nodes with (its host replaced per node).
+    pub fn judge_facts(&self) -> Facts {
+        self.facts.clone()
+    }
+
+    /// Predicts the artefact's outcome on the node whose host facts are `host`, in `facts` (a copy of the
+    /// artefact's from [`Artefact::judge_facts`]; its host is the node's for the time of the call).
+    pub fn predict(&self, host: Option<HostFacts>, facts: &mut Facts, matrix: &Matrix) -> Prediction {
+        let Some(mut host) = host else {
+            return Prediction {
+                outcome: Outcome::Unknown,
+                reason: "the node's file holds no host facts to judge on".into(),
+                codes: Vec::new(),
+            };
+        };
+        crate::host::enrich::with_matrix(&mut host, matrix);
+        facts.host = Some(host);
+        let findings = crate::rules::evaluate(facts, matrix);
+        let verdicts = crate::rules::verdicts(facts, matrix);
+        facts.host = None;
+        let mut codes: Vec<String> = Vec::new();
+        for f in findings.iter().filter(|f| f.severity == Severity::Error) {
+            if !codes.contains(&f.slug) {
+                codes.push(f.slug.clone());
+            }
+        }
+        let failing = verdicts.iter().find(|v| v.outcome == VerdictOutcome::Fails);
+        if let Some(v) = failing {
+            for c in &v.codes {
+                if !codes.contains(c) {
+                    codes.push(c.clone());
+                }
+            }
+        }
+        let first_error = findings.iter().find(|f| f.severity == Severity::Error);
+        if failing.is_some() || first_error.is_some() {
+            let reason = failing
+                .map(|v| v.reason.clone())
+                .or_else(|| first_error.map(|f| f.message.clone()))
+                .unwrap_or_default();
+            // The verdict's own first code leads: it is the reason given.
+            if let Some(first) = failing.and_then(|v| v.codes.first())
+                && let Some(i) = codes.iter().position(|c| c == first)
+            {
+                let c = codes.remove(i);
+                codes.insert(0, c);
+            }
+            return Prediction {
+                outcome: Outcome::Fails,
+                reason,
+                codes,
+            };
+        }
+        if let Some(v) = verdicts
+            .iter()
+            .find(|v| v.outcome == VerdictOutcome::RunsAfterJit)
+        {
+            return Prediction {
+                outcome: Outcome::RunsAfterJit,
+                reason: v.reason.clone(),
+                codes: v.codes.clone(),
+            };
+        }
+        if verdicts.iter().any(|v| v.outcome == VerdictOutcome::Runs) {
+            return Prediction {
+                outcome: Outcome::Runs,
+                reason: String::new(),
+                codes: Vec::new(),
+            };
+        }
+        if !verdicts.is_empty() {
+            return Prediction {
+                outcome: Outcome::NoDeviceCode,
+                reason: "no device code of its own; nothing on the node stops it".into(),
+                codes: Vec::new(),
+            };
+        }
+        Prediction {
+            outcome: Outcome::Unknown,
+            reason: "no GPU in the node's facts: its kernels cannot be judged".into(),
+            codes: Vec::new(),
+        }
+    }
+}
+
+/// The nodes of one outcome and leading reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct PredictionGroup {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The leading finding's slug (for a failure), else none.
+    pub code: Option<String>,
+    /// The reason on the first node of the group (reasons name node-specific versions).
+    pub example: String,
+    /// The nodes.
+    pub nodes: Vec<String>,
+}
+
+/// The artefact's predictions over the fleet.
+#[derive(Debug, Clone, Serialize)]
+pub struct Predictions {
+    /// The artefact's paths.
+    pub paths: Vec<String>,
+    /// How many nodes it fails on.
+    pub fails: usize,
+    /// Nodes per outcome (`runs`, `fails`, …).
+    pub outcomes: Vec<Group>,
+    /// Nodes per outcome and leading reason, failures first.
+    pub groups: Vec<PredictionGroup>,
+}
+
+impl Predictions {
+    /// Groups the nodes' predictions (nodes in the order given).
+    pub fn of(paths: Vec<String>, nodes: &[Node]) -> Predictions {
+        let mut groups: Vec<PredictionGroup> = Vec::new();
+        for n in nodes {
+            let Some(p) = &n.prediction else { continue };
+            let code = (p.outcome == Outcome::Fails)
+                .then(|| p.codes.first().cloned())
+                .flatten();
+            match groups
+                .iter_mut()
+                .find(|g| g.outcome == p.outcome && g.code == code)
+            {
+                Some(g) => g.nodes.push(n.name.clone()),
+                None => groups.push(PredictionGroup {
+                    outcome: p.outcome,
+                    code,
+                    example: p.reason.clone(),
+                    nodes: vec![n.name.clone()],
+                }),
+            }
+        }
+        groups.sort_by(|a, b| {
+            a.outcome
+                .cmp(&b.outcome)
+                .then(b.nodes.len().cmp(&a.nodes.len()))
+                .then(a.code.cmp(&b.code))
+        });
+        let mut outcomes: Vec<Group> = Vec::new();
+        for g in &groups {
+            match outcomes.iter_mut().find(|o| o.key == g.outcome.as_str()) {
+                Some(o) => o.nodes.extend(g.nodes.iter().cloned()),
+                None => outcomes.push(Group {
+                    key: g.outcome.as_str().to_string(),
+                    nodes: g.nodes.clone(),
+                }),
+            }
+        }
+        for o in &mut outcomes {
+            o.nodes.sort_by(|a, b| super::natural_cmp(a, b));
+        }
+        let fails = outcomes
+            .iter()
+            .find(|o| o.key == Outcome::Fails.as_str())
+            .map_or(0, |o| o.nodes.len());
+        Predictions {
+            paths,
+            fails,
+            outcomes,
+            groups,
+        }
+    }
+}
