@@ -458,9 +458,13 @@ fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo]) -> String {
         return s;
     }
     if ms.iter().any(|m| !matches!(m, Match::Code { .. })) {
-        s.push_str(
-            "Findings that predict it (run `cudadiag inspect` on the program to check which applies):\n",
-        );
+        // An error of the container toolkit is checked on the image against the node, not on a program.
+        let how = if codes.iter().any(|c| c.needs == crate::findings::Needs::Image) {
+            "run `cudadiag inspect --image IMAGE` on the node, or with `--facts node.json`, to check which applies"
+        } else {
+            "run `cudadiag inspect` on the program to check which applies"
+        };
+        s.push_str(&format!("Findings that predict it ({how}):\n"));
         for c in codes {
             s.push_str(&format!("  {:<6} {:<28} {}\n", c.code, c.slug, c.summary));
         }
@@ -481,6 +485,27 @@ fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_toolkit_error_says_to_check_the_image_on_the_node() {
+        let m = Matrix::bundled().unwrap();
+        let text = |q: &str| {
+            let ms = matches(q, &m);
+            human(&ms, &predicted(&ms))
+        };
+        let toolkit = text("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0");
+        assert!(
+            toolkit.contains("`cudadiag inspect --image IMAGE` on the node"),
+            "{toolkit}"
+        );
+        // Near miss: an error of the program is checked on the program.
+        let program = text("no kernel image is available for execution on the device");
+        assert!(
+            program.contains("run `cudadiag inspect` on the program"),
+            "{program}"
+        );
+        assert!(!program.contains("--image"), "{program}");
+    }
 
     fn slugs_for(q: &str) -> Vec<&'static str> {
         let m = Matrix::bundled().unwrap();
