@@ -7,6 +7,10 @@
 # the ones the generator wrote, then times the run with hyperfine when installed, else /usr/bin/time.
 # Usage: scripts/bench-fleet.sh [N...]   (CUDADIAG_BIN names the binary, else the release build; BENCH_DIR keeps
 # the corpora; RUNS sets the runs per timing, default 5)
+# Then `fleet --image` over the first corpus: a `docker save` image (written here with Python's tarfile: this
+# machine's glibc and C++ runtime, fixtures/cuda13/multi as its program, NVIDIA_REQUIRE_CUDA=cuda>=13.0), its
+# predictions checked per driver (the toolkit refuses it on 570 and 550; it runs on 580), and the number of
+# unpacks (one per distinct driver) shown.
 # Budget (DESIGN.md): 1,000 reports in under 1 s, 10,000 in under 10 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -144,4 +148,50 @@ for n in "${sizes[@]}"; do
   time_it "fleet $n reports (json)" "$bin" fleet --format json --fail-on never "$t/reports-$n"
 done
 time_it "fleet 1000 snapshots" "$bin" fleet --fail-on never "$t/snapshots-1000"
+
+# An image of a CUDA 13 program, judged on every node of the first corpus.
+python3 - "$t/app.tar" <<'EOF'
+import io, json, os, sys, tarfile
+def add(tf, name, data=None, mode=0o644, link=None, kind=tarfile.REGTYPE):
+    ti = tarfile.TarInfo(name); ti.mode = mode; ti.type = kind
+    if link is not None: ti.linkname = link
+    if data is not None: ti.size = len(data)
+    tf.addfile(ti, io.BytesIO(data) if data is not None else None)
+def layer(fill):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf: fill(tf)
+    return buf.getvalue()
+def system(tf):
+    add(tf, "etc/debian_version", b"12.0\n")
+    for d in ["usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib64", "usr/local", "usr/local/bin"]:
+        add(tf, d, kind=tarfile.DIRTYPE, mode=0o755)
+    add(tf, "lib", kind=tarfile.SYMTYPE, link="usr/lib"); add(tf, "lib64", kind=tarfile.SYMTYPE, link="usr/lib64")
+    add(tf, "usr/lib64/ld-linux-x86-64.so.2", kind=tarfile.SYMTYPE, link="../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
+    for n in ["ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libgcc_s.so.1", "libstdc++.so.6"]:
+        add(tf, f"usr/lib/x86_64-linux-gnu/{n}", open(os.path.realpath(f"/lib/x86_64-linux-gnu/{n}"), "rb").read())
+    add(tf, "usr/local/bin/app", open("fixtures/cuda13/multi", "rb").read(), mode=0o755)
+config = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []},
+    "config": {"Env": ["PATH=/usr/local/bin:/usr/bin:/bin", "NVIDIA_VISIBLE_DEVICES=all",
+                       "NVIDIA_DRIVER_CAPABILITIES=compute,utility", "NVIDIA_REQUIRE_CUDA=cuda>=13.0",
+                       "CUDA_VERSION=13.0.0"], "Cmd": ["app"]}}).encode()
+cid, lid = "c" * 64, "a" * 64
+manifest = json.dumps([{"Config": f"{cid}.json", "RepoTags": ["bench/app:1"], "Layers": [f"{lid}/layer.tar"]}]).encode()
+with tarfile.open(sys.argv[1], "w") as tf:
+    add(tf, f"{lid}/layer.tar", layer(system)); add(tf, f"{cid}.json", config); add(tf, "manifest.json", manifest)
+EOF
+n=${sizes[0]}
+"$bin" fleet --format json --fail-on never --image "$t/app.tar" "$t/reports-$n" > "$t/fleet-image-$n.json"
+python3 - "$t/fleet-image-$n.json" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+by_driver = {}
+for n in doc["per_node"]:
+    p = n["prediction"]
+    by_driver.setdefault(n["driver"], set()).add((p["outcome"], (p["codes"] or [""])[0]))
+for d, got in sorted(by_driver.items()):
+    want = {("runs", "")} if d.startswith("580.") else {("fails", "container-requirement-unmet")}
+    assert got == want, (d, got, want)
+print(f"{doc['nodes']} nodes judged right per driver {sorted(by_driver)}; image unpacked {doc['artifact']['image']['unpacked']} times")
+EOF
+time_it "fleet $n reports --image ($(stat -c %s "$t/app.tar") byte image)" "$bin" fleet --fail-on never --image "$t/app.tar" "$t/reports-$n"
 echo "cores: $(nproc); load: $(cut -d' ' -f1-3 /proc/loadavg)"

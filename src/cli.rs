@@ -141,8 +141,8 @@ pub enum Command {
         cudadiag probe --cudart /opt/app/lib/libcudart.so.12 --probe-timeout 60"
     )]
     Probe(ProbeArgs),
-    /// Group many nodes' reports or snapshots by finding, driver, GPU model and verdict; predict an artefact's
-    /// outcome on each.
+    /// Group many nodes' reports or snapshots by finding, driver, GPU model and verdict; predict an artefact's or
+    /// image's outcome on each.
     #[command(
         long_about = "Reads node reports (`doctor --format json`, `inspect --format json`) and snapshots \
         (`cudadiag snapshot`), given as files or directories of them (walked for *.json files, other files \
@@ -153,11 +153,17 @@ pub enum Command {
         With --artifact, the program, library, directory or wheel is read once and judged against each node's \
         recorded facts, as `inspect --facts NODE.json ARTIFACT` would: will it run there, and why not. The \
         loader tree is not predicted (a node's report does not hold its filesystem).\n\n\
+        With --image, the image's program (its Entrypoint/Cmd) is judged on each node as `inspect --image IMAGE \
+        --facts NODE.json` judges it: the NVIDIA Container Toolkit's refusal first (container-requirement-unmet), \
+        then the node's driver libraries the toolkit mounts and the image's own libraries, loader tree included. \
+        The mounts change the image's tree, so the image is unpacked once per distinct driver version among the \
+        nodes (each tree judged on all its nodes, then removed).\n\n\
         Examples:\n  cudadiag fleet reports/\n  cudadiag fleet -v reports/ | less\n  \
         cudadiag fleet reports/ --format json | jq '.findings[\"driver-library-mismatch\"]'\n  \
-        cudadiag fleet reports/ --artifact ./app    (exit 1 when it fails on any node)\n\n\
-        Exit status: without --artifact, 1 when a node has a finding at or above --fail-on (default: error); \
-        with it, 1 when the artefact fails on any node (--fail-on never: 0); 2 on usage or I/O errors, or when \
+        cudadiag fleet reports/ --artifact ./app    (exit 1 when it fails on any node)\n  \
+        cudadiag fleet reports/ --image app.tar     (a `docker save` or OCI image)\n\n\
+        Exit status: without --artifact or --image, 1 when a node has a finding at or above --fail-on (default: \
+        error); with either, 1 when the artefact or image fails on any node (--fail-on never: 0); 2 on usage or I/O errors, or when \
         no node was read."
     )]
     Fleet(FleetArgs),
@@ -483,8 +489,17 @@ pub struct FleetArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// A program, library, directory or wheel to judge on every node (read once).
-    #[arg(long = "artifact", value_name = "PATH")]
+    #[arg(long = "artifact", value_name = "PATH", conflicts_with = "image")]
     pub artifact: Vec<PathBuf>,
+    /// A container image whose program (its Entrypoint/Cmd) to judge on every node, as `inspect --image IMAGE
+    /// --facts NODE.json` does: the NVIDIA Container Toolkit's refusal, the node's driver libraries it mounts,
+    /// the image's own libraries. The image is unpacked once per distinct driver version among the nodes.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<PathBuf>,
+    /// With --image: the platform to pick from a multi-platform image (default: this machine's, linux/amd64
+    /// or linux/arm64).
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]", requires = "image")]
+    pub platform: Option<String>,
     /// Show every node of every group, and every file not used with why.
     #[arg(short, long)]
     pub verbose: bool,
@@ -494,8 +509,8 @@ pub struct FleetArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = DocFormat::Human)]
     pub format: DocFormat,
-    /// Without --artifact: exit 1 when a node has a finding at least this severe. With it: `never` keeps the
-    /// exit status 0 when the artefact fails somewhere.
+    /// Without --artifact or --image: exit 1 when a node has a finding at least this severe. With either:
+    /// `never` keeps the exit status 0 when the artefact or image fails somewhere.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
 }

@@ -30,8 +30,7 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
     });
     let img = opened.map_err(|e| ToolError(e.to_string()))?;
     let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
-    let env = environment(&img, args);
-    let (programs, steps) = programs(&img, args, &env)?;
+    let program = Program::read(&img, &args.system, &args.paths)?;
     let opts = InspectOptions {
         depth: if args.no_device_code {
             Depth::NoDeviceCode
@@ -46,17 +45,16 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
     // The node, and what the container toolkit mounts from it into the container: in the tree before the
     // loader is emulated there.
     let node = if args.no_host { None } else { node(args, &matrix)? };
-    let view = match &node {
-        Some(Node::Judged(n)) => Some(toolkit(&img, &env, n, &matrix)),
-        _ => None,
+    let (staged, note) = match node {
+        Some(Node::Judged(n)) => (Some(program.stage(*n, &matrix)), None),
+        Some(Node::Unjudged(note)) => (None, Some(note)),
+        None => (None, None),
     };
-    if let Some(v) = &view {
-        mount(&img, v)?;
+    if let Some(s) = &staged {
+        mount(&img, &program, &s.plan)?;
     }
-    let root = img.root();
-    let host_paths: Vec<PathBuf> = programs.iter().map(|p| root.host_path(p)).collect();
     let reading = Reading {
-        paths: &host_paths,
+        paths: &[],
         opts: &opts,
         system: &args.system,
         target: &args.target,
@@ -65,40 +63,257 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
         host: !args.no_host,
         snapshot: args.facts.as_deref(),
     };
-    let mut facts = binaries_and_libraries(&reading, &root, &env)?;
-    inside_paths(&mut facts, img.dir());
-    match (node, &view) {
-        (Some(Node::Judged(n)), Some(v)) => {
-            facts.host = Some(container_host(
-                &root,
-                &env,
-                image::entry::identity(&root, &img.config.user),
-                *n,
-                v,
-                &matrix,
-            ))
-        }
-        (Some(Node::Unjudged(note)), _) => facts.host_note = Some(note),
-        _ => {}
-    }
+    let tree = Tree::read(&img, &program, &reading)?;
+    let mut facts = tree.facts.clone();
+    let (findings, verdicts) = judge(&mut facts, &tree, &program, staged.as_ref(), &matrix);
+    facts.host_note = note;
     let mut about = img.facts.clone();
     if args.paths.is_empty() {
-        about.program = programs.first().map(|p| p.display().to_string());
-        about.program_steps = steps;
+        about.program = program.programs.first().map(|p| p.display().to_string());
+        about.program_steps = program.steps.clone();
     }
-    about.toolkit = view.as_ref().and_then(|v| serde_json::to_value(v).ok());
+    about.toolkit = staged.as_ref().and_then(|s| serde_json::to_value(&s.view).ok());
     facts.image = Some(about);
     let detail = if args.verbose {
         Detail::Verbose
     } else {
         Detail::Short
     };
-    // The toolkit's findings first, then the machine's rules, most severe first (a stable sort): a container
-    // the toolkit refuses to start never runs its program, so that refusal is the answer to lead with.
-    let mut findings = view.map(|v| v.findings).unwrap_or_default();
-    findings.extend(crate::rules::evaluate(&facts, &matrix));
+    let report = crate::report::Report::new(facts, findings, verdicts);
+    let outcome = super::render(&report, &args.output, paint, detail, out);
+    // The unpacked tree is removed here, before the exit (never handed to `parallel::discard`, which leaks).
+    drop(img);
+    outcome
+}
+
+/// What the judgement of an image's program takes from the image whatever the node: read once per image
+/// (`inspect --image` reads it for one node, `fleet --image` for all of them).
+pub(crate) struct Program {
+    /// The program's environment: the image's `Env`, with `--env`/`--clear-env` applied.
+    pub env: Env,
+    /// The files judged, as paths inside the image: the PATHs given, else the entrypoint's program.
+    pub programs: Vec<PathBuf>,
+    /// How the entrypoint's program was found (none when PATHs were given).
+    pub steps: Vec<String>,
+    /// The container's user (the image's `User`), as the image's `/etc/passwd` names it.
+    user: Option<crate::facts::host::Identity>,
+    /// Where the toolkit puts the node's libraries: the image's layout.
+    layout: ImageLayout,
+    /// The ELF machine of the stand-ins for the node's libraries.
+    machine: u16,
+    /// The image's cuda-compat libraries (regular files of [`COMPAT_DIR`]), before any mount.
+    compat: Vec<String>,
+}
+
+impl Program {
+    /// Reads, in the image's tree as unpacked (before any mount), its environment, the program to judge, its
+    /// user and what the toolkit's mounts depend on. `paths`: files named inside the image, else the
+    /// entrypoint's program.
+    pub fn read(
+        img: &Image,
+        system: &crate::cli::SystemArgs,
+        paths: &[PathBuf],
+    ) -> Result<Program, ToolError> {
+        let env = environment(img, system);
+        let (programs, steps) = programs(img, paths, &env)?;
+        let root = img.root();
+        let compat: Vec<String> = root
+            .read_dir(Path::new(COMPAT_DIR))
+            .unwrap_or_default()
+            .iter()
+            .filter(|p| root.symlink_metadata(p).is_ok_and(|m| m.is_file()))
+            .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+            .collect();
+        let arm = img.facts.platform.split('/').nth(1) == Some("arm64");
+        Ok(Program {
+            user: image::entry::identity(&root, &img.config.user),
+            layout: ImageLayout {
+                multiarch: root.exists(Path::new("/etc/debian_version")),
+                machine: if arm { "aarch64" } else { "x86_64" }.to_string(),
+            },
+            machine: if arm {
+                image::stub::EM_AARCH64
+            } else {
+                image::stub::EM_X86_64
+            },
+            compat,
+            env,
+            programs,
+            steps,
+        })
+    }
+
+    /// The node as a container of the image sees it: what the NVIDIA Container Toolkit does there, the
+    /// mounts that brings into the tree, and the node's facts the container shares (its kernel module, GPUs,
+    /// PCI bus, MIG, CDI specs, device nodes). Needs the node's whole facts once; keeps only those.
+    pub fn stage(&self, node: HostFacts, matrix: &crate::matrix::Matrix) -> Staged {
+        let view = self.toolkit(&node, matrix);
+        let plan = self.plan(&view);
+        Staged {
+            plan,
+            node: HostFacts {
+                observed: node.observed,
+                driver: node.driver,
+                gpus: node.gpus,
+                pci_bus: node.pci_bus,
+                kernel: node.kernel,
+                mig: node.mig,
+                cdi: node.cdi,
+                device_nodes: node.device_nodes,
+                platform: PlatformFacts {
+                    wsl: node.platform.wsl,
+                    jetson: node.platform.jetson,
+                    tegra: node.platform.tegra,
+                    ..PlatformFacts::default()
+                },
+                ..HostFacts::default()
+            },
+            view,
+        }
+    }
+
+    /// What the NVIDIA Container Toolkit does to a container of the image on the node: the image's layout
+    /// (Debian-like or not, its machine) decides where the driver's libraries land.
+    fn toolkit(&self, node: &HostFacts, matrix: &crate::matrix::Matrix) -> ContainerView {
+        let vars: BTreeMap<String, String> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        crate::container::evaluate_in(&vars, node, matrix, &self.layout)
+    }
+
+    /// The driver libraries the toolkit mounts into the tree, with the SONAME links its `ldconfig` makes, when
+    /// the node's driver version names them. (The programs it mounts matter to no rule.) A cuda-compat library
+    /// of the image that the toolkit activates (`ContainerView::compat_libraries_used`, its default `ldconfig`
+    /// mode: a newer branch than the node's driver) is put ahead of the driver's in the container's loader
+    /// configuration: here its SONAME link points at it, so that the loader finds it first, as the regenerated
+    /// `ld.so.cache` makes it.
+    fn plan(&self, view: &ContainerView) -> Vec<Mount> {
+        if view.node.driver.is_none() {
+            return Vec::new();
+        }
+        let activated: Vec<&str> = view
+            .compat_libraries_used(&self.compat, CompatMode::default())
+            .unwrap_or_default();
+        let mut plan = Vec::new();
+        for f in view.injected.iter().filter(|f| f.kind == FileKind::Library) {
+            let path = PathBuf::from(&f.path);
+            let link = match (&f.soname, path.parent()) {
+                (Some(soname), Some(dir)) => {
+                    let compat = activated
+                        .iter()
+                        .find(|c| c.starts_with(&format!("{}.", f.name)))
+                        .map(|c| format!("{COMPAT_DIR}/{c}"));
+                    Some((dir.join(soname), compat.unwrap_or_else(|| f.file.clone())))
+                }
+                _ => None,
+            };
+            plan.push(Mount {
+                // The node's file is not here: a library with its name and SONAME stands for it.
+                soname: f.soname.clone().unwrap_or_else(|| f.file.clone()),
+                path,
+                link,
+            });
+        }
+        plan
+    }
+}
+
+/// A node as a container of the image sees it ([`Program::stage`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Staged {
+    /// What the toolkit does there.
+    pub view: ContainerView,
+    /// What that puts into the image's tree: nodes with the same plan share one unpacked tree.
+    pub plan: Vec<Mount>,
+    /// The node's facts the container shares.
+    node: HostFacts,
+}
+
+/// One library the toolkit mounts from the node: a stand-in at `path` with `soname`, and the SONAME link
+/// (where, and to what) its `ldconfig` makes.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Mount {
+    path: PathBuf,
+    soname: String,
+    link: Option<(PathBuf, String)>,
+}
+
+/// Where NVIDIA's images keep the forward-compatibility libraries the toolkit looks at.
+const COMPAT_DIR: &str = "/usr/local/cuda/compat";
+
+/// Puts a plan's stand-ins and links into the tree ([`Program::plan`]).
+pub(crate) fn mount(img: &Image, program: &Program, plan: &[Mount]) -> Result<(), ToolError> {
+    for m in plan {
+        img.mount(&m.path, &image::stub::library(&m.soname, program.machine), None)
+            .map_err(|e| ToolError(e.to_string()))?;
+        if let Some((at, to)) = &m.link {
+            img.mount(at, b"", Some(to))
+                .map_err(|e| ToolError(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// What one unpacked (and mounted) tree gives, whatever the node: the programs' facts, their loader trees and
+/// the device code of the libraries they load, with paths as the image's own; and the container's files (its
+/// libraries, `ld.so.cache`, a cuda-compat `libcuda`, its environment) as the machine collector reads them.
+pub(crate) struct Tree {
+    /// The binaries' facts, with no host.
+    pub facts: Facts,
+    /// The container's files, with none of the node's facts.
+    files: HostFacts,
+}
+
+impl Tree {
+    /// Reads the tree as it is now (mounts done). `reading` gives the options; its paths are the program's.
+    pub fn read(img: &Image, program: &Program, reading: &Reading<'_>) -> Result<Tree, ToolError> {
+        let root = img.root();
+        let host_paths: Vec<PathBuf> = program.programs.iter().map(|p| root.host_path(p)).collect();
+        let reading = Reading {
+            paths: &host_paths,
+            ..*reading
+        };
+        let mut facts = binaries_and_libraries(&reading, &root, &program.env)?;
+        inside_paths(&mut facts, img.dir());
+        let files = crate::host::collect(
+            &root,
+            &program.env,
+            &crate::host::CollectOptions {
+                skip_catalog: true,
+                progress: None,
+            },
+        );
+        Ok(Tree { facts, files })
+    }
+}
+
+/// Judges the program on one node: `facts` (a copy of the tree's) gets the container's host facts
+/// ([`container_host`]) and the rules and verdicts run. The toolkit's findings come first, then the machine's
+/// rules, most severe first (a stable sort): a container the toolkit refuses to start never runs its program,
+/// so that refusal is the answer to lead with, and each verdict's reason. Without a node (`--no-host`, a
+/// machine without NVIDIA), the binaries are judged alone.
+pub(crate) fn judge(
+    facts: &mut Facts,
+    tree: &Tree,
+    program: &Program,
+    staged: Option<&Staged>,
+    matrix: &crate::matrix::Matrix,
+) -> (Vec<crate::findings::Finding>, Vec<crate::rules::Verdict>) {
+    if let Some(s) = staged {
+        facts.host = Some(container_host(
+            tree.files.clone(),
+            program.user.clone(),
+            s.node.clone(),
+            &s.view,
+            matrix,
+        ));
+    }
+    let mut findings = staged.map(|s| s.view.findings.clone()).unwrap_or_default();
+    findings.extend(crate::rules::evaluate(facts, matrix));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    let mut verdicts = crate::rules::verdicts(&facts, &matrix);
+    let mut verdicts = crate::rules::verdicts(facts, matrix);
     if let Some(stop) = findings.iter().find(|f| stops_the_container(f.code)) {
         for v in &mut verdicts {
             v.outcome = crate::rules::Outcome::Fails;
@@ -107,11 +322,7 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
             v.codes.insert(0, stop.slug.clone());
         }
     }
-    let report = crate::report::Report::new(facts, findings, verdicts);
-    let outcome = super::render(&report, &args.output, paint, detail, out);
-    // The unpacked tree is removed here, before the exit (never handed to `parallel::discard`, which leaks).
-    drop(img);
-    outcome
+    (findings, verdicts)
 }
 
 /// Whether the NVIDIA Container Toolkit refuses to start the container for this finding, so that nothing of
@@ -124,16 +335,16 @@ fn stops_the_container(code: Code) -> bool {
 }
 
 /// The program's environment: the image's `Env` (none with `--clear-env`), then each `--env`.
-fn environment(img: &Image, args: &InspectArgs) -> Env {
+fn environment(img: &Image, system: &crate::cli::SystemArgs) -> Env {
     let mut env = Env::empty();
-    if !args.system.clear_env {
+    if !system.clear_env {
         for kv in &img.config.env {
             if let Some((k, v)) = kv.split_once('=') {
                 env.set(k, v);
             }
         }
     }
-    for o in &args.system.env {
+    for o in &system.env {
         match o.split_once('=') {
             Some((k, v)) => env.set(k, v),
             None => env.remove(o),
@@ -143,16 +354,16 @@ fn environment(img: &Image, args: &InspectArgs) -> Env {
 }
 
 /// The files to inspect, as real paths inside the image: the PATHs given, else the entrypoint's program.
-fn programs(img: &Image, args: &InspectArgs, env: &Env) -> Result<(Vec<PathBuf>, Vec<String>), ToolError> {
+fn programs(img: &Image, paths: &[PathBuf], env: &Env) -> Result<(Vec<PathBuf>, Vec<String>), ToolError> {
     let root = img.root();
     let shown = img.facts.path.as_str();
-    if args.paths.is_empty() {
+    if paths.is_empty() {
         let p =
             image::entry::program(&root, &img.config, env).map_err(|e| ToolError(format!("{shown}: {e}")))?;
         return Ok((vec![p.path], p.steps));
     }
     let mut out = Vec::new();
-    for p in &args.paths {
+    for p in paths {
         out.push(
             image::entry::named(&root, p, &img.config.working_dir)
                 .map_err(|e| ToolError(format!("{shown}: {e}")))?,
@@ -229,93 +440,16 @@ fn node(args: &InspectArgs, matrix: &crate::matrix::Matrix) -> Result<Option<Nod
     Ok(Some(Node::Judged(Box::new(host))))
 }
 
-/// What the NVIDIA Container Toolkit does to a container of the image on the node: the image's layout
-/// (Debian-like or not, its machine) decides where the driver's libraries land.
-fn toolkit(img: &Image, env: &Env, node: &HostFacts, matrix: &crate::matrix::Matrix) -> ContainerView {
-    let vars: BTreeMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let layout = ImageLayout {
-        multiarch: img.root().exists(Path::new("/etc/debian_version")),
-        machine: match img.facts.platform.split('/').nth(1) {
-            Some("arm64") => "aarch64",
-            _ => "x86_64",
-        }
-        .to_string(),
-    };
-    crate::container::evaluate_in(&vars, node, matrix, &layout)
-}
-
-/// Where NVIDIA's images keep the forward-compatibility libraries the toolkit looks at.
-const COMPAT_DIR: &str = "/usr/local/cuda/compat";
-
-/// Puts the driver libraries the toolkit mounts into the tree, with the SONAME links its `ldconfig` makes,
-/// when the node's driver version names them. (The programs it mounts matter to no rule.) A cuda-compat
-/// library of the image that the toolkit activates (`ContainerView::compat_libraries_used`, its default
-/// `ldconfig` mode: a newer branch than the node's driver) is put ahead of the driver's in the container's
-/// loader configuration: here its SONAME link points at it, so that the loader finds it first, as the
-/// regenerated `ld.so.cache` makes it.
-fn mount(img: &Image, view: &ContainerView) -> Result<(), ToolError> {
-    if view.node.driver.is_none() {
-        return Ok(());
-    }
-    let machine = match img.facts.platform.split('/').nth(1) {
-        Some("arm64") => image::stub::EM_AARCH64,
-        _ => image::stub::EM_X86_64,
-    };
-    let activated = compat_activated(img, view);
-    for f in view.injected.iter().filter(|f| f.kind == FileKind::Library) {
-        let path = Path::new(&f.path);
-        // The node's file is not here: a library with its name and SONAME stands for it.
-        let soname = f.soname.as_deref().unwrap_or(&f.file);
-        img.mount(path, &image::stub::library(soname, machine), None)
-            .map_err(|e| ToolError(e.to_string()))?;
-        if let (Some(soname), Some(dir)) = (&f.soname, path.parent()) {
-            let compat = activated
-                .iter()
-                .find(|c| c.starts_with(&format!("{}.", f.name)))
-                .map(|c| format!("{COMPAT_DIR}/{c}"));
-            img.mount(&dir.join(soname), b"", Some(compat.as_deref().unwrap_or(&f.file)))
-                .map_err(|e| ToolError(e.to_string()))?;
-        }
-    }
-    Ok(())
-}
-
-/// The image's cuda-compat libraries (regular files of [`COMPAT_DIR`]) the toolkit activates on the node.
-fn compat_activated(img: &Image, view: &ContainerView) -> Vec<String> {
-    let root = img.root();
-    let files: Vec<String> = root
-        .read_dir(Path::new(COMPAT_DIR))
-        .unwrap_or_default()
-        .iter()
-        .filter(|p| root.symlink_metadata(p).is_ok_and(|m| m.is_file()))
-        .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
-        .collect();
-    view.compat_libraries_used(&files, CompatMode::default())
-        .unwrap_or_default()
-        .into_iter()
-        .map(str::to_string)
-        .collect()
-}
-
-/// The machine the program sees: the image's files (libraries, `ld.so.cache`, a cuda-compat `libcuda`, its
+/// The machine the program sees: the image's files (`files`, read by [`Tree::read`]) (libraries, `ld.so.cache`, a cuda-compat `libcuda`, its
 /// environment) with the node's kernel module, GPUs, PCI bus, MIG and CDI specs, and the device nodes the
 /// toolkit creates. The machine rules apply when the node was read, or declared with both a driver and a GPU.
 fn container_host(
-    root: &Root,
-    env: &Env,
+    mut files: HostFacts,
     user: Option<crate::facts::host::Identity>,
     n: HostFacts,
     view: &ContainerView,
     matrix: &crate::matrix::Matrix,
 ) -> HostFacts {
-    let mut files = crate::host::collect(
-        root,
-        env,
-        &crate::host::CollectOptions {
-            skip_catalog: true,
-            progress: None,
-        },
-    );
     files.observed = n.observed || (n.driver.is_some() && !n.gpus.is_empty());
     files.device_nodes = view
         .devices

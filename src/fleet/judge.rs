@@ -7,17 +7,16 @@
 //! libraries the node's filesystem provides) is not in a report, so library findings are not predicted; run
 //! `inspect` on the node (or `inspect --root` on its image) for them.
 //!
-//! An artefact is one kind of input to judge among possible others. A container image is another: it would
-//! bring, besides its binaries' facts (read once, their libraries resolved inside its own root), a per-node
-//! step in [`Artefact::predict`], the node's host facts as the container sees them there (the image's
-//! libraries, what the NVIDIA Container Toolkit injects from that node), as `inspect --image --facts` builds
-//! them; the judging after that step is the same.
+//! A container image (`fleet --image`) is judged elsewhere (`commands::fleet::image`, through the code of
+//! `inspect --image`): its per-node step (what the NVIDIA Container Toolkit does on that node, which mounts
+//! the node's libraries into the image's tree) needs an unpacked tree per distinct set of mounts; its answer is
+//! the same [`Prediction`], made by [`Prediction::of`] from the findings and verdicts as here.
 
 use super::{Group, Node};
 use crate::facts::{Facts, HostFacts};
-use crate::findings::Severity;
+use crate::findings::{Finding, Severity};
 use crate::matrix::Matrix;
-use crate::rules::Outcome as VerdictOutcome;
+use crate::rules::{Outcome as VerdictOutcome, Verdict};
 use serde::Serialize;
 
 /// The facts of what is judged, read once.
@@ -104,17 +103,30 @@ impl Artefact {
     /// artefact's from [`Artefact::judge_facts`]; its host is the node's for the time of the call).
     pub fn predict(&self, host: Option<HostFacts>, facts: &mut Facts, matrix: &Matrix) -> Prediction {
         let Some(mut host) = host else {
-            return Prediction {
-                outcome: Outcome::Unknown,
-                reason: "the node's file holds no host facts to judge on".into(),
-                codes: Vec::new(),
-            };
+            return Prediction::no_host();
         };
         crate::host::enrich::with_matrix(&mut host, matrix);
         facts.host = Some(host);
         let findings = crate::rules::evaluate(facts, matrix);
         let verdicts = crate::rules::verdicts(facts, matrix);
         facts.host = None;
+        Prediction::of(&findings, &verdicts)
+    }
+}
+
+impl Prediction {
+    /// The prediction on a node whose file holds no host facts (a report of `inspect --no-host`).
+    pub fn no_host() -> Prediction {
+        Prediction {
+            outcome: Outcome::Unknown,
+            reason: "the node's file holds no host facts to judge on".into(),
+            codes: Vec::new(),
+        }
+    }
+
+    /// The prediction a judgement gives: its findings (most severe first) and verdicts, as `inspect` reports
+    /// them. `fleet --artifact` and `fleet --image` both answer through here.
+    pub fn of(findings: &[Finding], verdicts: &[Verdict]) -> Prediction {
         let mut codes: Vec<String> = Vec::new();
         for f in findings.iter().filter(|f| f.severity == Severity::Error) {
             if !codes.contains(&f.slug) {
@@ -180,6 +192,17 @@ impl Artefact {
     }
 }
 
+/// The image `fleet --image` judged.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImageJudged {
+    /// The image's path, as given.
+    pub path: String,
+    /// Its program, as a path inside it (its entrypoint's, found as `inspect --image` finds it).
+    pub program: String,
+    /// How many times it was unpacked: once per distinct set of the toolkit's mounts (driver version).
+    pub unpacked: usize,
+}
+
 /// The nodes of one outcome and leading reason.
 #[derive(Debug, Clone, Serialize)]
 pub struct PredictionGroup {
@@ -196,8 +219,10 @@ pub struct PredictionGroup {
 /// The artefact's predictions over the fleet.
 #[derive(Debug, Clone, Serialize)]
 pub struct Predictions {
-    /// The artefact's paths.
+    /// The artefact's paths (with `--image`, the image's).
     pub paths: Vec<String>,
+    /// With `--image`: the image and the program of it that was judged.
+    pub image: Option<ImageJudged>,
     /// How many nodes it fails on.
     pub fails: usize,
     /// Nodes per outcome (`runs`, `fails`, …).
@@ -253,6 +278,7 @@ impl Predictions {
             .map_or(0, |o| o.nodes.len());
         Predictions {
             paths,
+            image: None,
             fails,
             outcomes,
             groups,

@@ -5,7 +5,7 @@
 //! nodes by finding, driver version, GPU model and verdict: "which nodes have `driver-library-mismatch`", "who
 //! still runs 550", "which nodes fail". With an artefact (`--artifact app`), it also predicts for each node
 //! whether the artefact will run there ([`judge`]), from the node's recorded facts, as `inspect --facts` does
-//! for one.
+//! for one; with an image (`--image`), whether its program will, as `inspect --image --facts` does.
 //!
 //! Stages: the command's reader (`commands::fleet::read`: files, I/O, decoding) turns paths into [`Node`]s
 //! (and the files it could not use, with why), [`group`] turns nodes into a [`Fleet`]; `report::fleet`

@@ -4,7 +4,7 @@
 //! artefact's outcomes) with its node names, a long list cut to one line and "and N more" (`-v`: every name,
 //! and every file not used with why). JSON (`fleet_version` 1): `nodes` (the count), `verdicts`, `findings`,
 //! `drivers` and `gpus` (each value → node names), `without_driver`, `without_gpu`, `artifact` (with
-//! `--artifact`), `per_node` (every node with what was read of it) and `unreadable` (every file not used, with
+//! `--artifact` or `--image`), `per_node` (every node with what was read of it) and `unreadable` (every file not used, with
 //! why). Every node name and file name is data from the nodes' files: escaped on a terminal.
 
 use super::Paint;
@@ -120,7 +120,10 @@ fn artefact(a: &Predictions, paint: Paint, verbose: bool, out: &mut dyn Write) -
             }
         })
         .collect();
-    let shown: Vec<String> = a.paths.iter().map(|p| Sane(p).to_string()).collect();
+    let mut shown: Vec<String> = a.paths.iter().map(|p| Sane(p).to_string()).collect();
+    if let Some(i) = &a.image {
+        shown = vec![format!("{} ({})", Sane(&i.path), Sane(&i.program))];
+    }
     writeln!(
         out,
         "\n{} {}",
@@ -299,6 +302,8 @@ struct Wire<'a> {
 #[derive(Serialize)]
 struct Artefact<'a> {
     paths: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image: Option<&'a crate::fleet::judge::ImageJudged>,
     outcomes: BTreeMap<&'a str, &'a [String]>,
     groups: &'a [crate::fleet::judge::PredictionGroup],
 }
@@ -333,6 +338,7 @@ pub fn json(fleet: &Fleet, out: &mut dyn Write) -> io::Result<()> {
         without_gpu: &fleet.without_gpu,
         artifact: fleet.artefact.as_ref().map(|a| Artefact {
             paths: &a.paths,
+            image: a.image.as_ref(),
             outcomes: a
                 .outcomes
                 .iter()

@@ -790,3 +790,186 @@ fn the_images_user_opens_the_device_nodes_or_not() {
     assert!(!permission("app"), "app is in video");
     assert!(!permission(""), "root opens anything");
 }
+
+/// `fleet --image` over nodes of three drivers, two GPU kinds and a file with no host facts: each node's
+/// prediction is what `inspect --image IMAGE --facts NODE.json` says for that node (outcome and first code),
+/// and the image is unpacked once per distinct driver.
+#[test]
+fn fleet_image_predicts_what_inspect_image_says_on_each_node() {
+    let t = tempfile::tempdir().unwrap();
+    let nodes = t.path().join("nodes");
+    std::fs::create_dir_all(&nodes).unwrap();
+    // An sm_90a-only CUDA 13 program (NVIDIA_REQUIRE_CUDA=cuda>=13.0).
+    let img = t.path().join("app.tar");
+    program_image("sm90a").docker_save(&img, Pack::Gzip);
+    let img = img.to_str().unwrap();
+    // h200: driver 580.x, an H200 (9.0): runs. a100: the same with an A100 (8.0): no kernel for it.
+    // r535: the H200 on 535.104.05, and h100: the healthy root (550.90.07, H100s): the toolkit refuses both.
+    let base = t.path().join("h200-base.json");
+    node_snapshot("h200-nix-open-580", &base);
+    let h200: serde_json::Value = serde_json::from_slice(&std::fs::read(&base).unwrap()).unwrap();
+    let put = |name: &str, v: &serde_json::Value| {
+        std::fs::write(nodes.join(format!("{name}.json")), serde_json::to_vec(v).unwrap()).unwrap()
+    };
+    put("h200", &h200);
+    let mut a100 = h200.clone();
+    a100["facts"]["host"]["gpus"][0]["name"] = "NVIDIA A100-SXM4-80GB".into();
+    a100["facts"]["host"]["gpus"][0]["pci_device_id"] = 0x20b2.into();
+    put("a100", &a100);
+    let mut r535 = h200.clone();
+    r535["facts"]["host"]["driver"]["version"] = "535.104.05".into();
+    put("r535", &r535);
+    node_snapshot("healthy", &nodes.join("h100.json"));
+    // A report of `inspect --no-host`: no host facts to judge on.
+    let (_, mut bare) = json(&[
+        "inspect",
+        "--no-host",
+        root().join("fixtures/cuda13/sm90a").to_str().unwrap(),
+    ]);
+    bare["host"] = serde_json::json!({});
+    put("bare", &bare);
+
+    let (code, fleet) = json(&["fleet", "--image", img, nodes.to_str().unwrap()]);
+    assert_eq!(code, 1, "it fails on some nodes: {fleet}");
+    let a = &fleet["artifact"];
+    assert_eq!(a["image"]["path"], img, "{a}");
+    assert_eq!(a["image"]["program"], "/usr/local/bin/app", "{a}");
+    assert_eq!(a["paths"][0], img, "{a}");
+    assert_eq!(
+        a["image"]["unpacked"], 3,
+        "one unpack per driver (580, 550, 535): {a}"
+    );
+    let prediction = |n: &str| {
+        fleet["per_node"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == n)
+            .unwrap_or_else(|| panic!("{n}: {fleet}"))["prediction"]
+            .clone()
+    };
+    let expect = [
+        ("h200", "runs", None),
+        ("a100", "fails", Some("no-kernel-image")),
+        ("r535", "fails", Some("container-requirement-unmet")),
+        ("h100", "fails", Some("container-requirement-unmet")),
+    ];
+    for (name, outcome, first) in expect {
+        let p = prediction(name);
+        assert_eq!(p["outcome"], outcome, "{name}: {p}");
+        assert_eq!(p["codes"].get(0).and_then(|c| c.as_str()), first, "{name}: {p}");
+        // The differential: `inspect --image --facts` on the same node gives the same answer.
+        let file = nodes.join(format!("{name}.json"));
+        let (code, v) = json(&["inspect", "--image", img, "--facts", file.to_str().unwrap()]);
+        assert_eq!(code, if outcome == "fails" { 1 } else { 0 }, "{name}: {v}");
+        let verdict = &v["verdicts"][0];
+        assert_eq!(verdict["outcome"], outcome, "{name}: {v}");
+        assert_eq!(
+            verdict["codes"].get(0).and_then(|c| c.as_str()),
+            first,
+            "{name}: {v}"
+        );
+        if outcome == "fails" {
+            assert_eq!(p["reason"], verdict["reason"], "{name}");
+        }
+    }
+    assert_eq!(
+        slugs(
+            &json(&[
+                "inspect",
+                "--image",
+                img,
+                "--facts",
+                nodes.join("r535.json").to_str().unwrap()
+            ])
+            .1
+        )[0],
+        "container-requirement-unmet"
+    );
+    let bare = prediction("bare");
+    assert_eq!(bare["outcome"], "unknown", "{bare}");
+    let (code, _, err) = run(&[
+        "inspect",
+        "--image",
+        img,
+        "--facts",
+        nodes.join("bare.json").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+
+    // For people: the image and its program, the outcomes, the toolkit's refusal as a group.
+    let (code, out, _) = run(&["fleet", "--image", img, nodes.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("(/usr/local/bin/app) on these nodes: 3 fails · 1 runs · 1 unknown"),
+        "{out}"
+    );
+    assert!(out.contains("fails: container-requirement-unmet"), "{out}");
+    // Where it runs everywhere, 0; --fail-on never, 0; --image and --artifact together, a usage error.
+    let (code, _, err) = run(&["fleet", "--image", img, nodes.join("h200.json").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, _) = run(&[
+        "fleet",
+        "--fail-on",
+        "never",
+        "--image",
+        img,
+        nodes.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let (code, _, err) = run(&[
+        "fleet",
+        "--image",
+        img,
+        "--artifact",
+        img,
+        nodes.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot be used with"), "{err}");
+}
+
+/// Each node's `fleet --image` prediction against `inspect --image --facts` on that node: outcome, codes and
+/// reason.
+fn fleet_matches_inspect(img: &str, nodes: &Path) -> serde_json::Value {
+    let (_, fleet) = json(&["fleet", "--image", img, nodes.to_str().unwrap()]);
+    for n in fleet["per_node"].as_array().unwrap() {
+        let p = &n["prediction"];
+        let (_, v) = json(&["inspect", "--image", img, "--facts", n["file"].as_str().unwrap()]);
+        let verdict = &v["verdicts"][0];
+        assert_eq!(p["outcome"], verdict["outcome"], "{n}\n{v}");
+        assert_eq!(p["codes"].get(0), verdict["codes"].get(0), "{n}\n{v}");
+        if p["outcome"] != "runs" {
+            assert_eq!(p["reason"], verdict["reason"], "{n}\n{v}");
+        }
+    }
+    fleet
+}
+
+/// The toolkit activates the image's cuda-compat libcuda by the node's driver branch: nodes on different
+/// drivers get different trees, and each node's answer is still the one `inspect --image --facts` gives alone.
+#[test]
+fn fleet_image_with_a_compat_libcuda_judges_each_driver_on_its_own_tree() {
+    let t = tempfile::tempdir().unwrap();
+    let nodes = t.path().join("nodes");
+    std::fs::create_dir_all(&nodes).unwrap();
+    node_snapshot("compat-on-geforce", &nodes.join("geforce.json"));
+    node_snapshot("healthy", &nodes.join("h100.json"));
+    node_snapshot("h200-nix-open-580", &nodes.join("h200.json"));
+    node_snapshot("driver-upgraded-no-reboot", &nodes.join("upgraded.json"));
+    let mut img = compat_image("575.57.08");
+    img.env.retain(|e| !e.starts_with("LD_LIBRARY_PATH="));
+    let a = t.path().join("compat.tar");
+    img.docker_save(&a, Pack::None);
+    let fleet = fleet_matches_inspect(a.to_str().unwrap(), &nodes);
+    let drivers = fleet["drivers"].as_object().unwrap().len();
+    assert!(drivers >= 2, "{fleet}");
+    assert_eq!(fleet["artifact"]["image"]["unpacked"], drivers, "{fleet}");
+    let geforce = fleet["per_node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "geforce")
+        .unwrap();
+    assert_eq!(geforce["prediction"]["outcome"], "fails", "{geforce}");
+}

@@ -1,26 +1,45 @@
-//! `cudadiag fleet`: many nodes' reports and snapshots, grouped; an artefact judged on each (`fleet` module).
+//! `cudadiag fleet`: many nodes' reports and snapshots, grouped; an artefact or an image judged on each
+//! (`fleet` module).
 
+mod image;
 mod read;
 
 use super::{Outcome, ToolError};
 use crate::cli::FleetArgs;
-use crate::fleet::{self, Files, judge::Artefact};
+use crate::fleet::judge::{Artefact, ImageJudged};
+use crate::fleet::{self, Files};
 use crate::report::{DocFormat, Paint};
 use std::io::Write;
 
 pub fn run(args: &FleetArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let found = read::find(&args.paths).map_err(ToolError)?;
-    // The artefact is read once, while the matrix loads; then every node is judged against its facts.
-    let (matrix, artefact) = std::thread::scope(|s| {
+    // The artefact (or the image) is read once, while the matrix loads; then every node is judged against its
+    // facts.
+    let platform = args.platform.as_deref();
+    let (matrix, artefact, opened) = std::thread::scope(|s| {
         let artefact = (!args.artifact.is_empty()).then(|| s.spawn(|| Artefact::read(&args.artifact)));
+        let opened = args
+            .image
+            .as_ref()
+            .map(|p| s.spawn(move || image::open(p, platform)));
         let matrix = super::targets::load_matrix(args.matrix.as_deref());
-        (matrix, artefact.map(crate::parallel::join))
+        (
+            matrix,
+            artefact.map(crate::parallel::join),
+            opened.map(crate::parallel::join),
+        )
     });
     let matrix = matrix?;
     let artefact = artefact.transpose().map_err(ToolError)?;
+    let opened = opened.transpose()?;
+    let judge = match (&artefact, &opened) {
+        (Some(a), _) => read::Judge::Artefact(a),
+        (None, Some(o)) => read::Judge::Image(&o.program),
+        (None, None) => read::Judge::Nothing,
+    };
     let done = std::sync::atomic::AtomicUsize::new(0);
     let read = crate::report::progress::while_running("reading node reports…", "files", &done, || {
-        read::read_all(&found.files, &matrix, artefact.as_ref(), &done)
+        read::read_all(&found.files, &matrix, judge, &done)
     });
     let mut files = Files {
         read: found.files.len(),
@@ -29,9 +48,13 @@ pub fn run(args: &FleetArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
         truncated: found.truncated,
     };
     let mut nodes = Vec::with_capacity(read.len());
+    let mut staged = Vec::new();
     for r in read {
         match r {
-            Ok(n) => nodes.push(n),
+            Ok((n, s)) => {
+                nodes.push(n);
+                staged.push(s);
+            }
             Err(s) => files.skipped.push(s),
         }
     }
@@ -53,8 +76,32 @@ pub fn run(args: &FleetArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
         };
         return Err(ToolError(format!("no node report or snapshot found{why}")));
     }
+    let mut judged_image = None;
+    if let (Some(opened), Some(path)) = (opened, &args.image) {
+        let program = opened.program.programs.first().map(|p| p.display().to_string());
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let unpacked = crate::report::progress::while_running(
+            "judging the image on each node…",
+            "nodes",
+            &done,
+            || image::judge_all(opened, path, platform, &mut nodes, &staged, &matrix, &done),
+        )?;
+        judged_image = Some(ImageJudged {
+            path: path.display().to_string(),
+            program: program.unwrap_or_default(),
+            unpacked,
+        });
+    }
+    drop(staged);
     fleet::unique_names(&mut nodes);
-    let fleet = fleet::group(nodes, files, artefact.map(|a| a.paths));
+    let paths = match &judged_image {
+        Some(i) => Some(vec![i.path.clone()]),
+        None => artefact.map(|a| a.paths),
+    };
+    let mut fleet = fleet::group(nodes, files, paths);
+    if let Some(a) = &mut fleet.artefact {
+        a.image = judged_image;
+    }
     match args.format {
         DocFormat::Human => crate::report::fleet::human(&fleet, paint, args.verbose, out)?,
         DocFormat::Json => crate::report::fleet::json(&fleet, out)?,

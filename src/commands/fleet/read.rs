@@ -11,8 +11,10 @@
 //! directory, each file at most [`NODE_FILE`] bytes (read through `system::read`, which refuses FIFOs and
 //! devices without blocking), and memory per node of what is kept, not of the file.
 
+use crate::commands::image::{Program, Staged};
 use crate::facts::HostFacts;
 use crate::findings::Severity;
+use crate::fleet::judge::{Artefact, Prediction};
 use crate::fleet::{GpuCount, Node, NodeFinding, SkipKind, Skipped, SourceKind, Standing};
 use crate::matrix::Matrix;
 use crate::system::read::Limit;
@@ -146,28 +148,74 @@ fn special_kind(t: std::fs::FileType) -> &'static str {
     }
 }
 
-/// What a node file gave.
-pub type Read = Result<Node, Skipped>;
+/// What a node file gave: the node, and with `--image` the node as a container of the image sees it (judged
+/// once every file is read: nodes are judged per unpacked tree).
+pub type Read = Result<(Node, Option<Staged>), Skipped>;
 
-/// Reads every file in parallel; `judge` (with `--artifact`) predicts the artefact's outcome on each node as
-/// soon as its facts are decoded, so that no node's whole facts are kept.
+/// What is judged on each node as it is read.
+#[derive(Clone, Copy)]
+pub enum Judge<'a> {
+    /// Nothing: the nodes are grouped only.
+    Nothing,
+    /// An artefact (`--artifact`): predicted on each node as soon as its facts are decoded, so that no node's
+    /// whole facts are kept.
+    Artefact(&'a Artefact),
+    /// An image's program (`--image`): each node staged ([`Program::stage`]), keeping of its facts only what
+    /// the container shares.
+    Image(&'a Program),
+}
+
+/// A thread's scratch for judging: a copy of the artefact's facts (its host replaced per node).
+type Scratch = Option<crate::facts::Facts>;
+
+/// Reads every file in parallel, judging each node as [`Judge`] says.
 /// `done` counts the files read, for a progress line.
 pub fn read_all(
     files: &[PathBuf],
     matrix: &Matrix,
-    judge: Option<&crate::fleet::judge::Artefact>,
+    judge: Judge<'_>,
     done: &std::sync::atomic::AtomicUsize,
 ) -> Vec<Read> {
     crate::parallel::map_with(
         files,
         usize::MAX,
-        || judge.map(crate::fleet::judge::Artefact::judge_facts),
-        |facts, path| {
-            let r = read_node(path, matrix, judge.zip(facts.as_mut()));
+        || match judge {
+            Judge::Artefact(a) => Some(a.judge_facts()),
+            _ => None,
+        },
+        |scratch, path| {
+            let r = read_node(path, matrix, judge, scratch);
             done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             r
         },
     )
+}
+
+/// Judges the node whose host facts are `host` (none when its file holds none) as `judge` says.
+fn judge_node(
+    judge: Judge<'_>,
+    scratch: &mut Scratch,
+    host: Option<HostFacts>,
+    matrix: &Matrix,
+    node: &mut Node,
+) -> Option<Staged> {
+    match (judge, scratch) {
+        (Judge::Artefact(a), Some(facts)) => {
+            node.prediction = Some(a.predict(host, facts, matrix));
+            None
+        }
+        (Judge::Image(program), _) => match host {
+            Some(mut host) => {
+                crate::host::enrich::with_matrix(&mut host, matrix);
+                Some(program.stage(host, matrix))
+            }
+            None => {
+                node.prediction = Some(Prediction::no_host());
+                None
+            }
+        },
+        _ => None,
+    }
 }
 
 /// The host part of a report (`host`) or of a snapshot's facts (`facts.host`): both carry `driver.version`
@@ -276,11 +324,7 @@ fn skipped(path: &Path, kind: SkipKind, reason: impl Into<String>) -> Skipped {
 
 /// Reads one node file: a report's node from its head alone, a snapshot's from its facts with the rules run
 /// over them; with an artefact, its predicted outcome too.
-fn read_node(
-    path: &Path,
-    matrix: &Matrix,
-    judge: Option<(&crate::fleet::judge::Artefact, &mut crate::facts::Facts)>,
-) -> Read {
+fn read_node(path: &Path, matrix: &Matrix, judge: Judge<'_>, scratch: &mut Scratch) -> Read {
     let bytes = crate::system::read::read(path, NODE_FILE)
         .map_err(|e| skipped(path, SkipKind::Unreadable, e.to_string()))?;
     let text = std::str::from_utf8(&bytes)
@@ -300,9 +344,9 @@ fn read_node(
         skipped(path, kind, format!("{what}: {e}"))
     })?;
     if head.schema_version.is_some() && head.snapshot_version.is_none() {
-        return report_node(path, text, head, matrix, judge);
+        return report_node(path, text, head, matrix, judge, scratch);
     }
-    snapshot_node(path, text, head.snapshot_version.as_ref(), matrix, judge)
+    snapshot_node(path, text, head.snapshot_version.as_ref(), matrix, judge, scratch)
 }
 
 /// A report's node, from its head (its findings are the ones the node gave); with an artefact, the report's
@@ -312,7 +356,8 @@ fn report_node(
     text: &str,
     head: Head<'_>,
     matrix: &Matrix,
-    judge: Option<(&crate::fleet::judge::Artefact, &mut crate::facts::Facts)>,
+    judge: Judge<'_>,
+    scratch: &mut Scratch,
 ) -> Read {
     let origin = path.display().to_string();
     let file_name = node_name_from_file(path);
@@ -341,7 +386,10 @@ fn report_node(
         host.gpus.iter().map(|g| g.name.as_ref()),
         findings,
     );
-    if let Some((artefact, facts)) = judge {
+    if matches!(judge, Judge::Nothing) {
+        return Ok((node, None));
+    }
+    {
         let decoded: ReportFacts = serde_json::from_str(text).map_err(|e| {
             skipped(
                 path,
@@ -350,9 +398,9 @@ fn report_node(
             )
         })?;
         let host = decoded.host.and_then(|h| h.facts);
-        node.prediction = Some(artefact.predict(host, facts, matrix));
+        let staged = judge_node(judge, scratch, host, matrix, &mut node);
+        Ok((node, staged))
     }
-    Ok(node)
 }
 
 /// A snapshot's node (or a bare serialised `Facts`'s): its host facts decoded, its findings the rules run
@@ -362,7 +410,8 @@ fn snapshot_node(
     text: &str,
     snapshot_version: Option<&serde_json::Value>,
     matrix: &Matrix,
-    judge: Option<(&crate::fleet::judge::Artefact, &mut crate::facts::Facts)>,
+    judge: Judge<'_>,
+    scratch: &mut Scratch,
 ) -> Read {
     let origin = path.display().to_string();
     let file_name = node_name_from_file(path);
@@ -441,10 +490,8 @@ fn snapshot_node(
             .map(|g| g.name.as_str()),
         findings,
     );
-    if let Some((artefact, facts)) = judge {
-        node.prediction = Some(artefact.predict(host, facts, matrix));
-    }
-    Ok(node)
+    let staged = judge_node(judge, scratch, host, matrix, &mut node);
+    Ok((node, staged))
 }
 
 /// Adds a finding, each slug once at its worst severity.
