@@ -15,13 +15,17 @@ use std::path::PathBuf;
     long_about = "cudadiag reads CUDA binaries (ELF files, their fatbins, cubins and PTX) without running or \
                   loading them, and says what GPU code they carry, what they link, and why they would fail.\n\n\
                   Examples:\n  \
-                  cudadiag inspect ./app                 what GPU code ./app carries, one line\n  \
-                  cudadiag inspect -v ./libkern.so       every fatbin entry, ELF details\n  \
-                  cudadiag inspect --format json ./app   the stable JSON report\n  \
-                  cudadiag inspect --probe ./app         the same, confirmed with the real driver (child process)\n  \
-                  cudadiag probe                         try the driver: GPUs, a tiny kernel, the runtime\n  \
-                  cudadiag codes                         every finding code\n  \
-                  cudadiag completions bash              shell completions (bash, zsh, fish, elvish, powershell)\n\n\
+                  cudadiag inspect ./app                   what GPU code ./app carries, one line\n  \
+                  cudadiag inspect -v ./libkern.so         every fatbin entry, ELF details\n  \
+                  cudadiag inspect --format json ./app     the stable JSON report\n  \
+                  cudadiag inspect --probe ./app           the same, confirmed with the real driver (child process)\n  \
+                  cudadiag inspect --image app.tar         will its program run here (there: --facts node.json)\n  \
+                  cudadiag explain \"libcudart.so.12: …\"    what a pasted error means, what to install\n  \
+                  cudadiag snapshot --redact -o case.json  a support bundle without user, home or host names\n  \
+                  cudadiag fleet reports/ --image app.tar  which nodes will run the image, and why not\n  \
+                  cudadiag probe                           try the driver: GPUs, a tiny kernel, the runtime\n  \
+                  cudadiag codes                           every finding code\n  \
+                  cudadiag completions bash                shell completions (bash, zsh, fish, elvish, powershell)\n\n\
                   `cudadiag --version` names the commit, the target and the bundled compatibility matrix.\n\n\
                   Exit status: 0 when no finding reaches --fail-on (default: error), 1 when one does, 2 on \
                   usage or I/O errors."
