@@ -72,6 +72,24 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
                "Requires-Dist: nvidia-cuda-runtime-cu12==12.4.127; platform_system == \"Linux\"\n")
     z.writestr("seed-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-manylinux2014_x86_64\n")
 EOF
+# image: a `docker save` tarball of one layer holding a fixture binary as its entrypoint.
+mkdir -p "$out/corpus/image"
+python3 - "$out/corpus/image/seed.tar" "${elves[0]}" <<'EOF'
+import hashlib, io, json, sys, tarfile
+def tar(entries):
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w") as t:
+        for name, data in entries:
+            i = tarfile.TarInfo(name); i.size, i.mode = len(data), 0o755
+            t.addfile(i, io.BytesIO(data))
+    return b.getvalue()
+layer = tar([("usr/local/bin/app", open(sys.argv[2], "rb").read())])
+config = json.dumps({"architecture": "amd64", "os": "linux",
+                     "config": {"Env": ["PATH=/usr/local/bin", "NVIDIA_VISIBLE_DEVICES=all"], "Entrypoint": ["app"]},
+                     "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(layer).hexdigest()]}}).encode()
+manifest = json.dumps([{"Config": "c.json", "Layers": ["l/layer.tar"]}]).encode()
+open(sys.argv[1], "wb").write(tar([("l/layer.tar", layer), ("c.json", config), ("manifest.json", manifest)]))
+EOF
 
 pids=()
 for t in "${targets[@]}"; do
