@@ -53,3 +53,17 @@ def tar_layer(build):
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
         build(tf)
     return buf.getvalue()
+
+
+def tar_debian_base(tf, extra_dirs=()):
+    """The start of a Debian-like x86-64 system layer: its directories (then `extra_dirs`), /etc/debian_version,
+    the /lib and /lib64 links, and this machine's ld.so, libc, libm, libgcc_s and libstdc++ (real files, so
+    the loader finds what a C++ program needs)."""
+    for d in ["usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib64", "usr/local", "usr/local/bin"] + list(extra_dirs):
+        tar_add(tf, d)
+    tar_add(tf, "etc/debian_version", b"12.0\n")
+    tar_add(tf, "lib", link="usr/lib")
+    tar_add(tf, "lib64", link="usr/lib64")
+    tar_add(tf, "usr/lib64/ld-linux-x86-64.so.2", link="../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
+    for n in ["ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libgcc_s.so.1", "libstdc++.so.6"]:
+        tar_add(tf, "usr/lib/x86_64-linux-gnu/" + n, open(os.path.realpath("/lib/x86_64-linux-gnu/" + n), "rb").read())

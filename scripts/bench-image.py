@@ -15,7 +15,7 @@ the image costs well under a second more than the unpacked root.
 import gzip, io, json, os, statistics, subprocess, sys, tarfile, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import tar_add as add, tar_layer as layer
+from _common import tar_add as add, tar_debian_base, tar_layer as layer
 
 os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 mib = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
@@ -36,14 +36,7 @@ else:
 layer_mib = 128
 
 def system(tf):
-    for d in ["usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib64", "usr/local", "usr/local/bin", "etc"]:
-        add(tf, d)
-    add(tf, "etc/debian_version", b"12.0\n")
-    add(tf, "lib", link="usr/lib")
-    add(tf, "lib64", link="usr/lib64")
-    add(tf, "usr/lib64/ld-linux-x86-64.so.2", link="../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
-    for n in ["ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libgcc_s.so.1", "libstdc++.so.6"]:
-        add(tf, "usr/lib/x86_64-linux-gnu/" + n, open(os.path.realpath("/lib/x86_64-linux-gnu/" + n), "rb").read())
+    tar_debian_base(tf, extra_dirs=["etc"])
     # Small files in the numbers of a slim distribution's /usr/share.
     for i in range(3000):
         add(tf, f"usr/share/doc/pkg{i % 300}/file{i}.txt", b"documentation\n" * 20)

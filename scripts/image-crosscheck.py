@@ -14,20 +14,13 @@ target/release/cudadiag, else target/debug/cudadiag. Skips, exit 0, when skopeo 
 import gzip, hashlib, json, os, shutil, subprocess, sys, tarfile, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import tar_add as add, tar_layer as layer
+from _common import tar_add as add, tar_debian_base, tar_layer as layer
 
 os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
 def system(tf):
-    for d in ["usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib64", "usr/local", "usr/local/bin"]:
-        add(tf, d)
-    add(tf, "etc/debian_version", b"12.0\n")
-    add(tf, "lib", link="usr/lib")
-    add(tf, "lib64", link="usr/lib64")
-    add(tf, "usr/lib64/ld-linux-x86-64.so.2", link="../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
-    for n in ["ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libgcc_s.so.1", "libstdc++.so.6"]:
-        add(tf, "usr/lib/x86_64-linux-gnu/" + n, open(os.path.realpath("/lib/x86_64-linux-gnu/" + n), "rb").read())
+    tar_debian_base(tf)
     add(tf, "usr/local/bin/old", b"to be deleted")
 
 def app(tf):
