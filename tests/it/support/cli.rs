@@ -5,6 +5,18 @@ use serde_json::Value;
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
+/// `cudadiag` to be run in `dir`, colour left to its flags (`NO_COLOR` removed from the environment).
+pub fn cudadiag_in(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("cudadiag").unwrap();
+    c.env_remove("NO_COLOR").current_dir(dir);
+    c
+}
+
+/// `cudadiag` to be run in the repository (fixture paths relative to it), `NO_COLOR` removed.
+pub fn cudadiag() -> Command {
+    cudadiag_in(Path::new(env!("CARGO_MANIFEST_DIR")))
+}
+
 /// `cudadiag ARGS`, run to completion in the test's working directory.
 pub fn output<I, S>(args: I) -> std::process::Output
 where
