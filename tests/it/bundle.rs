@@ -168,7 +168,7 @@ fn a_redacted_snapshot_names_nobody_and_judges_the_same() {
     let mut live_args = strs(&["doctor", "--format", "json"]);
     live_args.extend(machine.iter().cloned());
     let live = json(&live_args);
-    let replay = json(&strs(&[
+    let replay = json(strs(&[
         "doctor",
         "--format",
         "json",
@@ -185,7 +185,7 @@ fn a_redacted_snapshot_names_nobody_and_judges_the_same() {
     // inspect: a binary judged against the plain and the redacted snapshot gives the same findings.
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/compress_all");
     let inspect = |snap: &Path| {
-        json(&strs(&[
+        json(strs(&[
             "inspect",
             "--format",
             "json",
@@ -204,7 +204,7 @@ fn an_old_snapshot_without_the_new_sections_still_loads() {
     let snap = t.path().join("s.json");
     snapshot(&machine, &snap, &["--redact"]);
     let mut v: Value = serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
-    let full = json(&strs(&[
+    let full = json(strs(&[
         "doctor",
         "--format",
         "json",
@@ -214,7 +214,7 @@ fn an_old_snapshot_without_the_new_sections_still_loads() {
     v.as_object_mut().unwrap().remove("redactions");
     v["facts"]["host"].as_object_mut().unwrap().remove("hostname");
     std::fs::write(&snap, serde_json::to_vec(&v).unwrap()).unwrap();
-    let old = json(&strs(&[
+    let old = json(strs(&[
         "doctor",
         "--format",
         "json",
@@ -305,7 +305,7 @@ fn a_capped_snapshot_says_what_it_cut_and_judges_the_same() {
     assert!(nodes.iter().any(|n| n["path"] == "/dev/nvidiactl"));
     let mut live_args = strs(&["doctor", "--format", "json"]);
     live_args.extend(machine);
-    let replay = json(&strs(&[
+    let replay = json(strs(&[
         "doctor",
         "--format",
         "json",
