@@ -14,6 +14,9 @@ the image costs well under a second more than the unpacked root.
 """
 import gzip, io, json, os, statistics, subprocess, sys, tarfile, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import tar_add as add, tar_debian_base, tar_layer as layer
+
 os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 mib = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
 runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
@@ -32,34 +35,8 @@ else:
 
 layer_mib = 128
 
-def add(tf, name, data=None, mode=0o644, link=None):
-    info = tarfile.TarInfo(name)
-    info.mtime = 0
-    if link is not None:
-        info.type, info.linkname = tarfile.SYMTYPE, link
-        tf.addfile(info)
-    elif data is None:
-        info.type, info.mode = tarfile.DIRTYPE, 0o755
-        tf.addfile(info)
-    else:
-        info.size, info.mode = len(data), mode
-        tf.addfile(info, io.BytesIO(data))
-
-def layer(build):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
-        build(tf)
-    return buf.getvalue()
-
 def system(tf):
-    for d in ["usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib64", "usr/local", "usr/local/bin", "etc"]:
-        add(tf, d)
-    add(tf, "etc/debian_version", b"12.0\n")
-    add(tf, "lib", link="usr/lib")
-    add(tf, "lib64", link="usr/lib64")
-    add(tf, "usr/lib64/ld-linux-x86-64.so.2", link="../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
-    for n in ["ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libgcc_s.so.1", "libstdc++.so.6"]:
-        add(tf, "usr/lib/x86_64-linux-gnu/" + n, open(os.path.realpath("/lib/x86_64-linux-gnu/" + n), "rb").read())
+    tar_debian_base(tf, extra_dirs=["etc"])
     # Small files in the numbers of a slim distribution's /usr/share.
     for i in range(3000):
         add(tf, f"usr/share/doc/pkg{i % 300}/file{i}.txt", b"documentation\n" * 20)

@@ -29,25 +29,8 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def default_cudadiag() -> str:
-    """$CUDADIAG, else the newer of the repo's target/{release,debug} builds, else cudadiag on PATH."""
-    if os.environ.get("CUDADIAG"):
-        return os.environ["CUDADIAG"]
-    built = [p for p in (os.path.join(REPO, "target", b, "cudadiag") for b in ("release", "debug"))
-             if os.access(p, os.X_OK)]
-    return max(built, key=os.path.getmtime) if built else "cudadiag"
-
-
-def default_cuobjdump() -> str:
-    """$CUOBJDUMP, else cuobjdump on PATH, else /usr/local/cuda/bin/cuobjdump."""
-    if os.environ.get("CUOBJDUMP"):
-        return os.environ["CUOBJDUMP"]
-    if shutil.which("cuobjdump"):
-        return "cuobjdump"
-    return "/usr/local/cuda/bin/cuobjdump"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import REPO, default_cudadiag, default_cuobjdump  # noqa: E402
 
 
 

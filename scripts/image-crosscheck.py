@@ -11,38 +11,16 @@ docker-archive; converting to OCI rewrites the config into the OCI schema, a new
 target/release/cudadiag, else target/debug/cudadiag. Skips, exit 0, when skopeo is not installed
 (`apt-get install skopeo`). Exit 1 when a form reads differently.
 """
-import gzip, hashlib, io, json, os, shutil, subprocess, sys, tarfile, tempfile
+import gzip, hashlib, json, os, shutil, subprocess, sys, tarfile, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import tar_add as add, tar_debian_base, tar_layer as layer
 
 os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
-def add(tf, name, data=None, mode=0o644, link=None):
-    info = tarfile.TarInfo(name)
-    if link is not None:
-        info.type, info.linkname = tarfile.SYMTYPE, link
-        tf.addfile(info)
-    elif data is None:
-        info.type, info.mode = tarfile.DIRTYPE, 0o755
-        tf.addfile(info)
-    else:
-        info.size, info.mode = len(data), mode
-        tf.addfile(info, io.BytesIO(data))
-
-def layer(build):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
-        build(tf)
-    return buf.getvalue()
-
 def system(tf):
-    for d in ["usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib64", "usr/local", "usr/local/bin"]:
-        add(tf, d)
-    add(tf, "etc/debian_version", b"12.0\n")
-    add(tf, "lib", link="usr/lib")
-    add(tf, "lib64", link="usr/lib64")
-    add(tf, "usr/lib64/ld-linux-x86-64.so.2", link="../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
-    for n in ["ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libgcc_s.so.1", "libstdc++.so.6"]:
-        add(tf, "usr/lib/x86_64-linux-gnu/" + n, open(os.path.realpath("/lib/x86_64-linux-gnu/" + n), "rb").read())
+    tar_debian_base(tf)
     add(tf, "usr/local/bin/old", b"to be deleted")
 
 def app(tf):

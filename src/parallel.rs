@@ -10,29 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 /// are jobs); each thread takes the next job when it finishes one, so a few large jobs do not hold up the
 /// rest. Results come back in job order.
 pub fn map<T: Sync, R: Send>(jobs: &[T], max_threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(max_threads)
-        .min(jobs.len());
-    if threads <= 1 {
-        return jobs.iter().map(f).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut mine = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(job) = jobs.get(i) else { break };
-            mine.push((i, f(job)));
-        }
-        mine
-    };
-    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-        handles.into_iter().flat_map(join).collect()
-    });
-    done.sort_by_key(|&(i, _)| i);
-    done.into_iter().map(|(_, r)| r).collect()
+    map_with(jobs, max_threads, || (), |(), job| f(job))
 }
 
 /// [`map`] with per-thread state: each thread makes its own with `init` once and hands it to `f` for every job

@@ -14,18 +14,10 @@
 #
 # Settings: as deploy/slurm/cudadiag-prolog.sh (/etc/default/cudadiag: CUDADIAG, CUDADIAG_ARGS, CUDADIAG_LOG).
 set -uo pipefail
-conf=${CUDADIAG_CONF:-/etc/default/cudadiag}
-# shellcheck disable=SC1090
-[ -r "$conf" ] && . "$conf"
-cudadiag=${CUDADIAG:-$(command -v cudadiag || echo /usr/local/bin/cudadiag)}
+# Runs doctor: sets $node, $report and $rc (cudadiag-common.sh, installed beside this script).
+# shellcheck source-path=SCRIPTDIR source=cudadiag-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cudadiag-common.sh"
 scontrol=${SCONTROL:-scontrol}
-node=${SLURMD_NODENAME:-$(hostname -s)}
-report=$(mktemp)
-trap 'rm -f "$report"' EXIT
-# shellcheck disable=SC2086 # CUDADIAG_ARGS is a list of words
-"$cudadiag" doctor --no-catalog --format json ${CUDADIAG_ARGS:-} > "$report" 2>&1
-rc=$?
-if [ -n "${CUDADIAG_LOG:-}" ]; then mkdir -p "$CUDADIAG_LOG" && cp "$report" "$CUDADIAG_LOG/$node.json"; fi
 case $rc in
   0) if "$scontrol" show node "$node" | grep -q 'Reason=cudadiag:'; then
        "$scontrol" update NodeName="$node" State=RESUME

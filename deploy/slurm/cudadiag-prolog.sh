@@ -19,17 +19,9 @@
 #   CUDADIAG_ARGS="--fail-on warning"     more arguments for doctor
 #   CUDADIAG_LOG=/var/log/cudadiag        where the last report of each node is kept (default: none kept)
 set -uo pipefail
-conf=${CUDADIAG_CONF:-/etc/default/cudadiag}
-# shellcheck disable=SC1090
-[ -r "$conf" ] && . "$conf"
-cudadiag=${CUDADIAG:-$(command -v cudadiag || echo /usr/local/bin/cudadiag)}
-node=${SLURMD_NODENAME:-$(hostname -s)}
-report=$(mktemp)
-trap 'rm -f "$report"' EXIT
-# shellcheck disable=SC2086 # CUDADIAG_ARGS is a list of words
-"$cudadiag" doctor --no-catalog --format json ${CUDADIAG_ARGS:-} > "$report" 2>&1
-rc=$?
-if [ -n "${CUDADIAG_LOG:-}" ]; then mkdir -p "$CUDADIAG_LOG" && cp "$report" "$CUDADIAG_LOG/$node.json"; fi
+# Runs doctor: sets $node, $report and $rc (cudadiag-common.sh, installed beside this script).
+# shellcheck source-path=SCRIPTDIR source=cudadiag-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cudadiag-common.sh"
 case $rc in
   0) exit 0 ;;
   1) slugs=$(grep -o '"slug": "[^"]*"' "$report" | cut -d'"' -f4 | sort -u | paste -sd, -)

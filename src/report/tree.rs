@@ -3,7 +3,7 @@
 //! library that is not found the numbered search trail, the copies elsewhere on disk and a one-line fix.
 
 use super::{Fixes, Paint, Sane};
-use crate::facts::loader::{How, Resolution};
+use crate::facts::loader::{How, Library, Resolution};
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 
@@ -14,6 +14,20 @@ use std::io::{self, Write};
 pub fn render(r: &Resolution, fixes: &Fixes, p: Paint, out: &mut dyn Write) -> io::Result<()> {
     let mut shown_missing = BTreeSet::new();
     node(r, fixes, 0, 1, p, &mut shown_missing, out)
+}
+
+/// The `fix:` line under a missing library: the rules' one-line fix for it (empty where they gave none).
+fn fix_line(
+    r: &Resolution,
+    l: &Library,
+    fixes: &Fixes,
+    pad: &str,
+    p: Paint,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let key = (r.binary.clone(), l.needed_by.clone(), l.soname.clone());
+    let fix = fixes.get(&key).map_or("", String::as_str);
+    writeln!(out, "{pad}    {} {}", p.good("fix:"), Sane(fix))
 }
 
 fn node(
@@ -62,16 +76,7 @@ fn node(
                         p.dim("[dlopen stem]"),
                         p.dim(&what)
                     )?;
-                    writeln!(
-                        out,
-                        "{pad}    {} {}",
-                        p.good("fix:"),
-                        Sane(
-                            fixes
-                                .get(&(r.binary.clone(), l.needed_by.clone(), l.soname.clone()))
-                                .map_or("", String::as_str)
-                        )
-                    )?;
+                    fix_line(r, l, fixes, &pad, p, out)?;
                     continue;
                 }
                 let t = if tags.is_empty() {
@@ -94,16 +99,7 @@ fn node(
                 for c in &l.copies {
                     writeln!(out, "{pad}    {} {}", p.dim("elsewhere:"), Sane(&c.line()))?;
                 }
-                writeln!(
-                    out,
-                    "{pad}    {} {}",
-                    p.good("fix:"),
-                    Sane(
-                        fixes
-                            .get(&(r.binary.clone(), l.needed_by.clone(), l.soname.clone()))
-                            .map_or("", String::as_str)
-                    )
-                )?;
+                fix_line(r, l, fixes, &pad, p, out)?;
                 continue;
             }
             how => tags.push(how.label(l.via.as_deref(), &l.needed_by)),

@@ -32,6 +32,27 @@ pub struct Runtime {
     pub evidence: String,
 }
 
+impl Runtime {
+    /// Whether a driver that supports CUDA `driver_cuda` runs this runtime: the whole version when it is
+    /// known, else the major alone.
+    pub fn fits(&self, driver_cuda: &CudaVersion) -> bool {
+        if self.exact {
+            self.version <= *driver_cuda
+        } else {
+            self.version.major <= driver_cuda.major
+        }
+    }
+
+    /// The runtime as a finding names it: `13.0`, or `13.x` where only the major is known.
+    pub fn wanted(&self) -> String {
+        if self.exact {
+            self.version.to_string()
+        } else {
+            format!("{}.x", self.version.major)
+        }
+    }
+}
+
 /// The runtime version of a binary, best source first.
 pub fn runtime_of(b: &BinaryFacts) -> Option<Runtime> {
     let c = &b.cudart;
@@ -99,12 +120,7 @@ pub fn runtime(b: &BinaryFacts, drv: Option<&Driver>, m: &Matrix) -> Option<Find
         dc.cuda,
         dc.row.row.cite(m)
     );
-    let fits = if rt.exact {
-        rt.version <= dc.cuda
-    } else {
-        rt.version.major <= dc.cuda.major
-    };
-    if fits || m.driver_beyond_table(&drv.version) {
+    if rt.fits(&dc.cuda) || m.driver_beyond_table(&drv.version) {
         return None;
     }
     let floor = m.minor_compat(rt.version.major);
@@ -118,11 +134,7 @@ pub fn runtime(b: &BinaryFacts, drv: Option<&Driver>, m: &Matrix) -> Option<Find
             t.row.cite(m)
         )
     });
-    let want = if rt.exact {
-        rt.version.to_string()
-    } else {
-        format!("{}.x", rt.version.major)
-    };
+    let want = rt.wanted();
     if let Some(floor) = floor
         && drv.version >= floor.linux_min
     {

@@ -31,12 +31,7 @@ pub fn jetson_driver<'m>(host: Option<&HostFacts>, m: &'m Matrix) -> Option<(Teg
 pub fn runtime(b: &BinaryFacts, host: Option<&HostFacts>, m: &Matrix) -> Option<Finding> {
     let (t, row) = jetson_driver(host, m)?;
     let rt = runtime_of(b)?;
-    let fits = if rt.exact {
-        rt.version <= row.cuda
-    } else {
-        rt.version.major <= row.cuda.major
-    };
-    if fits {
+    if rt.fits(&row.cuda) {
         return None;
     }
     let l4t = t.l4t.as_deref().unwrap_or("?");
@@ -47,11 +42,7 @@ pub fn runtime(b: &BinaryFacts, host: Option<&HostFacts>, m: &Matrix) -> Option<
         row.cuda,
         row.row.cite(m)
     );
-    let want = if rt.exact {
-        rt.version.to_string()
-    } else {
-        format!("{}.x", rt.version.major)
-    };
+    let want = rt.wanted();
     if rt.exact && rt.version.major == row.cuda.major && row.cuda.major >= 11 {
         let limits = m.minor_compat_limits.join("; ");
         return Some(

@@ -11,11 +11,8 @@ fn root() -> &'static Path {
 }
 
 fn cudadiag(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("cudadiag").unwrap();
-    c.env_remove("NO_COLOR")
-        .current_dir(dir)
-        .arg("--color")
-        .arg("never");
+    let mut c = crate::support::cli::cudadiag_in(dir);
+    c.arg("--color").arg("never");
     c
 }
 

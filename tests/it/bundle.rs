@@ -2,9 +2,10 @@
 //! (`alice`, uid 1000 in `/etc/passwd`), her home with a Python environment and a `libcuda.so.1` on
 //! `LD_LIBRARY_PATH`, a host name, and environment values on and off the allow-list.
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+
+use crate::support::cli::{copy_tree, json, output};
 
 const HOST: &str = "gpu-node-17.corp.example";
 const SECRET: &str = "nvapi-s3cr3t-t0ken";
@@ -14,22 +15,6 @@ fn fixture(case: &str) -> PathBuf {
         .join("fixtures/hosts")
         .join(case)
         .join("root")
-}
-
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        let t = e.file_type().unwrap();
-        if t.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
-        } else if t.is_dir() {
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
 }
 
 /// The conda/pip/toolkit machine, its venv moved into alice's home, a host name, a passwd entry, and alice's
@@ -81,21 +66,7 @@ fn alices_machine(dir: &Path) -> (PathBuf, Vec<String>) {
 }
 
 fn cudadiag(args: &[String]) -> std::process::Output {
-    Command::cargo_bin("cudadiag")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn json(args: &[String]) -> Value {
-    let out = cudadiag(args);
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    output(args)
 }
 
 fn strs(v: &[&str]) -> Vec<String> {
@@ -197,7 +168,7 @@ fn a_redacted_snapshot_names_nobody_and_judges_the_same() {
     let mut live_args = strs(&["doctor", "--format", "json"]);
     live_args.extend(machine.iter().cloned());
     let live = json(&live_args);
-    let replay = json(&strs(&[
+    let replay = json(strs(&[
         "doctor",
         "--format",
         "json",
@@ -214,7 +185,7 @@ fn a_redacted_snapshot_names_nobody_and_judges_the_same() {
     // inspect: a binary judged against the plain and the redacted snapshot gives the same findings.
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/compress_all");
     let inspect = |snap: &Path| {
-        json(&strs(&[
+        json(strs(&[
             "inspect",
             "--format",
             "json",
@@ -233,7 +204,7 @@ fn an_old_snapshot_without_the_new_sections_still_loads() {
     let snap = t.path().join("s.json");
     snapshot(&machine, &snap, &["--redact"]);
     let mut v: Value = serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
-    let full = json(&strs(&[
+    let full = json(strs(&[
         "doctor",
         "--format",
         "json",
@@ -243,7 +214,7 @@ fn an_old_snapshot_without_the_new_sections_still_loads() {
     v.as_object_mut().unwrap().remove("redactions");
     v["facts"]["host"].as_object_mut().unwrap().remove("hostname");
     std::fs::write(&snap, serde_json::to_vec(&v).unwrap()).unwrap();
-    let old = json(&strs(&[
+    let old = json(strs(&[
         "doctor",
         "--format",
         "json",
@@ -334,7 +305,7 @@ fn a_capped_snapshot_says_what_it_cut_and_judges_the_same() {
     assert!(nodes.iter().any(|n| n["path"] == "/dev/nvidiactl"));
     let mut live_args = strs(&["doctor", "--format", "json"]);
     live_args.extend(machine);
-    let replay = json(&strs(&[
+    let replay = json(strs(&[
         "doctor",
         "--format",
         "json",

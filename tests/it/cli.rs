@@ -1,16 +1,10 @@
 //! The binary end to end: exit codes, the JSON contract on every real fixture, colour handling, and snapshots
 //! of the human report and of the code list (codes are API: any change to the list must show up here).
 
-use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
+use crate::support::cli::cudadiag;
 use crate::support::golden;
-
-fn cudadiag() -> Command {
-    let mut c = Command::cargo_bin("cudadiag").unwrap();
-    c.env_remove("NO_COLOR").current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
 
 fn fixtures() -> Vec<PathBuf> {
     let mut v = Vec::new();

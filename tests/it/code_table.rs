@@ -11,6 +11,8 @@ use cudadiag::findings::CATALOGUE;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+use crate::support::cli;
+
 /// How a code is shown to fire and not to.
 enum Case {
     /// `cudadiag ARGS --format json`, twice: the code is among the first run's findings and not the second's.
@@ -632,24 +634,9 @@ fn expand(args: &[&str], tmp: &Path) -> Vec<String> {
 }
 
 fn slugs(args: &[String]) -> Vec<String> {
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["slug"].as_str().unwrap().to_string())
-        .collect()
+    cli::slugs(&cli::json(
+        args.iter().map(String::as_str).chain(["--format", "json"]),
+    ))
 }
 
 #[test]

@@ -2,35 +2,16 @@
 //! toolkit's error texts through the binary, and `container::evaluate`'s JSON, parsed back field by field, for
 //! the node the issue names (CUDA 13 image on 580 and 535 drivers).
 
-use assert_cmd::Command;
 use cudadiag::container::{self, Outcome};
 use cudadiag::facts::{DriverFacts, GpuFacts, HostFacts};
 use cudadiag::matrix::Matrix;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-fn explain_json(text: &str) -> Value {
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
-        .args(["--color", "never", "explain", "--format", "json", text])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+use crate::support::cli::{json_exiting, slugs};
 
-fn slugs(v: &Value) -> Vec<String> {
-    v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["slug"].as_str().unwrap().to_string())
-        .collect()
+fn explain_json(text: &str) -> Value {
+    json_exiting(["--color", "never", "explain", "--format", "json", text], &[0])
 }
 
 #[test]

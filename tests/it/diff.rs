@@ -1,37 +1,21 @@
 //! `cudadiag diff` on the host fixtures: a healthy node against one whose driver was upgraded without a
 //! reboot (module 550.54.14, libraries 550.90.07), as snapshots and as `doctor --format json` reports.
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+use crate::support::cli::{machine_args, output};
 use crate::support::golden;
 
 fn machine(case: &str) -> Vec<String> {
     let d = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/hosts")
         .join(case);
-    let mut args = vec![
-        "--root".to_string(),
-        d.join("root").display().to_string(),
-        "--clear-env".into(),
-    ];
-    for l in std::fs::read_to_string(d.join("env"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.is_empty())
-    {
-        args.extend(["--env".into(), l.to_string()]);
-    }
-    args
+    machine_args(&d.join("root"), &d.join("env"), &[])
 }
 
 fn cudadiag(args: &[&str]) -> std::process::Output {
-    Command::cargo_bin("cudadiag")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap()
+    output(args)
 }
 
 /// Writes `case`'s snapshot and its doctor report into `dir`.

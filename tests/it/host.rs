@@ -5,43 +5,13 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+use crate::support::cli::{copy_tree, finding, json as run_json, machine_args, sorted_slugs as slugs};
 use crate::support::golden;
 
 fn case_dir(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/hosts")
         .join(case)
-}
-
-/// `--root`, `--clear-env` and one `--env` per line of the case's env file, then `extra` overrides.
-fn machine_args(root: &Path, env_file: &Path, extra: &[&str]) -> Vec<String> {
-    let mut args = vec![
-        "--root".to_string(),
-        root.display().to_string(),
-        "--clear-env".into(),
-    ];
-    let text = std::fs::read_to_string(env_file).unwrap();
-    for l in text.lines().filter(|l| !l.is_empty()) {
-        args.extend(["--env".into(), l.to_string()]);
-    }
-    for e in extra {
-        args.extend(["--env".into(), e.to_string()]);
-    }
-    args
-}
-
-fn run_json(args: &[String]) -> Value {
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.code() == Some(0) || out.status.code() == Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn doctor_at(root: &Path, env_file: &Path, extra: &[&str]) -> Value {
@@ -53,27 +23,6 @@ fn doctor_at(root: &Path, env_file: &Path, extra: &[&str]) -> Value {
 fn doctor(case: &str, extra: &[&str]) -> Value {
     let d = case_dir(case);
     doctor_at(&d.join("root"), &d.join("env"), extra)
-}
-
-fn slugs(report: &Value) -> Vec<String> {
-    let mut s: Vec<String> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["slug"].as_str().unwrap().to_string())
-        .collect();
-    s.sort();
-    s
-}
-
-/// The report's first finding with `slug` (the test fails if there is none).
-fn finding<'a>(report: &'a Value, slug: &str) -> &'a Value {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["slug"] == slug)
-        .unwrap_or_else(|| panic!("no {slug} finding in {report}"))
 }
 
 fn assert_findings(case: &str, extra: &[&str], expected: &[&str]) {
@@ -492,22 +441,6 @@ fn a_cdi_spec_for_another_driver_is_stale() {
             .contains("/etc/cdi/nvidia.yaml mounts driver 550.54.14")
     );
     assert!(f["help"].as_str().unwrap().contains("nvidia-ctk cdi generate"));
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        let t = e.file_type().unwrap();
-        if t.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
-        } else if t.is_dir() {
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
 }
 
 /// Git keeps no file modes beyond +x, so the permission case is made from the healthy tree: an unprivileged

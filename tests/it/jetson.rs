@@ -3,6 +3,7 @@
 //! capability from the device tree and the CUDA driver's version from the Jetson Linux release.
 
 use crate::support::arm_build::{self as arm, ld_cache};
+use crate::support::cli::{finding, json, sorted_slugs as slugs};
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -88,17 +89,7 @@ const R36_4_3: &str = "# R36 (release), REVISION: 4.3";
 const R35_4_1: &str = "# R35 (release), REVISION: 4.1";
 
 fn run(args: &[&str]) -> Value {
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json(args)
 }
 
 fn doctor(root: &Path, env: &[&str]) -> Value {
@@ -120,26 +111,6 @@ fn inspect(root: &Path, binary: &Path) -> Value {
         "--clear-env",
         binary.to_str().unwrap(),
     ])
-}
-
-fn slugs(report: &Value) -> Vec<String> {
-    let mut s: Vec<String> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["slug"].as_str().unwrap().to_string())
-        .collect();
-    s.sort();
-    s
-}
-
-fn finding<'a>(report: &'a Value, slug: &str) -> &'a Value {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["slug"] == slug)
-        .unwrap_or_else(|| panic!("no {slug} in {report:#}"))
 }
 
 fn fixture(name: &str) -> PathBuf {

@@ -6,6 +6,7 @@ use crate::support::loader_build as build;
 use assert_cmd::Command;
 use std::path::Path;
 
+use crate::support::cli::slugs as slugs_of;
 use crate::support::golden;
 
 fn program_with_a_missing_library(dir: &Path) -> std::path::PathBuf {
@@ -786,15 +787,6 @@ fn aarch64_program(dir: &Path) -> std::path::PathBuf {
     std::fs::remove_file(&dep).unwrap();
     retarget(&main, EM_AARCH64);
     main
-}
-
-fn slugs_of(doc: &serde_json::Value) -> Vec<String> {
-    doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["slug"].as_str().unwrap().to_string())
-        .collect()
 }
 
 /// Regression (cupy's aarch64 wheel on an x86-64 runner: 134 `library-not-found` for libc, libm, libstdc++…):

@@ -463,34 +463,9 @@ fn a_directory_only_ld_so_conf_lists_needs_the_cache() {
 
 /// A new-format (`glibc-ld.so.cache1.1`) cache with `entries` for x86-64, sorted as ldconfig sorts them.
 fn build_cache(entries: &[(&str, &str)]) -> Vec<u8> {
-    let mut sorted = entries.to_vec();
-    sorted.sort_by(|a, b| loader::cache::libcmp(b.0, a.0));
-    let header = 48 + 24 * sorted.len();
-    let mut strings = Vec::new();
-    let mut offs = Vec::new();
-    for (k, v) in &sorted {
-        let ko = header + strings.len();
-        strings.extend_from_slice(k.as_bytes());
-        strings.push(0);
-        let vo = header + strings.len();
-        strings.extend_from_slice(v.as_bytes());
-        strings.push(0);
-        offs.push((ko as u32, vo as u32));
-    }
-    let mut d = b"glibc-ld.so.cache1.1".to_vec();
-    d.extend_from_slice(&(sorted.len() as u32).to_le_bytes());
-    d.extend_from_slice(&(strings.len() as u32).to_le_bytes());
-    d.extend_from_slice(&[2, 0, 0, 0]);
-    d.extend_from_slice(&[0; 16]);
-    for (k, v) in offs {
-        d.extend_from_slice(&0x0303u32.to_le_bytes());
-        d.extend_from_slice(&k.to_le_bytes());
-        d.extend_from_slice(&v.to_le_bytes());
-        d.extend_from_slice(&0u32.to_le_bytes());
-        d.extend_from_slice(&0u64.to_le_bytes());
-    }
-    d.extend_from_slice(&strings);
-    d
+    // Flags 0x0303: FLAG_X8664_LIB64 | FLAG_ELF_LIBC6.
+    let x86_64: Vec<(&str, &str, i32)> = entries.iter().map(|&(k, v)| (k, v, 0x0303)).collect();
+    crate::support::arm_build::ld_cache(&x86_64)
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! from fake libraries built here with `cc` (tests/it/support/probe/*.c) and put first on the child's
 //! `LD_LIBRARY_PATH` through `--env`. Every test runs on CI (no driver, no GPU).
 
-use assert_cmd::Command;
+use crate::support::cli::cudadiag;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -30,12 +30,6 @@ fn fakes() -> &'static Path {
         }
         dir
     })
-}
-
-fn cudadiag() -> Command {
-    let mut c = Command::cargo_bin("cudadiag").expect("binary");
-    c.env_remove("NO_COLOR").current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
 }
 
 /// `cudadiag ARGS --format json` with the fakes first on the child's library path and `vars` in its

@@ -85,7 +85,8 @@ pub fn debian_root(root: &Path) {
 
 /// A new-format (`glibc-ld.so.cache1.1`) cache of `(name, path, flags)` entries, sorted as ldconfig sorts
 /// them: what an aarch64 `ldconfig` writes is flags `0x0a03` (`FLAG_AARCH64_LIB64 | FLAG_ELF_LIBC6`), for
-/// every 64-bit ELF file it finds (its `readelflib.c` does not look at `e_machine`).
+/// every 64-bit ELF file it finds (its `readelflib.c` does not look at `e_machine`); an x86-64 one writes
+/// `0x0303` (`loader_scenarios.rs`).
 pub fn ld_cache(entries: &[(&str, &str, i32)]) -> Vec<u8> {
     let mut sorted = entries.to_vec();
     sorted.sort_by(|a, b| cudadiag::loader::cache::libcmp(b.0, a.0));

@@ -7,6 +7,7 @@
 //! `probe/*.c` are the fake CUDA libraries `probe.rs` builds.
 
 pub mod arm_build;
+pub mod cli;
 pub mod golden;
 pub mod image;
 pub mod loader_build;

@@ -1,0 +1,117 @@
+//! Running the built `cudadiag` from a test and reading what it reports: the helpers the CLI test modules share.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+
+/// `cudadiag` to be run in `dir`, colour left to its flags (`NO_COLOR` removed from the environment).
+pub fn cudadiag_in(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("cudadiag").unwrap();
+    c.env_remove("NO_COLOR").current_dir(dir);
+    c
+}
+
+/// `cudadiag` to be run in the repository (fixture paths relative to it), `NO_COLOR` removed.
+pub fn cudadiag() -> Command {
+    cudadiag_in(Path::new(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// `cudadiag ARGS`, run to completion in the test's working directory.
+pub fn output<I, S>(args: I) -> std::process::Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The JSON `cudadiag ARGS` prints; the test fails unless it exits with one of `codes`.
+pub fn json_exiting<I, S>(args: I, codes: &[i32]) -> Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    let out = output(&args);
+    assert!(
+        out.status.code().is_some_and(|c| codes.contains(&c)),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The JSON report of `cudadiag ARGS`, which must exit 0 or 1 (a verdict, not a usage error).
+pub fn json<I, S>(args: I) -> Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    json_exiting(args, &[0, 1])
+}
+
+/// A report's finding slugs, in its order.
+pub fn slugs(report: &Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A report's finding slugs, sorted (for comparing sets).
+pub fn sorted_slugs(report: &Value) -> Vec<String> {
+    let mut s = slugs(report);
+    s.sort();
+    s
+}
+
+/// The report's first finding with `slug` (the test fails if there is none).
+pub fn finding<'a>(report: &'a Value, slug: &str) -> &'a Value {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["slug"] == slug)
+        .unwrap_or_else(|| panic!("no {slug} finding in {report:#}"))
+}
+
+/// `--root`, `--clear-env` and one `--env` per line of the case's env file, then `extra` overrides.
+pub fn machine_args(root: &Path, env_file: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--root".to_string(),
+        root.display().to_string(),
+        "--clear-env".into(),
+    ];
+    let text = std::fs::read_to_string(env_file).unwrap();
+    for l in text.lines().filter(|l| !l.is_empty()) {
+        args.extend(["--env".into(), l.to_string()]);
+    }
+    for e in extra {
+        args.extend(["--env".into(), e.to_string()]);
+    }
+    args
+}
+
+/// Copies a directory tree, symbolic links as links (fixture roots hold dangling and absolute ones).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type().unwrap();
+        if t.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if t.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
