@@ -1,7 +1,7 @@
 //! `cudadiag fleet`: node reports and snapshots of the host fixture roots (`fixtures/hosts/`), grouped with
 //! known answers; `--artifact` judged on nodes with different drivers and GPUs; the JSON document's shape.
 
-use assert_cmd::Command;
+use crate::support::cli::cudadiag;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -29,8 +29,7 @@ fn machine_args(case: &str) -> Vec<String> {
 
 /// The case's `doctor --format json` report.
 fn doctor_report(case: &str) -> Value {
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
+    let out = cudadiag()
         .args(["doctor", "--format", "json", "--no-catalog"])
         .args(machine_args(case))
         .output()
@@ -42,8 +41,7 @@ fn doctor_report(case: &str) -> Value {
 fn snapshot(case: &str) -> Value {
     let t = tempfile::tempdir().unwrap();
     let file = t.path().join("s.json");
-    Command::cargo_bin("cudadiag")
-        .unwrap()
+    cudadiag()
         .args(["snapshot", "--no-catalog", "-o"])
         .arg(&file)
         .args(machine_args(case))
@@ -58,8 +56,7 @@ fn write(path: &Path, v: &Value) {
 }
 
 fn fleet(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
+    let out = cudadiag()
         .env("NO_COLOR", "1")
         .arg("fleet")
         .args(args)
@@ -353,8 +350,7 @@ fn artifact_is_judged_on_each_node() {
     assert_eq!(code, Some(0));
 
     // The prediction is the judgement of `inspect --facts` on the same node.
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
+    let out = cudadiag()
         .args(["inspect", "--no-libraries", "--format", "json", "--facts"])
         .arg(nodes.join("volta.json"))
         .arg(&app)
@@ -415,8 +411,7 @@ fn a_fifo_among_the_reports_does_not_block() {
         vec![t.path().as_os_str()],
         vec![fifo.as_os_str(), t.path().join("n1.json").as_os_str()],
     ] {
-        let out = Command::cargo_bin("cudadiag")
-            .unwrap()
+        let out = cudadiag()
             .args(["fleet", "--format", "json"])
             .args(&args)
             .timeout(std::time::Duration::from_secs(20))
@@ -466,8 +461,7 @@ fn human_fleet_snapshot() {
     let t = tempfile::tempdir().unwrap();
     corpus(t.path());
     let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/multi");
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
+    let out = cudadiag()
         .env("NO_COLOR", "1")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["fleet", "-v", "--artifact", "fixtures/cuda13/multi"])

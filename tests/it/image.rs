@@ -1,8 +1,8 @@
 //! `inspect --image` and `audit IMAGE` end to end, on images built here (`support/image.rs`) from the CUDA 13
 //! fixtures and the test machine's own C++ runtime; and the image reader's bounds on hostile archives.
 
+use crate::support::cli::{cudadiag, slugs};
 use crate::support::image::{Image, Layer, Pack, fake_cudart, system_layer};
-use assert_cmd::Command;
 use cudadiag::image::{Limits, open};
 use std::path::{Path, PathBuf};
 
@@ -16,8 +16,7 @@ fn fixture(name: &str) -> Vec<u8> {
 
 /// Runs cudadiag with a clean colour setting; returns exit code, stdout and stderr.
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
+    let out = cudadiag()
         .env_remove("NO_COLOR")
         .args(["--color", "never"])
         .args(args)
@@ -36,15 +35,6 @@ fn json(args: &[&str]) -> (i32, serde_json::Value) {
     let (code, out, err) = run(&a);
     let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
     (code, v)
-}
-
-fn slugs(v: &serde_json::Value) -> Vec<String> {
-    v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["slug"].as_str().unwrap().to_string())
-        .collect()
 }
 
 /// A static-cudart program image: the system layer and `fixture` as `/usr/local/bin/app`, run by `Cmd`.
