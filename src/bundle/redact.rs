@@ -181,6 +181,13 @@ struct Rule {
     prefix: bool,
 }
 
+/// Whether an environment value is a placeholder `--redact` wrote (`redacted-3`): what it stood for is unknown.
+pub fn is_placeholder_value(value: &str) -> bool {
+    value
+        .strip_prefix("redacted-")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Replaces the gathered names in every string of a snapshot.
 pub struct Redactor {
     rules: Vec<Rule>,

@@ -302,12 +302,21 @@ fn cuda_libraries(a: &HostFacts, b: &HostFacts, out: &mut Vec<Difference>) {
 fn environment(a: &HostFacts, b: &HostFacts, out: &mut Vec<Difference>) {
     let names: BTreeSet<&String> = a.env.vars.keys().chain(b.env.vars.keys()).collect();
     for n in names {
+        let (va, vb) = (a.env.vars.get(n), b.env.vars.get(n));
+        // A value a support bundle redacted is unknown, not different: a customer's bundle against a reference
+        // machine would otherwise list every redacted variable.
+        if [va, vb]
+            .iter()
+            .any(|v| v.is_some_and(|v| crate::bundle::redact::is_placeholder_value(v)))
+        {
+            continue;
+        }
         push(
             out,
             "environment",
             &format!("env {n}"),
-            a.env.vars.get(n).cloned(),
-            b.env.vars.get(n).cloned(),
+            va.cloned(),
+            vb.cloned(),
             env_why(n),
         );
     }
@@ -452,6 +461,29 @@ mod tests {
         assert!(d[0].why.starts_with("on B "));
         assert_eq!(d[1].kind, "driver-version");
         assert!(compare(&good, &good).is_empty());
+    }
+
+    #[test]
+    fn a_redacted_value_is_unknown_not_different() {
+        let mut a = node("580.65.06", "580.65.06");
+        let mut b = a.clone();
+        let set = |n: &mut Node, k: &str, v: &str| {
+            let h = n.host.as_mut().unwrap();
+            h.env.vars.insert(k.into(), v.into());
+        };
+        set(&mut a, "NVIDIA_PRODUCT_NAME", "CUDA");
+        set(&mut b, "NVIDIA_PRODUCT_NAME", "redacted-1");
+        assert!(compare(&a, &b).is_empty());
+        // Near miss: a real value against another is a difference, and so is a value that only looks alike.
+        set(&mut b, "NVIDIA_PRODUCT_NAME", "redacted-x");
+        assert_eq!(compare(&a, &b)[0].what, "env NVIDIA_PRODUCT_NAME");
+        set(&mut a, "CUDA_VISIBLE_DEVICES", "0");
+        set(&mut b, "CUDA_VISIBLE_DEVICES", "1");
+        assert!(
+            compare(&a, &b)
+                .iter()
+                .any(|d| d.what == "env CUDA_VISIBLE_DEVICES")
+        );
     }
 
     #[test]
