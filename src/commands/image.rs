@@ -14,7 +14,7 @@ use crate::facts::host::{ContainerFacts, DeviceNode, PlatformFacts};
 use crate::facts::{Facts, HostFacts};
 use crate::findings::Code;
 use crate::image::{self, Image, Limits};
-use crate::inspect::{Depth, InspectOptions};
+use crate::inspect::InspectOptions;
 use crate::report::{Detail, Paint};
 use crate::system::{Env, Root};
 use std::collections::BTreeMap;
@@ -31,17 +31,7 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
     let img = opened.map_err(|e| ToolError(e.to_string()))?;
     let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
     let program = Program::read(&img, &args.system, &args.paths)?;
-    let opts = InspectOptions {
-        depth: if args.no_device_code {
-            Depth::NoDeviceCode
-        } else if args.deep {
-            Depth::Full
-        } else {
-            Depth::Headers
-        },
-        max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
-        ..InspectOptions::default()
-    };
+    let opts = super::inspect::options(args);
     // The node, and what the container toolkit mounts from it into the container: in the tree before the
     // loader is emulated there.
     let node = if args.no_host { None } else { node(args, &matrix)? };

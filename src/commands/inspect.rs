@@ -14,17 +14,7 @@ pub fn run(args: &InspectArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         return super::image::run(args, image, paint, out);
     }
     let paths = in_root(&args.paths, &args.system);
-    let opts = InspectOptions {
-        depth: if args.no_device_code {
-            Depth::NoDeviceCode
-        } else if args.deep {
-            Depth::Full
-        } else {
-            Depth::Headers
-        },
-        max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
-        ..InspectOptions::default()
-    };
+    let opts = options(args);
     let reading = Reading {
         paths: &paths,
         opts: &opts,
@@ -265,6 +255,21 @@ fn loaded_device_code(
         }
     }
     out
+}
+
+/// How `inspect` (and `inspect --image`) reads binaries: `--no-device-code`, `--deep`, `--max-entry-mib`.
+pub(super) fn options(args: &InspectArgs) -> InspectOptions {
+    InspectOptions {
+        depth: if args.no_device_code {
+            Depth::NoDeviceCode
+        } else if args.deep {
+            Depth::Full
+        } else {
+            Depth::Headers
+        },
+        max_decompressed: args.max_entry_mib.saturating_mul(1 << 20),
+        ..InspectOptions::default()
+    }
 }
 
 #[cfg(test)]
