@@ -257,6 +257,12 @@ pub struct Copy {
     /// through `/etc/ld.so.cache`, so a missing library found here means a cache `ldconfig` has not refreshed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub in_ld_so_conf: bool,
+    /// The package that installed it, by the package manager's own record: the pip distribution whose
+    /// `*.dist-info/RECORD` lists it (kind `pip`), or the conda package whose `conda-meta/*.json` does (kind
+    /// `conda`). Looked up for the usable copies of the requested name alone: a package already installed is
+    /// not one to install again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<super::host::Owner>,
 }
 
 impl Copy {
@@ -264,6 +270,10 @@ impl Copy {
     /// whether `/etc/ld.so.conf` lists its directory.
     pub fn line(&self) -> String {
         let mut notes: Vec<String> = self.version.iter().map(|v| format!("version {v}")).collect();
+        notes.extend(self.package.iter().map(|p| match &p.version {
+            Some(v) => format!("installed by {}: {} {v}", p.kind, p.name),
+            None => format!("installed by {}: {}", p.kind, p.name),
+        }));
         notes.extend(self.unusable.iter().map(|u| format!("not loadable here: {u}")));
         if self.in_ld_so_conf {
             notes.push("listed in ld.so.conf".into());

@@ -165,6 +165,24 @@ fn scan_roots(root: &Root, env: &Env, cache: Option<&LdCache>) -> Vec<ScanRoot> 
             place: Place::Toolkit(t),
         });
     }
+    let prefixes = conda_prefixes(root, env);
+    for p in &prefixes {
+        roots.push(ScanRoot {
+            dir: p.join("lib"),
+            depth: 1,
+            place: Place::Conda(p.clone()),
+        });
+    }
+    for site in python_sites(root, env, &prefixes) {
+        site_roots(root, &site, &mut roots);
+    }
+    roots.extend(loader_roots);
+    roots
+}
+
+/// The conda environments of the machine: `CONDA_PREFIX`, and the usual install roots (under `/opt` and each
+/// home) with their `envs/`, sorted, each once.
+pub fn conda_prefixes(root: &Root, env: &Env) -> Vec<PathBuf> {
     let mut prefixes: Vec<PathBuf> = env.get("CONDA_PREFIX").map(PathBuf::from).into_iter().collect();
     let mut bases = vec![PathBuf::from("/opt")];
     bases.extend(homes(root, env));
@@ -184,15 +202,17 @@ fn scan_roots(root: &Root, env: &Env, cache: Option<&LdCache>) -> Vec<ScanRoot> 
             }
         }
     }
-    let mut sites = Vec::new();
     prefixes.sort();
     prefixes.dedup();
-    for p in &prefixes {
-        roots.push(ScanRoot {
-            dir: p.join("lib"),
-            depth: 1,
-            place: Place::Conda(p.clone()),
-        });
+    prefixes
+}
+
+/// The site-packages of every Python environment found (real paths, each once): those of the conda
+/// `prefixes`, `VIRTUAL_ENV`, the system's, the usual virtual environments of each home, every Python on
+/// `PATH`, and each `PYTHONPATH` directory (where `pip install --target` puts packages).
+pub fn python_sites(root: &Root, env: &Env, prefixes: &[PathBuf]) -> Vec<PathBuf> {
+    let mut sites = Vec::new();
+    for p in prefixes {
         site_dirs_under(root, p, &mut sites);
     }
     let mut venvs: Vec<PathBuf> = env.get("VIRTUAL_ENV").map(PathBuf::from).into_iter().collect();
@@ -221,6 +241,13 @@ fn scan_roots(root: &Root, env: &Env, cache: Option<&LdCache>) -> Vec<ScanRoot> 
     for v in &venvs {
         site_dirs_under(root, v, &mut sites);
     }
+    sites.extend(
+        env.get("PYTHONPATH")
+            .unwrap_or_default()
+            .split(':')
+            .filter(|d| d.starts_with('/'))
+            .map(PathBuf::from),
+    );
     let mut unique = Vec::new();
     for site in sites {
         if let Ok(real) = root.resolve(&site)
@@ -229,11 +256,7 @@ fn scan_roots(root: &Root, env: &Env, cache: Option<&LdCache>) -> Vec<ScanRoot> 
             unique.push(real);
         }
     }
-    for site in unique {
-        site_roots(root, &site, &mut roots);
-    }
-    roots.extend(loader_roots);
-    roots
+    unique
 }
 
 /// Inside one site-packages: `nvidia/` (all of it, bounded), and every top-level package's `lib/` and

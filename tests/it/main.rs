@@ -27,6 +27,7 @@ mod loader_differential;
 mod loader_malformed;
 mod loader_scenarios;
 mod malformed;
+mod pip_layouts;
 mod probe;
 mod probe_live;
 mod verdict_fixtures;
