@@ -16,7 +16,6 @@
 pub mod catalog;
 pub mod cdi;
 pub mod devnodes;
-pub mod dist_info;
 pub mod driver;
 pub mod enrich;
 pub mod env;

@@ -19,8 +19,7 @@ use super::object::{Verdict, check_header};
 use super::platform::Platform;
 use crate::facts::host::Owner;
 use crate::facts::loader::{Copy, How, Resolution};
-use crate::host::dist_info::{MAX_LEVELS, Records};
-use crate::host::owners::{self, OwnerMap};
+use crate::python::dist_info::{MAX_LEVELS, Records};
 use crate::system::{Env, Root};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Read;
@@ -81,7 +80,7 @@ pub fn fill_with(root: &Root, env: &Env, platform: &Platform, res: &mut Resoluti
     });
     found.extend(walked);
     let mut records = Records::default();
-    let mut conda: HashMap<PathBuf, OwnerMap> = HashMap::new();
+    let mut conda: HashMap<PathBuf, HashMap<PathBuf, Owner>> = HashMap::new();
     for lib in &mut res.libraries {
         if !wanted.contains(&lib.soname) {
             continue;
@@ -129,7 +128,7 @@ pub fn fill_with(root: &Root, env: &Env, platform: &Platform, res: &mut Resoluti
 /// wheels: `nvidia/cu13/lib`, `nvidia/cudnn/lib`, CUDA 12's `nvidia/cublas/lib`) and a conda prefix's `lib`,
 /// in each directory above a requester of a missing library (at most [`MAX_LEVELS`] up: the site-packages or
 /// `--target` directory it was installed into, its environment's prefix) and in every Python environment and
-/// conda prefix of the root ([`crate::host::catalog::python_sites`]). A few `lstat`s and small listings each.
+/// conda prefix of the root ([`crate::python::envs::python_sites`]). A few `lstat`s and small listings each.
 fn package_dirs(root: &Root, env: &Env, res: &Resolution, wanted: &BTreeSet<String>) -> BTreeSet<String> {
     let mut tops: BTreeSet<PathBuf> = BTreeSet::new();
     for l in res.libraries.iter().filter(|l| wanted.contains(&l.soname)) {
@@ -151,8 +150,8 @@ fn package_dirs(root: &Root, env: &Env, res: &Resolution, wanted: &BTreeSet<Stri
             );
         }
     }
-    let prefixes = crate::host::catalog::conda_prefixes(root, env);
-    tops.extend(crate::host::catalog::python_sites(root, env, &prefixes));
+    let prefixes = crate::python::envs::conda_prefixes(root, env);
+    tops.extend(crate::python::envs::python_sites(root, env, &prefixes));
     let mut out = BTreeSet::new();
     for p in prefixes {
         out.insert(p.join("lib").to_string_lossy().into_owned());
@@ -174,7 +173,7 @@ fn package_dirs(root: &Root, env: &Env, res: &Resolution, wanted: &BTreeSet<Stri
 fn package(
     root: &Root,
     records: &mut Records,
-    conda: &mut HashMap<PathBuf, OwnerMap>,
+    conda: &mut HashMap<PathBuf, HashMap<PathBuf, Owner>>,
     path: &str,
     real: &str,
 ) -> Option<Owner> {
@@ -194,7 +193,7 @@ fn package(
         .find(|d| root.metadata(&d.join("conda-meta")).is_ok_and(|m| m.is_dir()))?;
     conda
         .entry(prefix.to_path_buf())
-        .or_insert_with(|| owners::conda(root, prefix))
+        .or_insert_with(|| crate::python::conda::records(root, prefix))
         .get(Path::new(real))
         .cloned()
 }

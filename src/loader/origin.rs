@@ -3,7 +3,7 @@
 //!
 //! Read beside each requester, through the root:
 //! - pip: the distribution that owns the object is the `*.dist-info` whose `RECORD` lists the file (PEP 376,
-//!   PEP 627), found wherever it is ([`crate::host::dist_info`]: a `site-packages`, a `pip install --target`
+//!   PEP 627), found wherever it is ([`crate::python::dist_info`]: a `site-packages`, a `pip install --target`
 //!   directory, a `PYTHONPATH` entry, a Bazel or Spack tree); an object under a `site-packages` (or
 //!   `dist-packages`) directory that no `RECORD` lists is still pip's environment. The `METADATA` holds the
 //!   `Requires-Dist` lines (core metadata 2.1+, PEP 566) with the exact pins pip installs beside it, and the
@@ -23,7 +23,7 @@ use crate::facts::loader::{
     Floor, FloorOp, How, Installed, LoadedObject, MetadataLine, Origin, PackageManager, PipDist, Resolution,
     release,
 };
-use crate::host::dist_info::{self, Records};
+use crate::python::dist_info::{self, Records};
 use crate::system::{Root, read};
 use std::collections::BTreeSet;
 use std::path::Path;

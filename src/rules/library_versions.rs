@@ -15,7 +15,7 @@
 //! version is the CUDA release's, not its libraries'.
 //!
 //! The loaded copy's version is the most exact one known: for a copy pip installed (the distribution whose
-//! `RECORD` lists the file, wherever it is: [`crate::host::dist_info`]), that distribution's `Version`
+//! `RECORD` lists the file, wherever it is: [`crate::python::dist_info`]), that distribution's `Version`
 //! (`nvidia-cudnn-cu13` 9.14.0.64, whose `libcudnn.so.9` names only its major); otherwise what the file name
 //! gives. Two versions of one distribution compare on every number.
 //!
