@@ -12,12 +12,12 @@
 //! `RECORD` read once per [`Records`] (torch's lists some twelve thousand files, and many of torch's objects
 //! ask); at most [`MAX_LEVELS`] directories up from a file; the distributions whose names match the file's
 //! path are read first (`torch/lib/x.so` → `torch-*.dist-info`, `nvidia/cudnn/lib/x.so` →
-//! `nvidia_cudnn_cu13-*.dist-info`), and at most [`MAX_RECORDS`] `RECORD`s in all. Every read goes through
+//! `nvidia_cudnn_cu13-*.dist-info`), and at most [`MAX_RECORDS`] `RECORD`s and [`MAX_RECORD_BYTES`] in all. Every read goes through
 //! the root (`crate::system::read`'s cap for package metadata).
 
 use crate::inspect::pep508::normalise;
 use crate::system::{Root, read};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
 /// Directories walked up from a file (`site-packages/nvidia/cu13/lib/x.so` is four up).
@@ -26,6 +26,14 @@ pub const MAX_LEVELS: usize = 8;
 /// `RECORD` files read at most by one [`Records`], so a directory of thousands of distributions, none of
 /// which owns the file, cannot turn one question into thousands of reads.
 pub const MAX_RECORDS: usize = 64;
+
+/// Bytes of `RECORD`s read at most by one [`Records`] (torch 2.15's, the largest of a CUDA venv, is 1.3 MB):
+/// what a hostile tree of 64 huge `RECORD`s could make it hold or read.
+pub const MAX_RECORD_BYTES: u64 = 64 << 20;
+
+/// `.dist-info` directories kept per directory listed: a directory of a million entries costs its listing,
+/// not its memory.
+const MAX_INFOS: usize = 10_000;
 
 /// A file's owning distribution, as its `RECORD` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,8 +50,11 @@ pub struct Owned {
 pub struct Records {
     /// Directory → its `.dist-info` entries (empty for most directories).
     infos: HashMap<PathBuf, Vec<PathBuf>>,
-    /// `.dist-info` → its `RECORD`'s text, `None` when it could not be read.
-    records: HashMap<PathBuf, Option<String>>,
+    /// `.dist-info` → the paths its `RECORD` lists inside its install directory, `None` when it could not be
+    /// read.
+    records: HashMap<PathBuf, Option<HashSet<String>>>,
+    /// Bytes of `RECORD`s read so far.
+    bytes: u64,
     /// File → its owner, once asked.
     owners: HashMap<PathBuf, Option<Owned>>,
 }
@@ -81,7 +92,9 @@ impl Records {
                 // Most matching first; a distribution sharing no word with the path comes last.
                 infos.sort_by_key(|i| std::cmp::Reverse(score(i, &words)));
                 for info in infos {
-                    if !self.records.contains_key(&info) && self.records.len() >= MAX_RECORDS {
+                    if !self.records.contains_key(&info)
+                        && (self.records.len() >= MAX_RECORDS || self.bytes >= MAX_RECORD_BYTES)
+                    {
                         break;
                     }
                     if self.lists(root, &info, &rel) {
@@ -110,6 +123,7 @@ impl Records {
                 .flatten()
                 .map(|e| e.file_name())
                 .filter(|n| n.to_string_lossy().ends_with(".dist-info"))
+                .take(MAX_INFOS)
                 .map(|n| dir.join(n))
                 .collect();
             out.sort();
@@ -118,14 +132,18 @@ impl Records {
     }
 
     fn lists(&mut self, root: &Root, info: &Path, rel: &str) -> bool {
+        let bytes = &mut self.bytes;
         self.records
             .entry(info.to_path_buf())
             .or_insert_with(|| {
-                root.read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA)
-                    .ok()
+                let text = root
+                    .read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA)
+                    .ok()?;
+                *bytes += text.len() as u64;
+                Some(record_paths(&text))
             })
-            .as_deref()
-            .is_some_and(|text| record_lists(text, rel))
+            .as_ref()
+            .is_some_and(|paths| paths.contains(rel))
     }
 }
 
@@ -167,18 +185,25 @@ fn score(info: &Path, words: &[String]) -> (usize, usize) {
     (longest, shared)
 }
 
-/// Does a `RECORD`'s text list `rel` (a `/`-separated path relative to the install directory)? Its first
-/// CSV field is the path, quoted when it holds a comma or a quote; a path through `..` is taken as written
-/// relative to the install directory (scripts and data files: `../../../bin/x`).
-pub fn record_lists(text: &str, rel: &str) -> bool {
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    // Most questions are about a file the RECORD does not list: one substring search answers them.
-    if !text.contains(name) {
-        return false;
-    }
+/// The paths a `RECORD`'s text lists inside its install directory, `/`-separated and relative to it: each
+/// line's first CSV field, quoted when it holds a comma or a quote; a path through `.` or `..` is taken
+/// lexically (scripts and data files installed elsewhere, `../../../bin/x`, stay outside and are left out).
+pub fn record_paths(text: &str) -> HashSet<String> {
     text.lines()
         .filter_map(first_field)
-        .any(|f| f == rel || (f.contains("..") || f.starts_with("./")) && normal(&f) == rel)
+        .filter_map(|f| {
+            if f.split('/').any(|c| c == ".." || c == ".") {
+                Some(normal(&f)).filter(|n| !n.starts_with(".."))
+            } else {
+                Some(f.into_owned())
+            }
+        })
+        .collect()
+}
+
+/// Does a `RECORD`'s text list `rel` (a `/`-separated path relative to the install directory)?
+pub fn record_lists(text: &str, rel: &str) -> bool {
+    record_paths(text).contains(rel)
 }
 
 /// The first field of a CSV line (RFC 4180 quoting, as Python's `csv` module writes it).
@@ -314,5 +339,30 @@ mod tests {
                 .is_none()
         );
         assert!(r.owner(&root, Path::new("/elsewhere/libx.so")).is_none());
+    }
+
+    /// A directory of many distributions, none of which owns the file: at most [`MAX_RECORDS`] `RECORD`s are
+    /// read, once each, however often the question is asked.
+    #[test]
+    fn many_distributions_are_read_within_the_bound() {
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..100 {
+            crate::system::put(
+                t.path(),
+                &format!("/s/pkg{i}-1.0.dist-info/RECORD"),
+                b"pkg/x.py,,\n",
+            );
+        }
+        crate::system::put(t.path(), "/s/nvidia/cu13/lib/libcublas.so.13", b"");
+        let root = Root::at(t.path());
+        let mut r = Records::default();
+        for _ in 0..3 {
+            assert!(
+                r.owner(&root, Path::new("/s/nvidia/cu13/lib/libcublas.so.13"))
+                    .is_none()
+            );
+            assert!(r.owner(&root, Path::new("/s/nvidia/cu13/lib/other.so")).is_none());
+        }
+        assert_eq!(r.records.len(), MAX_RECORDS);
     }
 }

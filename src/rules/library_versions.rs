@@ -209,11 +209,21 @@ fn finding(
     };
     let help = match &have.source {
         // The pip copy is the one found: the environment's own package is too old.
-        Source::Dist(d, site) => format!(
-            "Install the release {} {} pins into its environment ({site}), replacing {} {}: `pip install \
-             '{requirement}'` (with that environment's pip: `python -m pip`, or `uv pip install --python …`).",
-            dist.name, dist.version, d.name, d.version
-        ),
+        Source::Dist(d, site) => {
+            // pip installs into a `--target` directory (no site-packages of an interpreter) only when told.
+            let site_packages = site.ends_with("/site-packages") || site.ends_with("/dist-packages");
+            let install = if site_packages {
+                format!(
+                    "pip install '{requirement}'` (with that environment's pip: `python -m pip`, or `uv pip install --python …`)"
+                )
+            } else {
+                format!("pip install --upgrade --target {site} '{requirement}'`")
+            };
+            format!(
+                "Install the release {} {} pins into its environment ({site}), replacing {} {}: `{install}.",
+                dist.name, dist.version, d.name, d.version
+            )
+        }
         Source::FileName => {
             let place = match (how, dir.as_deref()) {
                 (How::LdLibraryPath, Some(d)) => format!(
