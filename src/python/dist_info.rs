@@ -365,4 +365,37 @@ mod tests {
         }
         assert_eq!(r.records.len(), MAX_RECORDS);
     }
+
+    /// A Spack view or a Bazel runfiles tree: the file is opened through a link farm that holds no
+    /// `.dist-info`; its real path is in the store beside its `RECORD`.
+    #[test]
+    fn a_link_farms_file_is_owned_by_its_real_paths_record() {
+        let t = tempfile::tempdir().unwrap();
+        crate::system::put(t.path(), "/store/nccl/site/nvidia/nccl/lib/libnccl.so.2", b"");
+        crate::system::put(
+            t.path(),
+            "/store/nccl/site/nvidia_nccl_cu13-2.30.7.dist-info/RECORD",
+            b"nvidia/nccl/lib/libnccl.so.2,,\n",
+        );
+        std::fs::create_dir_all(t.path().join("view/nvidia/nccl/lib")).unwrap();
+        std::os::unix::fs::symlink(
+            "/store/nccl/site/nvidia/nccl/lib/libnccl.so.2",
+            t.path().join("view/nvidia/nccl/lib/libnccl.so.2"),
+        )
+        .unwrap();
+        let root = Root::at(t.path());
+        let mut r = Records::default();
+        let o = r
+            .owner_of(
+                &root,
+                "/store/nccl/site/nvidia/nccl/lib/libnccl.so.2",
+                "/view/nvidia/nccl/lib/libnccl.so.2",
+            )
+            .unwrap();
+        assert_eq!(o.dir, Path::new("/store/nccl/site"));
+        assert!(
+            r.owner(&root, Path::new("/view/nvidia/nccl/lib/libnccl.so.2"))
+                .is_none()
+        );
+    }
 }
