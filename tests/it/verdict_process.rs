@@ -349,3 +349,55 @@ fn a_fallback_soname_after_a_found_one_was_a_requirement() {
     );
     assert_eq!(not_found(&r, true).len(), 1);
 }
+
+/// Issue 29: "will run" stood above a `cuda-library-too-old` error (torch pins cuDNN 9.19, the process loads
+/// 9.14): the verdict re-ran the compatibility rules alone and never saw the loader's or the packages'
+/// findings. The verdict now reads every finding about the process, whichever rule gave it.
+#[test]
+fn will_run_stood_above_a_cuda_library_too_old_error() {
+    use cudadiag::facts::{BinaryFacts, DriverFacts, Facts, Format, GpuFacts, HostFacts};
+    use cudadiag::findings::{Code, Finding};
+    use cudadiag::rules::{self, Outcome, Standing};
+    let m = cudadiag::matrix::Matrix::bundled().unwrap();
+    let lib = "/venv/torch/lib/libtorch_cuda.so";
+    let facts = Facts {
+        binaries: vec![BinaryFacts {
+            path: lib.into(),
+            format: Some(Format::Elf),
+            ..BinaryFacts::default()
+        }],
+        host: Some(HostFacts {
+            driver: Some(DriverFacts {
+                version: "580.159.04".into(),
+                source: "test".into(),
+            }),
+            gpus: vec![GpuFacts {
+                name: "NVIDIA H200".into(),
+                cc: Some("9.0".into()),
+                source: "test".into(),
+                ..GpuFacts::default()
+            }],
+            ..HostFacts::default()
+        }),
+        ..Facts::default()
+    };
+    let mut findings = rules::judge(&facts, &m).findings;
+    // Near miss: nothing stops it.
+    let v = rules::verdicts(&facts, &findings, &m);
+    assert_ne!(v[0].outcome, Outcome::Fails, "{v:?}");
+    findings.insert(
+        0,
+        Finding::new(
+            Code::CudaLibraryTooOld,
+            format!("{lib}: loads cuDNN 9.14.0, older than torch 2.11.0 requires (==9.19.0.56)"),
+            "Install the cuDNN torch pins.",
+        )
+        .at(lib),
+    );
+    let v = rules::verdicts(&facts, &findings, &m);
+    assert_eq!(v[0].outcome, Outcome::Fails);
+    assert_eq!(v[0].codes[0], "cuda-library-too-old");
+    let h = rules::headlines(&facts, &findings, &v);
+    assert_eq!(h[0].standing, Standing::Fails);
+    assert!(h[0].why.starts_with("loads cuDNN 9.14.0"), "{h:?}");
+}
