@@ -30,5 +30,7 @@ mod malformed;
 mod pip_layouts;
 mod probe;
 mod probe_live;
+mod verdict_agreement;
 mod verdict_fixtures;
+mod verdict_process;
 mod verdict_table;
