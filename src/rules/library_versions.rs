@@ -149,9 +149,8 @@ fn consequence(dist: &PipDist, soname: &str, floor: &Floor, have: &str, gap: Gap
         .unwrap_or_default();
     match (torch && cudnn, gap) {
         (true, Gap::Minor) => format!(
-            "torch raises \"RuntimeError: cuDNN version incompatibility\" at its first cuDNN use (the first \
-             convolution, torch.backends.cudnn.version()), not at import: it refuses a runtime cuDNN whose minor \
-             ({have_mm}) is older than the one it was compiled with ({})",
+            "torch raises \"cuDNN version incompatibility\" at its first cuDNN use, not at import (cuDNN {have_mm} \
+             is older than the {} it was compiled with)",
             mm(&floor.release)
         ),
         (true, Gap::Patch) => format!(
@@ -268,6 +267,13 @@ fn finding(
             floor.version
         ),
     });
+    if crate::inspect::pep508::normalise(&dist.name) == "torch" && l.soname.starts_with("libcudnn") {
+        f = f.because(
+            "torch.backends.cudnn checks lazily, at torch.backends.cudnn.version() or the first cuDNN-backed \
+             operation (a convolution): the runtime cuDNN must have the compiled major and a minor no older \
+             (PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1 skips the check)",
+        );
+    }
     if gap == Gap::Patch {
         f.severity = Severity::Warning;
     }

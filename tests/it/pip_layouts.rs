@@ -132,9 +132,8 @@ fn a_pip_cudnn_older_than_torchs_pin_is_cuda_library_too_old() {
         "libtorch_cuda.so's package torch 2.15.0 requires nvidia-cudnn-cu13==9.26.0.51",
         "the loaded libcudnn.so.9 is nvidia-cudnn-cu13 9.14.0.64 (installed by pip",
         "found through rpath",
-        "at its first cuDNN use",
-        "not at import",
-        "(9.14) is older than the one it was compiled with (9.26)",
+        "torch raises \"cuDNN version incompatibility\" at its first cuDNN use, not at import",
+        "(cuDNN 9.14 is older than the 9.26 it was compiled with)",
     ] {
         assert!(message.contains(needle), "{needle}: {message}");
     }
