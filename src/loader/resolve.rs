@@ -650,12 +650,13 @@ fn main_realpath(root: &Root, path: &Path) -> String {
     real.to_string_lossy().into_owned()
 }
 
-/// The inspected binary's `$ORIGIN`. A program the kernel starts (`started`: it names an interpreter, `PT_INTERP`) has
-/// no name of its own in ld.so's list (`l_name` is empty), so `_dl_get_origin` reads `/proc/self/exe`, which
-/// the kernel gives resolved: the directory of its real path, `real`. Anything else is a library some process
-/// opens by a path (Python importing an extension module, `dlopen`): `_dl_new_object` takes `$ORIGIN` from
-/// that name as it was written, links not resolved, so from the path the user named, made absolute without
-/// resolving anything (and, for a file inside `--root`, taken as a path inside the root).
+/// The inspected binary's `$ORIGIN`. A program the kernel starts (`started`: it names an interpreter,
+/// `PT_INTERP`) has no name of its own in ld.so's list (`l_name` is empty), so `_dl_get_origin` reads
+/// `/proc/self/exe`, which the kernel gives resolved: the directory of its real path, `real`. Anything else is
+/// a library some process opens by a path (Python importing an extension module, `dlopen`): `_dl_new_object`
+/// takes `$ORIGIN` from that name as it was written, links not resolved, so from the path the user named,
+/// made absolute without resolving anything (and, for a file inside `--root`, taken as a path inside the
+/// root).
 fn main_origin(root: &Root, path: &Path, started: bool, real: &str, cwd: &str) -> String {
     if started {
         return super::search::origin_from(real, cwd);
