@@ -26,6 +26,7 @@ mod loader_cli;
 mod loader_differential;
 mod loader_malformed;
 mod loader_scenarios;
+mod loader_symlink_origin;
 mod malformed;
 mod probe;
 mod probe_live;
