@@ -30,7 +30,7 @@ pub(super) fn findings(
     out
 }
 
-/// `image-gpus-from-run`: the image does not ask for GPUs and is judged as run with every GPU (cudadiag's
+/// `container-gpus-from-run`: the image does not ask for GPUs and is judged as run with every GPU (cudadiag's
 /// default, `container::run`): one note, so that the verdict is read as the answer for that run.
 fn gpus_from_run(view: &ContainerView) -> Option<Finding> {
     if view.run.source != Source::RunDefault {
@@ -38,7 +38,7 @@ fn gpus_from_run(view: &ContainerView) -> Option<Finding> {
     }
     Some(
         Finding::new(
-            Code::ImageGpusFromRun,
+            Code::ContainerGpusFromRun,
             "The image does not set NVIDIA_VISIBLE_DEVICES: judged as run with every GPU (`docker run --gpus all`, a Kubernetes `nvidia.com/gpu` request); started without a GPU request it gets no GPU, driver libraries or libcuda.so.1",
             "Nothing to do when it is always run with GPUs. To have the image ask for them itself, as NVIDIA's CUDA images do: `ENV NVIDIA_VISIBLE_DEVICES=all` and `ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility`. `--gpus none` judges the image as it asks; `--gpus '\"device=0\"'`, `--runtime runc` or `--device nvidia.com/gpu=all` describe another run.",
         )

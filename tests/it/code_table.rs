@@ -544,7 +544,7 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
-        "image-gpus-from-run",
+        "container-gpus-from-run",
         Case::Elsewhere {
             fire: "image.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
             miss: "image.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",

@@ -287,14 +287,14 @@ fn paths_name_files_inside_the_image_and_env_flags_apply() {
     // request, the toolkit gives it nothing; with the variable, all is well and there is no note.
     let (code, v) = json(&args);
     assert_eq!(code, 0, "{v}");
-    assert!(slugs(&v).contains(&"image-gpus-from-run".to_string()), "{v}");
+    assert!(slugs(&v).contains(&"container-gpus-from-run".to_string()), "{v}");
     let (code, v) = json(&[&args[..], &["--gpus", "none"]].concat());
     assert_eq!(code, 1);
     assert!(slugs(&v).contains(&"container-no-gpu-access".to_string()), "{v}");
     args.extend(["--env", "NVIDIA_VISIBLE_DEVICES=all"]);
     let (code, v) = json(&args);
     assert_eq!(code, 0, "{v}");
-    assert!(!slugs(&v).contains(&"image-gpus-from-run".to_string()), "{v}");
+    assert!(!slugs(&v).contains(&"container-gpus-from-run".to_string()), "{v}");
     // The human report names the image and the program first.
     let (_, text, _) = run(&[
         "inspect",
@@ -998,7 +998,7 @@ fn an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus() {
     // GPU access", three findings.
     let (code, v) = inspect(&img, &H200_580);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(slugs(&v), ["image-gpus-from-run"], "{v}");
+    assert_eq!(slugs(&v), ["container-gpus-from-run"], "{v}");
     assert_eq!(v["verdicts"][0]["outcome"], "runs", "{v}");
     assert_eq!(v["image"]["toolkit"]["run"]["source"], "run-default");
     assert_eq!(v["image"]["toolkit"]["devices"]["value"], "all");
@@ -1008,7 +1008,7 @@ fn an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus() {
     let s = slugs(&v);
     assert!(s.contains(&"container-no-gpu-access".to_string()), "{s:?}");
     assert!(s.contains(&"libcuda-not-found".to_string()), "{s:?}");
-    assert!(!s.contains(&"image-gpus-from-run".to_string()), "{s:?}");
+    assert!(!s.contains(&"container-gpus-from-run".to_string()), "{s:?}");
     assert_eq!(v["verdicts"][0]["outcome"], "fails", "{v}");
     // An image that asks (NVIDIA's CUDA images) gets no note.
     let asks = t.path().join("asks.tar");
