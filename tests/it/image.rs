@@ -1229,3 +1229,24 @@ fn deep_lists_every_kernel_name_under_image() {
     let (_, out, _) = run(&["inspect", "--image", img, "--no-host", "-v"]);
     assert!(!out.contains("kernel_8"), "{out}");
 }
+
+/// `fleet --image` shares the judgement: an image that does not ask for GPUs is predicted as run with them on
+/// each node, as `inspect --image --facts` says for that node alone. On main: "fails" on every node.
+#[test]
+fn fleet_image_judges_an_image_without_nvidia_variables_as_run_with_gpus() {
+    let t = tempfile::tempdir().unwrap();
+    let nodes = t.path().join("nodes");
+    std::fs::create_dir_all(&nodes).unwrap();
+    node_snapshot("healthy", &nodes.join("h100.json"));
+    node_snapshot("h200-nix-open-580", &nodes.join("h200.json"));
+    let img = t.path().join("plain.tar");
+    plain_image().docker_save(&img, Pack::None);
+    let fleet = fleet_matches_inspect(img.to_str().unwrap(), &nodes);
+    let h200 = fleet["per_node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "h200")
+        .unwrap();
+    assert_ne!(h200["prediction"]["outcome"], "fails", "{h200}");
+}
