@@ -146,7 +146,8 @@ pub fn evaluate_run(
     let mut devices = match applied.source {
         // The CDI spec names the devices; the hook, had it run, would see `void`.
         Source::Cdi => devices::select(Some(&applied.cdi.join(",")), false, node),
-        Source::NoHook => devices::select(None, false, node),
+        // No hook: nothing reads NVIDIA_VISIBLE_DEVICES at all.
+        _ if !applied.hook => devices::select(None, false, node),
         _ => devices::select(get(VISIBLE_DEVICES), legacy_image, node),
     };
     let values = node_values(node, matrix);

@@ -272,7 +272,7 @@ fn unsatisfied(view: &ContainerView, r: &Requirement, m: &Matrix) -> Finding {
 /// `container-no-gpu-access`: the container gets no GPU: `NVIDIA_VISIBLE_DEVICES` unset (on an image that is not
 /// a legacy CUDA image), empty or `void` (the toolkit does nothing), or `none` (driver files, no device).
 fn no_gpu_access(view: &ContainerView, env: &BTreeMap<String, String>) -> Option<Finding> {
-    if view.run.source == Source::NoHook {
+    if !view.run.hook && view.run.source != Source::Cdi {
         return Some(
             Finding::new(
                 Code::ContainerNoGpuAccess,
@@ -280,7 +280,7 @@ fn no_gpu_access(view: &ContainerView, env: &BTreeMap<String, String>) -> Option
                  toolkit's hook, so the container gets no GPU, driver libraries or libcuda.so.1",
                 "Add `--gpus all` (docker then adds the toolkit's hook itself), or run with `--runtime=nvidia`.",
             )
-            .because("--runtime runc, no --gpus: the engine adds no nvidia-container-runtime-hook")
+            .because("--runtime runc and no GPU request: the engine adds no nvidia-container-runtime-hook")
             .because(env_line(env, super::VISIBLE_DEVICES))
             .because("a CUDA program in it: CUDA finds no driver (error 35, or libcuda.so.1 not found)"),
         );

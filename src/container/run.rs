@@ -380,6 +380,15 @@ mod tests {
         };
         let (a, _) = applied(&runc, &[("NVIDIA_VISIBLE_DEVICES", "all")], false);
         assert_eq!((a.source, a.hook), (Source::NoHook, false));
+        let runc_none = Run {
+            gpus: Some(parse_gpus("none").unwrap()),
+            ..runc.clone()
+        };
+        assert!(
+            !applied(&runc_none, &[("NVIDIA_VISIBLE_DEVICES", "all")], false)
+                .0
+                .hook
+        );
         let runc_gpus = Run {
             gpus: Some(parse_gpus("all").unwrap()),
             ..runc
