@@ -20,6 +20,10 @@ use std::path::{Path, PathBuf};
 const MAX_FILES: usize = 100_000;
 /// `include` nesting followed in `ld.so.conf`.
 const MAX_INCLUDE_DEPTH: usize = 8;
+/// Configuration files read in all (each once): a hostile `include` of its own directory cannot multiply.
+const MAX_CONF_FILES: usize = 512;
+/// Directories scanned: a real configuration names a few dozen.
+const MAX_DIRS: usize = 4096;
 /// `FLAG_ELF_LIBC6`: what ldconfig writes for a 32-bit library.
 const FLAG_32: i32 = 0x0003;
 
@@ -35,13 +39,14 @@ pub(crate) fn regenerate(
 ) -> Result<usize, ToolError> {
     let root = img.root();
     let mut configured = Vec::new();
-    conf_dirs(&root, Path::new("/etc/ld.so.conf"), 0, &mut configured);
+    let mut read = Vec::new();
+    conf_dirs(&root, Path::new("/etc/ld.so.conf"), 0, &mut read, &mut configured);
     let order = ldcache::directory_order(command_line, &configured, &ldcache::trusted_directories(machine));
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut entries = Vec::new();
     let mut links = Vec::new();
     let mut budget = MAX_FILES;
-    for dir in &order {
+    for dir in order.iter().take(MAX_DIRS) {
         let dir = Path::new(dir);
         let Ok(real) = root.resolve(dir) else {
             continue;
@@ -61,8 +66,16 @@ pub(crate) fn regenerate(
     Ok(entries.len())
 }
 
-/// The directories `conf` names, its `include`s expanded in place (sorted, as glob sorts them).
-fn conf_dirs(root: &Root, conf: &Path, depth: usize, out: &mut Vec<String>) {
+/// The directories `conf` names, its `include`s expanded in place (sorted, as glob sorts them). `read`: the
+/// files read so far (their real paths), each read once.
+fn conf_dirs(root: &Root, conf: &Path, depth: usize, read: &mut Vec<PathBuf>, out: &mut Vec<String>) {
+    let Ok(real) = root.resolve(conf) else {
+        return;
+    };
+    if read.contains(&real) || read.len() >= MAX_CONF_FILES {
+        return;
+    }
+    read.push(real);
     let Ok(text) = root.read_to_string(conf, crate::system::read::CONFIG_TEXT) else {
         return;
     };
@@ -85,7 +98,7 @@ fn conf_dirs(root: &Root, conf: &Path, depth: usize, out: &mut Vec<String>) {
         for file in root.read_dir(parent).unwrap_or_default() {
             let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if ldcache::glob_match(glob, name) && root.metadata(&file).is_ok_and(|m| m.is_file()) {
-                conf_dirs(root, &file, depth + 1, out);
+                conf_dirs(root, &file, depth + 1, read, out);
             }
         }
     }

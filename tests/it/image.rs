@@ -1250,3 +1250,26 @@ fn fleet_image_judges_an_image_without_nvidia_variables_as_run_with_gpus() {
         .unwrap();
     assert_ne!(h200["prediction"]["outcome"], "fails", "{h200}");
 }
+
+/// A hostile `ld.so.conf` whose drop-ins include their own directory (and the top file) again: each file is read
+/// once, and the toolkit's ldconfig replay finishes with the driver's libcuda found.
+#[test]
+fn an_ld_so_conf_that_includes_itself_is_read_once() {
+    let t = tempfile::tempdir().unwrap();
+    let mut layer = Layer::new().file("etc/ld.so.conf", b"include /etc/ld.so.conf.d/*.conf\n");
+    for i in 0..40 {
+        layer = layer.file(
+            &format!("etc/ld.so.conf.d/{i:02}.conf"),
+            b"include /etc/ld.so.conf.d/*.conf\ninclude ../ld.so.conf\n/opt/lib\n",
+        );
+    }
+    let mut image = plain_image().cuda13();
+    image.layers.push(layer);
+    let img = t.path().join("loop.tar");
+    image.docker_save(&img, Pack::None);
+    let started = std::time::Instant::now();
+    let (code, v) = inspect(&img, &H200_580);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(loaded_libcuda(&v)["how"], "ld_so_cache", "{v}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
