@@ -546,8 +546,8 @@ const TABLE: &[(&str, Case)] = &[
     (
         "container-gpus-from-run",
         Case::Elsewhere {
-            fire: "image.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
-            miss: "image.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
+            fire: "image_run.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
+            miss: "image_run.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
             why: "an image without NVIDIA_VISIBLE_DEVICES run by default against the same image with it, and with --gpus none",
         },
     ),
