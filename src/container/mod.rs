@@ -21,7 +21,7 @@ pub mod require;
 mod rules;
 pub mod run;
 
-pub use caps::{Capability, CapsSource, FileKind, ImageLayout, InjectedFile};
+pub use caps::{Capability, CapsSource, FileKind, ImageLayout, InjectedFile, is_driver_library};
 pub use devices::{DeviceRequest, DeviceSelection, SelectedGpu};
 pub use run::{Applied, Run, Source};
 

@@ -30,5 +30,7 @@ mod loader_scenarios;
 mod malformed;
 mod probe;
 mod probe_live;
+mod verdict_agreement;
 mod verdict_fixtures;
+mod verdict_process;
 mod verdict_table;
