@@ -19,10 +19,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Cases answered right on today's `main`; the test fails below it.
-const RIGHT_FLOOR: usize = 85;
+const RIGHT_FLOOR: usize = 95;
 
 /// Cases given a single confident answer their thread contradicts on today's `main`; the test fails above it.
-const CONFIDENT_WRONG_CEILING: usize = 11;
+const CONFIDENT_WRONG_CEILING: usize = 14;
 
 /// The corpus may not shrink below this many cases, nor come from fewer projects (issue #34 asks for 300
 /// messages from at least 8 projects).
