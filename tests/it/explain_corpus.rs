@@ -275,6 +275,51 @@ fn a_malformed_case_is_rejected() {
     }
 }
 
+/// The scoring itself, on hand-written reports: a right answer, a wrong CUDA major, a CUDA error in `also`, a
+/// hedged wrong answer and a confident wrong one.
+#[test]
+fn judging_a_report() {
+    let case = |expect: &str, also: &[&str], cuda_major: Option<u32>| Case {
+        id: "x".into(),
+        project: "o/r".into(),
+        source: "https://github.com/o/r/issues/1".into(),
+        tool: "torch".into(),
+        kind: "library-not-found".into(),
+        message: "m".into(),
+        cause: "c".into(),
+        expect: expect.into(),
+        cuda_major,
+        package: None,
+        also: also.iter().map(|s| s.to_string()).collect(),
+    };
+    let lib = serde_json::json!({
+        "candidates": [{"slug": "library-not-found", "confidence": "high"}],
+        "libraries": [{"majors": [11], "pip": [{"name": "nvidia-cublas-cu11"}]}],
+    });
+    let v = judge(&case("library-not-found", &[], Some(11)), Some(&lib));
+    assert!(v.right && v.major_right == Some(true) && !v.confident_wrong);
+    let v = judge(&case("library-not-found", &[], Some(12)), Some(&lib));
+    assert!(!v.right && v.major_right == Some(false));
+
+    let err = serde_json::json!({"candidates": [], "matches": [{"kind": "cuda-error", "value": 35}]});
+    assert!(judge(&case("cuda-error:35", &[], None), Some(&err)).right);
+    assert!(judge(&case("no-driver", &["cuda-error:35"], None), Some(&err)).right);
+    assert!(!judge(&case("no-driver", &[], None), Some(&err)).right);
+
+    let hedged = serde_json::json!({"candidates": [{"slug": "nvidia-uvm-missing", "confidence": "low"}]});
+    let v = judge(&case("gpu-fallen-off-bus", &[], None), Some(&hedged));
+    assert!(!v.right && !v.confident_wrong);
+    let sure = serde_json::json!({"findings": [{"slug": "nvidia-uvm-missing"}]});
+    let v = judge(&case("gpu-fallen-off-bus", &[], None), Some(&sure));
+    assert!(!v.right && v.confident_wrong);
+    let v = judge(
+        &case("gpu-fallen-off-bus", &["nvidia-uvm-missing"], None),
+        Some(&sure),
+    );
+    assert!(v.right && !v.confident_wrong);
+    assert!(!judge(&case("no-driver", &[], None), None).right);
+}
+
 /// `explain --format json MESSAGE`, run in this process against an empty root (copies of a named library are
 /// looked for under it: none, on every machine).
 fn explain(message: &str, root: &Path) -> Option<Value> {
