@@ -18,6 +18,7 @@ mod fixtures_cuobjdump;
 mod fleet;
 mod host;
 mod host_rules;
+mod hostile_output;
 mod image;
 mod jetson;
 mod layering;
