@@ -131,12 +131,15 @@ fn redacted(
     root: &crate::system::Root,
 ) -> Result<String, ToolError> {
     let json_err = |e: serde_json::Error| ToolError(e.to_string());
-    let mut value = serde_json::to_value(&envelope.facts).map_err(json_err)?;
-    let names = crate::bundle::names(&value, envelope.facts.host.as_ref(), env, root);
+    let mut envelope = envelope;
+    let facts = std::mem::take(&mut envelope.facts);
+    let names = {
+        let plain = serde_json::to_value(&facts).map_err(json_err)?;
+        crate::bundle::names(&plain, facts.host.as_ref(), env, root)
+    };
     let mut r = crate::bundle::redact::Redactor::new(&names);
-    r.apply(&mut value);
+    let value = r.facts(facts).map_err(json_err)?;
     let mut whole = serde_json::to_value(Envelope {
-        facts: Facts::default(),
         redactions: Some(r.report()),
         ..envelope
     })
