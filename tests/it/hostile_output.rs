@@ -231,3 +231,47 @@ fn forged_lines_on_stdout_from_image_and_path_data() {
         }
     }
 }
+
+/// `CUDA_VISIBLE_DEVICES` and GPU UUIDs are data too: their prefixes were cut by bytes (`ab€`, a UUID of
+/// multibyte characters) and `doctor` panicked, on the machine itself as on a snapshot.
+#[test]
+fn a_multibyte_cuda_visible_devices_does_not_panic() {
+    let t = tempfile::tempdir().unwrap();
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hosts/healthy");
+    let mut args = crate::support::cli::machine_args(&case.join("root"), &case.join("env"), &[]);
+    let snap = t.path().join("s.json");
+    args.splice(
+        0..0,
+        ["snapshot".to_string(), "-o".into(), snap.display().to_string()],
+    );
+    let out = cudadiag().args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plain: Value = serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
+    assert!(
+        !plain["facts"]["host"]["gpus"].as_array().unwrap().is_empty(),
+        "the fixture has no GPU: the UUID case would test nothing"
+    );
+    for (visible, uuid) in [
+        ("ab€", None),
+        ("MI€", None),
+        ("GPU-€", None),
+        ("GPU-a", Some("GPU-€€€")),
+    ] {
+        let mut v = plain.clone();
+        v["facts"]["host"]["env"]["vars"]["CUDA_VISIBLE_DEVICES"] = Value::String(visible.into());
+        if let Some(u) = uuid {
+            for g in v["facts"]["host"]["gpus"].as_array_mut().unwrap() {
+                g["uuid"] = Value::String(u.into());
+            }
+        }
+        std::fs::write(&snap, serde_json::to_vec(&v).unwrap()).unwrap();
+        for format in FORMATS {
+            let (code, out, err) = run(&["doctor", "--facts", snap.to_str().unwrap(), "--format", format]);
+            let case = format!("CUDA_VISIBLE_DEVICES={visible:?}, uuid {uuid:?}, --format {format}");
+            assert!(code == 0 || code == 1, "{case}: exit {code}: {err}");
+            if *format == "json" {
+                assert!(out.contains("\"no-visible-devices\""), "{case}: {out}");
+            }
+        }
+    }
+}
