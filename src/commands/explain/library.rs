@@ -4,7 +4,7 @@
 //! finds them for a missing library (`loader::copies`).
 
 use crate::facts::loader::{Copy, Library, Resolution};
-use crate::rules::packages::{self, Providers};
+use crate::rules::packages::Providers;
 use crate::system::Root;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -34,9 +34,15 @@ pub fn sonames(query: &str) -> Vec<String> {
         .collect()
 }
 
-/// What is known of each library the query names, with its copies under `root`.
-pub fn lookup(query: &str, root: &Root) -> Vec<Named> {
-    let names = sonames(query);
+/// What is known of each library the query names (and of those it implies without naming their file:
+/// `implied`), with its copies under `root`.
+pub fn lookup(query: &str, implied: &[String], root: &Root) -> Vec<Named> {
+    let mut names = sonames(query);
+    for n in implied {
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
     if names.is_empty() {
         return Vec::new();
     }
@@ -53,7 +59,7 @@ pub fn lookup(query: &str, root: &Root) -> Vec<Named> {
     res.libraries
         .into_iter()
         .map(|l| Named {
-            providers: packages::providers(&l.soname),
+            providers: crate::explain::sonames::providers(&l.soname),
             soname: l.soname,
             copies: l.copies,
         })
