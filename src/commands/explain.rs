@@ -370,8 +370,7 @@ pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
                 }
             }
             s.push_str(&library::human(&libraries, &root));
-            s.push_str(&ranked_human(&dx.candidates));
-            s.push_str(&human(&ms, &codes, dx.candidates.first()));
+            s.push_str(&human(&ms, &codes, &dx.candidates));
             report::text(out, &s)?;
         }
     }
@@ -461,7 +460,8 @@ fn ranked_human(cands: &[crate::explain::Candidate]) -> String {
     s
 }
 
-fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo], first: Option<&crate::explain::Candidate>) -> String {
+fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo], cands: &[crate::explain::Candidate]) -> String {
+    let first = cands.first();
     let mut s = String::new();
     for m in ms {
         match m {
@@ -499,13 +499,15 @@ fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo], first: Option<&crate::ex
             }
         }
     }
+    // What the message is (above), then what causes it, most likely first.
+    s.push_str(&ranked_human(cands));
     if let Some(c) = first
         && c.code.is_none()
         && let Some(cause) = crate::explain::causes::lookup(c.slug)
     {
-        // The most likely cause is one no rule observes: its document, then the findings, if any.
+        // The most likely cause is one no rule observes: its document is the explanation.
         s.push_str(cause.doc);
-        s.push('\n');
+        return s;
     }
     if codes.is_empty() {
         if first.is_none() {
@@ -547,7 +549,7 @@ mod tests {
         let m = Matrix::bundled().unwrap();
         let text = |q: &str| {
             let ms = matches(q, &m);
-            human(&ms, &predicted(&ms), None)
+            human(&ms, &predicted(&ms), &[])
         };
         let toolkit = text("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0");
         assert!(

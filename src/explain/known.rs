@@ -166,6 +166,18 @@ const SAID_BEFORE: &[&str] = &[
     "couldn't open cuda library",
 ];
 
+/// Whether the words after a library name say it was not found (`libcublas.so.*[0-9] not found in the system
+/// path`, `libcudnn.so.8 is not found`), not that something in it was (`libc.so.6: version `GLIBC_2.34' not
+/// found`).
+fn said_not_found(after: &str) -> bool {
+    let rest = after.trim_start_matches(|c: char| {
+        matches!(c, '.' | '*' | '[' | ']' | '0'..='9' | '-' | '\'' | '"' | ' ')
+    });
+    ["not found", "is not found", "was not found"]
+        .iter()
+        .any(|w| rest.starts_with(w))
+}
+
 /// `t[from..to]`, both ends moved back to character boundaries (a pasted text is not ASCII).
 fn window(t: &str, from: usize, to: usize) -> &str {
     let fix = |mut i: usize| {
@@ -193,6 +205,10 @@ fn failed(r: &Read) -> Vec<String> {
             from = end;
             let after = window(t, end, end + 48);
             let before = window(t, start.saturating_sub(48), start);
+            if before.ends_with("version `") {
+                // "version `libcudart.so.12' not found": a symbol version, the library was loaded.
+                continue;
+            }
             if after
                 .trim_start_matches(['\'', '"', ':', ' '])
                 .starts_with("cannot open shared object file")
@@ -201,7 +217,7 @@ fn failed(r: &Read) -> Vec<String> {
                 if !direct.contains(s) {
                     direct.push(s.clone());
                 }
-            } else if (SAID_BEFORE.iter().any(|w| before.contains(w)) || after.contains("not found"))
+            } else if (SAID_BEFORE.iter().any(|w| before.contains(w)) || said_not_found(after))
                 && !said.contains(s)
             {
                 said.push(s.clone());

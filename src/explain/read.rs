@@ -181,6 +181,12 @@ fn errors(text: &str, lower: &str, m: &Matrix) -> Vec<ErrorRef> {
             add(value, whole.to_string(), !whole.starts_with("status"));
         }
     }
+    // A number alone (`cudadiag explain 209`).
+    if let Ok(value) = text.trim().parse::<u32>()
+        && m.errors.iter().any(|e| e.value == value)
+    {
+        add(value, value.to_string(), true);
+    }
     // Messages `cudaGetErrorString` prints. A short one ("unknown error", "initialization error") is CUDA's
     // only in a CUDA context: NVML and the container toolkit print the same words of their own.
     let cuda_context = (lower.contains("cuda") || lower.contains("gpu"))
@@ -189,7 +195,8 @@ fn errors(text: &str, lower: &str, m: &Matrix) -> Vec<ErrorRef> {
     for e in &m.errors {
         if let Some(msg) = e.message.as_deref() {
             let msg = msg.trim().trim_end_matches('.').to_ascii_lowercase();
-            if msg.len() >= 12 && (msg.len() >= 24 || cuda_context) && lower.contains(&msg) {
+            let whole = lower.trim().trim_end_matches('.') == msg;
+            if msg.len() >= 12 && (msg.len() >= 24 || cuda_context || whole) && lower.contains(&msg) {
                 add(e.value, format!("\"{msg}\""), true);
             }
         }

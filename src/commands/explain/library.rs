@@ -86,16 +86,26 @@ pub fn human(named: &[Named], root: &Root) -> String {
                         .as_ref()
                         .map(|e| format!(" (or 'cuda-toolkit[{e}]=={}.*')", d.cuda))
                         .unwrap_or_default();
+                    // A row of pip_cuda.toml cites its keys; a name the CUDA 11 rules give says where from.
+                    let table = if d.source.contains(' ') {
+                        ""
+                    } else {
+                        "pip_cuda.toml: "
+                    };
                     s.push_str(&format!(
-                        "  pip        pip install {}{extra}    [CUDA {}; pip_cuda.toml: {}]\n",
+                        "  pip        pip install {}{extra}    [CUDA {}; {table}{}]\n",
                         d.name, d.cuda, d.source
                     ));
                 }
                 if let Some(c) = &p.conda {
                     for m in &p.majors {
-                        s.push_str(&format!(
-                            "  conda      conda install -c conda-forge {c} 'cuda-version={m}'\n"
-                        ));
+                        // Up to CUDA 11 the toolkit came to conda as one package per release.
+                        let line = if c == "cudatoolkit" {
+                            format!("conda install -c conda-forge 'cudatoolkit={m}'")
+                        } else {
+                            format!("conda install -c conda-forge {c} 'cuda-version={m}'")
+                        };
+                        s.push_str(&format!("  conda      {line}\n"));
                     }
                 }
                 let src = p
