@@ -14,6 +14,7 @@ mod container;
 mod deploy;
 mod diff;
 mod explain_cli;
+mod explain_corpus;
 mod fixtures_cuobjdump;
 mod fleet;
 mod host;
