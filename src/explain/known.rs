@@ -353,6 +353,18 @@ fn symbols(r: &Read, out: &mut Vec<Hit>) {
         ));
         return;
     }
+    if let Some(sym) = r.undefined_symbol.as_deref().filter(|s| s.starts_with("nccl")) {
+        out.push(hit("cuda-library-too-old", 80,
+            format!("{sym} is an NCCL entry point: the NCCL loaded is older than the one the framework was built with"),
+            "`python -c 'import torch; print(torch.cuda.nccl.version())'`; `pip list | grep nccl`; `echo $LD_LIBRARY_PATH` (another libnccl.so.2 first?)"));
+        out.push(hit(
+            "symbol-version-missing",
+            70,
+            format!("the NCCL loaded lacks {sym}"),
+            "`cudadiag explain --check` on the framework's library",
+        ));
+        return;
+    }
     if let Some((lib, major, minor)) = &r.symbol_version {
         out.push(hit("symbol-version-missing", 82,
             format!("the symbol carries its release: it needs {lib} {major}.{minor} or newer, and an older {lib} was loaded"),

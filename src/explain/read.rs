@@ -52,6 +52,8 @@ pub struct Read {
     pub symbol_version: Option<(String, u32, u32)>,
     /// Compiled-versus-loaded pairs.
     pub pairs: Vec<VersionPair>,
+    /// The symbol an `undefined symbol:` names, as written.
+    pub undefined_symbol: Option<String>,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
@@ -79,6 +81,13 @@ impl Read {
                 out.push(name);
             }
         }
+        if self
+            .undefined_symbol
+            .as_deref()
+            .is_some_and(|s| s.starts_with("nccl"))
+        {
+            out.push("libnccl.so.2".to_string());
+        }
         if let Some((lib, major, _)) = &self.symbol_version
             && lib == "nvJitLink"
         {
@@ -99,6 +108,7 @@ pub fn read(text: &str, m: &Matrix) -> Read {
         archs: archs(&lower),
         symbol_version: symbol_version(cut),
         pairs: pairs(&lower),
+        undefined_symbol: undefined_symbol(cut),
         lower: String::new(),
     };
     r.lower = lower;
@@ -293,6 +303,13 @@ fn symbol_version(text: &str) -> Option<(String, u32, u32)> {
     ))
 }
 
+/// `undefined symbol: ncclCommRegister` → `ncclCommRegister`.
+fn undefined_symbol(text: &str) -> Option<String> {
+    static SYM: OnceLock<Regex> = OnceLock::new();
+    let sym = re(&SYM, r"undefined symbol:? ([A-Za-z_][A-Za-z0-9_]*)");
+    Some(sym.captures(text)?.get(1)?.as_str().to_string())
+}
+
 fn triple(s: &str) -> Option<(u32, u32, u32)> {
     let parts: Vec<u32> = s
         .split(['.', ',', ' '])
@@ -339,7 +356,7 @@ fn pairs(lower: &str) -> Vec<VersionPair> {
     // version (8, 9, 2)".
     let torch = re(
         &TORCH,
-        r"(cudnn) version incompatibility: pytorch was compiled +against \(([0-9, ]+)\) but found runtime version \(([0-9, ]+)\)",
+        r"(cudnn) version incompatibility: pytorch was compiled +against \(([0-9, ]+)\) but (?:found runtime version|linked against) \(([0-9, ]+)\)",
     );
     for c in torch.captures_iter(lower) {
         push(&c[1], triple(&c[2]), triple(&c[3]));
