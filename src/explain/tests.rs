@@ -267,3 +267,35 @@ fn non_ascii_around_a_library_name_is_no_panic() {
     );
     assert_eq!(dx(&text).candidates[0].slug, "library-not-found");
 }
+
+#[test]
+fn other_wordings_of_the_same_causes() {
+    for (text, want) in [
+        (
+            "NVRM: API mismatch: the client 'kwin_wayland' (pid 1005)\n    NVRM: has the version 595.84, but this kernel module has",
+            "driver-library-mismatch",
+        ),
+        (
+            "XlaRuntimeError: UNIMPLEMENTED: ptxas too old. Falling back to the driver to compile.",
+            "ptxas-too-old",
+        ),
+        (
+            "No GPU/TPU found, falling back to CPU. (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)",
+            "cpu-only-framework-build",
+        ),
+        (
+            "torch/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister",
+            "cuda-library-too-old",
+        ),
+        (
+            "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked against (8, 0, 3)",
+            "cuda-library-too-old",
+        ),
+        (
+            "Loading of module with unavailable key is rejected",
+            "secure-boot-blocks-module",
+        ),
+    ] {
+        assert_eq!(top(text).0, want, "{text}");
+    }
+}
