@@ -49,8 +49,6 @@ causes! {
         "the ptxas used to compile is older than the GPU architecture or the PTX ISA it is given";
     "fabric-manager-not-running", Some(802),
         "on an NVSwitch system, NVIDIA Fabric Manager is not running, so CUDA cannot initialise";
-    "secure-boot-blocks-module", None,
-        "Secure Boot refuses the unsigned NVIDIA kernel module, so no driver is loaded";
     "gpu-fallen-off-bus", None,
         "the GPU stopped answering on the PCIe bus (Xid 79): a hardware, power or thermal fault";
     "wsl-libcuda-not-symlink", None,

@@ -30,5 +30,6 @@ mod loader_scenarios;
 mod malformed;
 mod probe;
 mod probe_live;
+mod secure_boot;
 mod verdict_fixtures;
 mod verdict_table;
