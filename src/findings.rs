@@ -322,6 +322,10 @@ pub struct Finding {
     /// objects). Each request, with its search trail, is in the report's `libraries`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<usize>,
+    /// The GPU (the verdicts' `gpu` label, `NVIDIA H200 (CC 9.0)`) a finding is about when it holds for that GPU
+    /// alone (a kernel image, the driver's support of the GPU): the verdict on another GPU does not rest on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
     /// Runs of `evidence` the human report shows in short unless asked for all of it (`-v`): a loader's
     /// search trail of eleven steps is one line there. Every other format keeps every line.
     #[serde(skip)]
@@ -353,8 +357,15 @@ impl Finding {
             path: None,
             sonames: Vec::new(),
             requests: None,
+            gpu: None,
             folds: Vec::new(),
         }
+    }
+
+    /// Says which GPU (a verdict's `gpu` label) the finding holds for.
+    pub fn on_gpu(mut self, gpu: &str) -> Finding {
+        self.gpu = Some(gpu.to_string());
+        self
     }
 
     /// Adds a "because" line.

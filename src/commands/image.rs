@@ -303,7 +303,7 @@ pub(crate) fn judge(
     let mut findings = staged.map(|s| s.view.findings.clone()).unwrap_or_default();
     findings.extend(crate::rules::evaluate(facts, matrix));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    let mut verdicts = crate::rules::verdicts(facts, matrix);
+    let mut verdicts = crate::rules::verdicts(facts, &findings, matrix);
     if let Some(stop) = findings.iter().find(|f| stops_the_container(f.code)) {
         for v in &mut verdicts {
             v.outcome = crate::rules::Outcome::Fails;

@@ -55,9 +55,8 @@ pub(crate) fn evaluate_and_render(
     detail: crate::report::Detail,
     out: &mut dyn Write,
 ) -> Result<Outcome, ToolError> {
-    let findings = crate::rules::evaluate(&facts, matrix);
-    let verdicts = crate::rules::verdicts(&facts, matrix);
-    let report = crate::report::Report::new(facts, findings, verdicts);
+    let judgement = crate::rules::judge(&facts, matrix);
+    let report = crate::report::Report::new(facts, judgement.findings, judgement.verdicts);
     let outcome = render(&report, output, paint, detail, out);
     // A large tree's report is tens of thousands of strings: the exit need not wait for them to be freed.
     crate::parallel::discard(report);

@@ -19,7 +19,7 @@ mod devices;
 pub mod require;
 mod rules;
 
-pub use caps::{Capability, CapsSource, FileKind, ImageLayout, InjectedFile};
+pub use caps::{Capability, CapsSource, FileKind, ImageLayout, InjectedFile, is_driver_library};
 pub use devices::{DeviceRequest, DeviceSelection, SelectedGpu};
 
 use crate::facts::HostFacts;

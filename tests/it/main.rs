@@ -30,6 +30,8 @@ mod loader_scenarios;
 mod malformed;
 mod probe;
 mod probe_live;
+mod verdict_agreement;
 mod secure_boot;
 mod verdict_fixtures;
+mod verdict_process;
 mod verdict_table;
