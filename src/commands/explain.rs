@@ -14,6 +14,7 @@ use serde::Serialize;
 use std::io::Write;
 
 mod library;
+mod ranked;
 
 /// The explanation of a slug: its catalogue entry's document.
 pub fn doc(slug: &str) -> Option<&'static str> {
@@ -282,7 +283,7 @@ pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
     if findings::lookup(&query).is_none()
         && let Some(cause) = crate::explain::causes::lookup(&query)
     {
-        return explain_cause(args, cause, out);
+        return ranked::explain_cause(args, cause, out);
     }
     let ms = matches(&query, &m);
     let dx = if ms.iter().any(|x| matches!(x, Match::Code { .. })) {
@@ -329,7 +330,7 @@ pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
                 "matches": ms,
                 "libraries": libraries,
                 "findings": explained,
-                "candidates": candidates_json(&dx.candidates, &ms),
+                "candidates": ranked::candidates_json(&dx.candidates, &ms),
                 "checked": checked,
             });
             let text = serde_json::to_string_pretty(&docjson).map_err(|e| ToolError(e.to_string()))?;
@@ -396,70 +397,6 @@ fn ranked(cands: &[crate::explain::Candidate], ms: &[Match<'_>]) -> Vec<&'static
     out
 }
 
-/// `candidates` of the JSON: the ranked causes, or the finding a code or slug names.
-fn candidates_json(cands: &[crate::explain::Candidate], ms: &[Match<'_>]) -> serde_json::Value {
-    if let Some(Match::Code { code, slug }) = ms.first() {
-        return serde_json::json!([{
-            "slug": slug, "code": code, "confidence": "high", "score": 100,
-            "why": ["named by its code or slug"], "check": format!("`cudadiag explain {slug} --check PROGRAM`"),
-        }]);
-    }
-    serde_json::to_value(cands).unwrap_or_default()
-}
-
-/// `explain SLUG` for a cause only `explain` knows: its document.
-fn explain_cause(
-    args: &ExplainArgs,
-    cause: &'static crate::explain::causes::Cause,
-    out: &mut dyn Write,
-) -> Result<Outcome, ToolError> {
-    match args.format {
-        DocFormat::Json => {
-            let v = serde_json::json!({
-                "schema_version": report::json::SCHEMA_VERSION,
-                "query": cause.slug,
-                "matches": [],
-                "libraries": [],
-                "findings": [],
-                "candidates": [{
-                    "slug": cause.slug, "code": null, "confidence": "high", "score": 100,
-                    "why": ["named by its slug"], "check": "", "summary": cause.summary,
-                }],
-                "cause": {"slug": cause.slug, "summary": cause.summary, "cuda_error": cause.cuda_error, "doc": cause.doc},
-                "checked": null,
-            });
-            let text = serde_json::to_string_pretty(&v).map_err(|e| ToolError(e.to_string()))?;
-            report::text(out, &format!("{text}\n"))?;
-        }
-        DocFormat::Human => report::text(out, cause.doc)?,
-    }
-    Ok(Outcome::Clean)
-}
-
-/// The ranked causes, one block each: the slug, how sure, why, and the check that tells it apart.
-fn ranked_human(cands: &[crate::explain::Candidate]) -> String {
-    if cands.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from("Likely causes, most likely first:\n");
-    for (i, c) in cands.iter().take(5).enumerate() {
-        let code = c.code.map(|c| format!("{c}, ")).unwrap_or_default();
-        let conf = serde_json::to_value(c.confidence)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        s.push_str(&format!("  {}. {} ({code}{conf})\n", i + 1, c.slug));
-        for w in &c.why {
-            s.push_str(&format!("       because {}\n", report::escape(w)));
-        }
-        if !c.check.is_empty() {
-            s.push_str(&format!("       check   {}\n", report::escape(&c.check)));
-        }
-    }
-    s.push('\n');
-    s
-}
-
 fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo], cands: &[crate::explain::Candidate]) -> String {
     let first = cands.first();
     let mut s = String::new();
@@ -500,7 +437,7 @@ fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo], cands: &[crate::explain:
         }
     }
     // What the message is (above), then what causes it, most likely first.
-    s.push_str(&ranked_human(cands));
+    s.push_str(&ranked::human(cands));
     if let Some(c) = first
         && c.code.is_none()
         && let Some(cause) = crate::explain::causes::lookup(c.slug)
