@@ -12,6 +12,9 @@ use std::sync::OnceLock;
 /// and the matching stays linear and small whatever is pasted.
 pub const MAX_TEXT: usize = 256 * 1024;
 
+/// The most distinct library names read: a message names a few; each is looked for in the text and on disk.
+pub const MAX_NAMES: usize = 64;
+
 /// One CUDA error the text names, and how it names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorRef {
@@ -232,6 +235,9 @@ pub fn sonames(text: &str) -> Vec<String> {
     let so = re(&SO, r"lib[A-Za-z0-9_+-]+\.so(?:\.[0-9]+)*");
     let mut out: Vec<String> = Vec::new();
     for m in so.find_iter(text) {
+        if out.len() == MAX_NAMES {
+            break;
+        }
         // `libfoo.so.1.2` inside a longer word (`xlibfoo.so`) is not a name of its own.
         if m.start() > 0 && text.as_bytes()[m.start() - 1].is_ascii_alphanumeric() {
             continue;

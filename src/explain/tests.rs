@@ -299,3 +299,14 @@ fn other_wordings_of_the_same_causes() {
         assert_eq!(top(text).0, want, "{text}");
     }
 }
+
+#[test]
+fn a_paste_of_thousands_of_library_names_stays_bounded() {
+    let text: String = (0..20_000)
+        .map(|i| format!("libx{i}.so.1: cannot open shared object file\n"))
+        .collect();
+    let t = std::time::Instant::now();
+    let d = dx(&text);
+    assert!(d.read.sonames.len() <= read::MAX_NAMES);
+    assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+}

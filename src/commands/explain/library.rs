@@ -31,6 +31,7 @@ pub fn sonames(query: &str) -> Vec<String> {
         .filter(|w| w.starts_with("lib") && crate::loader::dlopen::is_soname(w))
         .filter(|w| seen.insert(w.to_string()))
         .map(str::to_string)
+        .take(crate::explain::read::MAX_NAMES)
         .collect()
 }
 
