@@ -228,6 +228,8 @@ catalogue! {
         needs: Needs::Image, probe: &[]);
     ContainerUnknownDevice = ("CD408", "container-unknown-device", Error, None, "NVIDIA_VISIBLE_DEVICES names a GPU the node does not have: the toolkit does not start the container",
         needs: Needs::Image, probe: &[]);
+    ContainerGpusFromRun = ("CD409", "container-gpus-from-run", Note, None, "the image does not ask for GPUs itself: it is judged as run with them (docker run --gpus all, a Kubernetes GPU request)",
+        needs: Needs::Image, probe: &[]);
     ProbeFailed = ("CD500", "probe-failed", Error, None, "the live probe failed, crashed or timed out",
         needs: Needs::Probe, probe: &[]);
     ProbeDisagrees = ("CD501", "probe-disagrees", Warning, None, "the live probe contradicts the static verdict (a cudadiag or matrix bug)",

@@ -9,6 +9,7 @@ mod explain;
 mod fleet;
 mod image;
 mod inspect;
+mod ldconfig;
 mod matrix;
 mod probe;
 pub(crate) mod snapshot;

@@ -551,6 +551,14 @@ const TABLE: &[(&str, Case)] = &[
             why: "an index the node lacks against one it has, in one unit test",
         },
     ),
+    (
+        "container-gpus-from-run",
+        Case::Elsewhere {
+            fire: "image_run.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
+            miss: "image_run.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
+            why: "an image without NVIDIA_VISIBLE_DEVICES run by default against the same image with it, and with --gpus none",
+        },
+    ),
 ];
 
 fn repo() -> &'static Path {
