@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Cases answered right on today's `main`; the test fails below it.
-const RIGHT_FLOOR: usize = 112;
+const RIGHT_FLOOR: usize = 115;
 
 /// Cases given a single confident answer their thread contradicts on today's `main`; the test fails above it.
 const CONFIDENT_WRONG_CEILING: usize = 15;
