@@ -134,6 +134,11 @@ fn errors(r: &Read, m: &Matrix, out: &mut Vec<Hit>) {
                     "does a new container work? then recreate this one"));
                 out.push(hit("nvidia-uvm-missing", 52, format!("error 999 ({form}): nvidia-uvm or /dev/nvidia-uvm missing"), "`ls -l /dev/nvidia-uvm`"));
             }
+            200 => {
+                out.push(hit("driver-insufficient", 66, format!("error 200 ({form}): the driver cannot read the code: a fatbin compressed with zstd (nvcc 12.8 and later) or built by a newer CUDA than the driver supports"),
+                    "`nvidia-smi` (driver version) against the CUDA that built the program; `cudadiag inspect` on it (compression, toolkit)"));
+                out.push(hit("malformed-device-code", 50, format!("error 200 ({form}): or the device code itself is damaged"), "`cudadiag inspect` on the program"));
+            }
             209 | 98 => out.push(hit("no-kernel-image", 90, format!("error {} ({form}): no code in the binary runs on this GPU", e.value),
                 "`cudadiag inspect --gpu X.Y` on the program (its SASS and PTX against the GPU)")),
             222 => out.push(hit("ptx-too-new", 88, format!("error 222 ({form}): the PTX is newer than the driver's JIT"),

@@ -102,7 +102,10 @@ impl Read {
 
 /// Reads `text`.
 pub fn read(text: &str, m: &Matrix) -> Read {
-    let cut = cut(text, MAX_TEXT);
+    // Runs of white space are one space: tools wrap long lines ("undefined\n symbol:"), users paste them
+    // with indentation.
+    let flat = flatten(cut(text, MAX_TEXT));
+    let cut = flat.as_str();
     let lower = cut.to_ascii_lowercase();
     let mut r = Read {
         errors: errors(cut, &lower, m),
@@ -116,6 +119,24 @@ pub fn read(text: &str, m: &Matrix) -> Read {
     };
     r.lower = lower;
     r
+}
+
+/// `s` with every run of white space made one space.
+fn flatten(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut space = false;
+    for c in s.chars() {
+        if c.is_whitespace() {
+            space = true;
+            continue;
+        }
+        if space && !out.is_empty() {
+            out.push(' ');
+        }
+        space = false;
+        out.push(c);
+    }
+    out
 }
 
 /// `s` cut to at most `max` bytes, on a character boundary.

@@ -310,3 +310,16 @@ fn a_paste_of_thousands_of_library_names_stays_bounded() {
     assert!(d.read.sonames.len() <= read::MAX_NAMES);
     assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
 }
+
+#[test]
+fn wrapped_lines_read_as_one() {
+    assert_eq!(
+        top("flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined\n symbol: _ZN3c104impl3cow11cow_deleterEPv").0,
+        "framework-extension-abi-mismatch"
+    );
+    // A prebuilt program's invalid image is most often an older driver (zstd-compressed fatbins need R550).
+    assert_eq!(
+        top("CUDA error: device kernel image is invalid").0,
+        "driver-insufficient"
+    );
+}
