@@ -26,7 +26,7 @@ const CONFIDENT_WRONG_CEILING: usize = 15;
 
 /// The corpus may not shrink below this many cases, nor come from fewer projects (issue #34 asks for 300
 /// messages from at least 8 projects).
-const CASES_FLOOR: usize = 60;
+const CASES_FLOOR: usize = 300;
 const PROJECTS_FLOOR: usize = 8;
 
 /// The kinds of failure a case may be filed under (docs/explain-corpus.md says what each covers).

@@ -30,6 +30,7 @@ mod loader_malformed;
 mod loader_scenarios;
 mod loader_symlink_origin;
 mod malformed;
+mod pip_layouts;
 mod probe;
 mod probe_live;
 mod secure_boot;
