@@ -11,6 +11,7 @@ pub mod cli;
 pub mod golden;
 pub mod image;
 pub mod loader_build;
+pub mod skip;
 pub mod tiny_runtime;
 
 /// Entry kinds (the ones the tests write).
