@@ -21,6 +21,14 @@ use std::io::{IsTerminal, Write};
 
 pub use explain::doc as explain_doc;
 
+// What the commands hand to `parallel::discard`, which a process about to exit never drops: memory and
+// read-only maps alone. Not `image::Image` (its `TempDir` removes the unpacked tree when dropped) nor anything holding one.
+impl crate::parallel::Forgettable for crate::facts::Facts {}
+impl crate::parallel::Forgettable for crate::matrix::Matrix {}
+impl crate::parallel::Forgettable for crate::report::Report {}
+impl crate::parallel::Forgettable for crate::loader::Files {}
+impl crate::parallel::Forgettable for crate::fleet::Fleet {}
+
 /// How a run ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
