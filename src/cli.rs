@@ -212,6 +212,14 @@ pub struct TargetArgs {
     pub matrix: Option<PathBuf>,
 }
 
+impl TargetArgs {
+    /// Whether `--gpu` or `--driver` names a target: the question is then "would it run there?", not about
+    /// this machine.
+    pub fn what_if(&self) -> bool {
+        !self.gpus.is_empty() || self.driver.is_some()
+    }
+}
+
 /// `cudadiag explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
