@@ -48,6 +48,25 @@ impl std::fmt::Display for ToolError {
     }
 }
 
+/// The library's errors that already say what failed and where (the file, the line, the layer) become the
+/// tool error as they are, through `?`. `std::io::Error` has no such conversion on purpose: alone it names no
+/// file, so each call site says which one.
+macro_rules! tool_error_from {
+    ($($t:ty),* $(,)?) => {$(
+        impl From<$t> for ToolError {
+            fn from(e: $t) -> ToolError {
+                ToolError(e.to_string())
+            }
+        }
+    )*};
+}
+tool_error_from!(
+    serde_json::Error,
+    crate::inspect::InspectError,
+    crate::policy::PolicyError,
+    crate::image::ImageError,
+);
+
 impl From<std::io::Error> for ToolError {
     fn from(e: std::io::Error) -> Self {
         ToolError(format!("cannot write output: {e}"))

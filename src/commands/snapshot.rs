@@ -105,7 +105,7 @@ pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolErro
         ..Facts::default()
     };
     for p in &args.paths {
-        let b = inspect::path(p, &InspectOptions::default()).map_err(|e| ToolError(e.to_string()))?;
+        let b = inspect::path(p, &InspectOptions::default())?;
         facts.binaries.extend(b);
     }
     let env_out = Envelope {
@@ -119,7 +119,7 @@ pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolErro
     let text = if args.redact {
         redacted(env_out, &env, &root)?
     } else {
-        serde_json::to_string_pretty(&env_out).map_err(|e| ToolError(e.to_string()))?
+        serde_json::to_string_pretty(&env_out)?
     };
     write_out(&args.output, &format!("{text}\n"), out)
 }
@@ -130,8 +130,7 @@ fn redacted(
     env: &crate::system::Env,
     root: &crate::system::Root,
 ) -> Result<String, ToolError> {
-    let json_err = |e: serde_json::Error| ToolError(e.to_string());
-    let mut value = serde_json::to_value(&envelope.facts).map_err(json_err)?;
+    let mut value = serde_json::to_value(&envelope.facts)?;
     let names = crate::bundle::names(&value, envelope.facts.host.as_ref(), env, root);
     let mut r = crate::bundle::redact::Redactor::new(&names);
     r.apply(&mut value);
@@ -139,10 +138,9 @@ fn redacted(
         facts: Facts::default(),
         redactions: Some(r.report()),
         ..envelope
-    })
-    .map_err(json_err)?;
+    })?;
     whole["facts"] = value;
-    serde_json::to_string_pretty(&whole).map_err(json_err)
+    Ok(serde_json::to_string_pretty(&whole)?)
 }
 
 /// Writes `text` to `path`, or to standard output for `-`.
