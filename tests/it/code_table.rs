@@ -218,7 +218,7 @@ const TABLE: &[(&str, Case)] = &[
         Case::Elsewhere {
             fire: "loader_cli.rs::an_older_cudnn_than_torch_pins_is_cuda_library_too_old",
             miss: "loader_cli.rs::a_cudnn_that_meets_the_requirement_is_not_too_old",
-            why: "needs a pip site-packages tree with METADATA pins and a system cuDNN, built by those tests",
+            why: "needs a pip site-packages tree with METADATA pins and RECORDs, and libraries built with cc",
         },
     ),
     (
