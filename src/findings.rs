@@ -417,9 +417,29 @@ impl Finding {
     }
 }
 
+/// `n` and its noun, agreeing: `count(1, "entry", "entries")` is "1 entry", `count(3, …)` "3 entries".
+/// Messages, evidence and report lines count through it, so that none says "1 … entries".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_agree_with_their_noun() {
+        assert_eq!(count(1, "entry", "entries"), "1 entry");
+        assert_eq!(count(0, "entry", "entries"), "0 entries");
+        assert_eq!(
+            count(
+                2,
+                "zstd-compressed device-code entry",
+                "zstd-compressed device-code entries"
+            ),
+            "2 zstd-compressed device-code entries"
+        );
+    }
 
     #[test]
     fn typed_codes_match_the_catalogue_and_are_unique() {

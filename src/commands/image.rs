@@ -28,7 +28,7 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
     let opened = crate::report::progress::while_running("unpacking image…", "layers", &layers, || {
         image::open_counting(path, args.platform.as_deref(), &limits, &layers)
     });
-    let img = opened.map_err(|e| ToolError(e.to_string()))?;
+    let img = opened?;
     let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
     let mut program = Program::read(&img, &args.system, &args.paths)?;
     program.run = run_of(args);
@@ -244,11 +244,9 @@ const COMPAT_DIR: &str = "/usr/local/cuda/compat";
 pub(crate) fn mount(img: &Image, program: &Program, plan: &[Mount]) -> Result<(), ToolError> {
     let mut dirs: Vec<String> = Vec::new();
     for m in plan {
-        img.mount(&m.path, &image::stub::library(&m.soname, program.machine), None)
-            .map_err(|e| ToolError(e.to_string()))?;
+        img.mount(&m.path, &image::stub::library(&m.soname, program.machine), None)?;
         if let Some((at, to)) = &m.link {
-            img.mount(at, b"", Some(to))
-                .map_err(|e| ToolError(e.to_string()))?;
+            img.mount(at, b"", Some(to))?;
         }
         if let Some(d) = m.path.parent().map(|d| d.display().to_string())
             && !dirs.contains(&d)
@@ -435,7 +433,7 @@ enum Node {
 /// The node: `--facts`, else the what-if target, else this machine (judged only when it shows NVIDIA); a
 /// what-if target overrides the GPUs and driver of the other two, as for `inspect`.
 fn node(args: &InspectArgs, matrix: &crate::matrix::Matrix) -> Result<Option<Node>, ToolError> {
-    let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
+    let what_if = args.target.what_if();
     let base = if let Some(snapshot) = &args.facts {
         Some(super::snapshot::load_host(snapshot)?)
     } else if what_if {
@@ -517,7 +515,7 @@ pub fn audit(
     binaries: &mut Vec<crate::facts::BinaryFacts>,
     wheels: &mut Vec<crate::facts::WheelFacts>,
 ) -> Result<(), ToolError> {
-    let img = image::open(path, None, &Limits::default()).map_err(|e| ToolError(e.to_string()))?;
+    let img = image::open(path, None, &Limits::default())?;
     let dir = img.dir().to_path_buf();
     let shown = path.display().to_string();
     let inside = |p: &Path| {
