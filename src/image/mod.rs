@@ -31,6 +31,7 @@ mod layer;
 mod manifest;
 mod store;
 pub mod stub;
+mod tarwalk;
 
 pub use decode::Compression;
 
@@ -135,7 +136,7 @@ pub struct Image {
     pub facts: ImageFacts,
     /// Its run configuration.
     pub config: RunConfig,
-    dir: tempfile::TempDir,
+    dir: crate::system::scratch::Scratch,
 }
 
 impl Image {
@@ -205,9 +206,7 @@ pub fn open_counting(
     let wanted = wanted_platform(platform)?;
     let (store, format, compression) = store::Store::open(path, limits)?;
     let chosen = manifest::choose(&store, &wanted, platform.is_some(), limits, &shown)?;
-    let dir = tempfile::Builder::new()
-        .prefix("cudadiag-image-")
-        .tempdir()
+    let dir = crate::system::scratch::Scratch::new("image")
         .map_err(|e| ImageError(format!("cannot make a temporary directory for {shown}: {e}")))?;
     let mut facts = ImageFacts {
         path: shown.clone(),
