@@ -543,6 +543,22 @@ const TABLE: &[(&str, Case)] = &[
             why: "an index the node lacks against one it has, in one unit test",
         },
     ),
+    (
+        "image-user-unknown",
+        Case::Elsewhere {
+            fire: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",
+            miss: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",
+            why: "an image is built for it: User app absent from its passwd, against a numeric User",
+        },
+    ),
+    (
+        "image-user-unchecked",
+        Case::Elsewhere {
+            fire: "image_hostile.rs::class8_a_passwd_over_the_cap_gives_a_note",
+            miss: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",
+            why: "an image is built for it: a 1.9 MB passwd, against a small one",
+        },
+    ),
 ];
 
 fn repo() -> &'static Path {
