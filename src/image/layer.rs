@@ -202,21 +202,35 @@ impl<'a> Tree<'a> {
     /// Puts a file from outside the image at `rel` (what the container runtime mounts into the container):
     /// `link` as a symbolic link when given, else a regular file holding `text`; what was there is replaced,
     /// directories are made and links followed inside the image, as for a layer's entry.
-    pub fn place(&mut self, rel: &Path, text: &[u8], link: Option<&[u8]>) -> io::Result<()> {
+    /// What was there is moved to `aside` (outside the tree). Returns the host path written and whether
+    /// something was moved aside.
+    pub fn place(
+        &mut self,
+        rel: &Path,
+        text: &[u8],
+        link: Option<&[u8]>,
+        aside: &Path,
+    ) -> io::Result<(PathBuf, bool)> {
         let parent = rel.parent().unwrap_or(Path::new("")).to_path_buf();
         let Some(name) = rel.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-            return Ok(());
+            return Err(io::Error::other("not a file's path"));
         };
+        let mut hidden = false;
         if let Some(there) = self.existing(&parent, &name) {
-            remove_host(&there)?;
+            if let Some(dir) = aside.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::rename(&there, aside)?;
+            hidden = true;
             self.dirs.clear();
         }
         let dir = self.parent_dir(&parent)?;
         let host = self.root().host_path(&dir).join(&name);
         match link {
-            Some(target) => symlink(target, &host),
-            None => std::fs::write(&host, text),
+            Some(target) => symlink(target, &host)?,
+            None => std::fs::write(&host, text)?,
         }
+        Ok((host, hidden))
     }
 
     /// The host path of `parent/name` when `parent` exists in the tree (links resolved inside the image);
@@ -424,7 +438,7 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
-/// Should a file be written whole, whatever its size? ELF files, archives, fatbins; device code by name;
+/// Should a file be written whole, whatever its size? ELF files, archives, fatbins, wheels; device code by name;
 /// scripts (an entrypoint script is recognised by its `#!`); and what the machine's reading uses as text:
 /// `/etc`, dpkg's database, conda's and pip's metadata, toolkit versions.
 fn wanted(head: &[u8], rel: &Path) -> bool {
@@ -432,6 +446,11 @@ fn wanted(head: &[u8], rel: &Path) -> bool {
         return true;
     }
     let s = rel.to_string_lossy();
+    // A wheel (a zip named `*.whl`) is opened by `audit` as any wheel is: the libraries inside it are what a
+    // `pip install` in the container would load.
+    if s.ends_with(".whl") && head.starts_with(b"PK\x03\x04") {
+        return true;
+    }
     s.starts_with("etc/")
         || s.starts_with("var/lib/dpkg/")
         || s.contains("/conda-meta/")
@@ -482,7 +501,7 @@ fn symlink(target: &[u8], host: &Path) -> io::Result<()> {
 }
 
 /// Removes a file, a link (not what it points to) or a whole directory.
-fn remove_host(host: &Path) -> io::Result<()> {
+pub(super) fn remove_host(host: &Path) -> io::Result<()> {
     let m = std::fs::symlink_metadata(host)?;
     if m.is_dir() {
         std::fs::remove_dir_all(host)
