@@ -19,6 +19,7 @@ mod fleet;
 mod host;
 mod host_rules;
 mod image;
+mod image_hostile;
 mod jetson;
 mod layering;
 mod loader_cache;
