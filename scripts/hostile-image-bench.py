@@ -2,7 +2,7 @@
 """Issue 33's image cases, measured: each case's exit status, wall time, peak RSS and the bytes left in a
 private $TMPDIR, for one or more cudadiag binaries side by side (BENCHMARKS.md, "Hostile images").
 
-    scripts/hostile-image-bench.py BINARY [BINARY...]
+    scripts/hostile-image-bench.py BINARY [BINARY...]      (ONLY=TEXT runs the cases whose name holds TEXT)
 
 Every image is generated here (fixtures/cuda13/sm80 and multi as the programs); nothing is downloaded."""
 import io, json, os, signal, subprocess, sys, tarfile, tempfile, time, zipfile
@@ -70,8 +70,15 @@ def write(path, data):
     return path
 
 
-def cases(d):
+def cases(d, bins):
     out = []
+    # One real node (the H200 fixture machine) for the fleet cases.
+    base = f"{d}/base.json"
+    subprocess.run([bins[-1], "snapshot", "--root", f"{TOP}/fixtures/hosts/h200-nix-open-580/root", "--clear-env",
+                    "-o", base], check=True, capture_output=True)
+    one = f"{d}/one-node"
+    os.makedirs(one, exist_ok=True)
+    write(f"{one}/h200.json", open(base, "rb").read())
     # 1: a slow unpack (60,000 ELF-looking files written whole), killed mid-unpack.
     elf = b"\x7fELF" + b"\7" * 4092
     slow = write(f"{d}/slow.tar", image([tar([(f"usr/lib/many/d{i % 100}/lib{i}.so", elf, 0o755)
@@ -102,7 +109,8 @@ def cases(d):
     whl = image([tar([("opt/kern-1.0-py3-none-manylinux2014_x86_64.whl", w.getvalue(), 0o644)])])
     out.append(("2 audit: wheel inside", ["audit", "--policy", pol, write(f"{d}/whl.tar", whl)], None))
     # 8: a plain layer 5 GiB short; a user absent from passwd; a 1.9 MB passwd; --artifact IMAGE.
-    cut = tar([("etc/hostname", b"box\n", 0o644)])[:-1024] + header("usr/share/big.dat", 5 << 30, mode=b"0000644")
+    cut = (header("etc/hostname", 4, mode=b"0000644") + pad(b"box\n") + header("usr/local/bin/app", len(SM80))
+           + pad(SM80) + header("usr/share/big.dat", 5 << 30, mode=b"0000644"))
     out.append(("8 inspect: layer 5 GiB short", ["inspect", "--image", write(f"{d}/cut.tar", image([cut + b"\0" * 4096])),
                                                   "--no-host"], None))
     users = tar([("etc/passwd", b"root:x:0:0::/root:/bin/sh\n", 0o644), ("usr/local/bin/app", SM80, 0o755)])
@@ -112,7 +120,7 @@ def cases(d):
     users = tar([("etc/passwd", b"app:x:1000:1000::/:/bin/sh\n" + big, 0o644), ("usr/local/bin/app", SM80, 0o755)])
     out.append(("8 inspect: passwd 1.9 MB", ["inspect", "--image", write(f"{d}/bigpw.tar", image([users], user="app")),
                                               "--no-host"], None))
-    out.append(("8 fleet --artifact IMAGE", ["fleet", "--artifact", f"{d}/user.tar", nodes], None))
+    out.append(("8 fleet --artifact IMAGE", ["fleet", "--artifact", f"{d}/user.tar", one], None))
     # 3: one ~15.9 MiB config named 8 times (docker), one manifest named 32 times, 4,096 manifests (OCI).
     env = ["V%d=%s" % (i, "x" * 70) for i in range(190000)]
     cfg = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Env": env, "Cmd": ["app"]}}).encode()
@@ -142,10 +150,7 @@ def cases(d):
 def fleet_case(d, bins):
     """5: 1,000 nodes, each its own driver version, on a small image (the multi program)."""
     img = write(f"{d}/small.tar", image([tar([("usr/local/bin/app", MULTI, 0o755)])]))
-    base = f"{d}/base.json"
-    subprocess.run([bins[-1], "snapshot", "--root", f"{TOP}/fixtures/hosts/h200-nix-open-580/root", "--clear-env",
-                    "-o", base], check=True, capture_output=True)
-    v = json.load(open(base))
+    v = json.load(open(f"{d}/base.json"))
     nodes = f"{d}/fleet-nodes"
     os.makedirs(nodes, exist_ok=True)
     for i in range(1000):
@@ -192,8 +197,10 @@ def measure(binary, args, sig):
 def main():
     bins = sys.argv[1:]
     with tempfile.TemporaryDirectory() as d:
-        all_cases = cases(d) + [fleet_case(d, bins)]
-        print("| case | " + " | ".join(f"{os.path.basename(os.path.dirname(os.path.dirname(b))) or b}: exit, s, peak KB, bytes left" for b in bins) + " |")
+        all_cases = cases(d, bins) + [fleet_case(d, bins)]
+        only = os.environ.get("ONLY")
+        all_cases = [c for c in all_cases if not only or only in c[0]]
+        print("| case | " + " | ".join(f"{os.path.basename(os.path.dirname(b)) or b}: exit, s, peak KB, bytes left" for b in bins) + " |")
         print("|---|" + "---|" * len(bins))
         for name, args, sig in all_cases:
             cells = []

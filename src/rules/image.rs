@@ -36,10 +36,8 @@ pub fn user(image: &ImageFacts) -> Option<Finding> {
                     "the image's {file} was not read ({reason}): its User {shown:?} and whether that user may open \
                      /dev/nvidia* are not checked"
                 ),
-                format!(
-                    "check it by hand: `docker run --rm --entrypoint id IMAGE` prints the user the container runs as; \
-                     `ls -l /dev/nvidia*` on the node shows who may open the GPUs"
-                ),
+                "check it by hand: `docker run --rm --entrypoint id IMAGE` prints the user the container runs as; \
+                 `ls -l /dev/nvidia*` on the node shows who may open the GPUs",
             )
             .because(format!("{file} inside the image: {reason}")),
         ),

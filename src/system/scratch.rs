@@ -229,11 +229,12 @@ mod tests {
 
     #[test]
     fn a_dead_owners_tree_goes_and_a_link_or_a_live_ones_stays() {
-        let me = Owner::this();
-        if me.ns == 0 || me.start == 0 {
-            eprintln!("skipped: /proc does not tell this process's PID namespace and start time");
-            return;
-        }
+        // An owner of its own namespace number, so that the test does not depend on /proc telling ours.
+        let me = Owner {
+            ns: 7,
+            pid: std::process::id(),
+            start: 5,
+        };
         let tmp = tempfile::tempdir().unwrap();
         // No process started at tick u64::MAX: PIDs 1 and 2 with that start time are gone.
         let dead = tmp
