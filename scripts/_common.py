@@ -7,8 +7,11 @@ so `python3 scripts/NAME.py` works from any directory.
 """
 
 import io
+import json
 import os
+import re
 import shutil
+import subprocess
 import tarfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,3 +70,60 @@ def tar_debian_base(tf, extra_dirs=()):
     tar_add(tf, "usr/lib64/ld-linux-x86-64.so.2", link="../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
     for n in ["ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libgcc_s.so.1", "libstdc++.so.6"]:
         tar_add(tf, "usr/lib/x86_64-linux-gnu/" + n, open(os.path.realpath("/lib/x86_64-linux-gnu/" + n), "rb").read())
+
+
+# One line of glibc's trace mode: `\tNAME => PATH (0x…)` or `\tNAME => not found`.
+TRACE_LINE = re.compile(r'^\t(\S+) => (.+?)(?: \(0x[0-9a-f]+\))?$')
+# A library requested by a path (a NEEDED entry with a `/`) is listed by its path alone.
+TRACE_PATH_LINE = re.compile(r'^\t(/\S+) \(0x[0-9a-f]+\)$')
+
+
+def ld_trace(ldso, path, env=None, timeout=30):
+    """glibc's own resolution of `path`: `LD_TRACE_LOADED_OBJECTS=1 ld.so PATH` (what ldd runs: trace mode maps
+    the libraries and runs none of the file's code; unlike `--list` it reports a missing library as `not
+    found` and goes on), with exactly `env`. {name or path: path, or None when not found}; None when ld.so
+    does not load the file. Named on ld.so's command line, the file's `$ORIGIN` is that name's directory,
+    links not resolved, as for a library a process opens with dlopen."""
+    r = subprocess.run([ldso, path], capture_output=True, text=True,
+                       env={**(env or {}), 'LD_TRACE_LOADED_OBJECTS': '1'}, timeout=timeout)
+    if r.returncode != 0 and 'not a dynamic executable' in (r.stdout + r.stderr):
+        return None
+    out = {}
+    for line in r.stdout.splitlines():
+        m = TRACE_LINE.match(line)
+        pm = TRACE_PATH_LINE.match(line)
+        if pm and not os.path.basename(pm.group(1)).startswith('ld-linux'):
+            out.setdefault(pm.group(1), pm.group(1))
+        if m:
+            name, where = m.group(1), m.group(2)
+            out.setdefault(name, None if where == 'not found' else where)
+    if r.returncode != 0 and not out:
+        return None
+    return out
+
+
+def cudadiag_libraries(cudadiag, paths, env=None, timeout=600):
+    """cudadiag's resolution of each of `paths` (`inspect --no-device-code --format json --clear-env`, with
+    `env` given by `--env`), in the shape of `ld_trace`: {binary: {name or path: path or None}}. Only the
+    startup image: the objects mapped by a known dlopen, and what they bring in, are left out, as ld.so's
+    trace lists none of them; a request answered by an object already loaded is left out as ld.so lists it
+    once."""
+    env_args = [a for k, v in (env or {}).items() for a in ('--env', f'{k}={v}')]
+    r = subprocess.run([cudadiag, 'inspect', '--no-device-code', '--format', 'json', '--clear-env', *env_args,
+                        '--fail-on', 'never', *paths], capture_output=True, text=True, timeout=timeout)
+    doc = json.loads(r.stdout)
+    per = {}
+    runtime = {}
+    for l in doc['libraries']:
+        rt = runtime.setdefault(l['binary'], set())
+        if (l['dlopen'] or l['needed_by'] in rt) and l['how'] != 'already_loaded' and l['path']:
+            rt.add(l['path'])
+    for l in doc['libraries']:
+        if l['dlopen'] or l['needed_by'] in runtime.get(l['binary'], ()):
+            continue
+        m = per.setdefault(l['binary'], {})
+        if l['how'] == 'already_loaded':
+            continue
+        key = l['path'] if '/' in l['soname'] and l['path'] else l['soname']
+        m.setdefault(key, l['path'])
+    return per

@@ -12,8 +12,9 @@
 # Usage: scripts/dist.sh [--arch x86_64|aarch64] [--out DIR] [--no-wheel]
 #   --arch     default: this machine's (`uname -m`). Another one needs `rustup target add ARCH-unknown-linux-gnu`.
 # Tools: cargo-zigbuild, maturin and ziglang (PyPI) are used from the PATH when all three are there, else
-# installed, pinned, into a private virtual environment under target/dist-tools (CUDADIAG_DIST_TOOLS=venv
-# forces that). Needs cargo, python3 (with venv) and objdump or readelf.
+# installed, pinned, into a private virtual environment under the target directory (CUDADIAG_DIST_TOOLS=venv
+# forces that). Needs cargo, python3 (with venv) and objdump or readelf. Builds and scratch files go where cargo
+# puts its builds: CARGO_TARGET_DIR (or build.target-dir), else target/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
     --arch) arch=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --no-wheel) wheel=0; shift ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "dist.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -40,6 +41,13 @@ version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
 [ -n "$version" ] || { echo "dist.sh: no version in Cargo.toml" >&2; exit 1; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+# The directory cargo builds into, as the build itself resolves it (CARGO_TARGET_DIR, CARGO_BUILD_TARGET_DIR,
+# build.target-dir of a .cargo/config.toml, else target/): CI set-ups often move it.
+target_dir=$(cargo metadata --format-version 1 --no-deps --offline 2>/dev/null |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null) || target_dir=
+[ -n "$target_dir" ] || target_dir=${CARGO_TARGET_DIR:-target}
+mkdir -p "$target_dir"
+target_dir=$(cd "$target_dir" && pwd)
 start=$(date +%s)
 step() { echo "dist.sh: [$(( $(date +%s) - start ))s] $*" >&2; }
 
@@ -50,7 +58,7 @@ have_tools() {
     { command -v zig >/dev/null || python3 -m ziglang version >/dev/null 2>&1; }
 }
 if [ "${CUDADIAG_DIST_TOOLS:-}" = venv ] || ! have_tools; then
-  tools="$root/target/dist-tools"
+  tools="$target_dir/dist-tools"
   if [ ! -x "$tools/bin/maturin" ]; then
     step "installing ${pins[*]} into $tools"
     python3 -m venv "$tools"
@@ -78,11 +86,11 @@ check_floor() {
 # --- the binary and the tarball -----------------------------------------------------------------------------
 step "cargo zigbuild --release --locked --target $triple.$glibc_floor"
 cargo zigbuild --release --locked --target "$triple.$glibc_floor"
-bin="target/$triple/release/cudadiag"
+bin="$target_dir/$triple/release/cudadiag"
 check_floor "$bin" "the binary"
 
 name="cudadiag-$version-$triple"
-stage="target/dist-stage/$name"
+stage="$target_dir/dist-stage/$name"
 rm -rf "$stage"
 mkdir -p "$stage/completions" "$stage/man/man1"
 cp "$bin" README.md LICENSE "$stage/"
@@ -100,7 +108,7 @@ if "$bin" --version >/dev/null 2>&1; then gen=("$bin"); else gen=(cargo run --lo
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 tarball="$out/$name.tar.gz"
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
-  -C "target/dist-stage" -cf - "$name" | gzip -9 -n >"$tarball"
+  -C "$target_dir/dist-stage" -cf - "$name" | gzip -9 -n >"$tarball"
 (cd "$out" && sha256sum "$name.tar.gz" >"$name.tar.gz.sha256")
 step "wrote $tarball ($(stat -c %s "$tarball") bytes)"
 
@@ -109,10 +117,10 @@ if [ "$wheel" = 1 ]; then
   # Its own target directory: maturin's zig linker wrapper differs from cargo-zigbuild's, and sharing one
   # would make each rebuild everything the other built.
   step "maturin build --zig --compatibility manylinux_2_17 --target $triple"
-  wheels="target/dist-wheel"
+  wheels="$target_dir/dist-wheel"
   rm -rf "$wheels"
   maturin build --release --locked --zig --target "$triple" --compatibility manylinux_2_17 \
-    --target-dir target/dist-maturin --out "$wheels"
+    --target-dir "$target_dir/dist-maturin" --out "$wheels"
   built=$(ls "$wheels"/cudadiag-"$version"-*.whl)
   # The canonical file name lists the PEP 600 tag first (as PyPI and auditwheel write it); the tags inside
   # the wheel (WHEEL) are the same either way.

@@ -12,11 +12,10 @@ Usage: scripts/loader-differential.py [--cudadiag PATH] [--limit N] [--env KEY=V
 Without --cudadiag or $CUDADIAG it builds the release binary (`cargo build --release`) and uses it.
 Default dirs: /usr/bin /usr/sbin /usr/lib /usr/libexec /usr/local /opt.
 """
-import argparse, json, os, re, stat, subprocess, sys
+import argparse, os, stat, subprocess, sys
 
-LINE = re.compile(r'^\t(\S+) => (.+?)(?: \(0x[0-9a-f]+\))?$')
-# A library requested by a path (a NEEDED entry with a `/`) is listed by its path alone.
-PATHLINE = re.compile(r'^\t(/\S+) \(0x[0-9a-f]+\)$')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common  # noqa: E402
 
 def elf_files(dirs, limit):
     seen = set()
@@ -45,47 +44,10 @@ def elf_files(dirs, limit):
 ENV = {}
 
 def glibc(ldso, path):
-    # What ldd runs: trace mode maps the libraries and runs none of the file's code; unlike `--list` it reports
-    # a missing library as `not found` and goes on.
-    r = subprocess.run([ldso, path], capture_output=True, text=True, env={**ENV, 'LD_TRACE_LOADED_OBJECTS': '1'},
-                       timeout=30)
-    if r.returncode != 0 and 'not a dynamic executable' in (r.stdout + r.stderr):
-        return None
-    out = {}
-    for line in r.stdout.splitlines():
-        m = LINE.match(line)
-        pm = PATHLINE.match(line)
-        if pm and not os.path.basename(pm.group(1)).startswith('ld-linux'):
-            out.setdefault(pm.group(1), pm.group(1))
-        if m:
-            name, where = m.group(1), m.group(2)
-            out.setdefault(name, None if where == 'not found' else where)
-    if r.returncode != 0 and not out:
-        return None
-    return out
+    return _common.ld_trace(ldso, path, ENV)
 
 def ours(cudadiag, paths):
-    env_args = [a for k, v in ENV.items() for a in ('--env', f'{k}={v}')]
-    r = subprocess.run([cudadiag, 'inspect', '--no-device-code', '--format', 'json', '--clear-env', *env_args, '--fail-on', 'never', *paths],
-                       capture_output=True, text=True, timeout=600)
-    doc = json.loads(r.stdout)
-    per = {}
-    # Objects mapped only at run time: the dlopen'ed CUDA libraries and what they bring in. ld.so's trace lists
-    # the startup image alone, so their dependencies (libcuda.so.1 needs libm.so.6, say) are left out here.
-    runtime = {}
-    for l in doc['libraries']:
-        rt = runtime.setdefault(l['binary'], set())
-        if (l['dlopen'] or l['needed_by'] in rt) and l['how'] != 'already_loaded' and l['path']:
-            rt.add(l['path'])
-    for l in doc['libraries']:
-        if l['dlopen'] or l['needed_by'] in runtime.get(l['binary'], ()):
-            continue
-        m = per.setdefault(l['binary'], {})
-        if l['how'] == 'already_loaded':
-            continue
-        key = l['path'] if '/' in l['soname'] and l['path'] else l['soname']
-        m.setdefault(key, l['path'])
-    return per
+    return _common.cudadiag_libraries(cudadiag, paths, ENV)
 
 def main():
     ap = argparse.ArgumentParser()

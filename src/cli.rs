@@ -53,7 +53,10 @@ pub enum Command {
         names, PTX entries)\n  cudadiag inspect --format json build/*.so | jq '.binaries[].device_code[].arch'\n  \
         cudadiag inspect --gpu 9.0 --driver 580.159.04 ./app   (would it run on an H-class GPU with that driver?)\n  \
         cudadiag inspect --image app.tar --facts node.json     (will this image's entrypoint run on that node?)\n  \
-        cudadiag inspect --image oci-dir/ --gpu 9.0 --driver 535.104.05 /usr/local/bin/app"
+        cudadiag inspect --image oci-dir/ --gpu 9.0 --driver 535.104.05 /usr/local/bin/app\n  \
+        cudadiag inspect --image app.tar --facts node.json --gpus '\"device=0,1\"'   (as `docker run --gpus`)\n  \
+        cudadiag inspect --image app.tar --facts node.json --gpus none   (no GPU request: as the image asks)\n  \
+        cudadiag inspect --image app.tar --facts node.json --device nvidia.com/gpu=all   (CDI)"
     )]
     Inspect(InspectArgs),
     /// Diagnose the machine alone: driver, GPUs, device nodes, environment, every CUDA library.
@@ -371,6 +374,22 @@ pub struct InspectArgs {
     /// or linux/arm64).
     #[arg(long, value_name = "OS/ARCH[/VARIANT]", requires = "image")]
     pub platform: Option<String>,
+    /// With --image: the GPUs the container is started with, as `docker run --gpus` takes them: `all`, a count
+    /// (`2`: GPUs 0 and 1), `'"device=0,2"'` or `device=GPU-<uuid>` (quote a list: docker reads it as CSV),
+    /// `capabilities=compute,utility` beside them; `none` for no GPU request (the image's own
+    /// NVIDIA_VISIBLE_DEVICES decides). Default: an image that does not set NVIDIA_VISIBLE_DEVICES is judged
+    /// as run with every GPU (`--gpus all`, a Kubernetes `nvidia.com/gpu` request), with a note.
+    #[arg(long = "gpus", value_name = "all|none|N|device=ID,…", requires = "image", value_parser = crate::container::run::parse_gpus)]
+    pub run_gpus: Option<crate::container::run::GpuRequest>,
+    /// With --image: the OCI runtime, `nvidia` (the NVIDIA Container Runtime: the image's NVIDIA_VISIBLE_DEVICES
+    /// is acted on) or `runc` (no toolkit: only --gpus injects the GPUs).
+    #[arg(long, value_name = "nvidia|runc", requires = "image", value_parser = crate::container::run::parse_runtime)]
+    pub runtime: Option<crate::container::run::Runtime>,
+    /// With --image: a CDI device the container is started with (`nvidia.com/gpu=all`, `nvidia.com/gpu=0`,
+    /// as `docker run --device` or `podman run --device` take it): the node's CDI spec injects the GPU and the
+    /// driver, and no NVIDIA_REQUIRE_* is checked. Repeatable.
+    #[arg(long = "device", value_name = "nvidia.com/gpu=ID", requires = "image", conflicts_with = "run_gpus", value_parser = crate::container::run::parse_cdi)]
+    pub cdi: Vec<String>,
     /// Show every device-code entry, the ELF details, the loader tree and every step of a missing library's
     /// search (shown in short without it). Kernel names are counted with their first few; with --deep, all.
     #[arg(short, long)]

@@ -230,6 +230,8 @@ catalogue! {
         needs: Needs::Image, probe: &[]);
     ContainerUnknownDevice = ("CD408", "container-unknown-device", Error, None, "NVIDIA_VISIBLE_DEVICES names a GPU the node does not have: the toolkit does not start the container",
         needs: Needs::Image, probe: &[]);
+    ContainerGpusFromRun = ("CD409", "container-gpus-from-run", Note, None, "the image does not ask for GPUs itself: it is judged as run with them (docker run --gpus all, a Kubernetes GPU request)",
+        needs: Needs::Image, probe: &[]);
     ProbeFailed = ("CD500", "probe-failed", Error, None, "the live probe failed, crashed or timed out",
         needs: Needs::Probe, probe: &[]);
     ProbeDisagrees = ("CD501", "probe-disagrees", Warning, None, "the live probe contradicts the static verdict (a cudadiag or matrix bug)",
@@ -324,6 +326,10 @@ pub struct Finding {
     /// objects). Each request, with its search trail, is in the report's `libraries`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<usize>,
+    /// The GPU (the verdicts' `gpu` label, `NVIDIA H200 (CC 9.0)`) a finding is about when it holds for that GPU
+    /// alone (a kernel image, the driver's support of the GPU): the verdict on another GPU does not rest on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
     /// Runs of `evidence` the human report shows in short unless asked for all of it (`-v`): a loader's
     /// search trail of eleven steps is one line there. Every other format keeps every line.
     #[serde(skip)]
@@ -355,8 +361,15 @@ impl Finding {
             path: None,
             sonames: Vec::new(),
             requests: None,
+            gpu: None,
             folds: Vec::new(),
         }
+    }
+
+    /// Says which GPU (a verdict's `gpu` label) the finding holds for.
+    pub fn on_gpu(mut self, gpu: &str) -> Finding {
+        self.gpu = Some(gpu.to_string());
+        self
     }
 
     /// Adds a "because" line.

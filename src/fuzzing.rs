@@ -61,9 +61,8 @@ pub fn ld_so_image(data: &[u8]) {
 /// strings the facts hold (a snapshot's, a machine's).
 fn judge_and_render(facts: crate::facts::Facts, matrix: &crate::matrix::Matrix) {
     use crate::report::{self, OutputFormat, Paint, RenderOptions, Report};
-    let findings = crate::rules::evaluate(&facts, matrix);
-    let verdicts = crate::rules::compat::verdicts(&facts, matrix);
-    let report = Report::new(facts, findings, verdicts);
+    let judgement = crate::rules::judge(&facts, matrix);
+    let report = Report::new(facts, judgement.findings, judgement.verdicts);
     for format in [
         OutputFormat::Human,
         OutputFormat::Json,

@@ -18,6 +18,9 @@
 //! [`cache::LegacyHwcaps`]), `LD_AUDIT`, DT_AUXILIARY/DT_FILTER, `dlmopen` namespaces, and secure-execution
 //! through file capabilities (setuid/setgid are modelled).
 //!
+//! `$ORIGIN` is the directory of the name an object was opened by, the link's and not its target's, for every
+//! object but a program the kernel starts (its real path, from `/proc/self/exe`): `docs/loader-origin.md`.
+//!
 //! Every step of every search is kept as a [`crate::facts::loader::Step`] in a trail, so a missing library can
 //! be explained the way libtree does ("rpath skipped: runpath is set"); the results are facts
 //! ([`crate::facts::loader`]). All reads go through [`crate::system::Root`] and the captured

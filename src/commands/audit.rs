@@ -53,7 +53,7 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     // What pip installs beside each wheel, before the rules: a pinned runtime is the version they check.
     crate::rules::wheel::resolve(&mut facts, &pip);
     let findings = crate::rules::evaluate_release(&facts, &policy, &matrix, &pip, policy::today());
-    let verdicts = crate::rules::verdicts(&facts, &matrix);
+    let verdicts = crate::rules::verdicts(&facts, &findings, &matrix);
     let report = Report::new(facts, findings, verdicts);
     super::render(&report, &args.output, paint, report::Detail::Short, out)
 }

@@ -9,7 +9,7 @@
 use super::inspect::{Reading, binaries_and_libraries, nvidia_present};
 use super::{Outcome, ToolError};
 use crate::cli::InspectArgs;
-use crate::container::{CompatMode, ContainerView, FileKind, ImageLayout};
+use crate::container::{CompatMode, ContainerView, FileKind, ImageLayout, Run};
 use crate::facts::host::{ContainerFacts, DeviceNode, PlatformFacts};
 use crate::facts::{Facts, HostFacts};
 use crate::findings::Code;
@@ -30,7 +30,8 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
     });
     let img = opened.map_err(|e| ToolError(e.to_string()))?;
     let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
-    let program = Program::read(&img, &args.system, &args.paths)?;
+    let mut program = Program::read(&img, &args.system, &args.paths)?;
+    program.run = run_of(args);
     let opts = super::inspect::options(args);
     // The node, and what the container toolkit mounts from it into the container: in the tree before the
     // loader is emulated there.
@@ -64,10 +65,11 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
     }
     about.toolkit = staged.as_ref().and_then(|s| serde_json::to_value(&s.view).ok());
     facts.image = Some(about);
-    let detail = if args.verbose {
-        Detail::Verbose
-    } else {
-        Detail::Short
+    // As for `inspect`: `-v` counts kernel names, `-v --deep` lists them.
+    let detail = match (args.verbose, args.deep) {
+        (false, _) => Detail::Short,
+        (true, false) => Detail::Verbose,
+        (true, true) => Detail::Everything,
     };
     let report = crate::report::Report::new(facts, findings, verdicts);
     let outcome = super::render(&report, &args.output, paint, detail, out);
@@ -95,6 +97,8 @@ pub(crate) struct Program {
     machine: u16,
     /// The image's cuda-compat libraries (regular files of [`COMPAT_DIR`]), before any mount.
     compat: Vec<String>,
+    /// How the container is started (`--gpus`, `--runtime`, CDI); by default, with GPUs.
+    pub run: Run,
 }
 
 impl Program {
@@ -137,6 +141,7 @@ impl Program {
             env,
             programs,
             steps,
+            run: Run::default(),
         })
     }
 
@@ -177,7 +182,7 @@ impl Program {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        crate::container::evaluate_in(&vars, node, matrix, &self.layout)
+        crate::container::evaluate_run(&vars, node, matrix, &self.layout, &self.run)
     }
 
     /// The driver libraries the toolkit mounts into the tree, with the SONAME links its `ldconfig` makes, when
@@ -240,8 +245,11 @@ pub(crate) struct Mount {
 /// Where NVIDIA's images keep the forward-compatibility libraries the toolkit looks at.
 const COMPAT_DIR: &str = "/usr/local/cuda/compat";
 
-/// Puts a plan's stand-ins and links into the tree ([`Program::plan`]).
+/// Puts a plan's stand-ins and links into the tree ([`Program::plan`]), then replays the toolkit's `ldconfig`
+/// with the directories they went into on its command line (`commands::ldconfig`): the tree's
+/// `/etc/ld.so.cache` is then the container's.
 pub(crate) fn mount(img: &Image, program: &Program, plan: &[Mount]) -> Result<(), ToolError> {
+    let mut dirs: Vec<String> = Vec::new();
     for m in plan {
         img.mount(&m.path, &image::stub::library(&m.soname, program.machine), None)
             .map_err(|e| ToolError(e.to_string()))?;
@@ -249,8 +257,27 @@ pub(crate) fn mount(img: &Image, program: &Program, plan: &[Mount]) -> Result<()
             img.mount(at, b"", Some(to))
                 .map_err(|e| ToolError(e.to_string()))?;
         }
+        if let Some(d) = m.path.parent().map(|d| d.display().to_string())
+            && !dirs.contains(&d)
+        {
+            dirs.push(d);
+        }
+    }
+    if !plan.is_empty()
+        && let Some(flags) = crate::loader::cache::default_id(program.machine, true)
+    {
+        super::ldconfig::regenerate(img, &dirs, &program.layout.machine, flags)?;
     }
     Ok(())
+}
+
+/// The run `inspect --image` describes: `--gpus`, `--runtime`, `--device nvidia.com/gpu=…`.
+fn run_of(args: &InspectArgs) -> Run {
+    Run {
+        gpus: args.run_gpus.clone(),
+        runtime: args.runtime,
+        cdi: args.cdi.clone(),
+    }
 }
 
 /// What one unpacked (and mounted) tree gives, whatever the node: the programs' facts, their loader trees and
@@ -311,7 +338,7 @@ pub(crate) fn judge(
     findings.extend(crate::rules::evaluate(facts, matrix));
     findings.extend(crate::rules::image::user(&program.about));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    let mut verdicts = crate::rules::verdicts(facts, matrix);
+    let mut verdicts = crate::rules::verdicts(facts, &findings, matrix);
     if let Some(stop) = findings.iter().find(|f| stops_the_container(f.code)) {
         for v in &mut verdicts {
             v.outcome = crate::rules::Outcome::Fails;

@@ -136,6 +136,7 @@ where
         if nvidia_present(&host) {
             crate::host::enrich::with_matrix(&mut host, matrix.borrow());
             facts.host = Some(host);
+            facts.loader_on_host = true;
         } else {
             facts.unjudged_glibc = host.glibc.take();
             facts.host_note = Some(NO_NVIDIA_NOTE.into());
@@ -193,6 +194,7 @@ pub(super) fn binaries_and_libraries(
     if r.device_code {
         facts.loaded = loaded_device_code(&facts, root, opts);
     }
+    facts.runtimes = loaded_runtimes(&facts, root);
     // Unmapping a few dozen libraries from a process with many threads costs every core a TLB flush each:
     // the run, about to report and exit, does not wait for it.
     crate::parallel::discard(files);
@@ -251,6 +253,36 @@ fn loaded_device_code(
                     b.path = o.path.clone();
                     out.push(b);
                 }
+            }
+        }
+    }
+    out
+}
+
+/// Reads every CUDA runtime (`libcudart.so.N`) the loader maps for the binaries, for its exact version: the
+/// runtime the driver must serve is the one the process loads. Headers and the version constant only.
+fn loaded_runtimes(facts: &Facts, root: &crate::system::Root) -> Vec<crate::facts::BinaryFacts> {
+    let opts = InspectOptions {
+        depth: Depth::NoDeviceCode,
+        ..InspectOptions::default()
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for r in &facts.libraries {
+        for o in r.objects.iter().skip(1) {
+            let name = o
+                .soname
+                .as_deref()
+                .unwrap_or_else(|| o.path.rsplit('/').next().unwrap_or(""));
+            if !name.starts_with("libcudart.so") || !seen.insert(o.path.clone()) {
+                continue;
+            }
+            let host_path = root.host_path(std::path::Path::new(&o.realpath));
+            if let Ok(found) = inspect::path(&host_path, &opts) {
+                out.extend(found.into_iter().map(|mut b| {
+                    b.path = o.path.clone();
+                    b
+                }));
             }
         }
     }

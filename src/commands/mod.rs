@@ -9,6 +9,7 @@ mod explain;
 mod fleet;
 mod image;
 mod inspect;
+mod ldconfig;
 mod matrix;
 mod probe;
 pub(crate) mod snapshot;
@@ -55,9 +56,8 @@ pub(crate) fn evaluate_and_render(
     detail: crate::report::Detail,
     out: &mut dyn Write,
 ) -> Result<Outcome, ToolError> {
-    let findings = crate::rules::evaluate(&facts, matrix);
-    let verdicts = crate::rules::verdicts(&facts, matrix);
-    let report = crate::report::Report::new(facts, findings, verdicts);
+    let judgement = crate::rules::judge(&facts, matrix);
+    let report = crate::report::Report::new(facts, judgement.findings, judgement.verdicts);
     let outcome = render(&report, output, paint, detail, out);
     // A large tree's report is tens of thousands of strings: the exit need not wait for them to be freed.
     crate::parallel::discard(report);

@@ -192,6 +192,18 @@ fn libs_of(c: Capability) -> &'static [(&'static str, Option<&'static str>)] {
     }
 }
 
+/// Whether `soname` names one of the driver's own user-space libraries, of any capability (`libcuda.so.1`,
+/// `libnvidia-ml.so.1`, `libnvidia-ptxjitcompiler.so.1`, …): the driver installs them on the machine that runs
+/// the program (and the toolkit mounts them into its containers), so they are that machine's, never a
+/// package's. The one list is the toolkit's above.
+pub fn is_driver_library(soname: &str) -> bool {
+    Capability::ALL.iter().flat_map(|c| libs_of(*c)).any(|(name, _)| {
+        soname
+            .strip_prefix(name)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+    })
+}
+
 fn bins_of(c: Capability) -> &'static [&'static str] {
     match c {
         Capability::Compute => COMPUTE_BINS,

@@ -16,11 +16,14 @@
 mod brand;
 mod caps;
 mod devices;
+pub mod ldcache;
 pub mod require;
 mod rules;
+pub mod run;
 
-pub use caps::{Capability, CapsSource, FileKind, ImageLayout, InjectedFile};
+pub use caps::{Capability, CapsSource, FileKind, ImageLayout, InjectedFile, is_driver_library};
 pub use devices::{DeviceRequest, DeviceSelection, SelectedGpu};
+pub use run::{Applied, Run, Source};
 
 use crate::facts::HostFacts;
 use crate::findings::Finding;
@@ -46,6 +49,8 @@ pub struct ContainerView {
     pub gpu_container: bool,
     /// A legacy CUDA image: `CUDA_VERSION` set and `NVIDIA_REQUIRE_CUDA` unset or empty.
     pub legacy_image: bool,
+    /// How the run brings GPUs: what it adds to the image's environment, whether the toolkit's hook runs.
+    pub run: Applied,
     /// The driver capabilities in force, when the toolkit acts and accepts them.
     pub capabilities: Vec<Capability>,
     /// Where they came from.
@@ -106,7 +111,8 @@ pub enum Outcome {
 }
 
 /// What the toolkit does to a container with environment `env` on `node`, for an Ubuntu-like x86-64 image
-/// ([`ImageLayout::default`]); [`evaluate_in`] takes the image's layout.
+/// ([`ImageLayout::default`]) run as its environment asks ([`Run::as_the_image_says`]); [`evaluate_run`] takes
+/// the image's layout and the run.
 pub fn evaluate(env: &BTreeMap<String, String>, node: &HostFacts, matrix: &Matrix) -> ContainerView {
     evaluate_in(env, node, matrix, &ImageLayout::default())
 }
@@ -118,12 +124,40 @@ pub fn evaluate_in(
     matrix: &Matrix,
     layout: &ImageLayout,
 ) -> ContainerView {
+    evaluate_run(env, node, matrix, layout, &Run::as_the_image_says())
+}
+
+/// [`evaluate_in`] for a container started as `run` describes (`--gpus`, the runtime, CDI): the engine's
+/// additions to the environment come first, then the toolkit reads the result.
+pub fn evaluate_run(
+    image_env: &BTreeMap<String, String>,
+    node: &HostFacts,
+    matrix: &Matrix,
+    layout: &ImageLayout,
+    run: &Run,
+) -> ContainerView {
+    let legacy_image = image_env.get("CUDA_VERSION").is_some_and(|v| !v.is_empty())
+        && image_env.get("NVIDIA_REQUIRE_CUDA").is_none_or(|v| v.is_empty());
+    let mut env = image_env.clone();
+    let applied = run.apply(&mut env, legacy_image);
+    let env = &env;
     let get = |k: &str| env.get(k).map(String::as_str);
-    let legacy_image = get("CUDA_VERSION").is_some_and(|v| !v.is_empty())
-        && get("NVIDIA_REQUIRE_CUDA").is_none_or(str::is_empty);
-    let mut devices = devices::select(get(VISIBLE_DEVICES), legacy_image, node);
+    let cdi = applied.source == Source::Cdi;
+    let mut devices = match applied.source {
+        // The CDI spec names the devices; the hook, had it run, would see `void`.
+        Source::Cdi => devices::select(Some(&applied.cdi.join(",")), false, node),
+        // No hook: nothing reads NVIDIA_VISIBLE_DEVICES at all.
+        _ if !applied.hook => devices::select(None, false, node),
+        _ => devices::select(get(VISIBLE_DEVICES), legacy_image, node),
+    };
     let values = node_values(node, matrix);
-    let caps = caps::resolve(get(DRIVER_CAPABILITIES), legacy_image);
+    // A CDI spec mounts every driver library it lists, whatever NVIDIA_DRIVER_CAPABILITIES says; cudadiag
+    // stages the default set, compute and utility.
+    let caps = if cdi {
+        caps::resolve(None, false)
+    } else {
+        caps::resolve(get(DRIVER_CAPABILITIES), legacy_image)
+    };
     let (capabilities, capabilities_source) = match &caps {
         Ok((c, s)) => (c.clone(), *s),
         Err(_) => (Vec::new(), CapsSource::Env),
@@ -141,15 +175,22 @@ pub fn evaluate_in(
             devices.device_nodes.insert(1 + i, d.to_string());
         }
     }
-    let injected = if devices.gpu_container && devices.unknown.is_none() {
+    let mut injected = if devices.gpu_container && devices.unknown.is_none() {
         caps::injected(&capabilities, values.driver.as_deref(), layout)
     } else {
         Vec::new()
     };
-    let requirements = requirements(env, legacy_image, &devices, &values);
+    if cdi && let Some(dir) = cdi_library_dir(node) {
+        // The spec mounts the node's files at the node's own paths.
+        for f in injected.iter_mut().filter(|f| f.kind == FileKind::Library) {
+            f.path = format!("{dir}/{}", f.file);
+        }
+    }
+    let requirements = requirements(env, legacy_image, &devices, &values, cdi);
     let mut view = ContainerView {
         gpu_container: devices.gpu_container,
         legacy_image,
+        run: applied,
         capabilities,
         capabilities_source,
         injected,
@@ -160,6 +201,18 @@ pub fn evaluate_in(
     };
     view.findings = rules::findings(&view, env, caps.err(), node, matrix);
     view
+}
+
+/// Where the node's CDI spec mounts the driver's libraries: the directory of the `libcuda.so.*` it lists (the
+/// spec's container paths are the node's paths). `None` when the node's facts hold no spec that lists it.
+fn cdi_library_dir(node: &HostFacts) -> Option<String> {
+    node.cdi.iter().flat_map(|s| s.libraries.iter()).find_map(|l| {
+        let p = std::path::Path::new(l);
+        let name = p.file_name()?.to_str()?;
+        name.starts_with("libcuda.so.")
+            .then(|| p.parent().map(|d| d.display().to_string()))
+            .flatten()
+    })
 }
 
 /// The node's driver and the CUDA version it supports. The CUDA version is the matrix's for the driver's
@@ -202,6 +255,7 @@ fn requirements(
     legacy: bool,
     devices: &DeviceSelection,
     values: &NodeValues,
+    cdi: bool,
 ) -> Vec<Requirement> {
     let mut reqs: Vec<(String, String)> = env
         .iter()
@@ -229,6 +283,14 @@ fn requirements(
             .into_iter()
             .map(skip(
                 "NVIDIA_DISABLE_REQUIRE is set: the toolkit does not check requirements",
+            ))
+            .collect();
+    }
+    if cdi {
+        return reqs
+            .into_iter()
+            .map(skip(
+                "the GPUs come through CDI: nothing checks NVIDIA_REQUIRE_* there",
             ))
             .collect();
     }

@@ -1,7 +1,7 @@
 //! The container findings: one function per finding, each reading the [`ContainerView`] that `evaluate` built.
 //! `docs/container-toolkit.md` gives the toolkit behaviour each rests on.
 
-use super::{Capability, ContainerView, DeviceRequest, Outcome, Requirement};
+use super::{Capability, ContainerView, DeviceRequest, Outcome, Requirement, Source};
 use crate::facts::HostFacts;
 use crate::findings::{Code, Finding};
 use crate::matrix::{CudaVersion, Matrix};
@@ -26,7 +26,25 @@ pub(super) fn findings(
     out.extend(requirement_unsatisfied(view, m));
     out.extend(no_gpu_access(view, env));
     out.extend(compute_not_injected(view, env));
+    out.extend(gpus_from_run(view));
     out
+}
+
+/// `container-gpus-from-run`: the image does not ask for GPUs and is judged as run with every GPU (cudadiag's
+/// default, `container::run`): one note, so that the verdict is read as the answer for that run.
+fn gpus_from_run(view: &ContainerView) -> Option<Finding> {
+    if view.run.source != Source::RunDefault {
+        return None;
+    }
+    Some(
+        Finding::new(
+            Code::ContainerGpusFromRun,
+            "The image does not set NVIDIA_VISIBLE_DEVICES: judged as run with every GPU (`docker run --gpus all`, a Kubernetes `nvidia.com/gpu` request); started without a GPU request it gets no GPU, driver libraries or libcuda.so.1",
+            "Nothing to do when it is always run with GPUs. To have the image ask for them itself, as NVIDIA's CUDA images do: `ENV NVIDIA_VISIBLE_DEVICES=all` and `ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility`. `--gpus none` judges the image as it asks; `--gpus '\"device=0\"'`, `--runtime runc` or `--device nvidia.com/gpu=all` describe another run.",
+        )
+        .because("the image's environment does not set NVIDIA_VISIBLE_DEVICES, and no --gpus, --runtime or --device was given")
+        .because("`docker run --gpus all` sets NVIDIA_VISIBLE_DEVICES=all and adds the toolkit's hook; the Kubernetes device plugin sets it to the allocated GPUs"),
+    )
 }
 
 fn env_line(env: &BTreeMap<String, String>, key: &str) -> String {
@@ -54,6 +72,25 @@ fn unknown_device(view: &ContainerView, node: &HostFacts) -> Option<Finding> {
     } else {
         have.join(", ")
     };
+    if view.run.source == Source::Cdi {
+        return Some(
+            Finding::new(
+                Code::ContainerUnknownDevice,
+                format!(
+                    "The CDI device nvidia.com/gpu={id} is not one of this node's GPUs: the engine will not start \
+                     the container"
+                ),
+                "Name a device the node's CDI spec lists (`nvidia-ctk cdi list` on the node): `nvidia.com/gpu=all`, \
+                 an index or a GPU UUID."
+                    .to_string(),
+            )
+            .because(format!("--device nvidia.com/gpu={id}"))
+            .because(format!("the node's GPUs: {have}"))
+            .because(format!(
+                "docker reports `unresolvable CDI devices nvidia.com/gpu={id}`"
+            )),
+        );
+    }
     Some(
         Finding::new(
             Code::ContainerUnknownDevice,
@@ -235,6 +272,19 @@ fn unsatisfied(view: &ContainerView, r: &Requirement, m: &Matrix) -> Finding {
 /// `container-no-gpu-access`: the container gets no GPU: `NVIDIA_VISIBLE_DEVICES` unset (on an image that is not
 /// a legacy CUDA image), empty or `void` (the toolkit does nothing), or `none` (driver files, no device).
 fn no_gpu_access(view: &ContainerView, env: &BTreeMap<String, String>) -> Option<Finding> {
+    if !view.run.hook && view.run.source != Source::Cdi {
+        return Some(
+            Finding::new(
+                Code::ContainerNoGpuAccess,
+                "Started with a runtime without the NVIDIA Container Toolkit and no --gpus: nothing runs the \
+                 toolkit's hook, so the container gets no GPU, driver libraries or libcuda.so.1",
+                "Add `--gpus all` (docker then adds the toolkit's hook itself), or run with `--runtime=nvidia`.",
+            )
+            .because("--runtime runc and no GPU request: the engine adds no nvidia-container-runtime-hook")
+            .because(env_line(env, super::VISIBLE_DEVICES))
+            .because("a CUDA program in it: CUDA finds no driver (error 35, or libcuda.so.1 not found)"),
+        );
+    }
     let (message, effect) = match view.devices.request {
         DeviceRequest::Unset => (
             "The image does not set NVIDIA_VISIBLE_DEVICES: unless the engine sets it (`docker run --gpus`, a \

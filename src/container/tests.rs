@@ -532,3 +532,43 @@ fn the_view_says_which_image_compat_libraries_the_toolkit_activates() {
     let v = evaluate(&e, &node(None, &[H200]), &matrix());
     assert_eq!(v.compat_libraries_used(&files, CompatMode::Ldconfig), None);
 }
+
+#[test]
+fn the_run_decides_what_the_hook_sees() {
+    let n = node(Some("535.104.05"), &[H200, H200]);
+    let layout = ImageLayout::default();
+    let image = env(&[
+        ("NVIDIA_VISIBLE_DEVICES", "all"),
+        ("NVIDIA_REQUIRE_CUDA", "cuda>=13.0"),
+    ]);
+    let with = |run: &Run| evaluate_run(&image, &n, &matrix(), &layout, run);
+    // As the image says (the NVIDIA runtime): the requirement stops it.
+    assert_eq!(slugs(&with(&Run::default())), ["container-requirement-unmet"]);
+    // runc, whatever --gpus none says: no hook, no GPU, no requirement check.
+    let runc = Run {
+        gpus: Some(run::parse_gpus("none").unwrap()),
+        runtime: Some(run::parse_runtime("runc").unwrap()),
+        cdi: Vec::new(),
+    };
+    let v = with(&runc);
+    assert!(!v.gpu_container && v.injected.is_empty() && !v.run.hook);
+    assert_eq!(slugs(&v), ["container-no-gpu-access"]);
+    // CDI: the GPUs and the driver come from the spec; nothing checks the requirement.
+    let cdi = Run {
+        cdi: vec!["1".into()],
+        ..Run::default()
+    };
+    let v = with(&cdi);
+    assert!(v.findings.is_empty(), "{:#?}", v.findings);
+    assert_eq!(v.requirements[0].outcome, Outcome::Skipped);
+    assert_eq!(v.devices.gpus.len(), 1);
+    assert_eq!(v.devices.gpus[0].index, 1);
+    assert!(v.injected.iter().any(|f| f.name == "libcuda.so"));
+    // A device the node lacks: the engine cannot resolve it.
+    let v = with(&Run {
+        cdi: vec!["5".into()],
+        ..Run::default()
+    });
+    assert_eq!(slugs(&v), ["container-unknown-device"]);
+    assert!(v.findings[0].message.contains("CDI"));
+}

@@ -419,6 +419,18 @@ pub struct Facts {
     /// loader and inspected like a binary, kept when it carries device code. `path` is the path ld.so loads.
     #[serde(default)]
     pub loaded: Vec<BinaryFacts>,
+    /// The CUDA runtimes (`libcudart.so.N`) the binaries' processes map, each found by the loader and read
+    /// like a binary for its exact version (the constant its `cudaRuntimeGetVersion` stores): the runtime the
+    /// driver must serve is the one the process loads, not the major its name carries. `path` is the path
+    /// ld.so loads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtimes: Vec<BinaryFacts>,
+    /// The loader trees were resolved on the machine whose host facts are judged (`inspect` reading this
+    /// machine): only then is a driver library (`libcuda.so.1`, `libnvidia-ml.so.1`, …) missing from them a
+    /// fault of that machine. With a declared target (`--gpu`/`--driver`, `--facts`, `--no-host`, a fleet's
+    /// node, an image's node), the driver's libraries are the target's.
+    #[serde(skip)]
+    pub loader_on_host: bool,
     /// Why no machine is judged (`inspect` on a machine without NVIDIA GPU or driver), for the report.
     #[serde(skip)]
     pub host_note: Option<String>,

@@ -378,6 +378,11 @@ pub struct LoadedObject {
     pub path: String,
     /// The real path.
     pub realpath: String,
+    /// What `$ORIGIN` expands to in its RPATH and RUNPATH (glibc's `l_origin`): the directory of the path it
+    /// was opened by, made absolute, links not resolved; for a program the kernel starts, the directory of its
+    /// real path (`/proc/self/exe`). See `docs/loader-origin.md`. Empty in facts recorded before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub origin: String,
     /// DT_SONAME.
     pub soname: Option<String>,
     /// Version read from the real file name (`libcudart.so.12.4.127` → `12.4.127`).

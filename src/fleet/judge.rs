@@ -119,8 +119,7 @@ impl Artefact {
         };
         crate::host::enrich::with_matrix(&mut host, matrix);
         facts.host = Some(host);
-        let findings = crate::rules::evaluate(facts, matrix);
-        let verdicts = crate::rules::verdicts(facts, matrix);
+        let crate::rules::Judgement { findings, verdicts } = crate::rules::judge(facts, matrix);
         facts.host = None;
         Prediction::of(&findings, &verdicts)
     }

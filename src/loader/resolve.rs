@@ -20,11 +20,12 @@ use foldhash::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-fn object_from(path: String, realpath: String, e: &ElfFacts, role: Role) -> LoadedObject {
+fn object_from(path: String, realpath: String, origin: String, e: &ElfFacts, role: Role) -> LoadedObject {
     LoadedObject {
         version: super::version_from_name(&realpath),
         path,
         realpath,
+        origin,
         soname: e.soname.clone(),
         loader: None,
         dlopen: false,
@@ -168,7 +169,9 @@ impl State<'_> {
                     self.name(i, name);
                     lib.object = Some(i);
                 } else if let Some(e) = &cand.view.elf {
-                    let mut o = object_from(path.clone(), cand.realpath.clone(), e, Role::Library);
+                    // `$ORIGIN` from the name it was opened by, the link's directory, not its target's.
+                    let origin = super::search::origin_from(&path, self.ctx.cwd);
+                    let mut o = object_from(path.clone(), cand.realpath.clone(), origin, e, Role::Library);
                     o.loader = (kind != Kind::Dlopen).then_some(requester);
                     o.dlopen = kind == Kind::Dlopen;
                     let mut names = vec![name.to_string(), path];
@@ -391,7 +394,8 @@ pub fn resolve_alongside(
         secure,
         tries: Default::default(),
     };
-    let main_object = object_from(main_path.clone(), main_real, e, Role::Main);
+    let main_origin = main_origin(root, path, e.interpreter.is_some(), &main_real, &cwd);
+    let main_object = object_from(main_path.clone(), main_real, main_origin, e, Role::Main);
     // A program of another architecture: no loader here would start it, so its tree is not searched
     // among this machine's libraries.
     if let Some(foreign) = super::foreign::check(root, &platform, cache.as_ref()) {
@@ -447,6 +451,7 @@ pub fn resolve_alongside(
         let o = object_from(
             platform.interpreter.clone(),
             c.realpath.clone(),
+            super::search::origin_from(&platform.interpreter, &cwd),
             ie,
             Role::Interpreter,
         );
@@ -632,8 +637,8 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// The main program's real path as the machine sees it (for `$ORIGIN`, like `/proc/self/exe`). A binary inside
-/// `--root` is given its path inside the root.
+/// The main program's real path as the machine sees it (like `/proc/self/exe`). A binary inside `--root` is
+/// given its path inside the root.
 fn main_realpath(root: &Root, path: &Path) -> String {
     let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     if !root.is_host()
@@ -645,9 +650,71 @@ fn main_realpath(root: &Root, path: &Path) -> String {
     real.to_string_lossy().into_owned()
 }
 
+/// The inspected binary's `$ORIGIN`. A program the kernel starts (`started`: it names an interpreter,
+/// `PT_INTERP`) has no name of its own in ld.so's list (`l_name` is empty), so `_dl_get_origin` reads
+/// `/proc/self/exe`, which the kernel gives resolved: the directory of its real path, `real`. Anything else is
+/// a library some process opens by a path (Python importing an extension module, `dlopen`): `_dl_new_object`
+/// takes `$ORIGIN` from that name as it was written, links not resolved, so from the path the user named,
+/// made absolute without resolving anything (and, for a file inside `--root`, taken as a path inside the
+/// root).
+fn main_origin(root: &Root, path: &Path, started: bool, real: &str, cwd: &str) -> String {
+    if started {
+        return super::search::origin_from(real, cwd);
+    }
+    let opened = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    if !root.is_host() {
+        let dirs = [
+            std::path::absolute(root.dir()).ok(),
+            std::fs::canonicalize(root.dir()).ok(),
+        ];
+        for dir in dirs.iter().flatten() {
+            if let Ok(inside) = opened.strip_prefix(dir) {
+                let machine = Path::new("/").join(inside);
+                return super::search::origin_from(&machine.to_string_lossy(), cwd);
+            }
+        }
+    }
+    super::search::origin_from(&opened.to_string_lossy(), cwd)
+}
+
 /// Secure-execution (`AT_SECURE`): the kernel sets it for setuid and setgid programs. (File capabilities set
 /// it too; reading `security.capability` needs an xattr call cudadiag does not make.)
 fn is_secure(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o6000 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_has_the_origin_of_its_real_path_a_library_of_the_name_it_is_opened_by() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(dir.join("real/lib")).unwrap();
+        std::fs::create_dir_all(dir.join("farm/lib")).unwrap();
+        std::fs::write(dir.join("real/lib/libx.so"), b"").unwrap();
+        std::os::unix::fs::symlink(dir.join("real/lib/libx.so"), dir.join("farm/lib/libx.so")).unwrap();
+        let link = dir.join("farm/lib/../lib/libx.so");
+        let s = |p: std::path::PathBuf| p.to_string_lossy().into_owned();
+        let host = Root::host();
+        let real = main_realpath(&host, &link);
+        assert_eq!(real, s(dir.join("real/lib/libx.so")));
+        assert_eq!(
+            main_origin(&host, &link, true, &real, "/"),
+            s(dir.join("real/lib"))
+        );
+        // Opened by its name: neither the link nor `..` resolved, as `_dl_new_object` keeps it.
+        assert_eq!(
+            main_origin(&host, &link, false, &real, "/"),
+            s(dir.join("farm/lib/../lib"))
+        );
+        // Inside `--root`: the same name, as a path of the machine the root is.
+        let root = Root::at(&dir);
+        let real = main_realpath(&root, &link);
+        assert_eq!(real, "/real/lib/libx.so");
+        assert_eq!(main_origin(&root, &link, true, &real, "/"), "/real/lib");
+        assert_eq!(main_origin(&root, &link, false, &real, "/"), "/farm/lib/../lib");
+    }
 }

@@ -13,8 +13,9 @@
 //!
 //! In every directory the supported glibc-hwcaps subdirectories come first (`open_path`). Dynamic string
 //! tokens are expanded as `_dl_dst_substitute` does: `$ORIGIN` is the directory of the path the object was
-//! loaded from (its realpath only for the main program, as `/proc/self/exe` gives it), `$LIB`, `$PLATFORM`; an
-//! element whose token cannot be expanded is dropped. A name with `/` is opened as given (after expansion).
+//! opened by, links not resolved (its real path only for a program the kernel starts, as `/proc/self/exe`
+//! gives it: [`LoadedObject::origin`], `docs/loader-origin.md`), `$LIB`, `$PLATFORM`; an element whose token
+//! cannot be expanded is dropped. A name with `/` is opened as given (after expansion).
 
 use super::cache::LdCache;
 use super::object::{Candidate, Files, Verdict};
@@ -72,16 +73,29 @@ pub struct Outcome {
     pub error: Option<String>,
 }
 
-/// The `$ORIGIN` of an object: the directory part of the path it was loaded from.
+/// The `$ORIGIN` of an object: the one recorded when it was loaded ([`LoadedObject::origin`]); for facts that
+/// carry none, worked out as it would have been (the main program from its real path, any other object from
+/// the path it was opened by).
 pub fn origin_of(obj: &LoadedObject, cwd: &str) -> String {
+    if !obj.origin.is_empty() {
+        return obj.origin.clone();
+    }
     let path = if obj.role == crate::facts::loader::Role::Main {
         &obj.realpath
     } else {
         &obj.path
     };
-    let dir = match path.rfind('/') {
+    origin_from(path, cwd)
+}
+
+/// The `$ORIGIN` of an object opened by the path `opened`, as `_dl_new_object` (`elf/dl-object.c`) sets
+/// `l_origin`: the directory part of the name, with the current directory put before a relative one, and
+/// nothing else: no link is resolved and `..` stays (the kernel resolves both when the directory is opened,
+/// links first). `/x` gives `/`.
+pub fn origin_from(opened: &str, cwd: &str) -> String {
+    let dir = match opened.rfind('/') {
         Some(0) => "/".to_string(),
-        Some(i) => path[..i].to_string(),
+        Some(i) => opened[..i].to_string(),
         None => String::new(),
     };
     if dir.starts_with('/') {

@@ -38,6 +38,11 @@ struct Wire<'a> {
     image: Option<&'a crate::image::ImageFacts>,
     /// One verdict per binary and GPU (additive to the contract; empty when no GPU is known).
     verdicts: &'a [crate::rules::Verdict],
+    /// The outcome of each inspected program, read from the same findings as the verdicts (additive): one per
+    /// verdict, or, with no GPU known, whether an error stops it. `standing` is `runs`, `runs-after-jit`,
+    /// `fails`, `no-device-code` or `no-error`; `subject` is null for the machine alone (`doctor`). The human
+    /// report's first lines.
+    headlines: &'a [crate::rules::Headline],
     summary: Summary,
 }
 
@@ -372,6 +377,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         wheels: &report.facts.wheels,
         image: report.facts.image.as_ref(),
         verdicts: &report.verdicts,
+        headlines: &report.headlines,
         summary: report.summary(),
     };
     serde_json::to_writer_pretty(&mut *out, &wire).map_err(io::Error::other)?;

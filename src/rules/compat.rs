@@ -1,5 +1,6 @@
 //! The verdict for this machine (or a what-if target): which GPUs and which driver the rules check the
-//! binaries against, and the per-binary, per-GPU verdict line the human report ends with.
+//! binaries against, the compatibility findings of each process, and the per-program, per-GPU verdicts, read
+//! from the findings so that the verdict, the headline and the exit status cannot disagree (`docs/verdict.md`).
 //!
 //! Facts give GPUs by name, PCI id and (when the driver said so) compute capability; the matrix completes a
 //! missing compute capability from the PCI id or the name (`data/compat.toml`, `[[gpu]]`, sources GPUS and
@@ -112,70 +113,70 @@ pub fn has_loadable_code(b: &BinaryFacts) -> bool {
         .any(|e| !e.relocatable && matches!(e.kind, CodeKind::Sass | CodeKind::Ptx))
 }
 
-/// Every finding of the compatibility rules: per binary (runtime against driver), per GPU (driver support),
-/// and per binary and GPU (kernel image).
+/// Every finding of the compatibility rules: per GPU (driver support), per process (the driver against every
+/// runtime and all compressed device code it maps: one finding for the driver), and per object and GPU
+/// (kernel images of the binary and of each library it loads). Findings that hold for one GPU say which.
 pub fn findings(facts: &Facts, m: &Matrix) -> Vec<Finding> {
     let host = facts.host.as_ref();
     let drv = driver_of(host);
     let targets = targets(host, m);
     let mut out = Vec::new();
     for t in &targets {
-        out.extend(driver::gpu_unsupported(t, drv.as_ref(), m));
+        out.extend(on(&t.label, driver::gpu_unsupported(t, drv.as_ref(), m)));
     }
-    for b in &facts.binaries {
-        out.extend(driver::runtime(b, drv.as_ref(), m));
+    for p in super::process::processes(facts) {
+        let b = p.binary;
+        out.extend(driver::process(&p, drv.as_ref(), m));
         out.extend(super::jetson::runtime(b, host, m));
-        out.extend(driver::zstd(b, drv.as_ref(), m));
         for t in &targets {
-            out.extend(kernel_image::check(b, t, drv.as_ref(), m));
-            out.extend(super::jit_cache::check(b, t, host, m));
+            out.extend(on(&t.label, kernel_image::check(b, t, drv.as_ref(), m)));
+            out.extend(on(&t.label, super::jit_cache::check(b, t, host, m)));
         }
         if targets.is_empty() {
             out.extend(kernel_image::ptx_only_too_new(b, drv.as_ref(), m));
         }
     }
     // The libraries the binaries load carry their own kernels (cuBLAS, cuDNN): each must have an image too.
-    for l in &facts.loaded {
-        out.extend(driver::zstd(l, drv.as_ref(), m));
+    // A library that is itself an inspected binary has had its findings above.
+    let inspected: std::collections::HashSet<&str> = facts.binaries.iter().map(|b| b.path.as_str()).collect();
+    let users = users(facts);
+    for l in facts
+        .loaded
+        .iter()
+        .filter(|l| !inspected.contains(l.path.as_str()))
+    {
         for t in &targets {
+            let fs = kernel_image::check(l, t, drv.as_ref(), m);
             out.extend(
-                kernel_image::check(l, t, drv.as_ref(), m)
+                on(&t.label, fs)
                     .into_iter()
-                    .map(|f| loaded_by(f, facts, &l.path)),
+                    .map(|f| match users.get(l.path.as_str()) {
+                        Some(who) => f.because(format!("{} is loaded by {}", l.path, who.join(", "))),
+                        None => f,
+                    }),
             );
         }
     }
     out
 }
 
-/// Adds which binaries load the library a finding is about.
-fn loaded_by(f: Finding, facts: &Facts, library: &str) -> Finding {
-    let users: Vec<&str> = facts
-        .libraries
-        .iter()
-        .filter(|r| r.objects.iter().skip(1).any(|o| o.path == library))
-        .map(|r| r.binary.as_str())
-        .collect();
-    if users.is_empty() {
-        f
-    } else {
-        f.because(format!("{library} is loaded by {}", users.join(", ")))
-    }
+/// Marks findings as holding for the GPU `label` alone.
+fn on(label: &str, fs: impl IntoIterator<Item = Finding>) -> Vec<Finding> {
+    fs.into_iter().map(|f| f.on_gpu(label)).collect()
 }
 
-/// The loaded libraries with device code that `binary` loads.
-fn loaded_for<'a>(facts: &'a Facts, binary: &str) -> Vec<&'a BinaryFacts> {
-    let paths: Vec<&str> = facts
-        .libraries
-        .iter()
-        .filter(|r| r.binary == binary)
-        .flat_map(|r| r.objects.iter().skip(1).map(|o| o.path.as_str()))
-        .collect();
-    facts
-        .loaded
-        .iter()
-        .filter(|l| paths.contains(&l.path.as_str()))
-        .collect()
+/// The inspected binaries that map each library, by the library's path as loaded.
+fn users(facts: &Facts) -> std::collections::HashMap<&str, Vec<&str>> {
+    let mut out: std::collections::HashMap<&str, Vec<&str>> = std::collections::HashMap::new();
+    for r in &facts.libraries {
+        for o in r.objects.iter().skip(1) {
+            let who = out.entry(o.path.as_str()).or_default();
+            if who.last() != Some(&r.binary.as_str()) {
+                who.push(r.binary.as_str());
+            }
+        }
+    }
+    out
 }
 
 /// What will happen when a binary starts its kernels on a GPU.
@@ -207,94 +208,115 @@ pub struct Verdict {
     pub codes: Vec<String>,
 }
 
-/// One verdict per binary and GPU compute capability. Empty when no GPU is known.
-pub fn verdicts(facts: &Facts, m: &Matrix) -> Vec<Verdict> {
-    let host = facts.host.as_ref();
-    let drv = driver_of(host);
-    let targets = targets(host, m);
+/// Whether a finding stops the process it is about: an error that predicts a failure of the program (not a
+/// release policy's own checks, which gate a release but stop nothing).
+pub fn stops(f: &Finding) -> bool {
+    f.severity == Severity::Error && !gate(f)
+}
+
+/// A release policy's own checks: they gate a release and say nothing of how the program runs.
+fn gate(f: &Finding) -> bool {
+    matches!(
+        f.code,
+        Code::PolicyMissingArch
+            | Code::PolicyMissingPtx
+            | Code::PolicyForbiddenLibrary
+            | Code::WaiverUnused
+            | Code::WaiverExpired
+    )
+}
+
+/// Whether the binary's device code was read and can be judged: unread code (`--no-device-code`), a file that
+/// is no binary, or one that could not be read, gives no verdict ("will run" cannot be said of kernels nobody
+/// looked at); its findings about the driver and the runtime still come.
+fn judged(b: &BinaryFacts) -> bool {
+    b.format.is_some()
+        && !b.device_code_skipped
+        && !b
+            .problems
+            .iter()
+            .any(|p| p.kind == crate::facts::ProblemKind::Unrecognized)
+}
+
+/// One verdict per binary and GPU compute capability, read from the findings (`evaluate`, after any policy):
+/// the process fails on a GPU when a finding about it or an object it maps, or about the machine, stops it there
+/// ([`stops`]); it runs after JIT when its code must be JIT-compiled there; otherwise it runs. A process
+/// without device code of its own or in the libraries it loads, and that nothing stops, has no kernels to
+/// judge. Empty when no GPU is known.
+pub fn verdicts(facts: &Facts, findings: &[Finding], m: &Matrix) -> Vec<Verdict> {
+    let targets = targets(facts.host.as_ref(), m);
     if targets.is_empty() {
         return Vec::new();
     }
-    // What stops every CUDA program on a machine read (no libcuda, a stub or unusable compat libcuda, no
-    // device node it may open, no GPU left visible) stops this one before any kernel: it fails whatever its
-    // device code. A what-if target has no such findings.
-    let machine: Vec<Finding> = host
-        .map(super::host::evaluate)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|f| f.severity == Severity::Error)
-        .collect();
+    let index = super::process::FindingIndex::new(findings);
     let mut out = Vec::new();
-    for b in &facts.binaries {
-        // Unread device code (`--no-device-code`) gives no verdict: its findings about the driver and the
-        // runtime still come, but "will run" cannot be said of kernels nobody looked at.
-        if b.format.is_none()
-            || b.device_code_skipped
-            || b.problems
-                .iter()
-                .any(|p| p.kind == crate::facts::ProblemKind::Unrecognized)
-        {
+    for p in super::process::processes(facts) {
+        let b = p.binary;
+        if !judged(b) {
             continue;
         }
-        let libs = loaded_for(facts, &b.path);
-        // Nor does a binary whose libraries will not load (a NEEDED one missing, a version its provider lacks)
-        // start its kernels.
-        let loading: Vec<Finding> = facts
-            .libraries
-            .iter()
-            .filter(|r| r.binary == b.path)
-            .flat_map(|r| super::loader::evaluate_on(std::slice::from_ref(r), facts.glibc(), &facts.binaries))
-            .filter(|f| f.severity == Severity::Error)
-            .collect();
+        let about = index.of(&p);
         for t in &targets {
-            if !has_loadable_code(b) && libs.is_empty() {
-                out.push(Verdict {
-                    binary: b.path.clone(),
-                    gpu: t.label.clone(),
-                    outcome: Outcome::NoDeviceCode,
-                    reason: "no device code of its own; the libraries it loads carry their own".into(),
-                    codes: Vec::new(),
-                });
-                continue;
-            }
-            let mut fs: Vec<Finding> = machine.clone();
-            fs.extend(loading.iter().cloned());
-            fs.extend(driver::gpu_unsupported(t, drv.as_ref(), m));
-            fs.extend(driver::runtime(b, drv.as_ref(), m));
-            fs.extend(super::jetson::runtime(b, host, m));
-            fs.extend(driver::zstd(b, drv.as_ref(), m));
-            if has_loadable_code(b) {
-                fs.extend(kernel_image::check(b, t, drv.as_ref(), m));
-                fs.extend(super::jit_cache::check(b, t, host, m));
-            }
-            for l in &libs {
-                fs.extend(kernel_image::check(l, t, drv.as_ref(), m));
-            }
-            fs.sort_by_key(|f| std::cmp::Reverse(f.severity));
-            // Each code once (four missing libraries are one reason to fail), most severe first.
-            let mut codes: Vec<String> = Vec::new();
-            for f in &fs {
-                if !codes.contains(&f.slug) {
-                    codes.push(f.slug.clone());
-                }
-            }
-            let (outcome, reason) = if let Some(e) = fs.iter().find(|f| f.severity == Severity::Error) {
-                (Outcome::Fails, e.message.clone())
-            } else if fs.iter().any(|f| f.slug == Code::PtxJitRequired.info().slug) {
-                let caveats: Vec<&str> = fs.iter().map(|f| f.message.as_str()).collect();
-                (Outcome::RunsAfterJit, caveats.join("; "))
-            } else {
-                let caveats: Vec<&str> = fs.iter().map(|f| f.message.as_str()).collect();
-                (Outcome::Runs, caveats.join("; "))
-            };
-            out.push(Verdict {
-                binary: b.path.clone(),
-                gpu: t.label.clone(),
-                outcome,
-                reason,
-                codes,
-            });
+            let here: Vec<&Finding> = about
+                .iter()
+                .copied()
+                .filter(|f| f.gpu.as_deref().is_none_or(|g| g == t.label))
+                .collect();
+            out.push(verdict(&p, t, &here));
         }
     }
     out
+}
+
+/// The verdict on one GPU from the findings that hold there, most severe first.
+fn verdict(p: &super::process::Process<'_>, t: &Target, fs: &[&Finding]) -> Verdict {
+    // What the verdict rests on: what stops the process, and its caveats (warnings); not notes, not a release
+    // policy's own checks.
+    let behind: Vec<&Finding> = fs
+        .iter()
+        .copied()
+        .filter(|f| stops(f) || (f.severity == Severity::Warning && !gate(f)))
+        .collect();
+    // The machine's own faults come first: nothing of the program runs without a usable driver and device.
+    let stop = behind
+        .iter()
+        .find(|f| stops(f) && f.path.is_none() && f.gpu.is_none())
+        .or_else(|| behind.iter().find(|f| stops(f)));
+    // Each code once (four missing libraries are one reason to fail), the reason's first, then most severe first.
+    let mut codes: Vec<String> = stop.map(|f| vec![f.slug.clone()]).unwrap_or_default();
+    for f in &behind {
+        if !codes.contains(&f.slug) {
+            codes.push(f.slug.clone());
+        }
+    }
+    let caveats = || {
+        behind
+            .iter()
+            .map(|f| f.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let (outcome, reason) = if let Some(e) = stop {
+        (Outcome::Fails, e.message.clone())
+    } else if behind.iter().any(|f| f.code == Code::PtxJitRequired) {
+        (Outcome::RunsAfterJit, caveats())
+    } else if !has_loadable_code(p.binary) && p.libraries.is_empty() {
+        (
+            Outcome::NoDeviceCode,
+            "no device code of its own; the libraries it loads carry their own".into(),
+        )
+    } else {
+        (Outcome::Runs, caveats())
+    };
+    Verdict {
+        binary: p.binary.path.clone(),
+        gpu: t.label.clone(),
+        outcome,
+        reason,
+        codes: if outcome == Outcome::NoDeviceCode {
+            Vec::new()
+        } else {
+            codes
+        },
+    }
 }

@@ -5,10 +5,12 @@
 //! ([`super::verdicts`]); without one (`--no-host`, a build box) it is whether anything stops the binary at all:
 //! its first error, and how many more there are. The renderer only prints these; every judgement is here.
 
-use super::{Outcome, Verdict};
+use super::process::{FindingIndex, processes};
+use super::{Outcome, Verdict, stops};
 use crate::facts::Facts;
-use crate::findings::{Finding, Severity};
+use crate::findings::Finding;
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// What a headline says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -41,8 +43,9 @@ pub struct Headline {
     pub more_errors: usize,
 }
 
-/// One headline per verdict; for a binary without one, its first error or "no error"; for a report of the
-/// machine alone (`doctor`), the machine's.
+/// One headline per verdict; for a binary without one, the first error that stops its process (an error at it
+/// or an object it maps, or the machine's) or "no error"; for a report of the machine alone (`doctor`), the
+/// machine's. Findings and verdicts are looked up by path, once each: the time is linear in the report's size.
 pub fn headlines(facts: &Facts, findings: &[Finding], verdicts: &[Verdict]) -> Vec<Headline> {
     let strip = |subject: &str, message: &str| {
         message
@@ -50,17 +53,21 @@ pub fn headlines(facts: &Facts, findings: &[Finding], verdicts: &[Verdict]) -> V
             .unwrap_or(message)
             .to_string()
     };
+    let index = FindingIndex::new(findings);
+    let mut by_binary: HashMap<&str, Vec<&Verdict>> = HashMap::new();
+    for v in verdicts {
+        by_binary.entry(v.binary.as_str()).or_default().push(v);
+    }
     let mut out = Vec::new();
-    let errors_of = |path: Option<&str>| -> Vec<&Finding> {
-        findings
-            .iter()
-            .filter(|f| f.severity == Severity::Error && (path.is_none() || f.path.as_deref() == path))
-            .collect()
-    };
-    for b in &facts.binaries {
-        let errors = errors_of(Some(&b.path));
-        let mine: Vec<&Verdict> = verdicts.iter().filter(|v| v.binary == b.path).collect();
-        if mine.is_empty() {
+    for p in processes(facts) {
+        let b = p.binary;
+        let errors: Vec<&Finding> = index.of(&p).into_iter().filter(|f| stops(f)).collect();
+        let Some(mine) = by_binary.get(b.path.as_str()) else {
+            // The machine's own faults first, as a verdict would give them.
+            let first = errors
+                .iter()
+                .find(|f| f.path.is_none() && f.gpu.is_none())
+                .or(errors.first());
             out.push(Headline {
                 subject: Some(b.path.clone()),
                 gpu: None,
@@ -69,14 +76,11 @@ pub fn headlines(facts: &Facts, findings: &[Finding], verdicts: &[Verdict]) -> V
                 } else {
                     Standing::Fails
                 },
-                why: errors
-                    .first()
-                    .map(|e| strip(&b.path, &e.message))
-                    .unwrap_or_default(),
+                why: first.map(|e| strip(&b.path, &e.message)).unwrap_or_default(),
                 more_errors: errors.len().saturating_sub(1),
             });
             continue;
-        }
+        };
         for v in mine {
             let standing = match v.outcome {
                 Outcome::Runs => Standing::Runs,
@@ -84,9 +88,13 @@ pub fn headlines(facts: &Facts, findings: &[Finding], verdicts: &[Verdict]) -> V
                 Outcome::Fails => Standing::Fails,
                 Outcome::NoDeviceCode => Standing::NoDeviceCode,
             };
-            // The verdict's reason is one of the errors (or the machine's): the others are counted.
+            // The verdict's reason is one of the errors that stop it on its GPU: the others are counted.
             let more_errors = if standing == Standing::Fails {
-                errors.iter().filter(|e| e.message != v.reason).count()
+                errors
+                    .iter()
+                    .filter(|e| e.gpu.as_deref().is_none_or(|g| g == v.gpu))
+                    .filter(|e| e.message != v.reason)
+                    .count()
             } else {
                 0
             };
@@ -100,7 +108,7 @@ pub fn headlines(facts: &Facts, findings: &[Finding], verdicts: &[Verdict]) -> V
         }
     }
     if facts.binaries.is_empty() && facts.host.as_ref().is_some_and(|h| h.observed) {
-        let errors = errors_of(None);
+        let errors: Vec<&Finding> = findings.iter().filter(|f| stops(f)).collect();
         out.push(Headline {
             subject: None,
             gpu: None,

@@ -12,33 +12,35 @@ pub const LIBCUDA: &str = "libcuda.so.1";
 /// NVML, the driver's management library, loaded with `dlopen` by frameworks, NCCL and cuFile.
 pub const LIBNVML: &str = "libnvidia-ml.so.1";
 
-/// Every loader finding for every resolution, judged against the glibc of the `libc.so.6` each loads
-/// ([`evaluate_on`] with no machine facts).
+/// Every loader finding for every resolution, judged against the glibc of the `libc.so.6` each loads, on the
+/// machine they were resolved on ([`evaluate_on`] with no machine facts).
 pub fn evaluate(resolutions: &[Resolution]) -> Vec<Finding> {
-    evaluate_on(resolutions, None, &[])
+    evaluate_on(resolutions, None, &[], true)
 }
 
 /// Every loader finding for every resolution on a machine whose glibc is `host` (when read), with the
-/// inspected binaries (for their architecture).
+/// inspected binaries (for their architecture). `driver_here`: the resolutions were made on the machine
+/// judged (`Facts::loader_on_host`); otherwise the driver's own libraries are the target machine's.
 pub fn evaluate_on(
     resolutions: &[Resolution],
     host: Option<&crate::facts::host::GlibcFacts>,
     binaries: &[crate::facts::BinaryFacts],
+    driver_here: bool,
 ) -> Vec<Finding> {
+    let machines: std::collections::HashMap<&str, &str> = binaries
+        .iter()
+        .filter_map(|b| Some((b.path.as_str(), b.elf.as_ref()?.machine_name.as_str())))
+        .collect();
     let mut out = Vec::new();
     for r in resolutions {
-        let machine = binaries
-            .iter()
-            .find(|b| b.path == r.binary)
-            .and_then(|b| b.elf.as_ref())
-            .map(|e| e.machine_name.as_str());
+        let machine = machines.get(r.binary.as_str()).copied();
         // Not this machine's architecture: its tree was not searched, and this machine's glibc is not its.
         if r.foreign.is_some() {
             out.extend(foreign_architecture(r));
             continue;
         }
         let glibc = super::glibc::available(r, host);
-        out.extend(library_not_found(r));
+        out.extend(super::missing::library_not_found(r, driver_here));
         out.extend(library_shadowed(r));
         out.extend(super::glibc::glibc_too_old(r, host, machine));
         out.extend(symbol_version_missing(r, glibc.as_ref()));
@@ -207,9 +209,9 @@ pub fn fix_for_missing(l: &Library) -> String {
 }
 
 /// `library-not-found`: a NEEDED (or preloaded, or dlopen'ed CUDA) library no step finds; one finding per
-/// cause ([`super::missing`]).
+/// cause ([`super::missing`]), on the machine the resolution was made on.
 pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
-    super::missing::library_not_found(r)
+    super::missing::library_not_found(r, true)
 }
 
 /// `library-shadowed`: the copy ld.so picks is not the one the requester's own RUNPATH/RPATH names (an

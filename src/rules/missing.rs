@@ -31,14 +31,27 @@ enum Cause {
     One(String),
 }
 
-/// Every `library-not-found` of one resolution, one per cause.
-pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
+/// Every `library-not-found` of one resolution, one per cause. `driver_here`: the resolution was made on the
+/// machine judged, so the driver's own libraries missing from it are that machine's fault; with a declared
+/// target they are the target's ([`crate::container::is_driver_library`]) and no finding.
+pub fn library_not_found(r: &Resolution, driver_here: bool) -> Vec<Finding> {
     let libcuda_found = r
         .libraries
         .iter()
         .any(|l| l.soname == super::loader::LIBCUDA && l.how != How::NotFound);
+    let tried = fallbacks_found(r);
     let mut groups: Vec<(Cause, Vec<&Library>)> = Vec::new();
     for l in r.libraries.iter().filter(|l| l.how == How::NotFound) {
+        // The driver installs its own libraries on the machine that runs the program: judged for another
+        // machine, they are there, whatever this filesystem holds.
+        if !driver_here && crate::container::is_driver_library(&l.soname) {
+            continue;
+        }
+        // A library that names several versions of one library loads the first it finds (a CUDA 13.0 build
+        // that also tries `libnvrtc.so.12` after `libnvrtc.so.13`): a name it did not need is no requirement.
+        if l.dlopen && stem(&l.soname).is_some_and(|s| tried.contains(&(l.needed_by_index, s))) {
+            continue;
+        }
         // The driver library is the driver rules' question (`libcuda-not-found`, `no-driver`): they know whether
         // this machine is meant to have one. Its resolution and trail stay in the facts for them to cite.
         if l.dlopen && l.soname == super::loader::LIBCUDA {
@@ -67,6 +80,21 @@ pub fn library_not_found(r: &Resolution) -> Vec<Finding> {
             Cause::Packages(how) => packages_missing(r, &how, &ls),
             Cause::One(_) => one(r, &ls),
         })
+        .collect()
+}
+
+/// The library name without its `.so` suffix and version (`libnvrtc` of `libnvrtc.so.13`).
+fn stem(soname: &str) -> Option<&str> {
+    soname.split_once(".so").map(|(s, _)| s).filter(|s| !s.is_empty())
+}
+
+/// (requester, stem) of every request some step answered: a `dlopen` of another name of the same library by
+/// the same object was a fallback it did not need.
+fn fallbacks_found(r: &Resolution) -> BTreeSet<(usize, &str)> {
+    r.libraries
+        .iter()
+        .filter(|l| l.how != How::NotFound)
+        .filter_map(|l| Some((l.needed_by_index, stem(&l.soname)?)))
         .collect()
 }
 
@@ -609,7 +637,7 @@ mod tests {
             origins: vec![system("/app"), system("/lib/a.so"), system("/lib/b.so")],
             ..Resolution::default()
         };
-        let f = library_not_found(&r);
+        let f = library_not_found(&r, true);
         assert_eq!(f.len(), 1);
         assert_eq!(
             (f[0].requests, f[0].sonames.as_slice()),
@@ -634,7 +662,7 @@ mod tests {
             origins: vec![system("/app")],
             ..Resolution::default()
         };
-        let f = library_not_found(&r);
+        let f = library_not_found(&r, true);
         assert_eq!(f.len(), 2, "the CUDA pair, and libfoo alone: {f:#?}");
         assert_eq!(f[0].sonames, ["libcudart.so.12", "libcudnn.so.9"]);
         // libcudnn.so.9 is CUDA 12 or 13; libcudart.so.12 settles it.
@@ -650,6 +678,6 @@ mod tests {
         for l in &mut ok.libraries {
             l.how = How::DefaultPath;
         }
-        assert!(library_not_found(&ok).is_empty());
+        assert!(library_not_found(&ok, true).is_empty());
     }
 }

@@ -29,6 +29,7 @@ pub mod missing;
 pub mod packages;
 pub mod policy;
 pub mod probe;
+pub mod process;
 pub mod visibility;
 pub mod wheel;
 
@@ -37,8 +38,25 @@ use crate::findings::{Code, Finding};
 use crate::matrix::Matrix;
 use crate::policy::Policy;
 
-pub use compat::{Outcome, Verdict, verdicts};
+pub use compat::{Outcome, Verdict, stops, verdicts};
 pub use headline::{Headline, Standing, headlines};
+
+/// One judgement of the facts: the findings, and the verdicts read from them. The first line of a report, the
+/// JSON outcome and the exit status all come from it, so they cannot disagree.
+#[derive(Debug, Clone, Default)]
+pub struct Judgement {
+    /// Every finding, most severe first.
+    pub findings: Vec<Finding>,
+    /// One verdict per inspected program and GPU, from [`Judgement::findings`].
+    pub verdicts: Vec<Verdict>,
+}
+
+/// Judges the facts for a machine (real or what-if): [`evaluate`], then [`verdicts`] from its findings.
+pub fn judge(facts: &Facts, matrix: &Matrix) -> Judgement {
+    let findings = evaluate(facts, matrix);
+    let verdicts = verdicts(facts, &findings, matrix);
+    Judgement { findings, verdicts }
+}
 
 /// Runs every rule over the facts, returning findings most severe first (stable within a severity).
 pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
@@ -54,6 +72,7 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
         &facts.libraries,
         facts.glibc(),
         &facts.binaries,
+        facts.loader_on_host,
     ));
     for r in &facts.libraries {
         findings.extend(duplicates::duplicate_cuda_libraries(r));

@@ -409,6 +409,7 @@ pub fn min_driver(findings: Vec<Finding>, policy: &Policy) -> Vec<Finding> {
                 policy.origin, d.line
             ));
             g.path = f.path.clone();
+            g.gpu = f.gpu.clone();
             g
         })
         .collect()

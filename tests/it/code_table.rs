@@ -559,6 +559,14 @@ const TABLE: &[(&str, Case)] = &[
             why: "an image is built for it: a 1.9 MB passwd, against a small one",
         },
     ),
+    (
+        "container-gpus-from-run",
+        Case::Elsewhere {
+            fire: "image_run.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
+            miss: "image_run.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
+            why: "an image without NVIDIA_VISIBLE_DEVICES run by default against the same image with it, and with --gpus none",
+        },
+    ),
 ];
 
 fn repo() -> &'static Path {

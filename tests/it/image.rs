@@ -10,12 +10,12 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn fixture(name: &str) -> Vec<u8> {
+pub(crate) fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(root().join("fixtures/cuda13").join(name)).unwrap()
 }
 
 /// Runs cudadiag with a clean colour setting; returns exit code, stdout and stderr.
-fn run(args: &[&str]) -> (i32, String, String) {
+pub(crate) fn run(args: &[&str]) -> (i32, String, String) {
     let out = cudadiag()
         .env_remove("NO_COLOR")
         .args(["--color", "never"])
@@ -29,7 +29,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn json(args: &[&str]) -> (i32, serde_json::Value) {
+pub(crate) fn json(args: &[&str]) -> (i32, serde_json::Value) {
     let mut a = args.to_vec();
     a.extend(["--format", "json"]);
     let (code, out, err) = run(&a);
@@ -283,13 +283,18 @@ fn paths_name_files_inside_the_image_and_env_flags_apply() {
     let (code, _) = json(&args);
     assert_eq!(code, 1);
     args.extend(["--env", "LD_LIBRARY_PATH=/usr/local/cuda/lib64"]);
+    // Without NVIDIA_VISIBLE_DEVICES the container is judged as run with GPUs, with a note; run without a GPU
+    // request, the toolkit gives it nothing; with the variable, all is well and there is no note.
     let (code, v) = json(&args);
+    assert_eq!(code, 0, "{v}");
+    assert!(slugs(&v).contains(&"container-gpus-from-run".to_string()), "{v}");
+    let (code, v) = json(&[&args[..], &["--gpus", "none"]].concat());
     assert_eq!(code, 1);
-    // Without NVIDIA_VISIBLE_DEVICES the container toolkit gives the container nothing; with it, all is well.
     assert!(slugs(&v).contains(&"container-no-gpu-access".to_string()), "{v}");
     args.extend(["--env", "NVIDIA_VISIBLE_DEVICES=all"]);
     let (code, v) = json(&args);
     assert_eq!(code, 0, "{v}");
+    assert!(!slugs(&v).contains(&"container-gpus-from-run".to_string()), "{v}");
     // The human report names the image and the program first.
     let (_, text, _) = run(&[
         "inspect",
@@ -597,7 +602,7 @@ fn not_an_image_and_several_platforms_are_clear_errors() {
 }
 
 /// A snapshot of the fixture host `case` (its driver, GPUs and device nodes), as `--facts` takes it.
-fn node_snapshot(case: &str, out: &Path) -> String {
+pub(crate) fn node_snapshot(case: &str, out: &Path) -> String {
     let r = root().join("fixtures/hosts").join(case).join("root");
     let (code, _, err) = run(&[
         "snapshot",
@@ -922,7 +927,7 @@ fn fleet_image_predicts_what_inspect_image_says_on_each_node() {
 
 /// Each node's `fleet --image` prediction against `inspect --image --facts` on that node: outcome, codes and
 /// reason.
-fn fleet_matches_inspect(img: &str, nodes: &Path) -> serde_json::Value {
+pub(crate) fn fleet_matches_inspect(img: &str, nodes: &Path) -> serde_json::Value {
     let (_, fleet) = json(&["fleet", "--image", img, nodes.to_str().unwrap()]);
     for n in fleet["per_node"].as_array().unwrap() {
         let p = &n["prediction"];

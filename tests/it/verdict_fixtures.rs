@@ -60,7 +60,7 @@ fn verdicts_match_the_recorded_runs() {
             }),
             ..Facts::default()
         };
-        let verdicts = rules::verdicts(&facts, &m);
+        let verdicts = rules::judge(&facts, &m).verdicts;
         assert_eq!(verdicts.len(), 1, "{bin}: {verdicts:?}");
         let v = &verdicts[0];
         let predicted_ok = matches!(
@@ -163,7 +163,7 @@ fn ptx_only_under_disabled_jit_depends_on_the_cache() {
     let warm = cache(CacheDir::Holds { entries: 17 }, false);
     let off = [("CUDA_DISABLE_PTX_JIT", "1")];
     let outcome = |f: &Facts| {
-        let v = rules::verdicts(f, &m);
+        let v = rules::judge(f, &m).verdicts;
         (v[0].outcome, v[0].codes.clone())
     };
     let (o, codes) = outcome(&facts_with(&off, Some(warm.clone())));

@@ -279,7 +279,7 @@ fn verdict_table() {
             }),
             ..Facts::default()
         };
-        let findings = rules::evaluate(&facts, &m);
+        let rules::Judgement { findings, verdicts } = rules::judge(&facts, &m);
         let mut got: Vec<&str> = findings
             .iter()
             .map(|f| f.slug.as_str())
@@ -288,7 +288,6 @@ fn verdict_table() {
         got.sort_unstable();
         let mut want = case.expect.to_vec();
         want.sort_unstable();
-        let verdicts = rules::verdicts(&facts, &m);
         let outcome = verdicts.first().map(|v| v.outcome);
         if got != want || outcome != case.outcome {
             failures.push(format!(
@@ -357,5 +356,5 @@ fn no_gpu_no_driver_no_compat_findings() {
             .iter()
             .all(|f| f.code.as_str() >= "CD103")
     );
-    assert!(rules::verdicts(&facts, &m).is_empty());
+    assert!(rules::judge(&facts, &m).verdicts.is_empty());
 }

@@ -86,7 +86,9 @@ pub fn system_ldso() -> Option<PathBuf> {
 
 /// glibc's own answer: `LD_TRACE_LOADED_OBJECTS=1 ld.so FILE` (what `ldd` runs: trace mode maps the libraries
 /// and runs none of the program's code; unlike `--list` it reports a missing library as `not found` instead of
-/// stopping) with exactly `env`, as `name -> Some(path) | None (not found)`.
+/// stopping) with exactly `env`, as `name -> Some(path) | None (not found)`. Named on ld.so's command line, the
+/// file is opened by that name, and its `$ORIGIN` is that name's directory, as for a library a process opens
+/// with `dlopen`.
 pub fn glibc_list(file: &Path, env: &[(&str, &str)]) -> Option<Vec<(String, Option<String>)>> {
     let ldso = system_ldso()?;
     let out = Command::new(ldso)
@@ -96,7 +98,25 @@ pub fn glibc_list(file: &Path, env: &[(&str, &str)]) -> Option<Vec<(String, Opti
         .envs(env.iter().copied())
         .output()
         .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    Some(trace_lines(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// glibc's answer for the program `file` started by the kernel, as a user starts it: the same trace mode set
+/// in its environment (ld.so lists the libraries and exits before the program's code runs). Unlike
+/// [`glibc_list`], the program's `$ORIGIN` is then the directory of its real path (`/proc/self/exe`), links
+/// resolved. Only for programs the tests built.
+pub fn glibc_exec_list(file: &Path) -> Option<Vec<(String, Option<String>)>> {
+    system_ldso()?;
+    let out = Command::new(file)
+        .env_clear()
+        .env("LD_TRACE_LOADED_OBJECTS", "1")
+        .output()
+        .ok()?;
+    Some(trace_lines(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The `name => path` lines of ld.so's trace mode (and the interpreter's bare path line).
+fn trace_lines(text: &str) -> Vec<(String, Option<String>)> {
     let mut list = Vec::new();
     for line in text.lines() {
         let line = line.trim_start_matches('\t');
@@ -108,7 +128,7 @@ pub fn glibc_list(file: &Path, env: &[(&str, &str)]) -> Option<Vec<(String, Opti
             list.push((path.clone(), Some(path)));
         }
     }
-    Some(list)
+    list
 }
 
 /// A stand-in glibc `libc.so.6` in `dir`: one version node per entry of `versions` (`2.2.5`, `2.28`, …,
