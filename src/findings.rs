@@ -208,9 +208,9 @@ catalogue! {
         needs: Needs::Image, probe: &[]);
     ContainerComputeMissing = ("CD312", "container-compute-missing", Error, Some(35), "NVIDIA_DRIVER_CAPABILITIES lacks compute: the toolkit does not mount libcuda.so.1 into the container",
         needs: Needs::Image, probe: &[]);
-    ImageUserUnknown = ("CD316", "image-user-unknown", Error, None, "the image's User is not in its /etc/passwd (or its group in /etc/group): the container engine refuses to start it",
+    ContainerUserUnknown = ("CD316", "container-user-unknown", Error, None, "the image's User is not in its /etc/passwd (or its group in /etc/group): the container engine refuses to start it",
         needs: Needs::Image, probe: &[]);
-    ImageUserUnchecked = ("CD317", "image-user-unchecked", Note, None, "the image's /etc/passwd or /etc/group was not read: its User and what that user may open are not checked",
+    ContainerUserUnchecked = ("CD317", "container-user-unchecked", Note, None, "the image's /etc/passwd or /etc/group was not read: its User and what that user may open are not checked",
         needs: Needs::Image, probe: &[]);
     NoVisibleDevices = ("CD400", "no-visible-devices", Error, Some(100), "CUDA_VISIBLE_DEVICES hides every GPU",
         needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(100)])]);

@@ -358,7 +358,7 @@ fn stops_the_container(code: Code) -> bool {
         Code::ContainerRequirementUnmet
             | Code::ContainerConfigInvalid
             | Code::ContainerUnknownDevice
-            | Code::ImageUserUnknown
+            | Code::ContainerUserUnknown
     )
 }
 

@@ -8,7 +8,7 @@
 use crate::facts::image::{ImageFacts, UserProblem};
 use crate::findings::{Code, Finding};
 
-/// `image-user-unknown` (the container does not start) or `image-user-unchecked` (a file was not read, so
+/// `container-user-unknown` (the container does not start) or `container-user-unchecked` (a file was not read, so
 /// neither the user nor what it may open, `/dev/nvidia*` included, was checked).
 pub fn user(image: &ImageFacts) -> Option<Finding> {
     let shown = if image.user.is_empty() {
@@ -19,7 +19,7 @@ pub fn user(image: &ImageFacts) -> Option<Finding> {
     match image.user_problem.as_ref()? {
         UserProblem::Unknown { name, file } => Some(
             Finding::new(
-                Code::ImageUserUnknown,
+                Code::ContainerUserUnknown,
                 format!("the image's User {shown:?} names {name:?}, which its {file} does not list: the engine refuses to start the container"),
                 format!(
                     "add the user to the image (`RUN useradd {name}` before `USER`), or run it with a numeric \
@@ -31,7 +31,7 @@ pub fn user(image: &ImageFacts) -> Option<Finding> {
         ),
         UserProblem::Unread { file, reason } => Some(
             Finding::new(
-                Code::ImageUserUnchecked,
+                Code::ContainerUserUnchecked,
                 format!(
                     "the image's {file} was not read ({reason}): its User {shown:?} and whether that user may open \
                      /dev/nvidia* are not checked"

@@ -35,8 +35,8 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// A new tree `cudadiag-<kind>-…` in `$TMPDIR` (mode 0700). Stale trees of earlier killed runs are
-    /// removed first; the signal handling is installed on the first call.
+    /// A new tree `cudadiag-<kind>-…` in `$TMPDIR` (mode 0700). On the first call, stale trees of earlier
+    /// killed runs are removed and the signal handling is installed.
     pub fn new(kind: &str) -> io::Result<Scratch> {
         install();
         check()?;
@@ -46,8 +46,10 @@ impl Scratch {
         let path = tempfile::Builder::new().prefix(&name).tempdir()?.keep();
         live.push(path.clone());
         drop(live);
+        // Once a run: `$TMPDIR` may be a shared `/tmp` of many entries.
+        static SWEPT: std::sync::Once = std::sync::Once::new();
         if let Some(tmp) = path.parent() {
-            remove_stale(tmp, &path, &me);
+            SWEPT.call_once(|| remove_stale(tmp, &path, &me));
         }
         Ok(Scratch { path })
     }

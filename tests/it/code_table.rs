@@ -544,7 +544,7 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
-        "image-user-unknown",
+        "container-user-unknown",
         Case::Elsewhere {
             fire: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",
             miss: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",
@@ -552,7 +552,7 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
-        "image-user-unchecked",
+        "container-user-unchecked",
         Case::Elsewhere {
             fire: "image_hostile.rs::class8_a_passwd_over_the_cap_gives_a_note",
             miss: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",

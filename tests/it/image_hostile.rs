@@ -709,7 +709,7 @@ fn class8_an_image_user_absent_from_its_passwd_is_reported() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["slug"] == "image-user-unknown")
+        .find(|f| f["slug"] == "container-user-unknown")
         .unwrap_or_else(|| panic!("{v}"));
     assert!(f["message"].as_str().unwrap().contains("\"app\""), "{f}");
     // The near miss: a numeric User needs no entry.
@@ -718,7 +718,7 @@ fn class8_an_image_user_absent_from_its_passwd_is_reported() {
         tmp.path(),
         &["inspect", "--image", img.to_str().unwrap(), "--no-host"],
     );
-    assert!(!slugs(&v).iter().any(|s| s.starts_with("image-user")), "{v}");
+    assert!(!slugs(&v).iter().any(|s| s.starts_with("container-user")), "{v}");
 }
 
 #[test]
@@ -736,8 +736,8 @@ fn class8_a_passwd_over_the_cap_gives_a_note() {
         tmp.path(),
         &["inspect", "--image", img.to_str().unwrap(), "--no-host"],
     );
-    assert!(slugs(&v).contains(&"image-user-unchecked".to_string()), "{v}");
-    assert!(!slugs(&v).contains(&"image-user-unknown".to_string()), "{v}");
+    assert!(slugs(&v).contains(&"container-user-unchecked".to_string()), "{v}");
+    assert!(!slugs(&v).contains(&"container-user-unknown".to_string()), "{v}");
 }
 
 #[test]
