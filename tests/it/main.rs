@@ -19,6 +19,7 @@ mod fixtures_cuobjdump;
 mod fleet;
 mod host;
 mod host_rules;
+mod hostile_output;
 mod image;
 mod image_hostile;
 mod image_run;
