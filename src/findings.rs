@@ -208,6 +208,8 @@ catalogue! {
         needs: Needs::Image, probe: &[]);
     ContainerComputeMissing = ("CD312", "container-compute-missing", Error, Some(35), "NVIDIA_DRIVER_CAPABILITIES lacks compute: the toolkit does not mount libcuda.so.1 into the container",
         needs: Needs::Image, probe: &[]);
+    SecureBootBlocksModule = ("CD313", "secure-boot-blocks-module", Error, None, "Secure Boot is enforced and the NVIDIA module for the running kernel is unsigned: the kernel refuses it",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded, Expect::Code(100), Expect::Code(999)])]);
     ContainerUserUnknown = ("CD316", "container-user-unknown", Error, None, "the image's User is not in its /etc/passwd (or its group in /etc/group): the container engine refuses to start it",
         needs: Needs::Image, probe: &[]);
     ContainerUserUnchecked = ("CD317", "container-user-unchecked", Note, None, "the image's /etc/passwd or /etc/group was not read: its User and what that user may open are not checked",
