@@ -89,6 +89,8 @@ pub(crate) struct Program {
     pub steps: Vec<String>,
     /// The container's user (the image's `User`), as the image's `/etc/passwd` names it.
     user: Option<crate::facts::host::Identity>,
+    /// What the image's own rules read (`rules::image`: its `User` and why it gives no identity).
+    about: crate::facts::image::ImageFacts,
     /// Where the toolkit puts the node's libraries: the image's layout.
     layout: ImageLayout,
     /// The ELF machine of the stand-ins for the node's libraries.
@@ -121,6 +123,11 @@ impl Program {
         let arm = img.facts.platform.split('/').nth(1) == Some("arm64");
         Ok(Program {
             user: image::entry::identity(&root, &img.config.user),
+            about: crate::facts::image::ImageFacts {
+                user: img.config.user.clone(),
+                user_problem: img.facts.user_problem.clone(),
+                ..Default::default()
+            },
             layout: ImageLayout {
                 multiarch: root.exists(Path::new("/etc/debian_version")),
                 machine: if arm { "aarch64" } else { "x86_64" }.to_string(),
@@ -327,6 +334,7 @@ pub(crate) fn judge(
     }
     let mut findings = staged.map(|s| s.view.findings.clone()).unwrap_or_default();
     findings.extend(crate::rules::evaluate(facts, matrix));
+    findings.extend(crate::rules::image::user(&program.about));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     let mut verdicts = crate::rules::verdicts(facts, &findings, matrix);
     if let Some(stop) = findings.iter().find(|f| stops_the_container(f.code)) {
@@ -345,7 +353,10 @@ pub(crate) fn judge(
 fn stops_the_container(code: Code) -> bool {
     matches!(
         code,
-        Code::ContainerRequirementUnmet | Code::ContainerConfigInvalid | Code::ContainerUnknownDevice
+        Code::ContainerRequirementUnmet
+            | Code::ContainerConfigInvalid
+            | Code::ContainerUnknownDevice
+            | Code::ContainerUserUnknown
     )
 }
 

@@ -19,6 +19,7 @@ pub mod duplicates;
 pub mod glibc;
 pub mod headline;
 pub mod host;
+pub mod image;
 pub mod jetson;
 pub mod jit_cache;
 pub mod kernel_image;

@@ -554,6 +554,22 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "container-user-unknown",
+        Case::Elsewhere {
+            fire: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",
+            miss: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",
+            why: "an image is built for it: User app absent from its passwd, against a numeric User",
+        },
+    ),
+    (
+        "container-user-unchecked",
+        Case::Elsewhere {
+            fire: "image_hostile.rs::class8_a_passwd_over_the_cap_gives_a_note",
+            miss: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",
+            why: "an image is built for it: a 1.9 MB passwd, against a small one",
+        },
+    ),
+    (
         "container-gpus-from-run",
         Case::Elsewhere {
             fire: "image_run.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",

@@ -21,6 +21,7 @@ mod host;
 mod host_rules;
 mod hostile_output;
 mod image;
+mod image_hostile;
 mod image_run;
 mod jetson;
 mod layering;
