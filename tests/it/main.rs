@@ -32,6 +32,7 @@ mod malformed;
 mod pip_layouts;
 mod probe;
 mod probe_live;
+mod python_syspath;
 mod verdict_agreement;
 mod verdict_fixtures;
 mod verdict_process;
