@@ -291,7 +291,12 @@ pub(super) fn run(root: &Root, env: &Env, vars: &Vars, req: &Request, cfg: Confi
                 disabled_by = disabled_by.or(Some(UserSiteOff::Venv));
             }
         }
-        user.path = user_site(root, env, req, &cfg, &mut path.notes);
+        let mut notes = Vec::new();
+        user.path = user_site(root, env, req, &cfg, &mut notes);
+        // An unknown home matters only where the user site would be read.
+        if disabled_by.is_none() {
+            path.notes.extend(notes);
+        }
         if let Some(u) = user.path.clone().filter(|u| disabled_by.is_none() && is_dir(u)) {
             add_site_dir(root, &fl, &mut path, u, Why::UserSite);
             user.added = true;
