@@ -82,7 +82,7 @@ pub struct Request {
 
 /// Why a `sys.path` entry is there: the rule that put it, typed.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case", tag = "rule")]
+#[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Why {
     /// `sys.path[0]`: what [`Main`] says.
     Main {
@@ -105,7 +105,7 @@ pub enum Why {
         /// The prefix it belongs to.
         prefix: PathBuf,
         /// Which of that prefix's directories.
-        kind: SiteKind,
+        site: SiteKind,
     },
     /// The user site (`~/.local/lib/pythonX.Y/site-packages`, or under `PYTHONUSERBASE`).
     UserSite,
@@ -144,7 +144,7 @@ pub struct Entry {
 /// Something CPython would do at start-up that may change `sys.path` and that is not modelled (it would
 /// mean running code), or a file that could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case", tag = "what")]
+#[serde(rename_all = "snake_case", tag = "kind")]
 pub enum NotModelled {
     /// A `.pth` line that starts with `import`: `site.py` runs it (editable installs, `distutils-precedence`).
     PthImport {

@@ -281,7 +281,7 @@ pub(super) fn run(root: &Root, env: &Env, vars: &Vars, req: &Request, cfg: Confi
         if let Some(v) = &cfg.venv {
             for (dir, prefix, kind) in site_packages(&cfg, &fl, std::slice::from_ref(&v.prefix), true) {
                 if is_dir(&dir) {
-                    add_site_dir(root, &fl, &mut path, dir, Why::SiteDir { prefix, kind });
+                    add_site_dir(root, &fl, &mut path, dir, Why::SiteDir { prefix, site: kind });
                 }
             }
             if v.system_site_packages {
@@ -304,7 +304,7 @@ pub(super) fn run(root: &Root, env: &Env, vars: &Vars, req: &Request, cfg: Confi
         let in_venv = cfg.venv.is_some();
         for (dir, prefix, kind) in site_packages(&cfg, &fl, &prefixes, in_venv) {
             if is_dir(&dir) {
-                add_site_dir(root, &fl, &mut path, dir, Why::SiteDir { prefix, kind });
+                add_site_dir(root, &fl, &mut path, dir, Why::SiteDir { prefix, site: kind });
             }
         }
         if let Some(p) = find_module(root, &path.entries, "sitecustomize") {

@@ -141,7 +141,7 @@ fn debian_reads_dist_packages() {
         got.entries[5].why,
         Why::SiteDir {
             prefix: PathBuf::from("/usr"),
-            kind: SiteKind::DebianSharedDistPackages
+            site: SiteKind::DebianSharedDistPackages
         }
     );
     assert_eq!(got.user_site.disabled_by, Some(UserSiteOff::Flag));
