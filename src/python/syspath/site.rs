@@ -38,13 +38,13 @@ fn flavour(root: &Root, cfg: &Config) -> Flavour {
 }
 
 /// `sys.path` as it grows: the entries and the set of those already there (`known_paths`).
-struct Path_ {
+struct Growing {
     entries: Vec<Entry>,
     known: HashSet<PathBuf>,
     notes: Vec<NotModelled>,
 }
 
-impl Path_ {
+impl Growing {
     fn push(&mut self, path: PathBuf, why: Why) -> bool {
         if self.known.insert(path.clone()) {
             self.entries.push(Entry { path, why });
@@ -108,7 +108,7 @@ fn site_packages(
 }
 
 /// `site.addsitedir`: the directory, then its `.pth` files in sorted name order.
-fn add_site_dir(root: &Root, fl: &Flavour, path: &mut Path_, dir: PathBuf, why: Why) {
+fn add_site_dir(root: &Root, fl: &Flavour, path: &mut Growing, dir: PathBuf, why: Why) {
     path.push(dir.clone(), why);
     let mut names: Vec<PathBuf> = root
         .read_dir(&dir)
@@ -129,7 +129,7 @@ fn add_site_dir(root: &Root, fl: &Flavour, path: &mut Path_, dir: PathBuf, why: 
 
 /// `site.addpackage`: comment and blank lines skipped, `import` lines listed (never run), every other line a
 /// path relative to the site directory, added if it exists and is not there yet.
-fn add_pth(root: &Root, path: &mut Path_, dir: &Path, pth: &Path) {
+fn add_pth(root: &Root, path: &mut Growing, dir: &Path, pth: &Path) {
     let bytes = match root.read(pth, read::CONFIG_TEXT) {
         Ok(b) => b,
         Err(e) => {
@@ -251,7 +251,7 @@ fn main_entry(root: &Root, req: &Request, cfg: &Config, vars: &Vars) -> Option<E
 
 /// `site.main()`, then `sys.path[0]`.
 pub(super) fn run(root: &Root, env: &Env, vars: &Vars, req: &Request, cfg: Config) -> SysPath {
-    let mut path = Path_ {
+    let mut path = Growing {
         entries: Vec::new(),
         known: HashSet::new(),
         notes: cfg.not_modelled.clone(),
