@@ -91,9 +91,11 @@ pub fn snapshot(text: &str) {
 }
 
 /// Policy and data files: a `cudadiag.toml` policy, a compatibility matrix (`--matrix`, validated as it is
-/// loaded), the pip package table, and `Requires-Dist` lines with their environment markers.
+/// loaded), the pip package table, `Requires-Dist` lines with their environment markers, and a `RECORD`'s
+/// paths.
 pub fn config_text(text: &str) {
     let _ = crate::policy::Policy::parse(text, "fuzz");
+    let _ = crate::python::dist_info::record_paths(text);
     let _ = crate::rules::wheel::Table::parse(text);
     let _ = crate::matrix::Matrix::parse(text, "fuzz");
     let env = crate::inspect::pep508::Env::of_wheel(std::path::Path::new(

@@ -25,6 +25,7 @@ pub mod matrix;
 pub mod parallel;
 pub mod policy;
 pub mod probe;
+pub mod python;
 pub mod report;
 pub mod rules;
 pub mod system;

@@ -257,6 +257,12 @@ pub struct Copy {
     /// through `/etc/ld.so.cache`, so a missing library found here means a cache `ldconfig` has not refreshed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub in_ld_so_conf: bool,
+    /// The package that installed it, by the package manager's own record: the pip distribution whose
+    /// `*.dist-info/RECORD` lists it (kind `pip`), or the conda package whose `conda-meta/*.json` does (kind
+    /// `conda`). Looked up for the usable copies of the requested name alone: a package already installed is
+    /// not one to install again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<super::host::Owner>,
 }
 
 impl Copy {
@@ -264,6 +270,10 @@ impl Copy {
     /// whether `/etc/ld.so.conf` lists its directory.
     pub fn line(&self) -> String {
         let mut notes: Vec<String> = self.version.iter().map(|v| format!("version {v}")).collect();
+        notes.extend(self.package.iter().map(|p| match &p.version {
+            Some(v) => format!("installed by {}: {} {v}", p.kind, p.name),
+            None => format!("installed by {}: {}", p.kind, p.name),
+        }));
         notes.extend(self.unusable.iter().map(|u| format!("not loadable here: {u}")));
         if self.in_ld_so_conf {
             notes.push("listed in ld.so.conf".into());
@@ -445,8 +455,10 @@ pub struct Resolution {
     pub objects: Vec<LoadedObject>,
     /// Every request, in the order ld.so makes them.
     pub libraries: Vec<Library>,
-    /// How each object that requested a missing library was installed (pip, conda, the system's packages),
-    /// read beside it: what the fix names packages from.
+    /// How objects were installed (pip, conda, the system's packages), read beside them: each object that
+    /// requested a missing library (what the fix names packages from), and for `cuda-library-too-old` each
+    /// object that loads an NVIDIA library whose version is known beyond its major, and each such library
+    /// pip installed (its distribution's version is the library's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub origins: Vec<Origin>,
     /// Set when the machine (or root) cannot load the binary's architecture: its libraries were not looked up.
@@ -511,7 +523,7 @@ pub struct Floor {
     pub release: Vec<u64>,
 }
 
-/// The pip distribution that installed a requester.
+/// The pip distribution that installed an object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PipDist {
     /// Its name as `METADATA` spells it (`torch`).
@@ -524,13 +536,14 @@ pub struct PipDist {
     pub requires: Vec<MetadataLine>,
 }
 
-/// How one requester of a missing library was installed.
+/// How one object was installed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Installed {
-    /// Under a Python `site-packages` directory, installed by pip.
+    /// Installed by pip: a `*.dist-info/RECORD` lists it, or it is under a Python `site-packages` directory.
     Pip {
-        /// The `site-packages` directory.
+        /// The directory pip installed into: the `.dist-info`'s parent (a `site-packages`, a `pip install
+        /// --target` directory, a `PYTHONPATH` entry), else the `site-packages` above the object.
         site: String,
         /// The distribution whose `RECORD` lists the object, when one does.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -549,10 +562,10 @@ pub enum Installed {
     },
 }
 
-/// A requester and how it was installed.
+/// An object and how it was installed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Origin {
-    /// The requesting object's path, as [`Library::needed_by`] names it.
+    /// The object's path as loaded ([`LoadedObject::path`], as [`Library::needed_by`] names a requester).
     pub object: String,
     /// How it was installed.
     #[serde(flatten)]

@@ -13,6 +13,7 @@
 use super::libcuda;
 use crate::facts::host::LibraryEntry;
 use crate::loader::cache::LdCache;
+use crate::python::envs::{conda_prefixes, glob_dirs, python_sites};
 use crate::system::{Env, Root};
 use regex::Regex;
 use std::path::{Path, PathBuf};
@@ -86,41 +87,6 @@ pub fn kind_of_name(base: &str) -> String {
     }
 }
 
-fn glob_dirs(root: &Root, dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    root.read_dir(dir)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
-        })
-        .collect()
-}
-
-/// Every home directory: `HOME`, `/root`, `/home/*`.
-fn homes(root: &Root, env: &Env) -> Vec<PathBuf> {
-    let mut h: Vec<PathBuf> = env.get("HOME").map(PathBuf::from).into_iter().collect();
-    h.push(PathBuf::from("/root"));
-    h.extend(root.read_dir(Path::new("/home")).unwrap_or_default());
-    let mut unique = Vec::new();
-    for d in h {
-        if !unique.contains(&d) {
-            unique.push(d);
-        }
-    }
-    unique
-}
-
-fn site_dirs_under(root: &Root, prefix: &Path, out: &mut Vec<PathBuf>) {
-    for lib in ["lib", "lib64"] {
-        for py in glob_dirs(root, &prefix.join(lib), "python3") {
-            for s in ["site-packages", "dist-packages"] {
-                out.push(py.join(s));
-            }
-        }
-    }
-}
-
 /// Where to look, in reporting order.
 fn scan_roots(root: &Root, env: &Env, cache: Option<&LdCache>) -> Vec<ScanRoot> {
     let mut roots = Vec::new();
@@ -165,71 +131,15 @@ fn scan_roots(root: &Root, env: &Env, cache: Option<&LdCache>) -> Vec<ScanRoot> 
             place: Place::Toolkit(t),
         });
     }
-    let mut prefixes: Vec<PathBuf> = env.get("CONDA_PREFIX").map(PathBuf::from).into_iter().collect();
-    let mut bases = vec![PathBuf::from("/opt")];
-    bases.extend(homes(root, env));
-    for base in &bases {
-        for name in [
-            "conda",
-            "miniconda3",
-            "anaconda3",
-            "miniforge3",
-            "mambaforge",
-            ".conda",
-        ] {
-            let b = base.join(name);
-            if root.exists(&b.join("conda-meta")) || root.exists(&b.join("envs")) {
-                prefixes.push(b.clone());
-                prefixes.extend(root.read_dir(&b.join("envs")).unwrap_or_default());
-            }
-        }
-    }
-    let mut sites = Vec::new();
-    prefixes.sort();
-    prefixes.dedup();
+    let prefixes = conda_prefixes(root, env);
     for p in &prefixes {
         roots.push(ScanRoot {
             dir: p.join("lib"),
             depth: 1,
             place: Place::Conda(p.clone()),
         });
-        site_dirs_under(root, p, &mut sites);
     }
-    let mut venvs: Vec<PathBuf> = env.get("VIRTUAL_ENV").map(PathBuf::from).into_iter().collect();
-    venvs.extend([
-        PathBuf::from("/usr"),
-        PathBuf::from("/usr/local"),
-        PathBuf::from("/opt/venv"),
-    ]);
-    for h in homes(root, env) {
-        venvs.extend([h.join(".local"), h.join(".venv"), h.join("venv")]);
-    }
-    // Every Python on PATH is an environment the user runs: `/opt/torch/.venv/bin/python3` → `/opt/torch/.venv`.
-    for dir in env
-        .get("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .filter(|d| d.ends_with("/bin"))
-    {
-        let bin = Path::new(dir);
-        if ["python3", "python"].iter().any(|p| root.exists(&bin.join(p)))
-            && let Some(prefix) = bin.parent()
-        {
-            venvs.push(prefix.to_path_buf());
-        }
-    }
-    for v in &venvs {
-        site_dirs_under(root, v, &mut sites);
-    }
-    let mut unique = Vec::new();
-    for site in sites {
-        if let Ok(real) = root.resolve(&site)
-            && !unique.contains(&real)
-        {
-            unique.push(real);
-        }
-    }
-    for site in unique {
+    for site in python_sites(root, env, &prefixes) {
         site_roots(root, &site, &mut roots);
     }
     roots.extend(loader_roots);

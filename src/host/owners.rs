@@ -21,34 +21,7 @@ use std::path::{Path, PathBuf};
 /// Files owned by packages of one kind: machine path → owner.
 pub type OwnerMap = HashMap<PathBuf, Owner>;
 
-/// Does a package name look like it may hold CUDA libraries?
-pub fn cuda_related(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    [
-        "nvidia",
-        "cuda",
-        "cudnn",
-        "nccl",
-        "cublas",
-        "cufft",
-        "curand",
-        "cusolver",
-        "cusparse",
-        "nvjitlink",
-        "nvrtc",
-        "cupti",
-        "libnv",
-        "libcu",
-        "torch",
-        "tensorrt",
-        "cupy",
-        "jax",
-        "tensorflow",
-        "nvtx",
-    ]
-    .iter()
-    .any(|k| n.contains(k))
-}
+pub use crate::python::cuda_related;
 
 /// pip: every file listed by the CUDA-related `*.dist-info/RECORD`s of a site-packages directory.
 pub fn pip(root: &Root, site: &Path) -> OwnerMap {
@@ -84,35 +57,7 @@ pub fn pip(root: &Root, site: &Path) -> OwnerMap {
     map
 }
 
-/// conda: every file listed by the CUDA-related `conda-meta/*.json` of an environment prefix.
-pub fn conda(root: &Root, prefix: &Path) -> OwnerMap {
-    let mut map = OwnerMap::new();
-    for f in root.read_dir(&prefix.join("conda-meta")).unwrap_or_default() {
-        let Some(name) = f.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-            continue;
-        };
-        if !name.ends_with(".json") || !cuda_related(&name) {
-            continue;
-        }
-        let Ok(text) = root.read_to_string(&f, read::PACKAGE_METADATA) else {
-            continue;
-        };
-        let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text) else {
-            continue;
-        };
-        let owner = Owner {
-            kind: "conda".into(),
-            name: doc["name"].as_str().unwrap_or_default().to_string(),
-            version: doc["version"].as_str().map(str::to_string),
-        };
-        for file in doc["files"].as_array().into_iter().flatten() {
-            if let Some(rel) = file.as_str().filter(|r| r.contains(".so")) {
-                map.insert(prefix.join(rel), owner.clone());
-            }
-        }
-    }
-    map
-}
+pub use crate::python::conda::records as conda;
 
 /// dpkg: every shared library listed by a CUDA-related package.
 pub fn dpkg(root: &Root) -> OwnerMap {

@@ -2,18 +2,28 @@
 //! is the right one?", which neither ld.so nor libtree gives.
 //!
 //! Looked for, under the root, in the default directories, the directories of `/etc/ld.so.conf` (and its
-//! `include`s), every directory already named by the search (RPATH, LD_LIBRARY_PATH, RUNPATH), and by a
+//! `include`s), every directory already named by the search (RPATH, LD_LIBRARY_PATH, RUNPATH), by a
 //! bounded walk of `/usr/local` and `/opt` (toolkits, conda) and of the system Pythons' `site-packages/nvidia`
-//! (pip wheels). Links are not followed by the walk, so `/lib` → `/usr/lib` is not counted twice, and the
-//! tops of the walk are resolved inside the root, so `R/opt -> /` walks `R`, never the host's `/`.
+//! (pip wheels), and in the library directories of pip and conda layouts ([`package_dirs`]): NVIDIA's wheels'
+//! `nvidia/*/lib` and a conda prefix's `lib`, beside each object that asks (the site-packages or `--target`
+//! directory it sits in: onnxruntime-gpu's CUDA provider has no RPATH, and its CUDA libraries are in its own
+//! site-packages' `nvidia/cu13/lib`), and in every Python environment and conda prefix of the root. Links are
+//! not followed by the walk, so `/lib` → `/usr/lib` is not counted twice, and the tops of the walk are
+//! resolved inside the root, so `R/opt -> /` walks `R`, never the host's `/`.
+//!
+//! A usable copy of the requested name is then asked who installed it ([`Copy::package`]): the pip
+//! distribution whose `RECORD` lists it, or the conda package whose `conda-meta` record does. A package that
+//! is already installed is not one to install again: the fix is to reach it.
 
 use super::object::{Verdict, check_header};
 use super::platform::Platform;
+use crate::facts::host::Owner;
 use crate::facts::loader::{Copy, How, Resolution};
-use crate::system::Root;
-use std::collections::BTreeSet;
+use crate::python::dist_info::{MAX_LEVELS, Records};
+use crate::system::{Env, Root};
+use std::collections::{BTreeSet, HashMap};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Entries the walks visit at most, so a huge tree cannot stall a diagnosis.
 const WALK_BUDGET: usize = 100_000;
@@ -23,9 +33,16 @@ fn stem(name: &str) -> &str {
     name.split(".so").next().unwrap_or(name)
 }
 
-/// Fills [`crate::facts::loader::Library::copies`] for every library not found. (A shadowed library's other copy is known
-/// already: [`crate::facts::loader::Library::intended`].)
+/// [`fill_with`] without an environment: the Python environments and conda prefixes named by variables
+/// (`VIRTUAL_ENV`, `CONDA_PREFIX`, `PATH`, `PYTHONPATH`) are not looked in.
 pub fn fill(root: &Root, platform: &Platform, res: &mut Resolution) {
+    fill_with(root, &Env::default(), platform, res);
+}
+
+/// Fills [`crate::facts::loader::Library::copies`] for every library not found. (A shadowed library's other copy is known
+/// already: [`crate::facts::loader::Library::intended`].) `env` names the Python environments and conda
+/// prefixes to look in besides the usual places.
+pub fn fill_with(root: &Root, env: &Env, platform: &Platform, res: &mut Resolution) {
     let wanted: BTreeSet<String> = res
         .libraries
         .iter()
@@ -54,12 +71,16 @@ pub fn fill(root: &Root, platform: &Platform, res: &mut Resolution) {
             }
         }
     }
+    let layouts = package_dirs(root, env, res, &wanted);
+    dirs.extend(layouts.iter().map(String::as_str));
     // The directories the loader knows of, and the trees where toolkits and wheels live, are read at once.
     let (mut found, walked) = std::thread::scope(|s| {
         let walked = s.spawn(|| walk_tops(root, &matches));
         (in_dirs(root, &dirs, &matches), crate::parallel::join(walked))
     });
     found.extend(walked);
+    let mut records = Records::default();
+    let mut conda: HashMap<PathBuf, HashMap<PathBuf, Owner>> = HashMap::new();
     for lib in &mut res.libraries {
         if !wanted.contains(&lib.soname) {
             continue;
@@ -83,18 +104,98 @@ pub fn fill(root: &Root, platform: &Platform, res: &mut Resolution) {
             if !root.metadata(Path::new(p)).is_ok_and(|m| m.is_file()) {
                 continue;
             }
+            let same_name = name == lib.soname;
+            let unusable = unusable(root, Path::new(&real), platform);
+            let package = (same_name && unusable.is_none())
+                .then(|| package(root, &mut records, &mut conda, p, &real))
+                .flatten();
             copies.push(Copy {
                 path: p.clone(),
-                same_name: name == lib.soname,
+                same_name,
                 version: super::version_from_name(&real).or_else(|| super::version_from_name(p)),
-                unusable: unusable(root, Path::new(&real), platform),
+                unusable,
                 in_ld_so_conf: conf
                     .iter()
                     .any(|d| p.rsplit_once('/').is_some_and(|(pd, _)| pd == d)),
+                package,
             });
         }
         lib.copies = copies;
     }
+}
+
+/// The library directories of pip and conda layouts where a missing library may be: `nvidia/*/lib` (NVIDIA's
+/// wheels: `nvidia/cu13/lib`, `nvidia/cudnn/lib`, CUDA 12's `nvidia/cublas/lib`) and a conda prefix's `lib`,
+/// in each directory above a requester of a missing library (at most [`MAX_LEVELS`] up: the site-packages or
+/// `--target` directory it was installed into, its environment's prefix) and in every Python environment and
+/// conda prefix of the root ([`crate::python::envs::python_sites`]). A few `lstat`s and small listings each.
+fn package_dirs(root: &Root, env: &Env, res: &Resolution, wanted: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut tops: BTreeSet<PathBuf> = BTreeSet::new();
+    for l in res.libraries.iter().filter(|l| wanted.contains(&l.soname)) {
+        let Some(o) = res.objects.get(l.needed_by_index) else {
+            continue;
+        };
+        // The path as opened names its directories as the user sees them; one through `..` is left to the
+        // real path, which names the same ones.
+        for p in [&o.realpath, &o.path] {
+            if p.split('/').any(|c| c == "..") {
+                continue;
+            }
+            tops.extend(
+                Path::new(p)
+                    .ancestors()
+                    .skip(1)
+                    .take(MAX_LEVELS)
+                    .map(Path::to_path_buf),
+            );
+        }
+    }
+    let prefixes = crate::python::envs::conda_prefixes(root, env);
+    tops.extend(crate::python::envs::python_sites(root, env, &prefixes));
+    let mut out = BTreeSet::new();
+    for p in prefixes {
+        out.insert(p.join("lib").to_string_lossy().into_owned());
+    }
+    for t in tops {
+        if root.metadata(&t.join("conda-meta")).is_ok_and(|m| m.is_dir()) {
+            out.insert(t.join("lib").to_string_lossy().into_owned());
+        }
+        for d in root.read_dir(&t.join("nvidia")).unwrap_or_default() {
+            out.insert(d.join("lib").to_string_lossy().into_owned());
+        }
+    }
+    out
+}
+
+/// Who installed the copy at `path` (real path `real`): the pip distribution whose `RECORD` lists it (its name
+/// and version from its `.dist-info` directory's name, PEP 427's `{name}-{version}`), else the conda package
+/// whose `conda-meta` record lists it in the prefix above it.
+fn package(
+    root: &Root,
+    records: &mut Records,
+    conda: &mut HashMap<PathBuf, HashMap<PathBuf, Owner>>,
+    path: &str,
+    real: &str,
+) -> Option<Owner> {
+    if let Some(owned) = records.owner_of(root, real, path) {
+        let info = owned.info.file_name()?.to_string_lossy().into_owned();
+        let (name, version) = info.strip_suffix(".dist-info")?.split_once('-')?;
+        return Some(Owner {
+            kind: "pip".into(),
+            name: crate::inspect::pep508::normalise(name),
+            version: Some(version.to_string()),
+        });
+    }
+    let prefix = Path::new(real)
+        .ancestors()
+        .skip(1)
+        .take(MAX_LEVELS)
+        .find(|d| root.metadata(&d.join("conda-meta")).is_ok_and(|m| m.is_dir()))?;
+    conda
+        .entry(prefix.to_path_buf())
+        .or_insert_with(|| crate::python::conda::records(root, prefix))
+        .get(Path::new(real))
+        .cloned()
 }
 
 /// Why the loader `p` would pass over the file at `real` (another class or machine, not a loadable ELF

@@ -2,22 +2,28 @@
 //! install ("`pip install nvidia-cudnn-cu13==9.19.0.56`", not "install the package that provides it").
 //!
 //! Read beside each requester, through the root:
-//! - pip: the object is under a `site-packages` (or `dist-packages`) directory. The distribution that owns it
-//!   is the `*.dist-info` whose `RECORD` lists the file (PEP 376, PEP 627); its `METADATA` holds the
-//!   `Requires-Dist` lines (core metadata 2.1+, PEP 566) with the exact pins pip installs beside it. A
-//!   `dist-info/INSTALLER` of `conda` means conda installed it: the conda rules apply then.
+//! - pip: the distribution that owns the object is the `*.dist-info` whose `RECORD` lists the file (PEP 376,
+//!   PEP 627), found wherever it is ([`crate::python::dist_info`]: a `site-packages`, a `pip install --target`
+//!   directory, a `PYTHONPATH` entry, a Bazel or Spack tree); an object under a `site-packages` (or
+//!   `dist-packages`) directory that no `RECORD` lists is still pip's environment. The `METADATA` holds the
+//!   `Requires-Dist` lines (core metadata 2.1+, PEP 566) with the exact pins pip installs beside it, and the
+//!   distribution's `Version`. A `dist-info/INSTALLER` of `conda` means conda installed it: the conda rules
+//!   apply then.
 //! - conda: an ancestor directory has `conda-meta/` (the environment prefix).
 //! - otherwise, the system's package manager: `/var/lib/dpkg/status` (Debian, Ubuntu) or `/var/lib/rpm`
 //!   (RHEL, Fedora, SUSE).
 //!
-//! Read for the requesters of a library no step found, and for the requesters under `site-packages` of an
-//! NVIDIA library whose loaded copy names its full version (`libcudnn.so.9.14.0`: a toolkit's or the system's
-//! copy, not the pip one, whose file is named by its SONAME alone), for `cuda-library-too-old`. A healthy
-//! pip-only tree costs nothing here.
+//! Read for the requesters of a library no step found, and, for `cuda-library-too-old`, for the requesters of
+//! an NVIDIA library whose loaded copy has a version beyond its major: a toolkit's or the system's copy whose
+//! file name gives it (`libcudnn.so.9.14.0`), or a pip copy (named by its SONAME alone) whose distribution's
+//! `METADATA` gives it (`nvidia-cudnn-cu13` 9.14.0.64); such a pip copy gets its own origin, which carries the
+//! version. Nothing else is read: a binary outside any Python environment costs a few directory listings.
 
 use crate::facts::loader::{
-    Floor, FloorOp, How, Installed, MetadataLine, Origin, PackageManager, PipDist, Resolution, release,
+    Floor, FloorOp, How, Installed, LoadedObject, MetadataLine, Origin, PackageManager, PipDist, Resolution,
+    release,
 };
+use crate::python::dist_info::{self, Records};
 use crate::system::{Root, read};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -79,17 +85,31 @@ pub const VERSIONED_STEMS: &[&str] = &[
     "libnvrtc",
 ];
 
-/// Fills [`Resolution::origins`] for every object that requested a library no step found, and for every
-/// object under `site-packages` whose NVIDIA library ([`VERSIONED_STEMS`]) was loaded from a file that names a
-/// version beyond the major.
+/// Fills [`Resolution::origins`] for every object that requested a library no step found, for every object
+/// whose NVIDIA library ([`VERSIONED_STEMS`]) was loaded from a copy whose version is known beyond its major,
+/// and for each such copy that pip installed (its origin carries the distribution's version).
 pub fn fill(root: &Root, res: &mut Resolution) {
-    let requesters: BTreeSet<usize> = res
+    let mut records = Records::default();
+    let mut wanted: BTreeSet<usize> = res
         .libraries
         .iter()
-        .filter(|l| l.how == How::NotFound || pinned_candidate(res, l))
+        .filter(|l| l.how == How::NotFound)
         .map(|l| l.needed_by_index)
         .collect();
-    if requesters.is_empty() {
+    for l in &res.libraries {
+        let stem = l.soname.split(".so").next().unwrap_or(&l.soname);
+        let Some(j) = l.object.filter(|_| VERSIONED_STEMS.contains(&stem)) else {
+            continue;
+        };
+        let Some(o) = res.objects.get(j) else { continue };
+        if o.version.as_deref().is_some_and(|v| v.contains('.')) {
+            wanted.insert(l.needed_by_index);
+        } else if records.owner_of(root, &o.realpath, &o.path).is_some() {
+            wanted.insert(l.needed_by_index);
+            wanted.insert(j);
+        }
+    }
+    if wanted.is_empty() {
         return;
     }
     let manager = if root.exists(Path::new("/var/lib/dpkg/status")) {
@@ -99,12 +119,12 @@ pub fn fill(root: &Root, res: &mut Resolution) {
     } else {
         None
     };
-    let mut records = Records::default();
-    for i in requesters {
+    let mut dists = Dists::new();
+    for i in wanted {
         let Some(o) = res.objects.get(i) else {
             continue;
         };
-        let installed = of(root, &o.realpath, &mut records).unwrap_or(Installed::System { manager });
+        let installed = of(root, o, &mut records, &mut dists).unwrap_or(Installed::System { manager });
         res.origins.push(Origin {
             object: o.path.clone(),
             installed,
@@ -112,62 +132,37 @@ pub fn fill(root: &Root, res: &mut Resolution) {
     }
 }
 
-/// A found NVIDIA library, loaded from a file whose name gives more than its major, for a requester under
-/// `site-packages`: its package's pin can be compared with the loaded version.
-fn pinned_candidate(res: &Resolution, l: &crate::facts::loader::Library) -> bool {
-    let stem = l.soname.split(".so").next().unwrap_or(&l.soname);
-    if !VERSIONED_STEMS.contains(&stem) {
-        return false;
-    }
-    let Some(o) = l.object.and_then(|i| res.objects.get(i)) else {
-        return false;
-    };
-    o.version.as_deref().is_some_and(|v| v.contains('.'))
-        && res
-            .objects
-            .get(l.needed_by_index)
-            .is_some_and(|r| site_packages(Path::new(&r.realpath)).is_some())
-}
+/// Each `.dist-info`'s installer and parsed `METADATA`, read once (many of torch's objects ask).
+type Dists = std::collections::HashMap<std::path::PathBuf, (String, Option<PipDist>)>;
 
-/// The files each `*.dist-info/RECORD` lists, read once per run (torch's lists some twenty thousand, and
-/// several of its libraries may miss a library).
-#[derive(Default)]
-struct Records(std::collections::HashMap<std::path::PathBuf, Option<std::collections::HashSet<String>>>);
-
-impl Records {
-    fn lists(&mut self, root: &Root, info: &Path, rel: &str) -> bool {
-        self.0
-            .entry(info.to_path_buf())
-            .or_insert_with(|| {
-                let text = root
-                    .read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA)
-                    .ok()?;
-                Some(
-                    text.lines()
-                        .filter_map(|l| l.split(',').next())
-                        .map(str::to_string)
-                        .collect(),
-                )
-            })
-            .as_ref()
-            .is_some_and(|files| files.contains(rel))
-    }
-}
-
-/// How the object at `real` (a real path inside the root) was installed, when pip or conda did it.
-fn of(root: &Root, real: &str, records: &mut Records) -> Option<Installed> {
-    let path = Path::new(real);
-    if let Some((site, rel)) = site_packages(path) {
-        let dist = owning_dist(root, &site, &rel, records);
+/// How the object `o` was installed, when pip or conda did it.
+fn of(root: &Root, o: &LoadedObject, records: &mut Records, dists: &mut Dists) -> Option<Installed> {
+    let path = Path::new(&o.realpath);
+    if let Some(owned) = records.owner_of(root, &o.realpath, &o.path) {
+        let (installer, dist) = dists.entry(owned.info.clone()).or_insert_with(|| {
+            let metadata = owned.info.join("METADATA");
+            let dist = root
+                .read_to_string(&metadata, read::PACKAGE_METADATA)
+                .ok()
+                .and_then(|text| parse_metadata(&text, &metadata.to_string_lossy()));
+            (dist_info::installer(root, &owned.info), dist)
+        });
         // conda installs Python packages with a dist-info too, and says so in its INSTALLER file.
-        if dist.as_ref().is_some_and(|(_, installer)| installer == "conda")
+        if installer == "conda"
             && let Some(prefix) = conda_prefix(root, path)
         {
             return Some(Installed::Conda { prefix });
         }
+        let dist = dist.clone();
+        return Some(Installed::Pip {
+            site: owned.dir.to_string_lossy().into_owned(),
+            dist,
+        });
+    }
+    if let Some((site, _)) = site_packages(path) {
         return Some(Installed::Pip {
             site: site.to_string_lossy().into_owned(),
-            dist: dist.map(|(d, _)| d),
+            dist: None,
         });
     }
     conda_prefix(root, path).map(|prefix| Installed::Conda { prefix })
@@ -196,42 +191,6 @@ fn conda_prefix(root: &Root, path: &Path) -> Option<String> {
             return Some(d.to_string_lossy().into_owned());
         }
         dir = d.parent();
-    }
-    None
-}
-
-/// The distribution of `site` whose `RECORD` lists `rel`, with its installer (`pip`, `conda`, `uv`). The
-/// distributions named like the top-level directory of `rel` are read first (`torch/lib/x.so` →
-/// `torch-*.dist-info`), so the usual case reads one RECORD.
-fn owning_dist(root: &Root, site: &Path, rel: &Path, records: &mut Records) -> Option<(PipDist, String)> {
-    let top = rel
-        .components()
-        .next()
-        .map(|c| crate::inspect::pep508::normalise(&c.as_os_str().to_string_lossy()))?;
-    let rel_s = rel.to_string_lossy();
-    let mut infos: Vec<(bool, std::path::PathBuf)> = root
-        .read_dir(site)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|d| {
-            let name = d.file_name()?.to_string_lossy().into_owned();
-            let stem = name.strip_suffix(".dist-info")?;
-            let dist = crate::inspect::pep508::normalise(stem.split('-').next().unwrap_or(stem));
-            Some((dist != top, d))
-        })
-        .collect();
-    infos.sort();
-    for (_, info) in infos {
-        if !records.lists(root, &info, &rel_s) {
-            continue;
-        }
-        let metadata = info.join("METADATA");
-        let text = root.read_to_string(&metadata, read::PACKAGE_METADATA).ok()?;
-        let installer = root
-            .read_to_string(&info.join("INSTALLER"), read::PACKAGE_METADATA)
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default();
-        return Some((parse_metadata(&text, &metadata.to_string_lossy())?, installer));
     }
     None
 }

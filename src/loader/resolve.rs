@@ -527,7 +527,7 @@ pub fn resolve_alongside(
     }
     // The symbol checks run on the pool while the copies of missing libraries are looked for here.
     let binding = bind_versioned(&mut st.res, exports, st.files.pool());
-    super::copies::fill(root, &platform, &mut st.res);
+    super::copies::fill_with(root, env, &platform, &mut st.res);
     super::origin::fill(root, &mut st.res);
     binding.finish(&mut st.res, st.files.pool());
     Some(st.res)

@@ -14,14 +14,71 @@
 //! (`docs/library-versions.md` has the mapping and its sources). `cuda-toolkit[...]` is not compared: its
 //! version is the CUDA release's, not its libraries'.
 //!
-//! An error: the frameworks check the loaded library against the one they were built with and stop (JAX's
-//! start-up version check refuses an older cuDNN, cuBLAS, cuFFT, cuSPARSE, cuSOLVER or NCCL; torch raises
-//! "cuDNN version incompatibility" for an older cuDNN minor), and a library without such a check fails later,
-//! at the first call into a function the old copy lacks.
+//! The loaded copy's version is the most exact one known: for a copy pip installed (the distribution whose
+//! `RECORD` lists the file, wherever it is: [`crate::python::dist_info`]), that distribution's `Version`
+//! (`nvidia-cudnn-cu13` 9.14.0.64, whose `libcudnn.so.9` names only its major); otherwise what the file name
+//! gives. Two versions of one distribution compare on every number.
+//!
+//! What fails, and when, decides the severity:
+//! - an older **minor** release (9.14 under a 9.26 pin) is an error. torch checks cuDNN lazily, at its first
+//!   cuDNN use (the first convolution, `torch.backends.cudnn.version()`), not at import, and refuses a runtime
+//!   cuDNN of another major or of an older minor than the one it was compiled with ("cuDNN version
+//!   incompatibility"; `torch/backends/cudnn/__init__.py`); JAX's CUDA plugin checks cuDNN, cuBLAS, cuFFT,
+//!   cuSPARSE, cuSOLVER and NCCL at start-up on major and minor; a library without such a check fails at the
+//!   first call into a function the old copy lacks;
+//! - an older release of the **same minor** (9.26.0.10 under 9.26.0.51) is a warning: the pin is not met (`pip
+//!   check` says so), but the frameworks' own checks compare major and minor only, and pass.
 
-use crate::facts::loader::{Floor, FloorOp, Installed, MetadataLine, PipDist};
+use crate::facts::loader::{Floor, FloorOp, Installed, LoadedObject, MetadataLine, PipDist};
 use crate::facts::loader::{How, Library, Resolution};
-use crate::findings::{Code, Finding};
+use crate::findings::{Code, Finding, Severity};
+
+/// Where the loaded copy's version was read.
+enum Source<'a> {
+    /// The file name (`libcudnn.so.9.14.0`).
+    FileName,
+    /// The pip distribution that installed the file, and the directory it was installed into.
+    Dist(&'a PipDist, &'a str),
+}
+
+/// The loaded copy's version, as exactly as it is known.
+struct Have<'a> {
+    version: &'a str,
+    source: Source<'a>,
+}
+
+/// The version of `loaded` for a request of `soname`: its pip distribution's, when the distribution that
+/// installed the file is one that installs this SONAME; else its file name's.
+fn have<'a>(r: &'a Resolution, loaded: &'a LoadedObject, soname: &str) -> Option<Have<'a>> {
+    let table = super::packages::pip()?;
+    let pip = r.origins.iter().find_map(|o| match &o.installed {
+        Installed::Pip { site, dist: Some(d) } if o.object == loaded.path => Some((d, site.as_str())),
+        _ => None,
+    });
+    if let Some((d, site)) = pip
+        && table
+            .dist(&crate::inspect::pep508::normalise(&d.name))
+            .is_some_and(|t| t.sonames.iter().any(|s| s == soname))
+    {
+        return Some(Have {
+            version: &d.version,
+            source: Source::Dist(d, site),
+        });
+    }
+    loaded.version.as_deref().map(|version| Have {
+        version,
+        source: Source::FileName,
+    })
+}
+
+/// How much older the loaded copy is than the floor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gap {
+    /// An older minor release (or major.minor is all that could be compared): refused.
+    Minor,
+    /// The same major and minor, an older patch or build: the pin is not met, the checks pass.
+    Patch,
+}
 
 /// One finding per package requirement and loaded copy older than the requirement's floor; the objects of
 /// the package that request it are named in the evidence.
@@ -35,7 +92,7 @@ pub fn cuda_library_too_old(r: &Resolution) -> Vec<Finding> {
         let Some(loaded) = l.object.and_then(|i| r.objects.get(i)) else {
             continue;
         };
-        let Some(have) = loaded.version.as_deref() else {
+        let Some(have) = have(r, loaded, &l.soname) else {
             continue;
         };
         let Some(origin) = r.origins.iter().find(|o| o.object == l.needed_by) else {
@@ -49,30 +106,67 @@ pub fn cuda_library_too_old(r: &Resolution) -> Vec<Finding> {
             let installs = table
                 .dist(&floor.name)
                 .is_some_and(|d| d.sonames.contains(&l.soname));
-            if !installs || !older(have, floor) {
+            let Some(gap) = installs.then(|| older(have.version, floor)).flatten() else {
                 continue;
-            }
+            };
             let key = (dist.metadata.clone(), line.line, loaded.realpath.clone());
             match out.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, f)) => f.evidence.push(format!("{} also requests it", l.needed_by)),
-                None => out.push((key, finding(r, l, dist, line, floor, have))),
+                None => out.push((key, finding(r, l, dist, line, floor, &have, gap))),
             }
         }
     }
     out.into_iter().map(|(_, f)| f).collect()
 }
 
-/// The loaded version is older than the floor, compared on as many numbers as the loaded file's name gives.
-/// A different major is another SONAME's business (the pin describes another library), and says nothing.
-fn older(have: &str, floor: &Floor) -> bool {
-    let Some(have) = crate::facts::loader::release(have) else {
-        return false;
-    };
+/// How much older the loaded version is than the floor, compared on as many numbers as both give (a file
+/// name may give three, a distribution's version four). A different major is another SONAME's business (the
+/// pin describes another library), and says nothing.
+fn older(have: &str, floor: &Floor) -> Option<Gap> {
+    let have = crate::facts::loader::release(have)?;
     if have.first() != floor.release.first() {
-        return false;
+        return None;
     }
     let n = have.len().min(floor.release.len());
-    have[..n] < floor.release[..n]
+    if have[..n] >= floor.release[..n] {
+        return None;
+    }
+    let m = n.min(2);
+    Some(if have[..m] < floor.release[..m] || n < 2 {
+        Gap::Minor
+    } else {
+        Gap::Patch
+    })
+}
+
+/// What the older copy does to the program, and when: torch's cuDNN check, else the general rule.
+fn consequence(dist: &PipDist, soname: &str, floor: &Floor, have: &str, gap: Gap) -> String {
+    let torch = crate::inspect::pep508::normalise(&dist.name) == "torch";
+    let cudnn = soname.starts_with("libcudnn");
+    let mm = |v: &[u64]| v.iter().take(2).map(u64::to_string).collect::<Vec<_>>().join(".");
+    let have_mm = crate::facts::loader::release(have)
+        .map(|v| mm(&v))
+        .unwrap_or_default();
+    match (torch && cudnn, gap) {
+        (true, Gap::Minor) => format!(
+            "torch raises \"cuDNN version incompatibility\" at its first cuDNN use, not at import (cuDNN {have_mm} \
+             is older than the {} it was compiled with)",
+            mm(&floor.release)
+        ),
+        (true, Gap::Patch) => format!(
+            "the pin is not met, but torch's own cuDNN check compares major and minor only ({have_mm}) and passes"
+        ),
+        (false, Gap::Minor) => {
+            "a framework that checks it refuses it (JAX's CUDA plugin at start-up); a library \
+             without such a check fails at the first call into a function the old copy lacks"
+                .to_string()
+        }
+        (false, Gap::Patch) => {
+            "the pin is not met (`pip check` reports it); the same minor release keeps its \
+             interface, and the frameworks' checks (major and minor) pass"
+                .to_string()
+        }
+    }
 }
 
 fn finding(
@@ -81,7 +175,8 @@ fn finding(
     dist: &PipDist,
     line: &MetadataLine,
     floor: &Floor,
-    have: &str,
+    have: &Have<'_>,
+    gap: Gap,
 ) -> Finding {
     let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
     let loaded = l.object.and_then(|i| r.objects.get(i));
@@ -94,33 +189,59 @@ fn finding(
     } else {
         real.to_string()
     };
+    let what = match &have.source {
+        Source::Dist(d, _) => format!("{} {} (installed by pip: ", d.name, d.version),
+        Source::FileName => format!("{} (", have.version),
+    };
     let message = format!(
-        "{}'s package {} {} requires {requirement}; the loaded {} is {have} ({shown}, found through {})",
+        "{}'s package {} {} requires {requirement}; the loaded {} is {what}{shown}, found through {}): {}",
         name(&l.needed_by),
         dist.name,
         dist.version,
         l.soname,
-        how.label(None, &l.needed_by)
+        how.label(None, &l.needed_by),
+        consequence(dist, &l.soname, floor, have.version, gap)
     );
     let want = match floor.op {
         FloorOp::Pinned => format!("{} {}", floor.name, floor.version),
         FloorOp::AtLeast => format!("{} {} or later", floor.name, floor.version),
     };
-    let place = match (how, dir.as_deref()) {
-        (How::LdLibraryPath, Some(d)) => format!(
-            "Take {d} off LD_LIBRARY_PATH (or put the directory of the pip copy before it) so the loader finds {want}; "
-        ),
-        (How::LdSoCache | How::DefaultPath, _) => format!(
-            "The system's older copy {real} is what the loader finds: remove that copy (or its package) or give the \
-             requester a search path to {want} first; "
-        ),
-        _ => format!("Make the loader find {want} before {real}; "),
+    let help = match &have.source {
+        // The pip copy is the one found: the environment's own package is too old.
+        Source::Dist(d, site) => {
+            // pip installs into a `--target` directory (no site-packages of an interpreter) only when told.
+            let site_packages = site.ends_with("/site-packages") || site.ends_with("/dist-packages");
+            let install = if site_packages {
+                format!(
+                    "pip install '{requirement}'` (with that environment's pip: `python -m pip`, or `uv pip install --python …`)"
+                )
+            } else {
+                format!("pip install --upgrade --target {site} '{requirement}'`")
+            };
+            format!(
+                "Install the release {} {} pins into its environment ({site}), replacing {} {}: `{install}.",
+                dist.name, dist.version, d.name, d.version
+            )
+        }
+        Source::FileName => {
+            let place = match (how, dir.as_deref()) {
+                (How::LdLibraryPath, Some(d)) => format!(
+                    "Take {d} off LD_LIBRARY_PATH (or put the directory of the pip copy before it) so the loader \
+                     finds {want}; "
+                ),
+                (How::LdSoCache | How::DefaultPath, _) => format!(
+                    "The system's older copy {real} is what the loader finds: remove that copy (or its package) or \
+                     give the requester a search path to {want} first; "
+                ),
+                _ => format!("Make the loader find {want} before {real}; "),
+            };
+            format!(
+                "{place}install the release the package asks for with `pip install '{requirement}'` (torch and the \
+                 other frameworks find the pip copy through their RPATH once no other copy comes first)."
+            )
+        }
     };
-    let help = format!(
-        "{place}install the release the package asks for with `pip install '{requirement}'` (torch and the other \
-         frameworks find the pip copy through their RPATH once no other copy comes first)."
-    );
-    Finding::new(Code::CudaLibraryTooOld, message, help)
+    let mut f = Finding::new(Code::CudaLibraryTooOld, message, help)
         .at(&r.binary)
         .because(format!(
             "{}:{}: Requires-Dist: {} ({} {} owns {} by its RECORD)",
@@ -131,18 +252,32 @@ fn finding(
             l.soname,
             how.label(None, &l.needed_by),
             dir.map(|d| format!(" ({d})")).unwrap_or_default()
-        ))
-        .because(format!(
-            "version {have} read from the file name {}, compared with {} on {} number{}",
+        ));
+    let numbers = have.version.split('.').count().min(floor.release.len());
+    let plural = if numbers == 1 { "" } else { "s" };
+    f = f.because(match &have.source {
+        Source::Dist(d, _) => format!(
+            "version {} of {}, whose RECORD lists {real} ({}: Version), compared with {} on {numbers} number{plural}",
+            have.version, d.name, d.metadata, floor.version
+        ),
+        Source::FileName => format!(
+            "version {} read from the file name {}, compared with {} on {numbers} number{plural}",
+            have.version,
             name(real),
-            floor.version,
-            have.split('.').count().min(floor.release.len()),
-            if have.split('.').count().min(floor.release.len()) == 1 {
-                ""
-            } else {
-                "s"
-            }
-        ))
+            floor.version
+        ),
+    });
+    if crate::inspect::pep508::normalise(&dist.name) == "torch" && l.soname.starts_with("libcudnn") {
+        f = f.because(
+            "torch.backends.cudnn checks lazily, at torch.backends.cudnn.version() or the first cuDNN-backed \
+             operation (a convolution): the runtime cuDNN must have the compiled major and a minor no older \
+             (PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1 skips the check)",
+        );
+    }
+    if gap == Gap::Patch {
+        f.severity = Severity::Warning;
+    }
+    f
 }
 
 /// How the loaded object was found, and in which directory: for a request answered by an object already
@@ -176,22 +311,34 @@ mod tests {
     #[test]
     fn compares_as_many_numbers_as_the_file_name_gives() {
         let cudnn = floor("nvidia-cudnn-cu13==9.19.0.56");
-        assert!(older("9.14.0", &cudnn));
-        assert!(
-            !older("9.19.0", &cudnn),
+        assert_eq!(older("9.14.0", &cudnn), Some(Gap::Minor));
+        assert_eq!(
+            older("9.19.0", &cudnn),
+            None,
             "9.19.0 is the pinned 9.19.0.56's library"
         );
-        assert!(!older("9", &cudnn), "the pip file names only the major");
-        assert!(!older("9.20.1", &cudnn));
-        assert!(!older("8.9.7", &cudnn), "another major: another SONAME");
+        assert_eq!(older("9", &cudnn), None, "the pip file names only the major");
+        assert_eq!(older("9.20.1", &cudnn), None);
+        assert_eq!(older("8.9.7", &cudnn), None, "another major: another SONAME");
         let ranged = floor("nvidia-cudnn-cu12>=9.8,<10.0");
-        assert!(!older("9.14.0", &ranged));
-        assert!(older("9.1.0", &ranged));
+        assert_eq!(older("9.14.0", &ranged), None);
+        assert_eq!(older("9.1.0", &ranged), Some(Gap::Minor));
         let cublas = floor("nvidia-cublas-cu12==12.4.5.8");
-        assert!(older("12.4.2.65", &cublas));
-        assert!(!older("12.4.5.8", &cublas));
+        assert_eq!(older("12.4.2.65", &cublas), Some(Gap::Patch));
+        assert_eq!(older("12.4.5.8", &cublas), None);
         let nccl = floor("nvidia-nccl-cu12==2.21.5");
-        assert!(older("2.18.1", &nccl));
-        assert!(!older("2.21.5", &nccl));
+        assert_eq!(older("2.18.1", &nccl), Some(Gap::Minor));
+        assert_eq!(older("2.21.5", &nccl), None);
+    }
+
+    /// A distribution's version has every number: 9.14.0.64 under 9.26.0.51 is a minor behind (torch refuses
+    /// it), 9.26.0.10 only a build behind (torch's check passes).
+    #[test]
+    fn a_distributions_version_compares_on_every_number() {
+        let cudnn = floor("nvidia-cudnn-cu13==9.26.0.51");
+        assert_eq!(older("9.14.0.64", &cudnn), Some(Gap::Minor));
+        assert_eq!(older("9.26.0.10", &cudnn), Some(Gap::Patch));
+        assert_eq!(older("9.26.0.51", &cudnn), None);
+        assert_eq!(older("9.27.0.1", &cudnn), None);
     }
 }

@@ -531,6 +531,7 @@ mod trail_short_tests {
             version: None,
             unusable: None,
             in_ld_so_conf,
+            package: None,
         };
         let trail = || {
             vec![

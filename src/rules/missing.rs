@@ -103,6 +103,14 @@ fn cause(r: &Resolution, l: &Library) -> Cause {
         return Cause::One(format!("{}\0{}", l.soname, l.dlopen));
     }
     let origin = r.origins.iter().find(|o| o.object == l.needed_by);
+    // A copy pip or conda installed is a package already there: reaching it is the fix, not installing it.
+    if let Some(c) = l
+        .copies
+        .iter()
+        .find(|c| c.same_name && c.unusable.is_none() && c.package.is_some())
+    {
+        return Cause::OffPath(dir_of(&c.path).to_string());
+    }
     // A pip distribution that declares the library wants its own pinned wheel, not a toolkit's copy that
     // happens to be on disk (the copy is named in the evidence).
     if let Some(o) = origin
@@ -203,13 +211,15 @@ fn off_path(r: &Resolution, dir: &str, ls: &[&Library]) -> Finding {
         .filter(|l| l.copies.iter().any(|c| c.in_ld_so_conf && dir_of(&c.path) == dir))
         .map(|l| fix_for_missing(l))
         .find(|fix| fix.contains("sudo ldconfig"));
-    let help = cache_fix.unwrap_or_else(|| {
-        format!(
-            "A copy exists in {dir}, which the loader does not search: add it for every program with \
+    let help = cache_fix
+        .or_else(|| installed_fix(r, dir, ls))
+        .unwrap_or_else(|| {
+            format!(
+                "A copy exists in {dir}, which the loader does not search: add it for every program with \
              `echo {dir} | sudo tee -a /etc/ld.so.conf.d/cuda.conf && sudo ldconfig`, or for this shell with \
              `export LD_LIBRARY_PATH={dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}`."
-        )
-    });
+            )
+        });
     let mut f = Finding::new(
         Code::LibraryNotFound,
         format!(
@@ -236,6 +246,50 @@ fn off_path(r: &Resolution, dir: &str, ls: &[&Library]) -> Finding {
         ));
     }
     grouped(f, r, names, ls.len())
+}
+
+/// When packages (pip's, conda's) installed the copies in `dir`: they are there, and the requesters' search does
+/// not lead to them (onnxruntime-gpu's CUDA provider has no RPATH). The fix reaches that directory for the
+/// program's run, not for every program of the machine, and names the framework's own preload where it has one
+/// for that directory (onnxruntime's `preload_dlls()` loads the NVIDIA wheels of its own site-packages).
+fn installed_fix(r: &Resolution, dir: &str, ls: &[&Library]) -> Option<String> {
+    let mut packages: Vec<String> = Vec::new();
+    for c in ls.iter().flat_map(|l| l.copies.iter()) {
+        if let Some(p) = c
+            .package
+            .as_ref()
+            .filter(|_| c.same_name && dir_of(&c.path) == dir)
+        {
+            let named = format!("{} {}", p.name, p.version.as_deref().unwrap_or_default());
+            if !packages.contains(&named) {
+                packages.push(named.trim_end().to_string());
+            }
+        }
+    }
+    if packages.is_empty() {
+        return None;
+    }
+    let onnxruntime = ls.iter().any(|l| {
+        r.origins.iter().any(|o| {
+            o.object == l.needed_by
+                && matches!(&o.installed, crate::facts::loader::Installed::Pip { site, dist: Some(d) }
+                    if d.name.to_ascii_lowercase().starts_with("onnxruntime") && dir.starts_with(site.as_str()))
+        })
+    });
+    let preload = if onnxruntime {
+        " or call `onnxruntime.preload_dlls()` before creating the session (it loads the CUDA and cuDNN libraries \
+         of the NVIDIA wheels in its own site-packages),"
+    } else {
+        ""
+    };
+    Some(format!(
+        "They are installed ({}, in {dir}), but nothing on the search of {} leads there (no RPATH or RUNPATH \
+         names it), so installing them again does not help: run the program with \
+         `LD_LIBRARY_PATH={dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}`,{preload} or load them first by their \
+         full paths.",
+        packages.join(", "),
+        requesters(ls, &ls.first().map(|l| l.soname.clone()).unwrap_or_default())
+    ))
 }
 
 /// The CUDA majors a group's SONAMEs name without doubt (`libcudart.so.13` is CUDA 13; `libcudnn.so.9` is

@@ -214,9 +214,9 @@ const TABLE: &[(&str, Case)] = &[
     (
         "cuda-library-too-old",
         Case::Elsewhere {
-            fire: "loader_cli.rs::golden_missing_library",
-            miss: "loader_cli.rs::golden_missing_library",
-            why: "needs a pip site-packages tree with METADATA pins, built by that test",
+            fire: "loader_cli.rs::an_older_cudnn_than_torch_pins_is_cuda_library_too_old",
+            miss: "loader_cli.rs::a_cudnn_that_meets_the_requirement_is_not_too_old",
+            why: "needs a pip site-packages tree with METADATA pins and RECORDs, and libraries built with cc",
         },
     ),
     (

@@ -5,7 +5,7 @@
 //! ```text
 //! layer 0  system, facts, findings, glibc, parallel    the nouns: facts (serde alone), finding codes, helpers
 //! layer 1  inspect, image, loader, host, probe,        the collectors: read bytes, images and the machine into
-//!          matrix, policy, build_info                   facts
+//!          matrix, policy, build_info, python           facts
 //! layer 2  rules, container, diff, bundle, fleet       judge facts: into findings (rules; container, the
 //!                                                      toolkit's view of a node), into differences (diff),
 //!                                                      into a redacted, bounded bundle or labels (bundle),
@@ -34,6 +34,7 @@ const LAYERS: &[&[&str]] = &[
         "matrix",
         "policy",
         "build_info",
+        "python",
     ],
     &["rules", "container", "diff", "bundle", "fleet"],
     &["report"],

@@ -722,7 +722,9 @@ fn an_older_cudnn_than_torch_pins_is_cuda_library_too_old() {
         f[0]["message"],
         "libtorch_cuda.so's package torch 2.11.0 requires nvidia-cudnn-cu13==9.19.0.56; the loaded \
          libcudnn.so.9 is 9.14.0 (/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0, as \
-         /usr/lib/x86_64-linux-gnu/libcudnn.so.9, found through LD_LIBRARY_PATH)"
+         /usr/lib/x86_64-linux-gnu/libcudnn.so.9, found through LD_LIBRARY_PATH): torch raises \"cuDNN version \
+         incompatibility\" at its first cuDNN use, not at import (cuDNN 9.14 is older than the 9.19 it was \
+         compiled with)"
     );
     let evidence = f[0]["evidence"].to_string();
     for needle in [

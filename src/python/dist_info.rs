@@ -1,0 +1,401 @@
+//! Which pip distribution installed a file, read from pip's own record wherever the files are.
+//!
+//! An installed distribution is a `<name>-<version>.dist-info` directory beside the files it installed, and
+//! its `RECORD` lists each of them by its path relative to that directory's parent (the Python packaging
+//! "Recording installed projects" specification, formerly PEP 376/627; `docs/pip-ownership.md`). That parent
+//! is a `site-packages` for a plain install, but just as well a `pip install --target DIR`, a `PYTHONPATH`
+//! entry, a Bazel `rules_python` repository or a Spack prefix: the directory's name says nothing, the `RECORD`
+//! says everything. So the owner of a file is found by walking up from it to the first directory whose
+//! `*.dist-info/RECORD` lists it by that relative path.
+//!
+//! Lazy and bounded: nothing is read until a question names a file; each directory is listed once and each
+//! `RECORD` read once per [`Records`] (torch's lists some twelve thousand files, and many of torch's objects
+//! ask); at most [`MAX_LEVELS`] directories up from a file; the distributions whose names match the file's
+//! path are read first (`torch/lib/x.so` → `torch-*.dist-info`, `nvidia/cudnn/lib/x.so` →
+//! `nvidia_cudnn_cu13-*.dist-info`), and at most [`MAX_RECORDS`] `RECORD`s and [`MAX_RECORD_BYTES`] in all. Every read goes through
+//! the root (`crate::system::read`'s cap for package metadata).
+
+use crate::inspect::pep508::normalise;
+use crate::system::{Root, read};
+use std::collections::{HashMap, HashSet};
+use std::path::{Component, Path, PathBuf};
+
+/// Directories walked up from a file (`site-packages/nvidia/cu13/lib/x.so` is four up).
+pub const MAX_LEVELS: usize = 8;
+
+/// `RECORD` files read at most by one [`Records`], so a directory of thousands of distributions, none of
+/// which owns the file, cannot turn one question into thousands of reads.
+pub const MAX_RECORDS: usize = 64;
+
+/// Bytes of `RECORD`s read at most by one [`Records`] (torch 2.15's, the largest of a CUDA venv, is 1.3 MB):
+/// what a hostile tree of 64 huge `RECORD`s could make it hold or read.
+pub const MAX_RECORD_BYTES: u64 = 64 << 20;
+
+/// `.dist-info` directories kept per directory listed: a directory of a million entries costs its listing,
+/// not its memory.
+const MAX_INFOS: usize = 10_000;
+
+/// A file's owning distribution, as its `RECORD` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owned {
+    /// The directory the distribution was installed into (the `.dist-info`'s parent: a `site-packages`,
+    /// a `--target` directory, a `PYTHONPATH` entry).
+    pub dir: PathBuf,
+    /// Its `.dist-info` directory.
+    pub info: PathBuf,
+}
+
+/// The `.dist-info` directories met and the `RECORD`s read, for one run of questions.
+#[derive(Debug, Default)]
+pub struct Records {
+    /// Directory → its `.dist-info` entries (empty for most directories).
+    infos: HashMap<PathBuf, Vec<PathBuf>>,
+    /// `.dist-info` → the paths its `RECORD` lists inside its install directory, `None` when it could not be
+    /// read.
+    records: HashMap<PathBuf, Option<HashSet<String>>>,
+    /// Bytes of `RECORD`s read so far.
+    bytes: u64,
+    /// File → its owner, once asked.
+    owners: HashMap<PathBuf, Option<Owned>>,
+}
+
+impl Records {
+    /// The distribution whose `RECORD` lists `path` (a machine path, as opened or real), looking in at most
+    /// [`MAX_LEVELS`] directories above it.
+    pub fn owner(&mut self, root: &Root, path: &Path) -> Option<Owned> {
+        if let Some(known) = self.owners.get(path) {
+            return known.clone();
+        }
+        let found = self.find(root, path);
+        self.owners.insert(path.to_path_buf(), found.clone());
+        found
+    }
+
+    /// The owner of an object the loader mapped: by its real path first (where a symlink farm's files
+    /// really are, and their `RECORD`), then by the path it was opened as.
+    pub fn owner_of(&mut self, root: &Root, real: &str, opened: &str) -> Option<Owned> {
+        self.owner(root, Path::new(real)).or_else(|| {
+            (opened != real)
+                .then(|| self.owner(root, Path::new(opened)))
+                .flatten()
+        })
+    }
+
+    fn find(&mut self, root: &Root, path: &Path) -> Option<Owned> {
+        let mut dir = path.parent();
+        for _ in 0..MAX_LEVELS {
+            let d = dir?;
+            let rel = path.strip_prefix(d).ok()?.to_string_lossy().into_owned();
+            let mut infos = self.infos_of(root, d).to_vec();
+            if !infos.is_empty() {
+                let words = words_of(&rel);
+                // Most matching first; a distribution sharing no word with the path comes last.
+                infos.sort_by_key(|i| std::cmp::Reverse(score(i, &words)));
+                for info in infos {
+                    if !self.records.contains_key(&info)
+                        && (self.records.len() >= MAX_RECORDS || self.bytes >= MAX_RECORD_BYTES)
+                    {
+                        break;
+                    }
+                    if self.lists(root, &info, &rel) {
+                        return Some(Owned {
+                            dir: d.to_path_buf(),
+                            info,
+                        });
+                    }
+                }
+            }
+            dir = d.parent();
+        }
+        None
+    }
+
+    /// The `.dist-info` directories in `dir`, listed once.
+    fn infos_of(&mut self, root: &Root, dir: &Path) -> &[PathBuf] {
+        self.infos.entry(dir.to_path_buf()).or_insert_with(|| {
+            let Ok(real) = root.resolve(dir) else {
+                return Vec::new();
+            };
+            let Ok(entries) = std::fs::read_dir(root.host_path(&real)) else {
+                return Vec::new();
+            };
+            let mut out: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.file_name())
+                .filter(|n| n.to_string_lossy().ends_with(".dist-info"))
+                .take(MAX_INFOS)
+                .map(|n| dir.join(n))
+                .collect();
+            out.sort();
+            out
+        })
+    }
+
+    fn lists(&mut self, root: &Root, info: &Path, rel: &str) -> bool {
+        let bytes = &mut self.bytes;
+        self.records
+            .entry(info.to_path_buf())
+            .or_insert_with(|| {
+                let text = root
+                    .read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA)
+                    .ok()?;
+                *bytes += text.len() as u64;
+                Some(record_paths(&text))
+            })
+            .as_ref()
+            .is_some_and(|paths| paths.contains(rel))
+    }
+}
+
+/// The lower-case words of a path inside an install directory, for matching distribution names:
+/// `nvidia/cu13/lib/libcublasLt.so.13` → nvidia, cu13, lib, cublaslt.
+fn words_of(rel: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for part in rel.split('/') {
+        let stem = part.split(".so").next().unwrap_or(part);
+        let stem = stem.strip_prefix("lib").filter(|s| !s.is_empty()).unwrap_or(stem);
+        words.extend(normalise(stem).split('-').map(str::to_string));
+    }
+    words
+}
+
+/// Words that name no particular distribution (`nvidia_cublas`, `nvidia_cudnn_cu13`, `nvidia/cu13/lib`).
+const GENERIC: &[&str] = &["nvidia", "cu11", "cu12", "cu13", "lib", "libs", "py3", "python"];
+
+/// How well a `.dist-info`'s distribution name matches the path's words: first the longest particular word of
+/// the name that begins a word of the path (`nvidia_cuda_runtime` for `libcudart.so.13`: cuda, 4;
+/// `nvidia_cublas` for `libcublasLt.so.13`: cublas, 6; `nvidia_cudnn_cu13` for `nvidia/cudnn/lib/libcudnn.so.9`:
+/// cudnn, 5), then how many of its words the path has.
+fn score(info: &Path, words: &[String]) -> (usize, usize) {
+    let name = info
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dist = normalise(name.split('-').next().unwrap_or_default());
+    let mut longest = 0;
+    let mut shared = 0;
+    for w in dist.split('-') {
+        if words.iter().any(|p| p == w) {
+            shared += 1;
+        }
+        if !GENERIC.contains(&w) && words.iter().any(|p| p.starts_with(w)) {
+            longest = longest.max(w.len());
+        }
+    }
+    (longest, shared)
+}
+
+/// The paths a `RECORD`'s text lists inside its install directory, `/`-separated and relative to it: each
+/// line's first CSV field, quoted when it holds a comma or a quote; a path through `.` or `..` is taken
+/// lexically (scripts and data files installed elsewhere, `../../../bin/x`, stay outside and are left out).
+pub fn record_paths(text: &str) -> HashSet<String> {
+    text.lines()
+        .filter_map(first_field)
+        .filter_map(|f| {
+            if f.split('/').any(|c| c == ".." || c == ".") {
+                Some(normal(&f)).filter(|n| !n.starts_with(".."))
+            } else {
+                Some(f.into_owned())
+            }
+        })
+        .collect()
+}
+
+/// Does a `RECORD`'s text list `rel` (a `/`-separated path relative to the install directory)?
+pub fn record_lists(text: &str, rel: &str) -> bool {
+    record_paths(text).contains(rel)
+}
+
+/// The first field of a CSV line (RFC 4180 quoting, as Python's `csv` module writes it).
+fn first_field(line: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let Some(rest) = line.strip_prefix('"') else {
+        return Some(line.split(',').next().unwrap_or(line).into());
+    };
+    let mut out = String::new();
+    let mut chars = rest.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '"' {
+            if chars.peek() == Some(&'"') {
+                chars.next();
+                out.push('"');
+            } else {
+                return Some(out.into());
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    None
+}
+
+/// A relative path with `.` and `..` taken away lexically (`a/../b` → `b`); a path that climbs out of its
+/// directory keeps its leading `..`s, so it never equals a path inside it.
+fn normal(p: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in Path::new(p).components() {
+        match c {
+            Component::Normal(n) => parts.push(n.to_str().unwrap_or_default()),
+            Component::ParentDir if parts.last().is_some_and(|l| *l != "..") => {
+                parts.pop();
+            }
+            Component::ParentDir => parts.push(".."),
+            _ => {}
+        }
+    }
+    parts.join("/")
+}
+
+/// The tool that installed a distribution (`pip`, `uv`, `conda`), from its `INSTALLER` file.
+pub fn installer(root: &Root, info: &Path) -> String {
+    root.read_to_string(&info.join("INSTALLER"), read::PACKAGE_METADATA)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_fields_quoted_and_relative() {
+        let text = "torch/lib/libc10.so,sha256=x,1\n\"odd,name/libx.so\",,\n../../../bin/tool,,\n\
+                    nvidia/cu13/lib/libcublas.so.13,sha256=y,2\n";
+        assert!(record_lists(text, "torch/lib/libc10.so"));
+        assert!(record_lists(text, "odd,name/libx.so"));
+        assert!(record_lists(text, "nvidia/cu13/lib/libcublas.so.13"));
+        assert!(!record_lists(text, "nvidia/cu13/lib/libcublasLt.so.13"));
+        assert!(!record_lists(text, "lib/libc10.so"), "a suffix is not the path");
+        assert!(!record_lists(text, "bin/tool"), "outside the install directory");
+        assert!(record_lists("a/./b/../libq.so,,\n", "a/libq.so"));
+        assert_eq!(first_field("\"a\"\"b\",x").as_deref(), Some("a\"b"));
+        assert_eq!(first_field("\"unterminated"), None);
+    }
+
+    #[test]
+    fn names_matching_the_path_come_first() {
+        let rank = |rel: &str, dists: &[&str]| {
+            let w = words_of(rel);
+            let mut d: Vec<PathBuf> = dists.iter().map(|n| Path::new("/s").join(n)).collect();
+            d.sort_by_key(|i| std::cmp::Reverse(score(i, &w)));
+            d[0].file_name().unwrap().to_string_lossy().into_owned()
+        };
+        let site = [
+            "filelock-4.3.2.dist-info",
+            "nvidia_cublas-13.4.1.3.dist-info",
+            "nvidia_cuda_runtime-13.2.86.dist-info",
+            "nvidia_cudnn_cu13-9.26.0.51.dist-info",
+            "nvidia_cusparse-12.7.10.12.dist-info",
+            "nvidia_cusparselt_cu13-0.8.1.dist-info",
+            "torch-2.15.0.dist-info",
+        ];
+        for (rel, first) in [
+            (
+                "nvidia/cudnn/lib/libcudnn.so.9",
+                "nvidia_cudnn_cu13-9.26.0.51.dist-info",
+            ),
+            (
+                "nvidia/cu13/lib/libcublasLt.so.13",
+                "nvidia_cublas-13.4.1.3.dist-info",
+            ),
+            (
+                "nvidia/cu13/lib/libcudart.so.13",
+                "nvidia_cuda_runtime-13.2.86.dist-info",
+            ),
+            (
+                "nvidia/cusparselt/lib/libcusparseLt.so.0",
+                "nvidia_cusparselt_cu13-0.8.1.dist-info",
+            ),
+            ("torch/lib/libtorch_cuda.so", "torch-2.15.0.dist-info"),
+        ] {
+            assert_eq!(rank(rel, &site), first, "{rel}");
+        }
+    }
+
+    /// `pip install --target`: no `site-packages` anywhere, and the RECORD still names the owner; a file no
+    /// RECORD lists has none.
+    #[test]
+    fn owners_wherever_pip_installed() {
+        let t = tempfile::tempdir().unwrap();
+        let put = |p: &str, b: &str| crate::system::put(t.path(), p, b.as_bytes());
+        put("/deps/nvidia/cu13/lib/libcublas.so.13", "");
+        put("/deps/nvidia/cu13/lib/stray.so", "");
+        put(
+            "/deps/nvidia_cublas-13.4.1.3.dist-info/RECORD",
+            "nvidia/cu13/lib/libcublas.so.13,sha256=x,0\n",
+        );
+        put(
+            "/deps/nvidia_cuda_runtime-13.2.86.dist-info/RECORD",
+            "nvidia/cu13/lib/libcudart.so.13,,\n",
+        );
+        let root = Root::at(t.path());
+        let mut r = Records::default();
+        let o = r
+            .owner(&root, Path::new("/deps/nvidia/cu13/lib/libcublas.so.13"))
+            .unwrap();
+        assert_eq!(o.dir, Path::new("/deps"));
+        assert_eq!(o.info, Path::new("/deps/nvidia_cublas-13.4.1.3.dist-info"));
+        assert!(
+            r.owner(&root, Path::new("/deps/nvidia/cu13/lib/stray.so"))
+                .is_none()
+        );
+        assert!(r.owner(&root, Path::new("/elsewhere/libx.so")).is_none());
+    }
+
+    /// A directory of many distributions, none of which owns the file: at most [`MAX_RECORDS`] `RECORD`s are
+    /// read, once each, however often the question is asked.
+    #[test]
+    fn many_distributions_are_read_within_the_bound() {
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..100 {
+            crate::system::put(
+                t.path(),
+                &format!("/s/pkg{i}-1.0.dist-info/RECORD"),
+                b"pkg/x.py,,\n",
+            );
+        }
+        crate::system::put(t.path(), "/s/nvidia/cu13/lib/libcublas.so.13", b"");
+        let root = Root::at(t.path());
+        let mut r = Records::default();
+        for _ in 0..3 {
+            assert!(
+                r.owner(&root, Path::new("/s/nvidia/cu13/lib/libcublas.so.13"))
+                    .is_none()
+            );
+            assert!(r.owner(&root, Path::new("/s/nvidia/cu13/lib/other.so")).is_none());
+        }
+        assert_eq!(r.records.len(), MAX_RECORDS);
+    }
+
+    /// A Spack view or a Bazel runfiles tree: the file is opened through a link farm that holds no
+    /// `.dist-info`; its real path is in the store beside its `RECORD`.
+    #[test]
+    fn a_link_farms_file_is_owned_by_its_real_paths_record() {
+        let t = tempfile::tempdir().unwrap();
+        crate::system::put(t.path(), "/store/nccl/site/nvidia/nccl/lib/libnccl.so.2", b"");
+        crate::system::put(
+            t.path(),
+            "/store/nccl/site/nvidia_nccl_cu13-2.30.7.dist-info/RECORD",
+            b"nvidia/nccl/lib/libnccl.so.2,,\n",
+        );
+        std::fs::create_dir_all(t.path().join("view/nvidia/nccl/lib")).unwrap();
+        std::os::unix::fs::symlink(
+            "/store/nccl/site/nvidia/nccl/lib/libnccl.so.2",
+            t.path().join("view/nvidia/nccl/lib/libnccl.so.2"),
+        )
+        .unwrap();
+        let root = Root::at(t.path());
+        let mut r = Records::default();
+        let o = r
+            .owner_of(
+                &root,
+                "/store/nccl/site/nvidia/nccl/lib/libnccl.so.2",
+                "/view/nvidia/nccl/lib/libnccl.so.2",
+            )
+            .unwrap();
+        assert_eq!(o.dir, Path::new("/store/nccl/site"));
+        assert!(
+            r.owner(&root, Path::new("/view/nvidia/nccl/lib/libnccl.so.2"))
+                .is_none()
+        );
+    }
+}
