@@ -61,6 +61,13 @@ if [ -x "$cud" ]; then
   done
 fi
 echo '{"snapshot_version":1,"tool":"cudadiag","facts":{}}' > "$out/corpus/snapshot/empty.json"
+# redact: the same snapshots, each after a host name and a user name that are words of the snapshot itself.
+mkdir -p "$out/corpus/redact"
+for f in "$out"/corpus/snapshot/*.json; do
+  for names in 'open\nversion' 'uvm\njürgen' 'GPU7.corp\nalice'; do
+    { printf "$names\n"; cat "$f"; } > "$out/corpus/redact/$(basename "$f" .json)-${names%%\\*}"
+  done
+done
 # wheel: a small wheel with one fixture binary and its metadata.
 mkdir -p "$out/corpus/wheel"
 python3 - "$out/corpus/wheel/seed-1.0-py3-none-manylinux2014_x86_64.whl" "${elves[0]}" <<'EOF'

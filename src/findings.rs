@@ -208,6 +208,8 @@ catalogue! {
         needs: Needs::Image, probe: &[]);
     ContainerComputeMissing = ("CD312", "container-compute-missing", Error, Some(35), "NVIDIA_DRIVER_CAPABILITIES lacks compute: the toolkit does not mount libcuda.so.1 into the container",
         needs: Needs::Image, probe: &[]);
+    SecureBootBlocksModule = ("CD313", "secure-boot-blocks-module", Error, None, "Secure Boot is enforced and the NVIDIA module for the running kernel is unsigned: the kernel refuses it",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded, Expect::Code(100), Expect::Code(999)])]);
     NoVisibleDevices = ("CD400", "no-visible-devices", Error, Some(100), "CUDA_VISIBLE_DEVICES hides every GPU",
         needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(100)])]);
     DeviceNodesMissing = ("CD401", "device-nodes-missing", Error, Some(100), "the /dev/nvidia* device nodes are missing",

@@ -90,6 +90,41 @@ pub fn snapshot(text: &str) {
     }
 }
 
+/// `snapshot --redact` replayed: the input's first line is a host name, its second a user name, the rest a
+/// snapshot. The snapshot is redacted as `snapshot --redact` does it (the names, the homes its strings
+/// mention) and must read back as a snapshot: redaction rewrites data, never structure, whatever the names.
+pub fn redact(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut lines = text.splitn(3, '\n');
+    let (Some(host), Some(user), Some(snapshot)) = (lines.next(), lines.next(), lines.next()) else {
+        return;
+    };
+    let Ok(facts) = crate::commands::snapshot::parse(snapshot, "fuzz") else {
+        return;
+    };
+    let Ok(plain) = serde_json::to_value(&facts) else {
+        return;
+    };
+    let mut names = crate::bundle::redact::Names::default();
+    names.host(host);
+    names.user(user);
+    names.home(&format!("/home/{user}"));
+    names.homes_in(&plain);
+    let mut r = crate::bundle::redact::Redactor::new(&names);
+    let value = match r.facts(facts) {
+        Ok(v) => v,
+        Err(e) => panic!("the facts did not serialise once redacted: {e}"),
+    };
+    let bundle = serde_json::json!({"snapshot_version": 1, "tool": "fuzz", "facts": value,
+        "redactions": r.report()});
+    if let Err(e) = crate::commands::snapshot::parse(&bundle.to_string(), "redacted") {
+        panic!(
+            "host {host:?}, user {user:?}: the redacted snapshot does not read back: {}",
+            e.0
+        );
+    }
+}
+
 /// Policy and data files: a `cudadiag.toml` policy, a compatibility matrix (`--matrix`, validated as it is
 /// loaded), the pip package table, `Requires-Dist` lines with their environment markers, and a `RECORD`'s
 /// paths.

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod container;
 pub mod diff;
+pub mod explain;
 pub mod facts;
 pub mod findings;
 pub mod fleet;

@@ -14,6 +14,8 @@
 pub mod bound;
 pub mod labels;
 pub mod redact;
+pub mod scrub;
+mod words;
 
 use crate::facts::HostFacts;
 use crate::system::{Env, Root, read};

@@ -9,16 +9,23 @@
 //!   program's uid become `user-N`, wherever they stand as a word (`/scratch/alice/env` → `/scratch/user-1/env`).
 //! - **Environment values**: a variable off the allow-list ([`ALLOWED`]) keeps its name, its value becomes
 //!   `redacted-N`. Allowed values are kept, with the names above replaced inside them.
+//! - **Variable names** holding a host or user name (`ALICE_TOKEN`) get the placeholder (`USER_1_TOKEN`); the
+//!   domain after a replaced user's `@` becomes `domain-N`.
 //!
-//! Every string of the snapshot passes through one function ([`Redactor::apply`]) over the serialised JSON, so a
-//! field added to the facts later is redacted without anyone remembering to. The same name always gets the
-//! same placeholder, in every field: a rule that compares two paths (is the `libcuda.so.1` it picks in a
+//! Names are matched as whole words (letters and digits of any script, and `_`; host names in any case), and
+//! only in strings of data: [`Redactor::facts`] redacts the typed facts as they are serialised
+//! ([`scrub`](super::scrub)), so a field name or an enum value that happens to equal a name is never touched
+//! and the bundle always reads back. A field added to the facts later is redacted without anyone remembering
+//! to. The same name always gets the same placeholder, in every field: a rule that compares two paths (is the `libcuda.so.1` it picks in a
 //! directory of `LD_LIBRARY_PATH`?) compares them the same way after, which is why `doctor --facts` and
 //! `inspect --facts` give the same findings on a redacted snapshot as on the machine. The `redactions` section
 //! says what kinds were replaced and how often, never the originals.
 
+use super::words;
+use crate::facts::Facts;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// The variables whose values are kept: what the rules and the loader read, or what explains a finding, and
@@ -101,7 +108,8 @@ impl Names {
     /// Adds a host name and its short form.
     pub fn host(&mut self, name: &str) {
         let name = name.trim_end_matches('.');
-        if name.len() >= 2 && !NOT_PRIVATE.contains(&name) && !self.hosts.iter().any(|h| h == name) {
+        let system = NOT_PRIVATE.contains(&name.to_ascii_lowercase().as_str());
+        if name.len() >= 2 && !system && !self.hosts.iter().any(|h| h.eq_ignore_ascii_case(name)) {
             self.hosts.push(name.to_string());
         }
     }
@@ -146,17 +154,18 @@ impl Names {
     }
 }
 
-/// Whether `name` may be a person's: two characters or more, a letter among them, the characters of a user
-/// name, and not a system word.
+/// Whether `name` may be a person's: two characters or more, a letter among them (any script: `jürgen`,
+/// `李雷`), the characters of a user name, and not a system word.
 fn private_name(name: &str) -> bool {
-    name.len() >= 2
-        && name.chars().any(|c| c.is_ascii_alphabetic())
+    name.chars().nth(1).is_some()
+        && name.chars().any(char::is_alphabetic)
         && name.chars().all(is_name_char)
-        && !NOT_PRIVATE.contains(&name)
+        && !NOT_PRIVATE.contains(&name.to_lowercase().as_str())
 }
 
+/// A character of a user or host name (POSIX allows `-`, `_`, `.`; useradd lets distributions allow more).
 fn is_name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+    c.is_alphanumeric() || matches!(c, '-' | '_' | '.')
 }
 
 /// Calls `f` on every string (and object key) of `value`.
@@ -179,6 +188,9 @@ struct Rule {
     to: String,
     kind: &'static str,
     prefix: bool,
+    /// Matched without regard to ASCII case: host names (DNS names are case-insensitive, RFC 4343), and every
+    /// name inside an environment variable's name (`ALICE_TOKEN`).
+    fold: bool,
 }
 
 /// Whether an environment value is a placeholder `--redact` wrote (`redacted-3`): what it stood for is unknown.
@@ -188,10 +200,11 @@ pub fn is_placeholder_value(value: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Replaces the gathered names in every string of a snapshot.
+/// Replaces the gathered names in every string of data of a snapshot.
 pub struct Redactor {
     rules: Vec<Rule>,
     values: BTreeMap<String, String>,
+    domains: BTreeMap<String, String>,
     counts: BTreeMap<&'static str, Replaced>,
     variables: Vec<String>,
 }
@@ -201,6 +214,8 @@ const HOSTS: &str = "host-names";
 const HOMES: &str = "home-directories";
 const USERS: &str = "user-names";
 const VALUES: &str = "environment-values";
+const VAR_NAMES: &str = "environment-names";
+const DOMAINS: &str = "mail-domains";
 
 impl Redactor {
     /// Numbers the names: user names first (a home's placeholder is built from its owner's), in the order they
@@ -227,6 +242,7 @@ impl Redactor {
                 to: format!("/home/{tag}"),
                 kind: HOMES,
                 prefix: true,
+                fold: false,
             });
         }
         // Longest first: `/home/al/x` before `/home/al`, `gpu1.example.org` before `gpu1`.
@@ -240,12 +256,13 @@ impl Redactor {
                 .position(|p| p.split('.').next() == Some(short))
                 .unwrap_or(i);
             for from in [h.as_str(), short] {
-                if from.len() >= 2 && !words.iter().any(|w| w.from == from) {
+                if from.len() >= 2 && !words.iter().any(|w| w.from.eq_ignore_ascii_case(from)) {
                     words.push(Rule {
                         from: from.to_string(),
                         to: format!("host-{}", n + 1),
                         kind: HOSTS,
                         prefix: false,
+                        fold: true,
                     });
                 }
             }
@@ -257,6 +274,7 @@ impl Redactor {
                     to: tag,
                     kind: USERS,
                     prefix: false,
+                    fold: false,
                 });
             }
         }
@@ -277,84 +295,110 @@ impl Redactor {
         Redactor {
             rules,
             values: BTreeMap::new(),
+            domains: BTreeMap::new(),
             counts,
             variables: Vec::new(),
         }
     }
 
-    /// Redacts one string.
+    /// Redacts one string of data. A path the kernel names (`/dev/nvidia-uvm`, `/proc/driver/nvidia/…`,
+    /// `/sys/…`) names no person and is what the device and driver rules compare by name: it is kept whole, or
+    /// a host called `uvm` would turn `/dev/nvidia-uvm` into a missing node.
     pub fn text(&mut self, s: &str) -> String {
+        if ["/dev/", "/proc/", "/sys/"].iter().any(|p| s.starts_with(p)) {
+            return s.to_string();
+        }
         let mut out = s.to_string();
+        let mut users = false;
         for r in &self.rules {
             let (next, n) = if r.prefix {
-                replace_path(&out, &r.from, &r.to)
+                words::replace_path(&out, &r.from, &r.to)
             } else {
-                replace_word(&out, &r.from, &r.to)
+                words::replace_word(&out, &r.from, &r.to, r.fold)
             };
             if n > 0 {
                 out = next;
+                users |= r.kind != HOSTS;
                 self.counts.entry(r.kind).or_default().occurrences += n;
+            }
+        }
+        if users {
+            let (next, n) = words::replace_domains(&out, &mut self.domains);
+            if n > 0 {
+                out = next;
+                let c = self.counts.entry(DOMAINS).or_default();
+                c.occurrences += n;
+                c.distinct = self.domains.len();
             }
         }
         out
     }
 
-    /// Redacts a snapshot's `facts` in place: every string and key, and the environment's values by the
-    /// allow-list.
-    pub fn apply(&mut self, facts: &mut Value) {
-        // The variables are taken out first: their names are kept, their values judged by the allow-list.
-        let vars = facts
-            .pointer_mut("/host/env/vars")
-            .and_then(Value::as_object_mut)
-            .map(std::mem::take);
-        self.walk(facts);
-        if let Some(mut vars) = vars {
-            for (k, v) in vars.iter_mut() {
-                self.env_value(k, v);
-            }
-            if let Some(slot) = facts.pointer_mut("/host/env/vars") {
-                *slot = Value::Object(vars);
-            }
-        }
-    }
-
-    fn walk(&mut self, value: &mut Value) {
-        match value {
-            Value::String(s) => *s = self.text(s),
-            Value::Array(a) => a.iter_mut().for_each(|v| self.walk(v)),
-            Value::Object(o) => {
-                for (k, mut v) in std::mem::take(o) {
-                    let key = self.text(&k);
-                    self.walk(&mut v);
-                    o.insert(key, v);
+    /// The snapshot's facts as a JSON tree with every string of data redacted: paths, names, values and the
+    /// keys of maps, never a field name or an enum value ([`scrub`](super::scrub)), so the tree reads back
+    /// into the same types whatever the names were. The environment's variables are judged apart: values by
+    /// the allow-list ([`ALLOWED`]), names by [`Redactor::var_name`].
+    pub fn facts(&mut self, mut facts: Facts) -> serde_json::Result<Value> {
+        let vars = facts.host.as_mut().map(|h| std::mem::take(&mut h.env.vars));
+        let mut value = super::scrub::to_value(&facts, &RefCell::new(&mut *self))?;
+        if let (Some(vars), Some(slot)) = (vars, value.pointer_mut("/host/env/vars")) {
+            let mut out = serde_json::Map::new();
+            for (name, v) in vars {
+                let v = self.env_value(&name, &v);
+                let mut name = self.var_name(&name);
+                while out.contains_key(&name) {
+                    name.push('_');
                 }
+                out.insert(name, Value::String(v));
             }
-            _ => {}
+            *slot = Value::Object(out);
         }
+        Ok(value)
     }
 
     /// An environment value: kept (names replaced) when allowed, else a numbered placeholder.
-    fn env_value(&mut self, name: &str, value: &mut Value) {
-        let Value::String(s) = value else {
-            return;
-        };
+    fn env_value(&mut self, name: &str, value: &str) -> String {
         if ALLOWED.contains(&name) {
-            *s = self.text(s);
-            return;
+            return self.text(value);
         }
         let next = self.values.len() + 1;
         let tag = self
             .values
-            .entry(s.clone())
+            .entry(value.to_string())
             .or_insert_with(|| format!("redacted-{next}"))
             .clone();
-        *s = tag;
         let c = self.counts.entry(VALUES).or_default();
         c.occurrences += 1;
         c.distinct = self.values.len();
         if !self.variables.iter().any(|v| v == name) {
             self.variables.push(name.to_string());
         }
+        tag
+    }
+
+    /// An environment variable's name with the host and user names in it replaced by their placeholders in
+    /// a variable's spelling (`ALICE_TOKEN` → `USER_1_TOKEN`, `jobs_gpu7` → `jobs_HOST_1`): the name stays a
+    /// name (a reader that parses `NAME=value` still can), says which placeholder it held, and no rule reads
+    /// such a variable. Names are matched ignoring ASCII case and between `_`s; the allow-listed names are
+    /// ours, never a person's, and are kept.
+    fn var_name(&mut self, name: &str) -> String {
+        if ALLOWED.contains(&name) {
+            return name.to_string();
+        }
+        let mut out = name.to_string();
+        for r in self.rules.iter().filter(|r| !r.prefix) {
+            let to = r.to.to_ascii_uppercase().replace('-', "_");
+            let bound = |c: char| !c.is_alphanumeric();
+            let (next, n) = words::replace_bounded(&out, &r.from, &to, true, bound, bound);
+            if n > 0 {
+                out = next;
+                self.counts.entry(VAR_NAMES).or_default().occurrences += n;
+            }
+        }
+        if out != name {
+            self.counts.entry(VAR_NAMES).or_default().distinct += 1;
+        }
+        out
     }
 
     /// What was replaced: the kinds of which at least one occurrence was (a user name found only inside the
@@ -372,61 +416,10 @@ impl Redactor {
     }
 }
 
-/// Replaces `from` where it stands as a whole word: not inside a longer run of letters and digits
-/// (`alice` in `/scratch/alice/x` and `alice-env`, not in `malice`).
-fn replace_word(s: &str, from: &str, to: &str) -> (String, usize) {
-    replace_bounded(
-        s,
-        from,
-        to,
-        |c| !c.is_ascii_alphanumeric(),
-        |c| !c.is_ascii_alphanumeric(),
-    )
-}
-
-/// Replaces the directory `from` where it starts a path (not inside a longer one) and ends at a component
-/// boundary: `/home/al` in `/home/al/x` and `a:/home/al`, not in `/mnt/home/al` or `/home/alan`.
-fn replace_path(s: &str, from: &str, to: &str) -> (String, usize) {
-    replace_bounded(
-        s,
-        from,
-        to,
-        |c| !is_name_char(c) && c != '/',
-        |c| !is_name_char(c) || c == '/',
-    )
-}
-
-fn replace_bounded(
-    s: &str,
-    from: &str,
-    to: &str,
-    before_ok: impl Fn(char) -> bool,
-    after_ok: impl Fn(char) -> bool,
-) -> (String, usize) {
-    if from.is_empty() || !s.contains(from) {
-        return (s.to_string(), 0);
+impl super::scrub::Rewrite for &mut Redactor {
+    fn rewrite(&mut self, s: &str) -> String {
+        self.text(s)
     }
-    let mut out = String::with_capacity(s.len());
-    let mut n = 0;
-    let mut i = 0;
-    while let Some(off) = s[i..].find(from) {
-        let at = i + off;
-        let end = at + from.len();
-        let before = s[..at].chars().next_back().is_none_or(&before_ok);
-        let after = s[end..].chars().next().is_none_or(&after_ok);
-        if before && after {
-            out.push_str(&s[i..at]);
-            out.push_str(to);
-            n += 1;
-            i = end;
-        } else {
-            let step = at + s[at..].chars().next().map_or(1, char::len_utf8);
-            out.push_str(&s[i..step]);
-            i = step;
-        }
-    }
-    out.push_str(&s[i..]);
-    (out, n)
 }
 
 #[cfg(test)]
@@ -444,18 +437,23 @@ mod tests {
     }
 
     #[test]
-    fn words_and_paths_respect_boundaries() {
+    fn host_names_ignore_case_and_users_keep_it() {
+        let mut r = Redactor::new(&names());
         assert_eq!(
-            replace_word("/scratch/alice/x alice-env malice", "alice", "user-1").1,
-            2
+            r.text("GPU17.Example.ORG Gpu17 Alice alice"),
+            "host-1 host-1 Alice user-1"
         );
         assert_eq!(
-            replace_path("/home/al/x:/home/alan:/mnt/home/al", "/home/al", "/home/user-1").1,
-            1
+            r.text("alice@Corp.example bob@corp.example"),
+            "user-1@domain-1 user-2@domain-1"
         );
+        let mut n = Names::default();
+        n.user("jürgen");
+        n.home("/home/jürgen");
+        let mut r = Redactor::new(&n);
         assert_eq!(
-            replace_path("/home/al", "/home/al", "/home/user-1").0,
-            "/home/user-1"
+            r.text("/home/jürgen/x:/scratch/jürgen"),
+            "/home/user-1/x:/scratch/user-1"
         );
     }
 
@@ -481,28 +479,48 @@ mod tests {
 
     #[test]
     fn env_values_off_the_allow_list_become_placeholders() {
-        let mut facts = json!({"host": {"env": {"vars": {
-            "HOME": "/home/alice", "NVIDIA_API_KEY": "nvapi-secret", "NVIDIA_OTHER": "nvapi-secret",
-            "CUDA_VISIBLE_DEVICES": "0,1"
-        }, "nvcc": ["/home/alice/cuda/bin/nvcc"]}}});
+        let mut host = crate::facts::HostFacts::default();
+        for (k, v) in [
+            ("HOME", "/home/alice"),
+            ("NVIDIA_API_KEY", "nvapi-secret"),
+            ("NVIDIA_OTHER", "nvapi-secret"),
+            ("CUDA_VISIBLE_DEVICES", "0,1"),
+            ("ALICE_TOKEN", "t"),
+            ("JOBS_GPU17", "j"),
+        ] {
+            host.env.vars.insert(k.into(), v.into());
+        }
+        host.env.nvcc = vec!["/home/alice/cuda/bin/nvcc".into()];
+        let facts = Facts {
+            host: Some(host),
+            ..Facts::default()
+        };
         let mut r = Redactor::new(&names());
-        r.apply(&mut facts);
+        let facts = r.facts(facts).unwrap();
         let vars = &facts["host"]["env"]["vars"];
         assert_eq!(vars["HOME"], "/home/user-1");
-        assert_eq!(vars["NVIDIA_API_KEY"], "redacted-1");
-        assert_eq!(vars["NVIDIA_OTHER"], "redacted-1");
+        // Placeholders are numbered in the variables' order.
+        assert_eq!(vars["USER_1_TOKEN"], "redacted-1");
+        assert_eq!(vars["JOBS_HOST_1"], "redacted-2");
+        assert_eq!(vars["NVIDIA_API_KEY"], "redacted-3");
+        assert_eq!(vars["NVIDIA_OTHER"], "redacted-3");
         assert_eq!(vars["CUDA_VISIBLE_DEVICES"], "0,1");
         assert_eq!(facts["host"]["env"]["nvcc"][0], "/home/user-1/cuda/bin/nvcc");
         let report = r.report();
         assert_eq!(
             report.kinds[VALUES],
             Replaced {
-                distinct: 1,
-                occurrences: 2
+                distinct: 3,
+                occurrences: 4
             }
         );
-        assert_eq!(report.variables, ["NVIDIA_API_KEY", "NVIDIA_OTHER"]);
-        assert!(!serde_json::to_string(&report).unwrap().contains("secret"));
+        assert_eq!(report.kinds[VAR_NAMES].distinct, 2);
+        assert_eq!(
+            report.variables,
+            ["ALICE_TOKEN", "JOBS_GPU17", "NVIDIA_API_KEY", "NVIDIA_OTHER"]
+        );
+        let text = serde_json::to_string(&report).unwrap();
+        assert!(!text.contains("secret"), "{text}");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use serde::Serialize;
 use std::io::Write;
 
 mod library;
+mod ranked;
 
 /// The explanation of a slug: its catalogue entry's document.
 pub fn doc(slug: &str) -> Option<&'static str> {
@@ -70,64 +71,19 @@ fn matches<'m>(query: &str, m: &'m Matrix) -> Vec<Match<'m>> {
         return out;
     }
     let q = trim_msg(query);
-    let words: Vec<&str> = q
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let mut hits: Vec<(usize, &crate::matrix::CudaErrorRow)> = Vec::new();
-    for e in &m.errors {
-        let by_name = words.iter().any(|w| {
-            w.eq_ignore_ascii_case(&e.name)
-                || e.driver_name
-                    .as_deref()
-                    .is_some_and(|d| w.eq_ignore_ascii_case(d))
-        });
-        let by_msg = e
-            .message
-            .as_deref()
-            .map(trim_msg)
-            .filter(|msg| msg.len() >= 8 && q.contains(msg.as_str()));
-        let by_number = q.trim() == e.value.to_string()
-            || words.windows(2).any(|w| {
-                matches!(w[0], "error" | "returned" | "code" | "err") && w[1] == e.value.to_string()
-            });
-        let weight = if by_name {
-            1000
-        } else if let Some(msg) = &by_msg {
-            msg.len()
-        } else if by_number {
-            1
-        } else {
+    // The errors as `explain::read` reads them, in every form a tool prints them, strongest first.
+    for e in crate::explain::read::read(query, m).errors {
+        let Some(row) = m.errors.iter().find(|r| r.value == e.value) else {
             continue;
         };
-        if e.value != 0 || by_name || by_number {
-            hits.push((weight, e));
-        }
-    }
-    // A number alone ("device error: 3: unknown device") is no CUDA error when the text is a message the matrix
-    // knows.
-    let q_lower = q.as_str();
-    if m.messages
-        .iter()
-        .any(|msg| q_lower.contains(&msg.pattern.to_ascii_lowercase()))
-    {
-        hits.retain(|(w, _)| *w > 1);
-    }
-    hits.sort_by_key(|(w, _)| std::cmp::Reverse(*w));
-    // A short message inside a longer matched one ("initialization error" within an NVML line) is noise.
-    let longest = hits.first().map(|(w, _)| *w).unwrap_or(0);
-    for (w, e) in hits {
-        if w < 1000 && w > 1 && longest >= 1000 && w * 3 < longest {
-            continue;
-        }
         out.push(Match::CudaError {
-            value: e.value,
-            name: &e.name,
-            driver_name: e.driver_name.as_deref(),
-            message: e.message.as_deref(),
-            meaning: e.meaning.as_deref(),
-            findings: &e.findings,
-            source: e.row.cite(m),
+            value: row.value,
+            name: &row.name,
+            driver_name: row.driver_name.as_deref(),
+            message: row.message.as_deref(),
+            meaning: row.meaning.as_deref(),
+            findings: &row.findings,
+            source: row.row.cite(m),
         });
     }
     let said: Vec<&crate::matrix::MessageRow> = m
@@ -324,11 +280,21 @@ const ECHOED_QUERY: usize = 200;
 pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let m = super::targets::load_matrix(args.target.matrix.as_deref())?;
     let query = args.query.join(" ");
+    if findings::lookup(&query).is_none()
+        && let Some(cause) = crate::explain::causes::lookup(&query)
+    {
+        return ranked::explain_cause(args, cause, out);
+    }
     let ms = matches(&query, &m);
-    let codes = predicted(&ms);
+    let dx = if ms.iter().any(|x| matches!(x, Match::Code { .. })) {
+        crate::explain::Diagnosis::default()
+    } else {
+        crate::explain::diagnose(&query, &m)
+    };
+    let codes = ranked(&dx.candidates, &ms);
     let root = super::doctor::checked_root(&args.system)?;
-    let libraries = library::lookup(&query, &root);
-    if ms.is_empty() && libraries.is_empty() {
+    let libraries = library::lookup(&query, &dx.read.implied_sonames(), &root);
+    if ms.is_empty() && libraries.is_empty() && dx.candidates.is_empty() {
         // The query is echoed escaped and cut short: it may be a pasted log of megabytes, or hostile.
         return Err(ToolError(format!(
             "nothing known matches \"{}\": give a code (CD100), a slug (no-kernel-image), a CUDA error \
@@ -364,6 +330,7 @@ pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
                 "matches": ms,
                 "libraries": libraries,
                 "findings": explained,
+                "candidates": ranked::candidates_json(&dx.candidates, &ms),
                 "checked": checked,
             });
             let text = serde_json::to_string_pretty(&docjson).map_err(|e| ToolError(e.to_string()))?;
@@ -404,7 +371,7 @@ pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
                 }
             }
             s.push_str(&library::human(&libraries, &root));
-            s.push_str(&human(&ms, &codes));
+            s.push_str(&human(&ms, &codes, &dx.candidates));
             report::text(out, &s)?;
         }
     }
@@ -415,7 +382,23 @@ pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
     })
 }
 
-fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo]) -> String {
+/// The findings of the catalogue the query points at: the ranked candidates' first, then those the matrix's
+/// rows name (a finding a CUDA error predicts that no recogniser ranked).
+fn ranked(cands: &[crate::explain::Candidate], ms: &[Match<'_>]) -> Vec<&'static CodeInfo> {
+    let mut out: Vec<&'static CodeInfo> = cands
+        .iter()
+        .filter_map(|c| c.code.and_then(findings::lookup))
+        .collect();
+    for c in predicted(ms) {
+        if !out.iter().any(|o| o.code == c.code) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo], cands: &[crate::explain::Candidate]) -> String {
+    let first = cands.first();
     let mut s = String::new();
     for m in ms {
         match m {
@@ -453,8 +436,20 @@ fn human(ms: &[Match<'_>], codes: &[&'static CodeInfo]) -> String {
             }
         }
     }
+    // What the message is (above), then what causes it, most likely first.
+    s.push_str(&ranked::human(cands));
+    if let Some(c) = first
+        && c.code.is_none()
+        && let Some(cause) = crate::explain::causes::lookup(c.slug)
+    {
+        // The most likely cause is one no rule observes: its document is the explanation.
+        s.push_str(cause.doc);
+        return s;
+    }
     if codes.is_empty() {
-        s.push_str("No cudadiag finding predicts this error; it happens while the program runs.\n");
+        if first.is_none() {
+            s.push_str("No cudadiag finding predicts this error; it happens while the program runs.\n");
+        }
         return s;
     }
     if ms.iter().any(|m| !matches!(m, Match::Code { .. })) {
@@ -491,7 +486,7 @@ mod tests {
         let m = Matrix::bundled().unwrap();
         let text = |q: &str| {
             let ms = matches(q, &m);
-            human(&ms, &predicted(&ms))
+            human(&ms, &predicted(&ms), &[])
         };
         let toolkit = text("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0");
         assert!(

@@ -45,16 +45,34 @@ pub fn load(path: &Path) -> Result<Facts, ToolError> {
     parse(&text, &path.display().to_string())
 }
 
-/// Decodes a snapshot's text; `origin` names it in errors.
+/// The one field read before the facts: the format version, so that a newer format says "upgrade" rather than
+/// failing to decode. Every other field is skipped unread ([`serde::de::IgnoredAny`] is what serde does with
+/// unknown fields), so the text is never held as a JSON tree.
+#[derive(Deserialize)]
+struct Head {
+    snapshot_version: Option<serde_json::Value>,
+}
+
+/// Decodes a snapshot's text straight into the facts; `origin` names it in errors.
+///
+/// The text is read twice, never into a `serde_json::Value` tree of the whole: a tree of a 64 MB snapshot took
+/// 1 GB, and `diff` held two (issue 33). Once for its version ([`Head`]: a syntax check with no allocation
+/// beyond the version itself), then into the typed [`Facts`].
 pub fn parse(text: &str, origin: &str) -> Result<Facts, ToolError> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| ToolError(format!("{origin} is not JSON: {e}")))?;
     let bad = |e: serde_json::Error| ToolError(format!("{origin} is not a cudadiag snapshot: {e}"));
-    if let Some(version) = value.get("snapshot_version") {
+    serde_json::from_str::<serde::de::IgnoredAny>(text)
+        .map_err(|e| ToolError(format!("{origin} is not JSON: {e}")))?;
+    let version = if text.trim_start().starts_with('{') {
+        serde_json::from_str::<Head>(text).map_err(bad)?.snapshot_version
+    } else {
+        None
+    };
+    if let Some(version) = version {
         // The version first: a newer format's facts need not decode here, and "upgrade" is the useful answer.
         let version = version.as_u64().ok_or_else(|| {
             ToolError(format!(
-                "{origin} is not a cudadiag snapshot: snapshot_version is {version}, not a number"
+                "{origin} is not a cudadiag snapshot: snapshot_version is {}, not a number",
+                crate::report::truncated(&version.to_string(), 40)
             ))
         })?;
         if version > u64::from(SNAPSHOT_VERSION) {
@@ -63,10 +81,10 @@ pub fn parse(text: &str, origin: &str) -> Result<Facts, ToolError> {
                  upgrade cudadiag"
             )));
         }
-        let env: Envelope = serde_json::from_value(value).map_err(bad)?;
+        let env: Envelope = serde_json::from_str(text).map_err(bad)?;
         Ok(env.facts)
     } else {
-        serde_json::from_value(value).map_err(bad)
+        serde_json::from_str(text).map_err(bad)
     }
 }
 
@@ -131,12 +149,15 @@ fn redacted(
     root: &crate::system::Root,
 ) -> Result<String, ToolError> {
     let json_err = |e: serde_json::Error| ToolError(e.to_string());
-    let mut value = serde_json::to_value(&envelope.facts).map_err(json_err)?;
-    let names = crate::bundle::names(&value, envelope.facts.host.as_ref(), env, root);
+    let mut envelope = envelope;
+    let facts = std::mem::take(&mut envelope.facts);
+    let names = {
+        let plain = serde_json::to_value(&facts).map_err(json_err)?;
+        crate::bundle::names(&plain, facts.host.as_ref(), env, root)
+    };
     let mut r = crate::bundle::redact::Redactor::new(&names);
-    r.apply(&mut value);
+    let value = r.facts(facts).map_err(json_err)?;
     let mut whole = serde_json::to_value(Envelope {
-        facts: Facts::default(),
         redactions: Some(r.report()),
         ..envelope
     })

@@ -386,6 +386,10 @@ pub struct HostFacts {
     /// Problems met while collecting (unreadable directories, link loops); never fatal.
     #[serde(default)]
     pub problems: Vec<String>,
+    /// UEFI Secure Boot and the NVIDIA module of the running kernel, read only when no NVIDIA driver is
+    /// loaded (`None`: a driver is loaded, no EFI variables, or a snapshot taken by an earlier version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure_boot: Option<super::secure_boot::SecureBootFacts>,
 }
 
 /// The NVIDIA kernel driver.

@@ -28,6 +28,7 @@ pub mod libcuda;
 pub mod libfile;
 mod library;
 pub mod owners;
+pub mod secure_boot;
 
 use crate::facts::HostFacts;
 use crate::system::{Env, Root};
@@ -74,7 +75,11 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         cdi: cdi::collect(root),
         catalog_skipped: opts.skip_catalog,
         problems: Vec::new(),
+        secure_boot: None,
     };
+    if facts.driver.is_none() {
+        facts.secure_boot = secure_boot::collect(root);
+    }
     facts.driver_files = driver_files(root, &mut facts.libcuda, &mut facts.nvml);
     // A Jetson's integrated GPU is on no PCI bus: the device tree names it, and the matrix gives its compute
     // capability (`enrich`).

@@ -1,6 +1,6 @@
 //! The human report's image line (`inspect --image`): which image, which config, which program.
 
-use super::{Paint, Sane};
+use super::{Paint, Sane, sane};
 use crate::facts::image::ImageFacts;
 use std::io::{self, Write};
 
@@ -17,9 +17,10 @@ pub fn render(i: &ImageFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> i
         if i.layers == 1 { "" } else { "s" }
     ));
     if let Some(d) = &i.config_digest {
-        // Docker shows the first 12 hex digits of the config digest as the image ID.
+        // Docker shows the first 12 hex digits of the config digest as the image ID. The digest comes from the
+        // archive's own file names (`blobs/sha256/…`), which need not be hex: cut by characters.
         let short = d.split_once(':').map_or(d.as_str(), |(_, h)| h);
-        what.push(format!("image ID {}", &short[..short.len().min(12)]));
+        what.push(format!("image ID {}", sane::prefix(short, 12)));
     }
     let name = i
         .reference

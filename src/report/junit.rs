@@ -15,6 +15,11 @@ fn escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
+            // Newlines as character references: the same text to an XML reader, but no physical line of the
+            // file is data's own (a path with `\n::error …` in it would otherwise be a workflow command to a
+            // GitHub runner that shows the file, and an attribute's raw newline is read back as a space).
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
             // Not an XML 1.0 character (C0 controls but tab and newlines, U+FFFE, U+FFFF): a replacement
             // character keeps the spot visible (a path with a control byte in its name) and the file valid.
             c if ((c as u32) < 0x20 && c != '\n' && c != '\t' && c != '\r')
@@ -110,8 +115,8 @@ mod tests {
     #[test]
     fn escapes_markup_and_control_characters() {
         assert_eq!(
-            super::escape("a<b>&\"'\u{1}c\u{FFFE}\u{FFFF}\u{FFFD}\u{10000}\t"),
-            "a&lt;b&gt;&amp;&quot;&apos;\u{FFFD}c\u{FFFD}\u{FFFD}\u{FFFD}\u{10000}\t"
+            super::escape("a<b>&\"'\u{1}c\u{FFFE}\u{FFFF}\u{FFFD}\u{10000}\t\n::error::x\r"),
+            "a&lt;b&gt;&amp;&quot;&apos;\u{FFFD}c\u{FFFD}\u{FFFD}\u{FFFD}\u{10000}\t&#10;::error::x&#13;"
         );
     }
 }

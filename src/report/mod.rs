@@ -166,10 +166,14 @@ pub fn finding_whole(f: &crate::findings::Finding, paint: Paint, out: &mut dyn W
     human::finding(f, &opts, &mut sane::Guard::new(out, paint.enabled()))
 }
 
-/// Writes a message for people to `out` (used for tool errors on stderr by the binary). The message's own
-/// lines are kept (a TOML error's excerpt); every other control character in it is shown escaped.
+/// Writes a message for people to `out` as one line: the one place tool errors reach stderr (the binary calls
+/// it). Messages quote input data (a RepoTag, a layer name, an Entrypoint word, a path) and a newline in that
+/// data would let it write a line of its own choosing, a GitHub workflow command (`::error …`,
+/// `::add-mask::…`) under Actions included, which the runner reads on stderr as on stdout. So every control
+/// character, newlines included, is shown escaped ([`sane::escape`]); the line starts with `error:`, so
+/// it never starts with `::`.
 pub fn error_line(out: &mut dyn Write, paint: Paint, message: &str) -> io::Result<()> {
-    let message = sane::escape_keeping_lines(message);
+    let message = sane::escape(message);
     writeln!(
         sane::Guard::new(out, paint.enabled()),
         "{}: {message}",

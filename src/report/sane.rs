@@ -51,17 +51,21 @@ pub fn escape(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Like [`escape`], but keeps newlines: for messages whose lines are the tool's own (a TOML error's excerpt).
-pub fn escape_keeping_lines(s: &str) -> String {
-    s.split('\n').map(escape).collect::<Vec<_>>().join("\n")
+/// The first `max` characters of `s` (all of it when shorter): the one way human output cuts text. Cutting
+/// by bytes (`&s[..12]`) panics inside a multibyte character, and the text cut is data (a config's file name,
+/// a digest), so every renderer cuts through here.
+pub fn prefix(s: &str, max: usize) -> &str {
+    s.char_indices().nth(max).map_or(s, |(cut, _)| &s[..cut])
 }
 
 /// At most `max` characters of `s`, escaped; a longer `s` ends with `… (N bytes)`. For echoing what a user
 /// (or a script) passed, which may be megabytes.
 pub fn truncated(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => escape(s).into_owned(),
-        Some((cut, _)) => format!("{}… ({} bytes)", escape(&s[..cut]), s.len()),
+    let cut = prefix(s, max);
+    if cut.len() == s.len() {
+        escape(s).into_owned()
+    } else {
+        format!("{}… ({} bytes)", escape(cut), s.len())
     }
 }
 
@@ -201,7 +205,15 @@ mod tests {
     }
 
     #[test]
-    fn keeping_lines_escapes_the_rest() {
-        assert_eq!(escape_keeping_lines("a\x1b\nb"), "a\\e\nb");
+    fn prefix_cuts_between_characters() {
+        assert_eq!(prefix("aéé", 2), "aé");
+        assert_eq!(prefix("日本語", 5), "日本語");
+        assert_eq!(prefix("", 3), "");
+        // Every cut of a mixed string is a prefix on a boundary.
+        let s = "a\u{e9}\u{65e5}\u{1f600}\u{301}\x1b";
+        for n in 0..8 {
+            assert!(s.starts_with(prefix(s, n)));
+            assert_eq!(prefix(s, n).chars().count(), n.min(s.chars().count()));
+        }
     }
 }

@@ -29,6 +29,7 @@ pub mod packages;
 pub mod policy;
 pub mod probe;
 pub mod process;
+pub mod secure_boot;
 pub mod visibility;
 pub mod wheel;
 
@@ -79,6 +80,7 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     }
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));
+        findings.extend(secure_boot::secure_boot_blocks_module(h));
     }
     // Last: the probe is compared with every static finding above.
     probe::evaluate(facts, &mut findings);

@@ -30,6 +30,8 @@ pub fn visibility(value: &str, gpus: &[GpuFacts]) -> Visibility {
         v.stopped_at = Some((String::new(), "the value is empty".into()));
         return v;
     }
+    // Prefixes are taken with `get`, never `[..n]`: the value and the UUIDs are data, and byte 4 of `ab€` is
+    // inside the `€` (a slice there panicked).
     for raw in value.split(',') {
         let entry = raw.trim();
         let pick = if let Ok(i) = entry.parse::<i64>() {
@@ -42,17 +44,18 @@ pub fn visibility(value: &str, gpus: &[GpuFacts]) -> Visibility {
                 )),
                 Err(_) => Err(format!("{i} is negative")),
             }
-        } else if entry.len() >= 4 && entry[..4].eq_ignore_ascii_case("MIG-") {
+        } else if entry.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("MIG-")) {
             v.unknown_mig = true;
             v.stopped_at = None;
             return v;
-        } else if entry.len() > 4 && entry[..4].eq_ignore_ascii_case("GPU-") {
+        } else if entry.len() > 4 && entry.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("GPU-")) {
             let matches: Vec<usize> = gpus
                 .iter()
                 .enumerate()
                 .filter(|(_, g)| {
                     g.uuid.as_deref().is_some_and(|u| {
-                        u.len() >= entry.len() && u[..entry.len()].eq_ignore_ascii_case(entry)
+                        u.get(..entry.len())
+                            .is_some_and(|p| p.eq_ignore_ascii_case(entry))
                     })
                 })
                 .map(|(i, _)| i)

@@ -314,3 +314,122 @@ fn a_capped_snapshot_says_what_it_cut_and_judges_the_same() {
     ]));
     assert_eq!(judged(&json(&live_args)), judged(&replay));
 }
+
+/// Every word of a snapshot (its keys, enum values and the words of its strings), and names in other
+/// scripts.
+fn words_of(snapshot: &Value) -> Vec<String> {
+    fn add(s: &str, out: &mut std::collections::BTreeSet<String>) {
+        for w in s.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            out.insert(w.to_string());
+            out.extend(w.split('_').map(str::to_string));
+        }
+    }
+    fn walk(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            Value::String(s) => add(s, out),
+            Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+            Value::Object(o) => {
+                for (k, v) in o {
+                    add(k, out);
+                    walk(v, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut set = std::collections::BTreeSet::new();
+    walk(&snapshot["facts"], &mut set);
+    set.into_iter()
+        .filter(|w| w.chars().count() >= 2 && w.chars().any(char::is_alphabetic))
+        .collect()
+}
+
+/// Issue 33, class 4: a host or user name that is also a word of the snapshot's structure (`open`, `host`,
+/// `version`, `uvm`, …) broke the redacted bundle (unknown variant, missing field) or changed its findings, and
+/// non-ASCII names were left in. Each word of the snapshot is tried as the host name and as the user name:
+/// the redacted bundle must read back, and `doctor --facts` and `inspect --facts` give the findings the plain
+/// snapshot gives.
+#[test]
+fn redaction_breaks_the_bundle_or_leaks() {
+    let t = tempfile::tempdir().unwrap();
+    let (base_root, machine) = alices_machine(t.path());
+    let plain = t.path().join("plain.json");
+    snapshot(&machine, &plain, &[]);
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cuda13/compress_all");
+    let replay = |snap: &Path| -> Result<(Vec<_>, Vec<_>), String> {
+        let mut out = Vec::new();
+        for extra in [None, Some(&bin)] {
+            let mut args = strs(&["--format", "json", "--facts", snap.to_str().unwrap()]);
+            args.insert(0, if extra.is_some() { "inspect" } else { "doctor" }.into());
+            args.extend(extra.map(|b| b.display().to_string()));
+            let o = cudadiag(&args);
+            let v: Value = serde_json::from_slice(&o.stdout).map_err(|_| {
+                format!(
+                    "exit {:?}: {}",
+                    o.status.code(),
+                    String::from_utf8_lossy(&o.stderr)
+                )
+            })?;
+            out.push(judged(&v));
+        }
+        Ok((out.remove(0), out.remove(0)))
+    };
+    let expected = replay(&plain).unwrap();
+    let mut words = words_of(&serde_json::from_slice(&std::fs::read(&plain).unwrap()).unwrap());
+    assert!(words.len() > 100, "{} words: {words:?}", words.len());
+    let foreign = ["jürgen", "Jürgen", "李雷", "Ωmega", "søren-ø"];
+    words.extend(foreign.iter().map(|s| s.to_string()));
+    // Word i is the host name and word i+1 the user name of run i (each word is tried in both roles).
+    let runs: Vec<(usize, &String, &String)> = (0..words.len())
+        .map(|i| (i, &words[i], &words[(i + 1) % words.len()]))
+        .collect();
+    let one = |&(i, host, user): &(usize, &String, &String), root: &Path| -> Vec<String> {
+        let mut problems = Vec::new();
+        std::fs::write(root.join("etc/hostname"), format!("{host}\n")).unwrap();
+        let mut machine = machine.clone();
+        machine[1] = root.display().to_string();
+        let at = machine.iter().position(|a| a == "USER=alice").unwrap();
+        machine[at] = format!("USER={user}");
+        machine.extend(["--env".into(), format!("JOB_{}_ID=1", user.to_uppercase())]);
+        machine.extend([
+            "--env".into(),
+            format!("GIT_AUTHOR_EMAIL={user}@mail.corp.example"),
+        ]);
+        let redacted = t.path().join(format!("r{i}.json"));
+        snapshot(&machine, &redacted, &["--redact"]);
+        let who = format!("host {host:?}, user {user:?}");
+        match replay(&redacted) {
+            Ok(got) if got == expected => {}
+            Ok(got) => problems.push(format!("{who}: findings {got:?}")),
+            Err(e) => problems.push(format!("{who}: {e}")),
+        }
+        let text = std::fs::read_to_string(&redacted).unwrap();
+        for w in [host, user].into_iter().filter(|w| foreign.contains(&w.as_str())) {
+            let left = text.matches(w.as_str()).count() + text.matches(&w.to_uppercase()).count();
+            if left > 0 {
+                problems.push(format!("{who}: leak: {left} occurrences of {w:?} left"));
+            }
+        }
+        if text.contains("mail.corp.example") {
+            problems.push(format!("{who}: leak: the domain of {user}@mail.corp.example"));
+        }
+        problems
+    };
+    // Two workers: each run is two or three processes.
+    let (even, odd): (Vec<_>, Vec<_>) = runs.iter().partition(|r| r.0 % 2 == 0);
+    let second = t.path().join("root2");
+    copy_tree(&base_root, &second);
+    let broke: Vec<String> = std::thread::scope(|s| {
+        let a = s.spawn(|| even.iter().flat_map(|r| one(r, &base_root)).collect::<Vec<_>>());
+        let mut b: Vec<String> = odd.iter().flat_map(|r| one(r, &second)).collect();
+        b.extend(a.join().unwrap());
+        b
+    });
+    let tried = runs.len();
+    assert!(
+        broke.is_empty(),
+        "{} problems in {tried} redacted bundles:\n{}",
+        broke.len(),
+        broke.join("\n")
+    );
+}

@@ -332,6 +332,14 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "secure-boot-blocks-module",
+        Case::Elsewhere {
+            fire: "secure_boot.rs::an_unsigned_module_under_secure_boot_is_refused",
+            miss: "secure_boot.rs::a_signed_module_or_secure_boot_off_is_no_finding",
+            why: "needs a copy of a host tree with the EFI variable and a module file written into it",
+        },
+    ),
+    (
         "no-visible-devices",
         Case::Run {
             fire: &["doctor", "@host:healthy", "--env", "CUDA_VISIBLE_DEVICES=7"],

@@ -577,3 +577,124 @@ fn golden_explain_code() {
     let out = cudadiag().args(["explain", "CD100"]).output().unwrap();
     insta::assert_snapshot!("explain_cd100", golden::transcript(&out, &[]));
 }
+
+fn candidates(v: &Value) -> Vec<&str> {
+    v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["slug"].as_str().unwrap())
+        .collect()
+}
+
+/// Regression (issue 34): `libcublas.so.11` was "a CUDA 12 and 13 library" with CUDA 12/13 packages as the fix.
+#[test]
+fn explain_libcublas_so_11_is_cuda_11_not_12_and_13() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path().to_str().unwrap();
+    let q = "ImportError: libcublas.so.11: cannot open shared object file: No such file or directory";
+    let v = json(&["explain", "--format", "json", "--root", root, q]);
+    let l = &v["libraries"][0];
+    assert_eq!(l["majors"], serde_json::json!([11]));
+    assert_eq!(l["pip"][0]["name"], "nvidia-cublas-cu11");
+    assert_eq!(l["deb"], serde_json::json!(["libcublas-11-N"]));
+    assert_eq!(candidates(&v)[0], "library-not-found");
+    assert_eq!(
+        v["candidates"][0]["libraries"][0]["cuda"],
+        serde_json::json!([11])
+    );
+    let (_, text, _) = run(&["explain", "--root", root, q]);
+    assert!(text.starts_with("libcublas.so.11: a CUDA 11 library\n"), "{text}");
+    assert!(
+        text.contains("conda install -c conda-forge 'cudatoolkit=11'"),
+        "{text}"
+    );
+    // Older still: CUDA 10.1's runtime has no pip wheel, its system package is per release.
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "--root",
+        root,
+        "libcudart.so.10.1: cannot open shared object file",
+    ]);
+    assert_eq!(v["libraries"][0]["majors"], serde_json::json!([10]));
+    assert_eq!(v["libraries"][0]["pip"], serde_json::json!([]));
+    assert_eq!(v["libraries"][0]["deb"], serde_json::json!(["cuda-cudart-10-1"]));
+}
+
+/// Regression (issue 34): `(35 vs. 0)` was read as error 0, success.
+#[test]
+fn explain_check_failed_35_vs_0_is_error_35() {
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "Check failed: error == cudaSuccess (35 vs. 0)  CUDA driver version is insufficient for CUDA runtime version",
+    ]);
+    assert_eq!(v["matches"][0]["kind"], "cuda-error");
+    assert_eq!(v["matches"][0]["value"], 35);
+    assert!(v["matches"].as_array().unwrap().iter().all(|m| m["value"] != 0));
+    assert_eq!(candidates(&v)[0], "driver-insufficient");
+}
+
+/// Regression (issue 34): NVML's "Unknown Error" in a running container was answered nvidia-uvm-missing; it
+/// is the container's lost device rules, a cause no rule observes, with its own document.
+#[test]
+fn explain_nvml_unknown_error_is_lost_device_rules_not_uvm() {
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "Failed to initialize NVML: Unknown Error",
+    ]);
+    let c = &v["candidates"][0];
+    assert_eq!(c["slug"], "container-lost-device-rules");
+    assert_eq!(c["code"], Value::Null);
+    assert_ne!(c["confidence"], "high");
+    assert!(c["check"].as_str().unwrap().contains("new container"));
+    assert!(!candidates(&v).contains(&"nvidia-uvm-missing"));
+    // The cause explains itself by its slug, as a finding does.
+    let (code, out, _) = run(&["explain", "container-lost-device-rules"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("# container-lost-device-rules\n"), "{out}");
+    let v = json(&["explain", "--format", "json", "wsl-libcuda-not-symlink"]);
+    assert_eq!(v["cause"]["slug"], "wsl-libcuda-not-symlink");
+    assert!(v["cause"]["doc"].as_str().unwrap().contains("## How to fix"));
+}
+
+/// Regression (issue 34): `driver error: failed to process request` was answered driver-insufficient.
+#[test]
+fn explain_failed_to_process_request_is_the_driver_root() {
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "nvidia-container-cli: initialization error: driver error: failed to process request",
+    ]);
+    assert_eq!(candidates(&v)[0], "container-driver-root-empty");
+    assert!(!candidates(&v).contains(&"driver-insufficient"));
+}
+
+/// Regression (issue 34): a torch extension built for another torch was answered as a CUDA library mix-up.
+#[test]
+fn explain_torch_library_symbol_is_an_extension_built_for_another_torch() {
+    let v = json(&[
+        "explain",
+        "--format",
+        "json",
+        "ImportError: /x/_C.so: undefined symbol: _ZN5torch7Library4_defEN3c1014FunctionSchemaEPNS_11CppFunctionE",
+    ]);
+    assert_eq!(candidates(&v)[0], "framework-extension-abi-mismatch");
+    assert_eq!(v["candidates"][0]["confidence"], "high");
+    // The human text says why and what to check, most likely first.
+    let (_, out, _) = run(&["explain", "undefined symbol: _ZN3c104cuda9SetDeviceEi"]);
+    assert!(
+        out.contains("Likely causes, most likely first:\n  1. framework-extension-abi-mismatch (high)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("because the missing symbol is a C++ symbol of the framework itself"),
+        "{out}"
+    );
+}

@@ -6,10 +6,11 @@
 //! layer 0  system, facts, findings, glibc, parallel    the nouns: facts (serde alone), finding codes, helpers
 //! layer 1  inspect, image, loader, host, probe,        the collectors: read bytes, images and the machine into
 //!          matrix, policy, build_info, python           facts
-//! layer 2  rules, container, diff, bundle, fleet       judge facts: into findings (rules; container, the
-//!                                                      toolkit's view of a node), into differences (diff),
+//! layer 2  rules, container, diff, bundle, fleet,      judge facts: into findings (rules; container, the
+//!          explain                                      toolkit's view of a node), into differences (diff),
 //!                                                      into a redacted, bounded bundle or labels (bundle),
-//!                                                      nodes into groups and predictions (fleet)
+//!                                                      nodes into groups and predictions (fleet),
+//!                                                      a pasted message into ranked causes (explain)
 //! layer 3  report                                      present findings and facts, never judge
 //! layer 4  cli, commands, fuzzing                      glue
 //! ```
@@ -36,7 +37,7 @@ const LAYERS: &[&[&str]] = &[
         "build_info",
         "python",
     ],
-    &["rules", "container", "diff", "bundle", "fleet"],
+    &["rules", "container", "diff", "bundle", "fleet", "explain"],
     &["report"],
     &["cli", "commands", "fuzzing"],
 ];

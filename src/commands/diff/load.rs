@@ -7,6 +7,7 @@
 use crate::commands::ToolError;
 use crate::diff::{Node, NodeFinding};
 use crate::matrix::Matrix;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 use std::path::Path;
 
@@ -28,19 +29,48 @@ fn file_name(path: &Path) -> String {
     )
 }
 
+/// The top-level fields that say what a file is; every other field is skipped unread.
+#[derive(serde::Deserialize)]
+struct Head {
+    snapshot_version: Option<IgnoredAny>,
+    schema_version: Option<Value>,
+    runs: Option<IgnoredAny>,
+}
+
+/// What a diff reads of a JSON report: its host facts and its findings, decoded straight into their types.
+#[derive(serde::Deserialize)]
+struct Report {
+    #[serde(default)]
+    host: Option<ReportHost>,
+    #[serde(default)]
+    findings: Vec<NodeFinding>,
+}
+
+#[derive(serde::Deserialize)]
+struct ReportHost {
+    #[serde(default)]
+    facts: Option<crate::facts::HostFacts>,
+}
+
 /// Decodes one side's text; `origin` names it in errors, `fallback_name` names the node when its facts carry
 /// no host name.
+///
+/// The text is decoded into the typed facts, never into a `serde_json::Value` tree of the whole: two trees of
+/// a 64 MB snapshot took 2.1 GB (issue 33). It is scanned for its kind first ([`Head`], skipping every value
+/// it does not need), then decoded once.
 pub fn parse(text: &str, origin: &str, fallback_name: String, matrix: &Matrix) -> Result<Node, ToolError> {
     let expected = "expected a snapshot (`cudadiag snapshot -o FILE`) or a JSON report (`cudadiag doctor \
                     --format json`)";
-    let value: Value = serde_json::from_str(text)
+    serde_json::from_str::<IgnoredAny>(text)
         .map_err(|e| ToolError(format!("{origin} is not JSON ({e}): {expected}")))?;
-    let Some(top) = value.as_object() else {
+    if !text.trim_start().starts_with('{') {
         return Err(ToolError(format!(
             "{origin} is JSON but not an object: {expected}"
         )));
-    };
-    let (kind, host, findings) = if top.contains_key("snapshot_version") {
+    }
+    let head: Head = serde_json::from_str(text)
+        .map_err(|e| ToolError(format!("{origin} is not JSON ({e}): {expected}")))?;
+    let (kind, host, findings) = if head.snapshot_version.is_some() {
         let mut facts = crate::commands::snapshot::parse(text, origin)?;
         if let Some(h) = facts.host.as_mut() {
             crate::host::enrich::with_matrix(h, matrix);
@@ -55,10 +85,11 @@ pub fn parse(text: &str, origin: &str, fallback_name: String, matrix: &Matrix) -
             })
             .collect();
         ("snapshot", facts.host, findings)
-    } else if let Some(version) = top.get("schema_version") {
+    } else if let Some(version) = head.schema_version {
         let version = version.as_u64().ok_or_else(|| {
             ToolError(format!(
-                "{origin}: schema_version is {version}, not a number: {expected}"
+                "{origin}: schema_version is {}, not a number: {expected}",
+                crate::report::truncated(&version.to_string(), 40)
             ))
         })?;
         if version > REPORT_VERSION {
@@ -67,18 +98,10 @@ pub fn parse(text: &str, origin: &str, fallback_name: String, matrix: &Matrix) -
                  {REPORT_VERSION}): upgrade cudadiag"
             )));
         }
-        let host = match value.pointer("/host/facts") {
-            Some(h) if !h.is_null() => Some(
-                serde_json::from_value(h.clone())
-                    .map_err(|e| ToolError(format!("{origin}: its host facts do not decode: {e}")))?,
-            ),
-            _ => None,
-        };
-        let findings: Vec<NodeFinding> =
-            serde_json::from_value(value.get("findings").cloned().unwrap_or(Value::Array(Vec::new())))
-                .map_err(|e| ToolError(format!("{origin}: its findings do not decode: {e}")))?;
-        ("report", host, findings)
-    } else if top.contains_key("runs") {
+        let report: Report = serde_json::from_str(text)
+            .map_err(|e| ToolError(format!("{origin}: its host facts or findings do not decode: {e}")))?;
+        ("report", report.host.and_then(|h| h.facts), report.findings)
+    } else if head.runs.is_some() {
         return Err(ToolError(format!("{origin} is a SARIF log: {expected}")));
     } else {
         return Err(ToolError(format!(

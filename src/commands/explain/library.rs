@@ -4,7 +4,7 @@
 //! finds them for a missing library (`loader::copies`).
 
 use crate::facts::loader::{Copy, Library, Resolution};
-use crate::rules::packages::{self, Providers};
+use crate::rules::packages::Providers;
 use crate::system::Root;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -31,12 +31,19 @@ pub fn sonames(query: &str) -> Vec<String> {
         .filter(|w| w.starts_with("lib") && crate::loader::dlopen::is_soname(w))
         .filter(|w| seen.insert(w.to_string()))
         .map(str::to_string)
+        .take(crate::explain::read::MAX_NAMES)
         .collect()
 }
 
-/// What is known of each library the query names, with its copies under `root`.
-pub fn lookup(query: &str, root: &Root) -> Vec<Named> {
-    let names = sonames(query);
+/// What is known of each library the query names (and of those it implies without naming their file:
+/// `implied`), with its copies under `root`.
+pub fn lookup(query: &str, implied: &[String], root: &Root) -> Vec<Named> {
+    let mut names = sonames(query);
+    for n in implied {
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
     if names.is_empty() {
         return Vec::new();
     }
@@ -53,7 +60,7 @@ pub fn lookup(query: &str, root: &Root) -> Vec<Named> {
     res.libraries
         .into_iter()
         .map(|l| Named {
-            providers: packages::providers(&l.soname),
+            providers: crate::explain::sonames::providers(&l.soname),
             soname: l.soname,
             copies: l.copies,
         })
@@ -80,16 +87,26 @@ pub fn human(named: &[Named], root: &Root) -> String {
                         .as_ref()
                         .map(|e| format!(" (or 'cuda-toolkit[{e}]=={}.*')", d.cuda))
                         .unwrap_or_default();
+                    // A row of pip_cuda.toml cites its keys; a name the CUDA 11 rules give says where from.
+                    let table = if d.source.contains(' ') {
+                        ""
+                    } else {
+                        "pip_cuda.toml: "
+                    };
                     s.push_str(&format!(
-                        "  pip        pip install {}{extra}    [CUDA {}; pip_cuda.toml: {}]\n",
+                        "  pip        pip install {}{extra}    [CUDA {}; {table}{}]\n",
                         d.name, d.cuda, d.source
                     ));
                 }
                 if let Some(c) = &p.conda {
                     for m in &p.majors {
-                        s.push_str(&format!(
-                            "  conda      conda install -c conda-forge {c} 'cuda-version={m}'\n"
-                        ));
+                        // Up to CUDA 11 the toolkit came to conda as one package per release.
+                        let line = if c == "cudatoolkit" {
+                            format!("conda install -c conda-forge 'cudatoolkit={m}'")
+                        } else {
+                            format!("conda install -c conda-forge {c} 'cuda-version={m}'")
+                        };
+                        s.push_str(&format!("  conda      {line}\n"));
                     }
                 }
                 let src = p
