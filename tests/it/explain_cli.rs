@@ -5,6 +5,7 @@ use assert_cmd::Command;
 use cudadiag::findings::CATALOGUE;
 use serde_json::Value;
 
+use crate::support::cli::captured;
 use crate::support::golden;
 
 use crate::support::loader_build as build;
@@ -16,12 +17,7 @@ fn cudadiag() -> Command {
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = cudadiag().args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    captured(cudadiag().args(args))
 }
 
 fn json(args: &[&str]) -> Value {

@@ -3,6 +3,7 @@
 //! neither standard output nor standard error may carry a line the data chose, and no renderer may cut text
 //! inside a character (issue 33, classes 6 and 7).
 
+use crate::image::run;
 use crate::support::cli::cudadiag;
 use crate::support::image::{Image, Layer, archive, system_layer};
 use serde_json::Value;
@@ -12,20 +13,6 @@ const FORMATS: &[&str] = &["human", "json", "sarif", "junit", "github"];
 
 /// The payload: a newline, then a line that an Actions runner would obey.
 const FORGED: &str = "x\n::error file=forged.rs,line=1::forged\n::add-mask::forged\r\n\x1b[2Jforged";
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = cudadiag()
-        .env_remove("NO_COLOR")
-        .args(["--color", "never"])
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// `docker save` members of a tiny image, with the manifest's entries rewritten by `edit`.
 fn docker(

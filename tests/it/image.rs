@@ -1,7 +1,7 @@
 //! `inspect --image` and `audit IMAGE` end to end, on images built here (`support/image.rs`) from the CUDA 13
 //! fixtures and the test machine's own C++ runtime; and the image reader's bounds on hostile archives.
 
-use crate::support::cli::{cudadiag, slugs};
+use crate::support::cli::{captured, cudadiag, slugs};
 use crate::support::image::{Image, Layer, Pack, fake_cudart, system_layer};
 use cudadiag::image::{Limits, open};
 use std::path::{Path, PathBuf};
@@ -16,17 +16,7 @@ pub(crate) fn fixture(name: &str) -> Vec<u8> {
 
 /// Runs cudadiag with a clean colour setting; returns exit code, stdout and stderr.
 pub(crate) fn run(args: &[&str]) -> (i32, String, String) {
-    let out = cudadiag()
-        .env_remove("NO_COLOR")
-        .args(["--color", "never"])
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    captured(cudadiag().args(["--color", "never"]).args(args))
 }
 
 pub(crate) fn json(args: &[&str]) -> (i32, serde_json::Value) {

@@ -2,7 +2,7 @@
 //! differently (2), memory from a small file (3), `fleet --image`'s unpacks (5), and silent drops (8). Each
 //! test is named after its class and failed on the build the issue was filed against.
 
-use crate::support::cli::{cudadiag, slugs};
+use crate::support::cli::{captured, cudadiag, slugs};
 use crate::support::image::{Ent, Image, Layer, Pack, archive, system_layer, tar_of};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -23,16 +23,11 @@ fn fixture(name: &str) -> Vec<u8> {
 
 /// Runs cudadiag with `TMPDIR` set; returns exit code, stdout and stderr.
 fn run_in(tmp: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = cudadiag()
-        .env("TMPDIR", tmp)
-        .args(["--color", "never"])
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    captured(
+        cudadiag()
+            .env("TMPDIR", tmp)
+            .args(["--color", "never"])
+            .args(args),
     )
 }
 

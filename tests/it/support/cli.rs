@@ -17,6 +17,16 @@ pub fn cudadiag() -> Command {
     cudadiag_in(Path::new(env!("CARGO_MANIFEST_DIR")))
 }
 
+/// Runs `cmd` to completion: its exit code (-1 when killed by a signal), stdout and stderr as text.
+pub fn captured(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// `cudadiag ARGS`, run to completion in the test's working directory.
 pub fn output<I, S>(args: I) -> std::process::Output
 where
