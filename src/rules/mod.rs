@@ -19,6 +19,7 @@ pub mod duplicates;
 pub mod glibc;
 pub mod headline;
 pub mod host;
+pub mod jax_versions;
 pub mod jetson;
 pub mod jit_cache;
 pub mod kernel_image;
@@ -26,6 +27,7 @@ pub mod library_versions;
 pub mod loader;
 pub mod missing;
 pub mod packages;
+mod pins;
 pub mod policy;
 pub mod probe;
 pub mod process;
@@ -77,6 +79,9 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     for r in &facts.libraries {
         findings.extend(duplicates::duplicate_cuda_libraries(r));
         findings.extend(library_versions::cuda_library_too_old(r));
+    }
+    for e in &facts.python {
+        findings.extend(jax_versions::jax_plugin_version_mismatch(e));
     }
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));

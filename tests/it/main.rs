@@ -34,6 +34,7 @@ mod malformed;
 mod pip_layouts;
 mod probe;
 mod probe_live;
+mod python_env;
 mod secure_boot;
 mod verdict_agreement;
 mod verdict_fixtures;
