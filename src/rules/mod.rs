@@ -16,6 +16,7 @@ pub mod device_order;
 pub mod driver;
 pub mod driver_files;
 pub mod duplicates;
+pub mod extension_abi;
 pub mod glibc;
 pub mod headline;
 pub mod host;
@@ -82,6 +83,7 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     }
     for e in &facts.python {
         findings.extend(jax_versions::jax_plugin_version_mismatch(e));
+        findings.extend(extension_abi::framework_extension_abi_mismatch(e));
     }
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));

@@ -1,7 +1,8 @@
 //! The distributions of the Python environment an inspected object lives in, whose versions must go
 //! together (issue 34): `jax-plugin-version-mismatch` from jax's, jaxlib's and the CUDA plugin's `Requires-Dist`
-//! pins. Each root is built here: a tiny library made with `cc` (no libc) inside a `site-packages`, and the
-//! `*.dist-info/METADATA` lines pip writes beside it.
+//! pins, and `framework-extension-abi-mismatch` from an extension's exact pin of torch. Each root is built
+//! here: a tiny library made with `cc` (no libc) inside a `site-packages`, and the `*.dist-info/METADATA`
+//! lines pip writes beside it.
 
 use crate::support::loader_build as build;
 
@@ -136,6 +137,73 @@ fn jax_of_one_release_is_no_mismatch() {
     let all = findings(&root, &path);
     assert!(
         with_slug(&all, "jax-plugin-version-mismatch").is_empty(),
+        "{all:#?}"
+    );
+}
+
+/// torchvision 0.20.1's pin of the torch it was built against (its METADATA), then `pip install -U torch`.
+const TORCHVISION: &[&str] = &["numpy", "torch==2.5.1", "pillow!=8.3.*,>=5.3.0"];
+
+/// Issue 34: torch upgraded alone under torchvision; its `_C.so` refers to torch 2.5.1's C++ symbols.
+#[test]
+fn torch_upgraded_under_torchvision_is_framework_extension_abi_mismatch() {
+    let t = tempfile::tempdir().unwrap();
+    let (root, path) = root_with(
+        t.path(),
+        "torchvision/_C.so",
+        &[
+            ("torch", "2.6.0+cu124", &[]),
+            ("torchvision", "0.20.1", TORCHVISION),
+        ],
+    );
+    let all = findings(&root, &path);
+    let f = with_slug(&all, "framework-extension-abi-mismatch");
+    assert_eq!(f.len(), 1, "{all:#?}");
+    assert_eq!(f[0]["severity"], "error");
+    let message = f[0]["message"].as_str().unwrap();
+    for needle in [
+        "torchvision 0.20.1 was built against torch 2.5.1 (it requires torch==2.5.1) but torch 2.6.0+cu124 is installed",
+        "undefined symbol: _ZN",
+    ] {
+        assert!(message.contains(needle), "{needle}: {message}");
+    }
+    let evidence = f[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("torchvision-0.20.1.dist-info/METADATA:5: Requires-Dist: torch==2.5.1"),
+        "{evidence}"
+    );
+}
+
+/// The near miss: the pinned release with its local label (`2.5.1+cu124` is 2.5.1), and an extension that
+/// states no torch release (a range or no pin) under another torch.
+#[test]
+fn the_pinned_torch_or_no_exact_pin_is_no_abi_mismatch() {
+    let t = tempfile::tempdir().unwrap();
+    let (root, path) = root_with(
+        &t.path().join("pinned"),
+        "torchvision/_C.so",
+        &[
+            ("torch", "2.5.1+cu124", &[]),
+            ("torchvision", "0.20.1", TORCHVISION),
+        ],
+    );
+    let all = findings(&root, &path);
+    assert!(
+        with_slug(&all, "framework-extension-abi-mismatch").is_empty(),
+        "{all:#?}"
+    );
+    let (root, path) = root_with(
+        &t.path().join("range"),
+        "flash_attn_2_cuda.so",
+        &[
+            ("torch", "2.6.0", &[]),
+            ("flash-attn", "2.7.0", &["torch", "einops"]),
+            ("xformers", "0.0.29", &["torch>=2.4"]),
+        ],
+    );
+    let all = findings(&root, &path);
+    assert!(
+        with_slug(&all, "framework-extension-abi-mismatch").is_empty(),
         "{all:#?}"
     );
 }
