@@ -97,6 +97,25 @@ config = json.dumps({"architecture": "amd64", "os": "linux",
 manifest = json.dumps([{"Config": "c.json", "Layers": ["l/layer.tar"]}]).encode()
 open(sys.argv[1], "wb").write(tar([("l/layer.tar", layer), ("c.json", config), ("manifest.json", manifest)]))
 EOF
+# image_manifest: an index naming a manifest (and an attestation), the manifest naming its config; digests
+# `sha256:` + N as 64 hex digits are the N-th document after the first (fuzzing::image_manifest).
+mkdir -p "$out/corpus/image_manifest"
+python3 - "$out/corpus/image_manifest" <<'EOF'
+import json, os, sys
+d = lambda n: "sha256:%064x" % n
+index = {"schemaVersion": 2, "manifests": [
+    {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": d(1), "platform": {"os": "linux", "architecture": "amd64"}},
+    {"mediaType": "application/vnd.oci.image.index.v1+json", "digest": d(3)},
+    {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": d(1), "platform": {"os": "unknown", "architecture": "unknown"},
+     "annotations": {"vnd.docker.reference.type": "attestation-manifest"}}]}
+manifest = {"schemaVersion": 2, "config": {"digest": d(2)}, "layers": [{"digest": d(4)}]}
+config = {"architecture": "arm64", "os": "linux", "config": {"User": "app", "Env": ["PATH=/bin"]}}
+inner = {"manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": d(1)}]}
+docs = [index, manifest, config, inner]
+open(os.path.join(sys.argv[1], "oci"), "w").write("\n--\n".join(json.dumps(x) for x in docs))
+docker = [{"Config": "blobs/sha256/%064x" % 2, "RepoTags": ["a:1"], "Layers": ["blobs/sha256/%064x" % 1]}] * 3
+open(os.path.join(sys.argv[1], "docker"), "w").write("\n--\n".join(json.dumps(x) for x in [docker, manifest, config]))
+EOF
 
 pids=()
 for t in "${targets[@]}"; do

@@ -6,7 +6,8 @@
 # driver-library-mismatch, nvidia-uvm-missing, device-nodes-missing, stub-libcuda). Checks that the groups are
 # the ones the generator wrote, then times the run with hyperfine when installed, else /usr/bin/time.
 # Usage: scripts/bench-fleet.sh [N...]   (CUDADIAG_BIN names the binary, else the release build; BENCH_DIR keeps
-# the corpora; RUNS sets the runs per timing, default 5)
+# the corpora; RUNS sets the runs per timing, default 5; GENERATE_ONLY=1 stops once the corpora are written, which
+# is how scripts/bench makes its fleet input)
 # Then `fleet --image` over the first corpus: a `docker save` image (written here with Python's tarfile: this
 # machine's glibc and C++ runtime, fixtures/cuda13/multi as its program, NVIDIA_REQUIRE_CUDA=cuda>=13.0), its
 # predictions checked per driver (the toolkit refuses it on 570 and 550; it runs on 580), and the number of
@@ -110,6 +111,8 @@ for i in range(1000):
     with open(f"{d}/{name}.json", "w") as f:
         json.dump(s, f, indent=2)
 EOF
+
+if [ -n "${GENERATE_ONLY:-}" ]; then echo "corpora written under $t"; exit 0; fi
 
 sizeof() { du -sb "$1" | cut -f1; }
 echo "one report: $(stat -c %s "$t/reports-${sizes[0]}/gpu00000.json") bytes; one snapshot: $(stat -c %s "$t/snapshots-1000/gpu00000.json") bytes"

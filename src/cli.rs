@@ -13,7 +13,8 @@ use std::path::PathBuf;
     long_version = crate::build_info::LONG_VERSION,
     about = "Explains CUDA environment failures before anything runs",
     long_about = "cudadiag reads CUDA binaries (ELF files, their fatbins, cubins and PTX) without running or \
-                  loading them, and says what GPU code they carry, what they link, and why they would fail.\n\n\
+                  loading them, and says what GPU code they carry, what they link, and why they would fail (the \
+                  opt-in --probe alone loads the driver's libcuda.so.1, in a child process).\n\n\
                   Examples:\n  \
                   cudadiag inspect ./app                   what GPU code ./app carries, one line\n  \
                   cudadiag inspect -v ./libkern.so         every fatbin entry, ELF details\n  \
@@ -48,7 +49,8 @@ pub enum Command {
         versions), every fatbin in .nv_fatbin, __nv_relfatbin or behind .nvFatBinSegment wrappers, each entry's \
         kind, architecture (sm_90a, compute_100f), PTX ISA, compression and producing toolkit, and how the CUDA \
         runtime is linked. Accepts executables, shared libraries, objects, static archives (every member), and raw \
-        .fatbin, .cubin and .ptx files. Nothing is executed or loaded.\n\n\
+        .fatbin, .cubin and .ptx files. Nothing is executed or loaded, unless --probe asks: then a child process \
+        loads the driver's libcuda.so.1 and hands it each fatbin as data.\n\n\
         Examples:\n  cudadiag inspect ./app\n  cudadiag inspect -v --deep libkern.so   (decompress every entry: kernel \
         names, PTX entries)\n  cudadiag inspect --format json build/*.so | jq '.binaries[].device_code[].arch'\n  \
         cudadiag inspect --gpu 9.0 --driver 580.159.04 ./app   (would it run on an H-class GPU with that driver?)\n  \
@@ -208,6 +210,14 @@ pub struct TargetArgs {
     /// Use this compatibility matrix instead of the bundled one (same format as data/compat.toml).
     #[arg(long, value_name = "FILE")]
     pub matrix: Option<PathBuf>,
+}
+
+impl TargetArgs {
+    /// Whether `--gpu` or `--driver` names a target: the question is then "would it run there?", not about
+    /// this machine.
+    pub fn what_if(&self) -> bool {
+        !self.gpus.is_empty() || self.driver.is_some()
+    }
 }
 
 /// `cudadiag explain`.

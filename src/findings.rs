@@ -214,6 +214,10 @@ catalogue! {
         needs: Needs::Image, probe: &[]);
     SecureBootBlocksModule = ("CD313", "secure-boot-blocks-module", Error, None, "Secure Boot is enforced and the NVIDIA module for the running kernel is unsigned: the kernel refuses it",
         needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded, Expect::Code(100), Expect::Code(999)])]);
+    ContainerUserUnknown = ("CD316", "container-user-unknown", Error, None, "the image's User is not in its /etc/passwd (or its group in /etc/group): the container engine refuses to start it",
+        needs: Needs::Image, probe: &[]);
+    ContainerUserUnchecked = ("CD317", "container-user-unchecked", Note, None, "the image's /etc/passwd or /etc/group was not read: its User and what that user may open are not checked",
+        needs: Needs::Image, probe: &[]);
     NoVisibleDevices = ("CD400", "no-visible-devices", Error, Some(100), "CUDA_VISIBLE_DEVICES hides every GPU",
         needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(100)])]);
     DeviceNodesMissing = ("CD401", "device-nodes-missing", Error, Some(100), "the /dev/nvidia* device nodes are missing",
@@ -421,9 +425,29 @@ impl Finding {
     }
 }
 
+/// `n` and its noun, agreeing: `count(1, "entry", "entries")` is "1 entry", `count(3, …)` "3 entries".
+/// Messages, evidence and report lines count through it, so that none says "1 … entries".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_agree_with_their_noun() {
+        assert_eq!(count(1, "entry", "entries"), "1 entry");
+        assert_eq!(count(0, "entry", "entries"), "0 entries");
+        assert_eq!(
+            count(
+                2,
+                "zstd-compressed device-code entry",
+                "zstd-compressed device-code entries"
+            ),
+            "2 zstd-compressed device-code entries"
+        );
+    }
 
     #[test]
     fn typed_codes_match_the_catalogue_and_are_unique() {

@@ -244,3 +244,53 @@ pub fn image(data: &[u8]) {
         let _ = crate::image::entry::program(&img.root(), &img.config, &crate::system::Env::empty());
     }
 }
+
+/// Any bytes as the documents of an OCI image layout (`inspect --image DIR`): the manifest or index chooser
+/// alone. The bytes are cut at each `\n--\n` into up to 16 documents: the first is `index.json` (or
+/// `manifest.json`, `docker save`'s, when it starts with `[`), the N-th next is the blob of digest
+/// `sha256:` + N as 64 hex digits. Indexes are followed, a platform picked and its config read, within the
+/// image's budget for documents. Must never panic, hang or hold more than the budget.
+pub fn image_manifest(data: &[u8]) {
+    let Ok(dir) = tempfile::tempdir() else {
+        return;
+    };
+    let mut docs = split_docs(data);
+    docs.truncate(17);
+    let top = match docs.first() {
+        Some(d) if d.first() == Some(&b'[') => "manifest.json",
+        _ => "index.json",
+    };
+    let blobs = dir.path().join("blobs/sha256");
+    if std::fs::create_dir_all(&blobs).is_err()
+        || std::fs::write(
+            dir.path().join("oci-layout"),
+            br#"{"imageLayoutVersion":"1.0.0"}"#,
+        )
+        .is_err()
+    {
+        return;
+    }
+    for (i, d) in docs.iter().enumerate() {
+        let path = match i {
+            0 => dir.path().join(top),
+            n => blobs.join(format!("{n:064x}")),
+        };
+        if std::fs::write(path, d).is_err() {
+            return;
+        }
+    }
+    for platform in [None, Some("linux/arm64"), Some("linux/amd64/v3")] {
+        let _ = crate::image::choose_only(dir.path(), platform);
+    }
+}
+
+fn split_docs(data: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while let Some(at) = memchr::memmem::find(rest, b"\n--\n") {
+        out.push(&rest[..at]);
+        rest = &rest[at + 4..];
+    }
+    out.push(rest);
+    out
+}

@@ -57,6 +57,16 @@ pub fn exit_soon() {
     EXIT_SOON.store(true, Ordering::Relaxed);
 }
 
+/// What [`discard`] may be given: a value whose drop does nothing the world outside the process's memory
+/// would miss, because in a process about to exit it is never dropped. Memory and read-only maps of files
+/// qualify (the kernel takes them back at exit); a temporary directory or file that its drop removes, a
+/// buffered writer its drop flushes, a child its drop waits for, a lock file, do not.
+///
+/// Crate-private, and implemented for each type handed to [`discard`] beside the code that hands it
+/// (`commands/mod.rs`), so that a value with such a drop cannot be discarded by accident: it would first need an
+/// impl here, whose review asks what its drop does.
+pub(crate) trait Forgettable: Send + 'static {}
+
 /// Gets rid of what a run built up and no longer needs (thousands of strings, maps of large files) without
 /// making the report and the exit wait for it:
 /// - in a process about to exit ([`exit_soon`]), it is not freed at all: the kernel takes the whole address
@@ -66,7 +76,7 @@ pub fn exit_soon() {
 ///   own cost resolving PyTorch's tree 0.2 to 1.2 ms of its ~10;
 /// - otherwise it is dropped on a thread of its own (one serves the whole process; where none can be made,
 ///   here).
-pub fn discard<T: Send + 'static>(value: T) {
+pub(crate) fn discard<T: Forgettable>(value: T) {
     if EXIT_SOON.load(Ordering::Relaxed) {
         std::mem::forget(value);
         return;
@@ -327,6 +337,7 @@ mod tests {
                 let _ = self.0.send(std::thread::current().id());
             }
         }
+        impl super::Forgettable for Tell {}
         let (tx, rx) = std::sync::mpsc::channel();
         super::discard(Tell(tx));
         let dropped_on = rx

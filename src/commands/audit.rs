@@ -25,7 +25,7 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     };
     let text = crate::system::read::read_to_string(&path, crate::system::read::POLICY)
         .map_err(|e| ToolError(format!("cannot read policy {}: {e}", path.display())))?;
-    let policy = Policy::parse(&text, &path.display().to_string()).map_err(|e| ToolError(e.to_string()))?;
+    let policy = Policy::parse(&text, &path.display().to_string())?;
     let opts = InspectOptions::default();
     // Container images are opened and audited like wheels; everything else as it is.
     let (images, others): (Vec<PathBuf>, Vec<PathBuf>) = args
@@ -36,8 +36,7 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     let (mut binaries, mut wheels) =
         report::progress::while_running("inspecting…", "files", &opts.done, || {
             inspect::wheel::collect(&others, &opts)
-        })
-        .map_err(|e| ToolError(e.to_string()))?;
+        })?;
     for image in &images {
         super::image::audit(image, &opts, &mut binaries, &mut wheels)?;
     }

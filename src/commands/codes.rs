@@ -11,7 +11,7 @@ pub fn run(args: &CodesArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> 
         DocFormat::Json => {
             let doc =
                 serde_json::json!({ "schema_version": report::json::SCHEMA_VERSION, "codes": CATALOGUE });
-            let text = serde_json::to_string_pretty(&doc).map_err(|e| ToolError(e.to_string()))?;
+            let text = serde_json::to_string_pretty(&doc)?;
             report::text(out, &format!("{text}\n"))?;
         }
         DocFormat::Human => {

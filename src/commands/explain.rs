@@ -165,7 +165,7 @@ fn check(
     };
     let (facts, _) = super::inspect::read(&reading, || Ok(m))?;
     let fired = crate::rules::evaluate(&facts, m);
-    let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
+    let what_if = args.target.what_if();
     let host = facts.host.as_ref().filter(|h| h.observed);
     let has_gpu = facts.host.as_ref().is_some_and(|h| !h.gpus.is_empty());
     let has_driver = facts.host.as_ref().is_some_and(|h| h.driver.is_some());

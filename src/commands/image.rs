@@ -28,7 +28,7 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
     let opened = crate::report::progress::while_running("unpacking image…", "layers", &layers, || {
         image::open_counting(path, args.platform.as_deref(), &limits, &layers)
     });
-    let img = opened.map_err(|e| ToolError(e.to_string()))?;
+    let img = opened?;
     let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
     let mut program = Program::read(&img, &args.system, &args.paths)?;
     program.run = run_of(args);
@@ -89,6 +89,8 @@ pub(crate) struct Program {
     pub steps: Vec<String>,
     /// The container's user (the image's `User`), as the image's `/etc/passwd` names it.
     user: Option<crate::facts::host::Identity>,
+    /// What the image's own rules read (`rules::image`: its `User` and why it gives no identity).
+    about: crate::facts::image::ImageFacts,
     /// Where the toolkit puts the node's libraries: the image's layout.
     layout: ImageLayout,
     /// The ELF machine of the stand-ins for the node's libraries.
@@ -121,6 +123,11 @@ impl Program {
         let arm = img.facts.platform.split('/').nth(1) == Some("arm64");
         Ok(Program {
             user: image::entry::identity(&root, &img.config.user),
+            about: crate::facts::image::ImageFacts {
+                user: img.config.user.clone(),
+                user_problem: img.facts.user_problem.clone(),
+                ..Default::default()
+            },
             layout: ImageLayout {
                 multiarch: root.exists(Path::new("/etc/debian_version")),
                 machine: if arm { "aarch64" } else { "x86_64" }.to_string(),
@@ -244,11 +251,9 @@ const COMPAT_DIR: &str = "/usr/local/cuda/compat";
 pub(crate) fn mount(img: &Image, program: &Program, plan: &[Mount]) -> Result<(), ToolError> {
     let mut dirs: Vec<String> = Vec::new();
     for m in plan {
-        img.mount(&m.path, &image::stub::library(&m.soname, program.machine), None)
-            .map_err(|e| ToolError(e.to_string()))?;
+        img.mount(&m.path, &image::stub::library(&m.soname, program.machine), None)?;
         if let Some((at, to)) = &m.link {
-            img.mount(at, b"", Some(to))
-                .map_err(|e| ToolError(e.to_string()))?;
+            img.mount(at, b"", Some(to))?;
         }
         if let Some(d) = m.path.parent().map(|d| d.display().to_string())
             && !dirs.contains(&d)
@@ -329,6 +334,7 @@ pub(crate) fn judge(
     }
     let mut findings = staged.map(|s| s.view.findings.clone()).unwrap_or_default();
     findings.extend(crate::rules::evaluate(facts, matrix));
+    findings.extend(crate::rules::image::user(&program.about));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     let mut verdicts = crate::rules::verdicts(facts, &findings, matrix);
     if let Some(stop) = findings.iter().find(|f| stops_the_container(f.code)) {
@@ -347,7 +353,10 @@ pub(crate) fn judge(
 fn stops_the_container(code: Code) -> bool {
     matches!(
         code,
-        Code::ContainerRequirementUnmet | Code::ContainerConfigInvalid | Code::ContainerUnknownDevice
+        Code::ContainerRequirementUnmet
+            | Code::ContainerConfigInvalid
+            | Code::ContainerUnknownDevice
+            | Code::ContainerUserUnknown
     )
 }
 
@@ -435,7 +444,7 @@ enum Node {
 /// The node: `--facts`, else the what-if target, else this machine (judged only when it shows NVIDIA); a
 /// what-if target overrides the GPUs and driver of the other two, as for `inspect`.
 fn node(args: &InspectArgs, matrix: &crate::matrix::Matrix) -> Result<Option<Node>, ToolError> {
-    let what_if = !args.target.gpus.is_empty() || args.target.driver.is_some();
+    let what_if = args.target.what_if();
     let base = if let Some(snapshot) = &args.facts {
         Some(super::snapshot::load_host(snapshot)?)
     } else if what_if {
@@ -517,7 +526,7 @@ pub fn audit(
     binaries: &mut Vec<crate::facts::BinaryFacts>,
     wheels: &mut Vec<crate::facts::WheelFacts>,
 ) -> Result<(), ToolError> {
-    let img = image::open(path, None, &Limits::default()).map_err(|e| ToolError(e.to_string()))?;
+    let img = image::open(path, None, &Limits::default())?;
     let dir = img.dir().to_path_buf();
     let shown = path.display().to_string();
     let inside = |p: &Path| {

@@ -99,7 +99,7 @@ pub(super) fn read<M>(
 where
     M: std::borrow::Borrow<Matrix> + Send,
 {
-    let what_if = !r.target.gpus.is_empty() || r.target.driver.is_some();
+    let what_if = r.target.what_if();
     let read_host = r.snapshot.is_none() && !what_if && r.host;
     let (root, env) = (r.system.root(), r.system.env());
     let host_root = if read_host {
@@ -182,9 +182,7 @@ pub(super) fn binaries_and_libraries(
                 .or_else(|| inspected.map(crate::parallel::join));
             (binaries, resolution.flatten())
         });
-        let binaries = binaries
-            .expect("the binary was inspected")
-            .map_err(|e| ToolError(e.to_string()))?;
+        let binaries = binaries.expect("the binary was inspected")?;
         // Only an ELF program or library has a loader tree (not an archive, a fatbin or PTX).
         if binaries.len() == 1 && binaries[0].elf.is_some() {
             facts.libraries.extend(resolution);

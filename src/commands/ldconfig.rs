@@ -58,11 +58,9 @@ pub(crate) fn regenerate(
         scan(&root, dir, flags, &mut budget, &mut entries, &mut links);
     }
     for (at, to) in &links {
-        img.mount(at, b"", Some(to))
-            .map_err(|e| ToolError(e.to_string()))?;
+        img.mount(at, b"", Some(to))?;
     }
-    img.mount(Path::new("/etc/ld.so.cache"), &ldcache::write(&entries), None)
-        .map_err(|e| ToolError(e.to_string()))?;
+    img.mount(Path::new("/etc/ld.so.cache"), &ldcache::write(&entries), None)?;
     Ok(entries.len())
 }
 

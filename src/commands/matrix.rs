@@ -369,8 +369,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<Outcome, ToolError>
             if answers.is_empty() {
                 doc.insert("sources".into(), json!(m.sources));
             }
-            let text =
-                serde_json::to_string_pretty(&Value::Object(doc)).map_err(|e| ToolError(e.to_string()))?;
+            let text = serde_json::to_string_pretty(&Value::Object(doc))?;
             report::text(out, &format!("{text}\n"))?;
         }
         DocFormat::Human => {

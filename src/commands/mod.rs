@@ -21,6 +21,14 @@ use std::io::{IsTerminal, Write};
 
 pub use explain::doc as explain_doc;
 
+// What the commands hand to `parallel::discard`, which a process about to exit never drops: memory and
+// read-only maps alone. Not `image::Image` (its `TempDir` removes the unpacked tree when dropped) nor anything holding one.
+impl crate::parallel::Forgettable for crate::facts::Facts {}
+impl crate::parallel::Forgettable for crate::matrix::Matrix {}
+impl crate::parallel::Forgettable for crate::report::Report {}
+impl crate::parallel::Forgettable for crate::loader::Files {}
+impl crate::parallel::Forgettable for crate::fleet::Fleet {}
+
 /// How a run ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -39,6 +47,25 @@ impl std::fmt::Display for ToolError {
         f.write_str(&self.0)
     }
 }
+
+/// The library's errors that already say what failed and where (the file, the line, the layer) become the
+/// tool error as they are, through `?`. `std::io::Error` has no such conversion on purpose: alone it names no
+/// file, so each call site says which one.
+macro_rules! tool_error_from {
+    ($($t:ty),* $(,)?) => {$(
+        impl From<$t> for ToolError {
+            fn from(e: $t) -> ToolError {
+                ToolError(e.to_string())
+            }
+        }
+    )*};
+}
+tool_error_from!(
+    serde_json::Error,
+    crate::inspect::InspectError,
+    crate::policy::PolicyError,
+    crate::image::ImageError,
+);
 
 impl From<std::io::Error> for ToolError {
     fn from(e: std::io::Error) -> Self {

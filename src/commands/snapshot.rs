@@ -123,7 +123,7 @@ pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolErro
         ..Facts::default()
     };
     for p in &args.paths {
-        let b = inspect::path(p, &InspectOptions::default()).map_err(|e| ToolError(e.to_string()))?;
+        let b = inspect::path(p, &InspectOptions::default())?;
         facts.binaries.extend(b);
     }
     let env_out = Envelope {
@@ -137,7 +137,7 @@ pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolErro
     let text = if args.redact {
         redacted(env_out, &env, &root)?
     } else {
-        serde_json::to_string_pretty(&env_out).map_err(|e| ToolError(e.to_string()))?
+        serde_json::to_string_pretty(&env_out)?
     };
     write_out(&args.output, &format!("{text}\n"), out)
 }
@@ -148,22 +148,20 @@ fn redacted(
     env: &crate::system::Env,
     root: &crate::system::Root,
 ) -> Result<String, ToolError> {
-    let json_err = |e: serde_json::Error| ToolError(e.to_string());
     let mut envelope = envelope;
     let facts = std::mem::take(&mut envelope.facts);
     let names = {
-        let plain = serde_json::to_value(&facts).map_err(json_err)?;
+        let plain = serde_json::to_value(&facts)?;
         crate::bundle::names(&plain, facts.host.as_ref(), env, root)
     };
     let mut r = crate::bundle::redact::Redactor::new(&names);
-    let value = r.facts(facts).map_err(json_err)?;
+    let value = r.facts(facts)?;
     let mut whole = serde_json::to_value(Envelope {
         redactions: Some(r.report()),
         ..envelope
-    })
-    .map_err(json_err)?;
+    })?;
     whole["facts"] = value;
-    serde_json::to_string_pretty(&whole).map_err(json_err)
+    Ok(serde_json::to_string_pretty(&whole)?)
 }
 
 /// Writes `text` to `path`, or to standard output for `-`.

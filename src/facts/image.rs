@@ -63,6 +63,31 @@ pub struct ImageFacts {
     /// driver files it mounts, the devices, each `NVIDIA_REQUIRE_*` and its outcome); absent without a node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toolkit: Option<serde_json::Value>,
+    /// Why the image's `User` gives no identity (`image::entry::lookup`); absent when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_problem: Option<UserProblem>,
+}
+
+/// Why the image's `User` could not be resolved to an identity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum UserProblem {
+    /// A user or group name its `file` (`/etc/passwd`, `/etc/group`) does not list: the engine refuses to
+    /// start the container.
+    Unknown {
+        /// The name.
+        name: String,
+        /// The file it is missing from.
+        file: String,
+    },
+    /// `file` was not read (larger than cudadiag reads, unreadable): the user and what it may open are
+    /// unchecked.
+    Unread {
+        /// The file.
+        file: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 fn is_zero(n: &u64) -> bool {

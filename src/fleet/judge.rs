@@ -71,6 +71,18 @@ pub struct Prediction {
 impl Artefact {
     /// Reads the artefact: executables, libraries, directories (walked) and wheels, as `audit` reads them.
     pub fn read(paths: &[std::path::PathBuf]) -> Result<Artefact, String> {
+        // An image is not judged as a file: what runs is its entrypoint, in its tree, with what the container
+        // toolkit mounts there, which `--image` predicts.
+        if let Some(image) = paths
+            .iter()
+            .find(|p| p.extension().is_none_or(|x| x != "whl") && crate::image::looks_like_image(p))
+        {
+            return Err(format!(
+                "--artifact {0}: a container image; judge it with `cudadiag fleet --image {0} …`, which runs its \
+                 entrypoint in its own tree with what the NVIDIA Container Toolkit mounts on each node",
+                image.display()
+            ));
+        }
         let opts = crate::inspect::InspectOptions::default();
         let (binaries, wheels) = crate::inspect::wheel::collect(paths, &opts).map_err(|e| e.to_string())?;
         if binaries.is_empty() {
@@ -119,6 +131,15 @@ impl Prediction {
         Prediction {
             outcome: Outcome::Unknown,
             reason: "the node's file holds no host facts to judge on".into(),
+            codes: Vec::new(),
+        }
+    }
+
+    /// A node left unjudged, and why (a bound of `fleet --image`).
+    pub fn not_judged(reason: String) -> Prediction {
+        Prediction {
+            outcome: Outcome::Unknown,
+            reason,
             codes: Vec::new(),
         }
     }
@@ -198,8 +219,11 @@ pub struct ImageJudged {
     pub path: String,
     /// Its program, as a path inside it (its entrypoint's, found as `inspect --image` finds it).
     pub program: String,
-    /// How many times it was unpacked: once per distinct set of the toolkit's mounts (driver version).
+    /// How many times it was unpacked (once: each distinct set of the toolkit's mounts is made and undone on
+    /// the same tree).
     pub unpacked: usize,
+    /// The distinct sets of the toolkit's mounts (driver versions) the nodes were judged with.
+    pub mount_sets: usize,
 }
 
 /// The nodes of one outcome and leading reason.

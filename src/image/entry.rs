@@ -293,19 +293,45 @@ mod tests {
 
 /// Who the container's process is, from the config's `User` (`name`, `uid`, `name:group`, `uid:gid`; empty is
 /// root), names looked up in the image's `/etc/passwd` and `/etc/group` as the engine does, supplementary
-/// groups being those `/etc/group` lists the user in. `None` when a name is not in the image (the engine then
-/// refuses to start the container: "unable to find user").
+/// groups being those `/etc/group` lists the user in. `None` when it cannot be told ([`lookup`] says why).
 pub fn identity(root: &Root, user: &str) -> Option<crate::facts::host::Identity> {
+    lookup(root, user).ok()
+}
+
+/// [`identity`], or why there is none: a name the image's files do not list (the engine then refuses to start
+/// the container: "unable to find user NAME: no matching entries in passwd file"), or a file cudadiag did not
+/// read (over its size bound, unreadable). A numeric `User` needs no entry: the engine runs it as is.
+pub fn lookup(root: &Root, user: &str) -> Result<crate::facts::host::Identity, UserProblem> {
     let (u, g) = match user.split_once(':') {
         Some((u, g)) => (u, Some(g)),
         None => (user, None),
     };
-    let read = |p: &str| {
-        root.read_to_string(Path::new(p), crate::system::read::CONFIG_TEXT)
-            .unwrap_or_default()
+    // A missing file lists nobody; one not read (too large, unreadable) leaves the user unchecked.
+    let read = |p: &str| match root.read_to_string(Path::new(p), crate::system::read::CONFIG_TEXT) {
+        Ok(t) => Ok(t),
+        Err(e) if e.is_not_found() => Ok(String::new()),
+        Err(e) => Err(UserProblem::Unread {
+            file: p.to_string(),
+            reason: e.to_string(),
+        }),
     };
-    let passwd = read("/etc/passwd");
-    let group = read("/etc/group");
+    let needs_passwd = !u.is_empty();
+    let passwd = if needs_passwd {
+        read("/etc/passwd")
+    } else {
+        Ok(String::new())
+    };
+    let passwd = match passwd {
+        Ok(t) => t,
+        // A numeric uid runs without its entry; only its primary group is then unknown (0, as the engine does).
+        Err(_) if u.parse::<u32>().is_ok() => String::new(),
+        Err(e) => return Err(e),
+    };
+    let group = read("/etc/group")?;
+    let unknown = |name: &str, file: &str| UserProblem::Unknown {
+        name: name.to_string(),
+        file: file.to_string(),
+    };
     // name:x:uid:gid:… and name:x:gid:member,member
     let fields = |text: &str, name: &str| -> Option<Vec<String>> {
         text.lines()
@@ -325,17 +351,20 @@ pub fn identity(root: &Root, user: &str) -> Option<crate::facts::host::Identity>
             .unwrap_or(0);
         (uid, name, gid)
     } else {
-        let f = fields(&passwd, u)?;
-        (
-            f.get(2)?.parse().ok()?,
-            Some(u.to_string()),
-            f.get(3)?.parse().ok()?,
-        )
+        let f = fields(&passwd, u).ok_or_else(|| unknown(u, "/etc/passwd"))?;
+        let number = |i: usize| {
+            f.get(i)
+                .and_then(|x| x.parse().ok())
+                .ok_or_else(|| unknown(u, "/etc/passwd"))
+        };
+        (number(2)?, Some(u.to_string()), number(3)?)
     };
     if let Some(g) = g {
         gid = match g.parse::<u32>() {
             Ok(n) => n,
-            Err(_) => fields(&group, g)?.get(2)?.parse().ok()?,
+            Err(_) => fields(&group, g)
+                .and_then(|f| f.get(2)?.parse().ok())
+                .ok_or_else(|| unknown(g, "/etc/group"))?,
         };
     }
     let mut groups = vec![gid];
@@ -350,7 +379,7 @@ pub fn identity(root: &Root, user: &str) -> Option<crate::facts::host::Identity>
             }
         }
     }
-    Some(crate::facts::host::Identity {
+    Ok(crate::facts::host::Identity {
         uid,
         gid,
         groups,
@@ -360,6 +389,8 @@ pub fn identity(root: &Root, user: &str) -> Option<crate::facts::host::Identity>
         ),
     })
 }
+
+pub use crate::facts::image::UserProblem;
 
 #[cfg(test)]
 mod identity_tests {

@@ -3,150 +3,19 @@
 //! the layers below; `.wh..wh..opq` in a directory hides everything the layers below put in it (OCI image
 //! spec, `layer.md`, "Whiteouts"). A whiteout never hides what its own layer adds.
 //!
-//! The tar is read in raw mode (the `tar` crate's `Entries::raw`): PAX and GNU long-name records are read
-//! here, each within a small bound, so that a hostile record cannot make the reader hold gigabytes.
+//! The tar is read by the one walk every command shares ([`super::tarwalk`]): long names, PAX records and
+//! sparse maps applied, each within a small bound, and the data every entry declares checked to be there.
 
 use super::decode::{self, Bounded, Compression};
 use super::store::Region;
+use super::tarwalk::{self, Data, Item, Kind, Seekable, Source, Streamed};
 use super::{ImageError, Limits};
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 
-/// Largest PAX extended header or GNU long name (real ones are a few hundred bytes).
-const MAX_RECORD: u64 = 1 << 20;
 /// Longest entry name.
 const MAX_NAME: usize = 4096;
-
-/// One entry of a tar, its long names and PAX records applied.
-pub struct Item {
-    /// Its name as written.
-    pub name: Vec<u8>,
-    /// A link's target.
-    pub link: Option<Vec<u8>>,
-    /// Its type.
-    pub kind: tar::EntryType,
-    /// Its data's size.
-    pub size: u64,
-    /// Its mode bits.
-    pub mode: u32,
-}
-
-/// Walks the raw entries of a tar, applying GNU long names and PAX `path`/`linkpath` records, and calls `f` on
-/// each real entry. `count` counts the entries against [`Limits::max_entries`].
-pub fn walk<R: Read>(
-    entries: tar::Entries<'_, R>,
-    what: &str,
-    limits: &Limits,
-    count: &mut u64,
-    mut f: impl FnMut(&Item, &mut tar::Entry<'_, R>) -> Result<(), ImageError>,
-) -> Result<(), ImageError> {
-    let mut long_name: Option<Vec<u8>> = None;
-    let mut long_link: Option<Vec<u8>> = None;
-    let mut pax: Option<Vec<(String, Vec<u8>)>> = None;
-    for entry in entries.raw(true) {
-        let mut entry = entry.map_err(|e| ImageError::from_io(what, e))?;
-        *count += 1;
-        if *count > limits.max_entries {
-            return Err(ImageError::cap(
-                what,
-                "max-entries",
-                format!("more than {} entries", limits.max_entries),
-            ));
-        }
-        let kind = entry.header().entry_type();
-        match kind {
-            tar::EntryType::GNULongName => {
-                long_name = Some(record(&mut entry, what)?);
-                continue;
-            }
-            tar::EntryType::GNULongLink => {
-                long_link = Some(record(&mut entry, what)?);
-                continue;
-            }
-            tar::EntryType::XHeader => {
-                pax = Some(pax_records(&record(&mut entry, what)?));
-                continue;
-            }
-            tar::EntryType::XGlobalHeader => continue,
-            _ => {}
-        }
-        let from_pax = |key: &str| {
-            pax.as_ref()
-                .and_then(|p| p.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
-        };
-        let mut name = long_name
-            .take()
-            .or_else(|| from_pax("path"))
-            .unwrap_or_else(|| entry.path_bytes().into_owned());
-        while name.last() == Some(&0) {
-            name.pop();
-        }
-        let link = long_link
-            .take()
-            .or_else(|| from_pax("linkpath"))
-            .or_else(|| entry.link_name_bytes().map(|l| l.into_owned()))
-            .map(|mut l| {
-                while l.last() == Some(&0) {
-                    l.pop();
-                }
-                l
-            });
-        pax = None;
-        let item = Item {
-            name,
-            link,
-            kind,
-            size: entry.size(),
-            mode: entry.header().mode().unwrap_or(0o644),
-        };
-        f(&item, &mut entry)?;
-    }
-    Ok(())
-}
-
-/// A long-name or PAX record's bytes, within [`MAX_RECORD`].
-fn record(r: &mut impl Read, what: &str) -> Result<Vec<u8>, ImageError> {
-    let mut out = Vec::new();
-    r.take(MAX_RECORD + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| ImageError::from_io(what, e))?;
-    if out.len() as u64 > MAX_RECORD {
-        return Err(ImageError(format!(
-            "{what}: a PAX or long-name record of more than {MAX_RECORD} bytes: not a real tar"
-        )));
-    }
-    Ok(out)
-}
-
-/// PAX records: `LEN KEY=VALUE\n` each (POSIX.1-2001, `pax` "Extended Header").
-fn pax_records(mut b: &[u8]) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    while !b.is_empty() {
-        let Some(sp) = b.iter().position(|&c| c == b' ') else {
-            break;
-        };
-        let Some(len) = std::str::from_utf8(&b[..sp])
-            .ok()
-            .and_then(|s| s.parse::<usize>().ok())
-        else {
-            break;
-        };
-        if len <= sp + 1 || len > b.len() {
-            break;
-        }
-        let rec = &b[sp + 1..len];
-        let rec = rec.strip_suffix(b"\n").unwrap_or(rec);
-        if let Some(eq) = rec.iter().position(|&c| c == b'=') {
-            out.push((
-                String::from_utf8_lossy(&rec[..eq]).into_owned(),
-                rec[eq + 1..].to_vec(),
-            ));
-        }
-        b = &b[len..];
-    }
-    out
-}
 
 /// What applying the layers did.
 #[derive(Debug, Default, Clone, Copy)]
@@ -215,11 +84,8 @@ impl<'a> Tree<'a> {
         let result = if c == Compression::None {
             // A plain layer is read in place: the data of files not written is skipped by seeking.
             let len = layer.len();
-            let mut archive = tar::Archive::new(layer);
-            let entries = archive
-                .entries_with_seek()
-                .map_err(|e| ImageError::from_io(what, e))?;
-            let r = walk(entries, what, self.limits, &mut count, |item, entry| {
+            let mut src = Seekable::new(layer, len).map_err(|e| ImageError::from_io(what, e))?;
+            let r = tarwalk::walk(&mut src, what, self.limits, &mut count, |item, entry| {
                 self.entry(item, entry, what, &mut this_layer)
             });
             self.totals.unpacked += len;
@@ -227,12 +93,11 @@ impl<'a> Tree<'a> {
         } else {
             let bounded = Bounded::new(layer, c, self.limits, what.to_string())
                 .map_err(|e| ImageError::from_io(what, e))?;
-            let mut archive = tar::Archive::new(bounded);
-            let entries = archive.entries().map_err(|e| ImageError::from_io(what, e))?;
-            let r = walk(entries, what, self.limits, &mut count, |item, entry| {
+            let mut src = Streamed::new(bounded);
+            let r = tarwalk::walk(&mut src, what, self.limits, &mut count, |item, entry| {
                 self.entry(item, entry, what, &mut this_layer)
             });
-            self.totals.unpacked += archive.into_inner().produced();
+            self.totals.unpacked += src.into_inner().produced();
             r
         };
         self.totals.entries = count;
@@ -250,10 +115,10 @@ impl<'a> Tree<'a> {
     }
 
     /// Applies one entry.
-    fn entry<R: Read>(
+    fn entry<S: Source>(
         &mut self,
         item: &Item,
-        entry: &mut tar::Entry<'_, R>,
+        entry: &mut Data<'_, S>,
         what: &str,
         this_layer: &mut HashSet<PathBuf>,
     ) -> Result<(), ImageError> {
@@ -281,20 +146,16 @@ impl<'a> Tree<'a> {
             }
             return Ok(());
         }
-        use tar::EntryType as T;
         let kind = item.kind;
-        if matches!(kind, T::Char | T::Block | T::Fifo) {
+        if kind == Kind::Special {
             self.totals.special += 1;
             return Ok(());
         }
-        if !matches!(
-            kind,
-            T::Regular | T::Continuous | T::Directory | T::Symlink | T::Link | T::GNUSparse
-        ) {
-            // Unknown types are regular files to POSIX readers; vendor types carry nothing a program needs.
+        if kind == Kind::Other {
+            // Volume labels, GNU dump directories, vendor types: nothing a program needs.
             return Ok(());
         }
-        if item.size > self.limits.max_file && kind != T::Directory {
+        if item.size > self.limits.max_file && kind != Kind::Dir {
             return Err(ImageError::cap(
                 &format!("{what}: entry {shown:?}"),
                 "max-file",
@@ -307,7 +168,7 @@ impl<'a> Tree<'a> {
         this_layer.insert(rel.clone());
         // What a lower layer left at this path goes (a directory over a directory merges). Nothing is made yet.
         if let Some(there) = self.existing(&parent, &file_name) {
-            let keep = kind == T::Directory && std::fs::symlink_metadata(&there).is_ok_and(|m| m.is_dir());
+            let keep = kind == Kind::Dir && std::fs::symlink_metadata(&there).is_ok_and(|m| m.is_dir());
             if !keep {
                 remove_host(&there).map_err(|e| at(e.to_string()))?;
                 self.dirs.clear();
@@ -315,9 +176,9 @@ impl<'a> Tree<'a> {
         }
         let target = match kind {
             // Directories are made when something is put in them: images hold thousands that only hold data.
-            T::Directory => return Ok(()),
-            T::Symlink => Some(item.link.clone().unwrap_or_default()),
-            T::Link => {
+            Kind::Dir => return Ok(()),
+            Kind::Symlink => Some(item.link.clone().unwrap_or_default()),
+            Kind::Link => {
                 // A hard link names a path from the image's top: a symbolic link to it, resolved in the image.
                 let Some(t) = entry_path(item.link.as_deref().unwrap_or_default()).map_err(at)? else {
                     return Ok(());
@@ -341,21 +202,35 @@ impl<'a> Tree<'a> {
     /// Puts a file from outside the image at `rel` (what the container runtime mounts into the container):
     /// `link` as a symbolic link when given, else a regular file holding `text`; what was there is replaced,
     /// directories are made and links followed inside the image, as for a layer's entry.
-    pub fn place(&mut self, rel: &Path, text: &[u8], link: Option<&[u8]>) -> io::Result<()> {
+    /// What was there is moved to `aside` (outside the tree). Returns the host path written and whether
+    /// something was moved aside.
+    pub fn place(
+        &mut self,
+        rel: &Path,
+        text: &[u8],
+        link: Option<&[u8]>,
+        aside: &Path,
+    ) -> io::Result<(PathBuf, bool)> {
         let parent = rel.parent().unwrap_or(Path::new("")).to_path_buf();
         let Some(name) = rel.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-            return Ok(());
+            return Err(io::Error::other("not a file's path"));
         };
+        let mut hidden = false;
         if let Some(there) = self.existing(&parent, &name) {
-            remove_host(&there)?;
+            if let Some(dir) = aside.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::rename(&there, aside)?;
+            hidden = true;
             self.dirs.clear();
         }
         let dir = self.parent_dir(&parent)?;
         let host = self.root().host_path(&dir).join(&name);
         match link {
-            Some(target) => symlink(target, &host),
-            None => std::fs::write(&host, text),
+            Some(target) => symlink(target, &host)?,
+            None => std::fs::write(&host, text)?,
         }
+        Ok((host, hidden))
     }
 
     /// The host path of `parent/name` when `parent` exists in the tree (links resolved inside the image);
@@ -376,10 +251,10 @@ impl<'a> Tree<'a> {
     }
 
     /// Writes a regular file: whole when an inspection could read it, else empty (see the module docs).
-    fn file<R: Read>(
+    fn file<S: Source>(
         &mut self,
         item: &Item,
-        entry: &mut tar::Entry<'_, R>,
+        entry: &mut Data<'_, S>,
         rel: &Path,
         parent: &Path,
         name: &str,
@@ -420,7 +295,7 @@ impl<'a> Tree<'a> {
             .into_io());
         }
         f.write_all(&head)?;
-        let copied = io::copy(&mut entry.take(item.size), &mut f)?;
+        let copied = copy_polled(&mut entry.take(item.size), &mut f)?;
         if copied + head.len() as u64 != item.size {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -526,6 +401,28 @@ impl<'a> Tree<'a> {
     }
 }
 
+/// `io::copy`, a signal polled every MiB (a file of gigabytes is not waited for).
+fn copy_polled(from: &mut impl Read, to: &mut impl Write) -> io::Result<u64> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0;
+    loop {
+        crate::system::scratch::check()?;
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e)
+                if e.kind() == io::ErrorKind::Interrupted
+                    && crate::system::scratch::signalled().is_none() =>
+            {
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        to.write_all(&buf[..n])?;
+        total += n as u64;
+    }
+}
+
 /// `path` without `.` and `..` (never above `/`), as a path relative to the image's top.
 fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -541,7 +438,7 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
-/// Should a file be written whole, whatever its size? ELF files, archives, fatbins; device code by name;
+/// Should a file be written whole, whatever its size? ELF files, archives, fatbins, wheels; device code by name;
 /// scripts (an entrypoint script is recognised by its `#!`); and what the machine's reading uses as text:
 /// `/etc`, dpkg's database, conda's and pip's metadata, toolkit versions.
 fn wanted(head: &[u8], rel: &Path) -> bool {
@@ -549,6 +446,11 @@ fn wanted(head: &[u8], rel: &Path) -> bool {
         return true;
     }
     let s = rel.to_string_lossy();
+    // A wheel (a zip named `*.whl`) is opened by `audit` as any wheel is: the libraries inside it are what a
+    // `pip install` in the container would load.
+    if s.ends_with(".whl") && head.starts_with(b"PK\x03\x04") {
+        return true;
+    }
     s.starts_with("etc/")
         || s.starts_with("var/lib/dpkg/")
         || s.contains("/conda-meta/")
@@ -599,7 +501,7 @@ fn symlink(target: &[u8], host: &Path) -> io::Result<()> {
 }
 
 /// Removes a file, a link (not what it points to) or a whole directory.
-fn remove_host(host: &Path) -> io::Result<()> {
+pub(super) fn remove_host(host: &Path) -> io::Result<()> {
     let m = std::fs::symlink_metadata(host)?;
     if m.is_dir() {
         std::fs::remove_dir_all(host)
@@ -632,14 +534,5 @@ mod tests {
         assert_eq!(entry_path(b"./").unwrap(), None);
         assert!(entry_path(b"usr/../../etc/passwd").is_err());
         assert!(entry_path(&vec![b'a'; 5000]).is_err());
-    }
-
-    #[test]
-    fn pax_records_parse() {
-        // Each record's length counts itself: "31 path=usr/lib/a-long-name.so\n" is 31 bytes.
-        let r = pax_records(b"31 path=usr/lib/a-long-name.so\n20 linkpath=/x/y/zz\n");
-        assert_eq!(r[0], ("path".to_string(), b"usr/lib/a-long-name.so".to_vec()));
-        assert_eq!(r[1], ("linkpath".to_string(), b"/x/y/zz".to_vec()));
-        assert!(pax_records(b"999 path=x\n").is_empty());
     }
 }

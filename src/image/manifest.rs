@@ -17,6 +17,10 @@ use std::collections::BTreeMap;
 const MAX_DEPTH: usize = 4;
 /// Descriptors read over all indexes.
 const MAX_DESCRIPTORS: usize = 4096;
+/// Bytes of JSON (manifests, indexes, configs) one image's reading may read in all: a real image reads a few
+/// hundred KiB; a hostile one naming one large config many times reads it once (candidates are de-duplicated),
+/// and one naming many large ones stops here.
+pub const MAX_DOCUMENTS: u64 = 64 << 20;
 
 /// `os/architecture[/variant]`, as the OCI image spec names platforms (`linux/amd64`, `linux/arm64/v8`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -160,6 +164,27 @@ struct ConfigFile {
     config: Option<ConfigRun>,
 }
 
+/// A config's platform alone: what choosing between candidates needs (the rest is skipped, not kept).
+#[derive(Deserialize, Default)]
+struct ConfigPlatform {
+    #[serde(default)]
+    architecture: String,
+    #[serde(default)]
+    os: String,
+    #[serde(default)]
+    variant: Option<String>,
+}
+
+impl ConfigPlatform {
+    fn platform(self) -> Platform {
+        Platform {
+            os: self.os,
+            arch: self.architecture,
+            variant: self.variant,
+        }
+    }
+}
+
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "PascalCase")]
 struct ConfigRun {
@@ -176,12 +201,20 @@ struct ConfigRun {
 }
 
 /// One image the archive offers.
+#[derive(PartialEq, Eq, Hash)]
 struct Candidate {
     layers: Vec<String>,
     config_name: String,
     config_digest: Option<String>,
     manifest_digest: Option<String>,
     reference: Option<String>,
+}
+
+impl Candidate {
+    /// What makes two candidates the same image: the same config and layers (a tag or reference aside).
+    fn key(&self) -> (String, Vec<String>) {
+        (self.config_name.clone(), self.layers.clone())
+    }
 }
 
 /// The blob file of a digest (`sha256:ab…` is `blobs/sha256/ab…`); a digest that is not `ALG:HEX` is refused.
@@ -200,7 +233,33 @@ fn blob(digest: &str) -> Result<String, String> {
     Ok(format!("blobs/{alg}/{hex}"))
 }
 
-fn json<T: for<'de> Deserialize<'de>>(store: &Store, name: &str, shown: &str) -> Result<T, ImageError> {
+/// What is left of [`MAX_DOCUMENTS`] for one image.
+pub struct Budget(u64);
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget(MAX_DOCUMENTS)
+    }
+}
+
+/// Reads and decodes the JSON document `name`, its bytes taken from `budget` before they are read.
+fn json<T: for<'de> Deserialize<'de>>(
+    store: &Store,
+    name: &str,
+    shown: &str,
+    budget: &mut Budget,
+) -> Result<T, ImageError> {
+    let len = store
+        .member(name)
+        .map_err(|e| ImageError(format!("{shown}: {e}")))?
+        .len();
+    budget.0 = budget.0.checked_sub(len).ok_or_else(|| {
+        ImageError::cap(
+            shown,
+            "max-documents",
+            format!("its manifests, indexes and configs hold more than {MAX_DOCUMENTS} bytes"),
+        )
+    })?;
     let bytes = store
         .read(name)
         .map_err(|e| ImageError(format!("{shown}: {e}")))?;
@@ -216,30 +275,47 @@ pub fn choose(
     limits: &Limits,
     shown: &str,
 ) -> Result<Chosen, ImageError> {
+    let mut budget = Budget::default();
     let candidates = if store.has("manifest.json") {
-        docker_candidates(store, shown)?
+        docker_candidates(store, shown, &mut budget)?
     } else {
-        oci_candidates(store, shown)?
+        oci_candidates(store, shown, &mut budget)?
     };
-    let mut read: Vec<(Candidate, ConfigFile)> = Vec::new();
-    for c in candidates {
-        let config: ConfigFile = json(store, &c.config_name, shown)?;
-        read.push((c, config));
-    }
-    let platform_of = |c: &ConfigFile| Platform {
-        os: c.os.clone(),
-        arch: c.architecture.clone(),
-        variant: c.variant.clone(),
-    };
-    let matching: Vec<usize> = (0..read.len())
-        .filter(|&i| platform_of(&read[i].1).serves(want))
+    // One entry per distinct image (a manifest naming one image many times is one image); each distinct
+    // config read once, for its platform alone; only the chosen one's decoded whole.
+    let mut distinct = std::collections::HashSet::new();
+    let candidates: Vec<Candidate> = candidates
+        .into_iter()
+        .filter(|c| distinct.insert(c.key()))
         .collect();
-    let pick = match (read.len(), matching.len()) {
+    drop(distinct);
+    let mut platforms: std::collections::HashMap<String, Platform> = std::collections::HashMap::new();
+    if candidates.len() > 1 {
+        for c in &candidates {
+            if !platforms.contains_key(&c.config_name) {
+                let p: ConfigPlatform = json(store, &c.config_name, shown, &mut budget)?;
+                platforms.insert(c.config_name.clone(), p.platform());
+            }
+        }
+    }
+    let platform_at = |i: usize| {
+        platforms
+            .get(&candidates[i].config_name)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let matching: Vec<usize> = (0..candidates.len())
+        .filter(|&i| platform_at(i).serves(want))
+        .collect();
+    let pick = match (candidates.len(), matching.len()) {
         (0, _) => return Err(ImageError(format!("{shown}: the archive holds no image"))),
-        (1, 0) if !explicit => 0,
+        // One image: its config says its platform (checked below when asked for explicitly).
+        (1, _) => 0,
         (_, 1) => matching[0],
         (_, 0) => {
-            let offered: Vec<String> = read.iter().map(|(_, c)| platform_of(c).to_string()).collect();
+            let offered: Vec<String> = (0..candidates.len())
+                .map(|i| platform_at(i).to_string())
+                .collect();
             return Err(ImageError(format!(
                 "{shown}: no image for {want} (it holds {}): pass --platform OS/ARCH",
                 offered.join(", ")
@@ -249,11 +325,10 @@ pub fn choose(
             let names: Vec<String> = matching
                 .iter()
                 .map(|&i| {
-                    read[i]
-                        .0
+                    candidates[i]
                         .reference
                         .clone()
-                        .unwrap_or_else(|| read[i].0.config_name.clone())
+                        .unwrap_or_else(|| candidates[i].config_name.clone())
                 })
                 .collect();
             return Err(ImageError(format!(
@@ -263,7 +338,20 @@ pub fn choose(
             )));
         }
     };
-    let (c, config) = read.swap_remove(pick);
+    let mut candidates = candidates;
+    let c = candidates.swap_remove(pick);
+    drop(candidates);
+    let config: ConfigFile = json(store, &c.config_name, shown, &mut budget)?;
+    let platform = Platform {
+        os: config.os.clone(),
+        arch: config.architecture.clone(),
+        variant: config.variant.clone(),
+    };
+    if explicit && !platform.serves(want) {
+        return Err(ImageError(format!(
+            "{shown}: no image for {want} (it holds {platform}): pass --platform OS/ARCH"
+        )));
+    }
     if c.layers.len() > limits.max_layers {
         return Err(ImageError::cap(
             shown,
@@ -271,7 +359,6 @@ pub fn choose(
             format!("{} layers, more than {}", c.layers.len(), limits.max_layers),
         ));
     }
-    let platform = platform_of(&config);
     let run = config.config.unwrap_or_default();
     Ok(Chosen {
         platform,
@@ -291,8 +378,8 @@ pub fn choose(
 
 /// `docker save`'s `manifest.json`. The config's digest is its file name (`<hex>.json`, or
 /// `blobs/sha256/<hex>` from Docker 25).
-fn docker_candidates(store: &Store, shown: &str) -> Result<Vec<Candidate>, ImageError> {
-    let entries: Vec<DockerEntry> = json(store, "manifest.json", shown)?;
+fn docker_candidates(store: &Store, shown: &str, budget: &mut Budget) -> Result<Vec<Candidate>, ImageError> {
+    let entries: Vec<DockerEntry> = json(store, "manifest.json", shown, budget)?;
     if entries.len() > MAX_DESCRIPTORS {
         return Err(ImageError(format!(
             "{shown}: manifest.json lists {} images",
@@ -330,72 +417,88 @@ fn docker_candidates(store: &Store, shown: &str) -> Result<Vec<Candidate>, Image
 }
 
 /// The manifests an OCI layout's `index.json` reaches (indexes followed), attestations left out.
-fn oci_candidates(store: &Store, shown: &str) -> Result<Vec<Candidate>, ImageError> {
-    let top: Index = json(store, "index.json", shown)?;
-    let mut out = Vec::new();
-    let mut seen = 0usize;
-    walk_index(store, top, None, 0, &mut seen, &mut out, shown)?;
-    Ok(out)
+fn oci_candidates(store: &Store, shown: &str, budget: &mut Budget) -> Result<Vec<Candidate>, ImageError> {
+    let top: Index = json(store, "index.json", shown, budget)?;
+    let mut walk = IndexWalk {
+        store,
+        shown,
+        budget,
+        seen: 0,
+        read: std::collections::HashSet::new(),
+        out: Vec::new(),
+    };
+    walk.index(top, None, 0)?;
+    Ok(walk.out)
 }
 
-fn walk_index(
-    store: &Store,
-    index: Index,
-    reference: Option<String>,
-    depth: usize,
-    seen: &mut usize,
-    out: &mut Vec<Candidate>,
-    shown: &str,
-) -> Result<(), ImageError> {
-    if index.layers.is_some() {
-        return Err(ImageError(format!(
-            "{shown}: index.json is a manifest, not an image index ({})",
-            index.media_type
-        )));
-    }
-    for d in index.manifests {
-        *seen += 1;
-        if *seen > MAX_DESCRIPTORS || depth > MAX_DEPTH {
+/// Following an image index: descriptors counted, each manifest or index read once (by digest), however
+/// many times it is named.
+struct IndexWalk<'a> {
+    store: &'a Store,
+    shown: &'a str,
+    budget: &'a mut Budget,
+    seen: usize,
+    read: std::collections::HashSet<String>,
+    out: Vec<Candidate>,
+}
+
+impl IndexWalk<'_> {
+    fn index(&mut self, index: Index, reference: Option<String>, depth: usize) -> Result<(), ImageError> {
+        let (store, shown) = (self.store, self.shown);
+        if index.layers.is_some() {
             return Err(ImageError(format!(
-                "{shown}: more than {MAX_DESCRIPTORS} descriptors or {MAX_DEPTH} nested indexes"
+                "{shown}: index.json is a manifest, not an image index ({})",
+                index.media_type
             )));
         }
-        if d.annotations.get("vnd.docker.reference.type").map(String::as_str) == Some("attestation-manifest")
-            || d.platform
-                .as_ref()
-                .is_some_and(|p| p.os == "unknown" || p.architecture == "unknown")
-        {
-            continue;
+        for d in index.manifests {
+            self.seen += 1;
+            if self.seen > MAX_DESCRIPTORS || depth > MAX_DEPTH {
+                return Err(ImageError(format!(
+                    "{shown}: more than {MAX_DESCRIPTORS} descriptors or {MAX_DEPTH} nested indexes"
+                )));
+            }
+            if d.annotations.get("vnd.docker.reference.type").map(String::as_str)
+                == Some("attestation-manifest")
+                || d.platform
+                    .as_ref()
+                    .is_some_and(|p| p.os == "unknown" || p.architecture == "unknown")
+            {
+                continue;
+            }
+            let name = blob(&d.digest).map_err(|e| ImageError(format!("{shown}: {e}")))?;
+            if !self.read.insert(name.clone()) {
+                continue;
+            }
+            let reference = d
+                .annotations
+                .get("org.opencontainers.image.ref.name")
+                .or_else(|| d.annotations.get("io.containerd.image.name"))
+                .cloned()
+                .or_else(|| reference.clone());
+            let is_index = d.media_type.contains("image.index") || d.media_type.contains("manifest.list");
+            if is_index {
+                let inner: Index = json(store, &name, shown, self.budget)?;
+                self.index(inner, reference, depth + 1)?;
+                continue;
+            }
+            let m: Manifest = json(store, &name, shown, self.budget)?;
+            let layers = m
+                .layers
+                .iter()
+                .map(|l| blob(&l.digest))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ImageError(format!("{shown}: {e}")))?;
+            self.out.push(Candidate {
+                layers,
+                config_name: blob(&m.config.digest).map_err(|e| ImageError(format!("{shown}: {e}")))?,
+                config_digest: Some(m.config.digest.clone()),
+                manifest_digest: Some(d.digest.clone()),
+                reference,
+            });
         }
-        let name = blob(&d.digest).map_err(|e| ImageError(format!("{shown}: {e}")))?;
-        let reference = d
-            .annotations
-            .get("org.opencontainers.image.ref.name")
-            .or_else(|| d.annotations.get("io.containerd.image.name"))
-            .cloned()
-            .or_else(|| reference.clone());
-        let is_index = d.media_type.contains("image.index") || d.media_type.contains("manifest.list");
-        if is_index {
-            let inner: Index = json(store, &name, shown)?;
-            walk_index(store, inner, reference, depth + 1, seen, out, shown)?;
-            continue;
-        }
-        let m: Manifest = json(store, &name, shown)?;
-        let layers = m
-            .layers
-            .iter()
-            .map(|l| blob(&l.digest))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ImageError(format!("{shown}: {e}")))?;
-        out.push(Candidate {
-            layers,
-            config_name: blob(&m.config.digest).map_err(|e| ImageError(format!("{shown}: {e}")))?,
-            config_digest: Some(m.config.digest.clone()),
-            manifest_digest: Some(d.digest.clone()),
-            reference,
-        });
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]

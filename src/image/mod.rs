@@ -31,6 +31,7 @@ mod layer;
 mod manifest;
 mod store;
 pub mod stub;
+mod tarwalk;
 
 pub use decode::Compression;
 
@@ -135,26 +136,38 @@ pub struct Image {
     pub facts: ImageFacts,
     /// Its run configuration.
     pub config: RunConfig,
-    dir: tempfile::TempDir,
+    /// The tree's owner: `root/` is the image's `/`, `aside/` keeps what mounts hid.
+    scratch: crate::system::scratch::Scratch,
+    root: PathBuf,
+    /// The mounts made, in order, to undo ([`Image::unmount`]).
+    mounts: std::sync::Mutex<Vec<Mounted>>,
+}
+
+/// One mount: where it was put (a host path) and what it hid, moved aside.
+#[derive(Debug)]
+struct Mounted {
+    at: PathBuf,
+    hidden: Option<PathBuf>,
 }
 
 impl Image {
     /// The image's files as a root.
     pub fn root(&self) -> crate::system::Root {
-        crate::system::Root::at(self.dir.path())
+        crate::system::Root::at(&self.root)
     }
 
     /// The directory acting as the image's `/`.
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        &self.root
     }
 
     /// Adds what the container gets from outside the image at `path` (an absolute path inside it): a symbolic
-    /// link to `link` when given, else a file holding `text`. What the image had there is replaced (a mount
-    /// hides it), directories are made and links followed inside the image, never outside.
+    /// link to `link` when given, else a file holding `text`. What the image had there is hidden (as a mount
+    /// hides it: moved aside, back on [`Image::unmount`]), directories are made and links followed inside the
+    /// image, never outside.
     pub fn mount(&self, path: &Path, text: &[u8], link: Option<&str>) -> Result<(), ImageError> {
         let limits = Limits::default();
-        let mut tree = layer::Tree::new(self.dir.path().to_path_buf(), &limits);
+        let mut tree = layer::Tree::new(self.root.clone(), &limits);
         let rel: PathBuf = path
             .components()
             .filter(|c| matches!(c, std::path::Component::Normal(_)))
@@ -165,8 +178,35 @@ impl Image {
                 path.display()
             )));
         }
-        tree.place(&rel, text, link.map(str::as_bytes))
-            .map_err(|e| ImageError(format!("cannot add {} to the image's tree: {e}", path.display())))
+        let mut mounts = self.mounts.lock().unwrap_or_else(|p| p.into_inner());
+        let aside = self.scratch.path().join("aside").join(mounts.len().to_string());
+        let (at, hidden) = tree
+            .place(&rel, text, link.map(str::as_bytes), &aside)
+            .map_err(|e| ImageError(format!("cannot add {} to the image's tree: {e}", path.display())))?;
+        mounts.push(Mounted {
+            at,
+            hidden: hidden.then_some(aside),
+        });
+        Ok(())
+    }
+
+    /// Undoes every mount, last first: the tree is the image's own again (the directories a mount made
+    /// aside), ready for another node's mounts without unpacking the image again.
+    pub fn unmount(&self) -> Result<(), ImageError> {
+        let mut mounts = self.mounts.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(m) = mounts.pop() {
+            let undo = || -> std::io::Result<()> {
+                if std::fs::symlink_metadata(&m.at).is_ok() {
+                    layer::remove_host(&m.at)?;
+                }
+                if let Some(h) = &m.hidden {
+                    std::fs::rename(h, &m.at)?;
+                }
+                Ok(())
+            };
+            undo().map_err(|e| ImageError(format!("cannot undo the mount at {}: {e}", m.at.display())))?;
+        }
+        Ok(())
     }
 }
 
@@ -205,9 +245,10 @@ pub fn open_counting(
     let wanted = wanted_platform(platform)?;
     let (store, format, compression) = store::Store::open(path, limits)?;
     let chosen = manifest::choose(&store, &wanted, platform.is_some(), limits, &shown)?;
-    let dir = tempfile::Builder::new()
-        .prefix("cudadiag-image-")
-        .tempdir()
+    let scratch = crate::system::scratch::Scratch::new("image")
+        .map_err(|e| ImageError(format!("cannot make a temporary directory for {shown}: {e}")))?;
+    let dir = scratch.path().join("root");
+    std::fs::create_dir(&dir)
         .map_err(|e| ImageError(format!("cannot make a temporary directory for {shown}: {e}")))?;
     let mut facts = ImageFacts {
         path: shown.clone(),
@@ -225,7 +266,7 @@ pub fn open_counting(
         env: chosen.config.env.clone(),
         ..ImageFacts::default()
     };
-    let mut tree = layer::Tree::new(dir.path().to_path_buf(), limits);
+    let mut tree = layer::Tree::new(dir.clone(), limits);
     for (i, name) in chosen.layers.iter().enumerate() {
         let what = format!("{shown}: layer {} of {} ({name})", i + 1, chosen.layers.len());
         let reader = store
@@ -241,11 +282,25 @@ pub fn open_counting(
     facts.skipped_files = totals.skipped;
     facts.skipped_bytes = totals.skipped_bytes;
     facts.special_files = totals.special;
+    facts.user_problem = entry::lookup(&crate::system::Root::at(&dir), &chosen.config.user).err();
     Ok(Image {
         facts,
         config: chosen.config,
-        dir,
+        scratch,
+        root: dir,
+        mounts: std::sync::Mutex::new(Vec::new()),
     })
+}
+
+/// Picks the image's manifest (for `platform`, else this machine's) and reads its config, unpacking nothing:
+/// returns the chosen image's platform and layer count. The chooser alone, for its fuzz target and tests.
+pub fn choose_only(path: &Path, platform: Option<&str>) -> Result<(String, usize), ImageError> {
+    let limits = Limits::default();
+    let shown = path.display().to_string();
+    let wanted = wanted_platform(platform)?;
+    let (store, _, _) = store::Store::open(path, &limits)?;
+    let chosen = manifest::choose(&store, &wanted, platform.is_some(), &limits, &shown)?;
+    Ok((chosen.platform.to_string(), chosen.layers.len()))
 }
 
 /// A path the user gave for a file inside the image or root, as the machine path it names: absolute as

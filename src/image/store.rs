@@ -108,9 +108,10 @@ pub fn looks_like_image(path: &Path) -> bool {
     decode::head(&mut r, 512).is_ok_and(|h| is_tar_header(&h))
 }
 
-/// Whether a 512-byte block is a POSIX (`ustar\0`) or GNU (`ustar  `) tar header.
+/// Whether a 512-byte block is a tar header: its checksum is right, whatever its magic (POSIX `ustar\0`, GNU
+/// `ustar  `, or none: an old v7 archive, which `docker load` and every tar reader accept).
 fn is_tar_header(h: &[u8]) -> bool {
-    h.len() >= 512 && &h[257..262] == b"ustar"
+    super::tarwalk::checksum_ok(h)
 }
 
 impl Store {
@@ -266,29 +267,27 @@ fn normalise(name: &str) -> Option<String> {
 
 /// Every member of the image tar, by name.
 fn index(file: File, limits: &Limits, shown: &str) -> Result<HashMap<String, Member>, ImageError> {
+    use super::tarwalk::{self, Kind, Seekable};
     let mut members = HashMap::new();
-    let mut archive = tar::Archive::new(file);
-    let entries = archive
-        .entries_with_seek()
-        .map_err(|e| ImageError::from_io(shown, e))?;
+    let len = file.metadata().map_err(|e| ImageError::from_io(shown, e))?.len();
+    let mut src = Seekable::new(file, len).map_err(|e| ImageError::from_io(shown, e))?;
     let mut count = 0u64;
-    super::layer::walk(entries, shown, limits, &mut count, |item, entry| {
+    tarwalk::walk(&mut src, shown, limits, &mut count, |item, _| {
         let Some(name) = normalise(&String::from_utf8_lossy(&item.name)) else {
             return Ok(());
         };
-        use tar::EntryType as T;
+        let target = || String::from_utf8_lossy(item.link.as_deref().unwrap_or_default()).into_owned();
         match item.kind {
-            T::Regular | T::Continuous => {
-                members.insert(name, Member::File(entry.raw_file_position(), item.size));
+            // A sparse member cannot be read as one run of the file: no image tool writes one.
+            Kind::File if !item.sparse => {
+                members.insert(name, Member::File(item.offset, item.size));
             }
-            T::Symlink => {
-                let target = String::from_utf8_lossy(item.link.as_deref().unwrap_or_default()).into_owned();
-                members.insert(name, Member::Link(target));
+            Kind::Symlink => {
+                members.insert(name, Member::Link(target()));
             }
-            T::Link => {
-                // A hard link names its target from the archive's top.
-                let target = String::from_utf8_lossy(item.link.as_deref().unwrap_or_default()).into_owned();
-                members.insert(name, Member::Link(format!("/{target}")));
+            // A hard link names its target from the archive's top.
+            Kind::Link => {
+                members.insert(name, Member::Link(format!("/{}", target())));
             }
             _ => {}
         }

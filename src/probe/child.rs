@@ -90,12 +90,16 @@ impl<'a> Lines<'a> {
 
 /// Reads a symbol as a function pointer of type `T`.
 ///
-/// Callers name `T` as the exact prototype `cuda.h` declares for `name`.
-fn symbol<T: Copy>(lib: &Library, name: &str) -> Result<T, String> {
+/// # Safety
+///
+/// `T` must be a function pointer type with exactly the C prototype (arguments, return type, `extern "C"`)
+/// that NVIDIA's headers declare for `name`: nothing checks it, and calling through a wrong `T` is undefined
+/// behaviour. `lib` must never be unloaded while the returned pointer is in use (the probe leaks its
+/// libraries).
+unsafe fn symbol<T: Copy>(lib: &Library, name: &str) -> Result<T, String> {
     let cname = format!("{name}\0");
-    // SAFETY: `T` is a function pointer type matching the C prototype of `name` (see the aliases above; each
-    // call site pairs a name with its alias). The library is leaked (never unloaded), so the pointer copied
-    // out of the `Symbol` outlives it safely.
+    // SAFETY: the caller guarantees that `T` is `name`'s prototype and that `lib` stays loaded, so the
+    // pointer copied out of the `Symbol` outlives it safely.
     unsafe {
         lib.get::<T>(cname.as_bytes())
             .map(|s| *s)
@@ -127,7 +131,9 @@ pub fn open(
     match lib {
         Ok(lib) => {
             let lib: &'static Library = Box::leak(Box::new(lib));
-            if let Ok(f) = symbol::<unsafe extern "C" fn()>(lib, probe_symbol) {
+            // SAFETY: the pointer is only compared with the process's mappings, never called, so any function
+            // pointer type will do; `lib` is leaked just above.
+            if let Ok(f) = unsafe { symbol::<unsafe extern "C" fn()>(lib, probe_symbol) } {
                 load.loaded_from = maps::file_at(f as usize);
             }
             lines.line(&ChildLine::Loaded(load.clone()));
@@ -181,7 +187,9 @@ impl Driver<'_, '_> {
     /// Looks up a CUDA error's name and message through the library, falling back on cudadiag's table.
     fn error(&self, code: CuResult) -> CudaError {
         let text = |name: &str| -> Option<String> {
-            let f: FnGetErrorText = symbol(self.lib, name).ok()?;
+            // SAFETY: `name` is cuGetErrorName or cuGetErrorString, both
+            // `CUresult (*)(CUresult, const char**)`, which is `FnGetErrorText`.
+            let f: FnGetErrorText = unsafe { symbol(self.lib, name) }.ok()?;
             let mut p: *const c_char = std::ptr::null();
             // SAFETY: cuGetErrorName/cuGetErrorString(CUresult, const char**) store a pointer to a static,
             // NUL-terminated string or return an error and leave it untouched (still null, checked below).
@@ -235,13 +243,19 @@ impl Driver<'_, '_> {
     }
 
     /// Resolves `name` as `T`, recording a missing symbol as a failed call.
-    pub(super) fn sym<T: Copy>(&mut self, name: &str, device: Option<i32>) -> Result<T, Call> {
-        symbol::<T>(self.lib, name).map_err(|e| self.missing(name, device, e))
+    ///
+    /// # Safety
+    ///
+    /// As [`symbol`]: `T` must be exactly the C prototype `cuda.h` declares for `name`.
+    pub(super) unsafe fn sym<T: Copy>(&mut self, name: &str, device: Option<i32>) -> Result<T, Call> {
+        // SAFETY: the caller's `T` is `name`'s prototype; `self.lib` is leaked, never unloaded.
+        unsafe { symbol::<T>(self.lib, name) }.map_err(|e| self.missing(name, device, e))
     }
 
     /// One `int` out-parameter call (`cuDriverGetVersion`, `cuDeviceGetCount`): the value when it succeeded.
     fn get_int(&mut self, name: &str) -> Option<i32> {
-        let f: FnGetInt = self.sym(name, None).ok()?;
+        // SAFETY: the names passed here (cuDriverGetVersion, cuDeviceGetCount) are `CUresult (*)(int*)`.
+        let f: FnGetInt = unsafe { self.sym(name, None) }.ok()?;
         let mut v: c_int = 0;
         // SAFETY: `f` is `CUresult (*)(int*)`; `v` is a live, writable int.
         let c = self.call(name, None, || unsafe { f(&mut v) });
@@ -249,7 +263,8 @@ impl Driver<'_, '_> {
     }
 
     fn attribute(&mut self, dev: CuDevice, ordinal: i32, attr: c_int) -> Option<i32> {
-        let f: FnDeviceGetAttribute = self.sym("cuDeviceGetAttribute", Some(ordinal)).ok()?;
+        // SAFETY: `FnDeviceGetAttribute` is cuDeviceGetAttribute's prototype.
+        let f: FnDeviceGetAttribute = unsafe { self.sym("cuDeviceGetAttribute", Some(ordinal)) }.ok()?;
         let mut v: c_int = 0;
         // SAFETY: `CUresult cuDeviceGetAttribute(int*, CUdevice_attribute, CUdevice)`; `v` is writable and
         // `dev` came from cuDeviceGet.
@@ -260,7 +275,9 @@ impl Driver<'_, '_> {
     }
 
     fn device_string(&mut self, name: &str, dev: CuDevice, ordinal: i32) -> Option<String> {
-        let f: FnDeviceString = self.sym(name, Some(ordinal)).ok()?;
+        // SAFETY: the names passed here (cuDeviceGetName, cuDeviceGetPCIBusId) are
+        // `CUresult (*)(char*, int, CUdevice)`.
+        let f: FnDeviceString = unsafe { self.sym(name, Some(ordinal)) }.ok()?;
         let mut buf = [0u8; 256];
         // SAFETY: `CUresult (*)(char*, int len, CUdevice)` writes at most `len` bytes, NUL included, into
         // `buf`, which is 256 bytes long.
@@ -271,7 +288,8 @@ impl Driver<'_, '_> {
     }
 
     fn device(&mut self, ordinal: i32) -> Option<(CuDevice, DeviceProbe)> {
-        let get: FnDeviceGet = self.sym("cuDeviceGet", Some(ordinal)).ok()?;
+        // SAFETY: `FnDeviceGet` is cuDeviceGet's prototype.
+        let get: FnDeviceGet = unsafe { self.sym("cuDeviceGet", Some(ordinal)) }.ok()?;
         let mut dev: CuDevice = 0;
         // SAFETY: `CUresult cuDeviceGet(CUdevice*, int ordinal)`; `dev` is writable.
         let c = self.call("cuDeviceGet", Some(ordinal), || unsafe { get(&mut dev, ordinal) });
@@ -296,7 +314,8 @@ impl Driver<'_, '_> {
             3 => "exclusive-process".to_string(),
             n => format!("unknown ({n})"),
         });
-        if let Ok(f) = self.sym::<FnDeviceTotalMem>("cuDeviceTotalMem_v2", Some(ordinal)) {
+        // SAFETY: `FnDeviceTotalMem` is cuDeviceTotalMem_v2's prototype.
+        if let Ok(f) = unsafe { self.sym::<FnDeviceTotalMem>("cuDeviceTotalMem_v2", Some(ordinal)) } {
             let mut bytes: usize = 0;
             // SAFETY: `CUresult cuDeviceTotalMem_v2(size_t*, CUdevice)`; `bytes` is writable.
             let c = self.call("cuDeviceTotalMem_v2", Some(ordinal), || unsafe {
@@ -306,10 +325,13 @@ impl Driver<'_, '_> {
                 d.total_mem = u64::try_from(bytes).ok();
             }
         }
-        let uuid_fn = symbol::<FnDeviceGetUuid>(self.lib, "cuDeviceGetUuid_v2")
+        // SAFETY: cuDeviceGetUuid_v2 and cuDeviceGetUuid share the prototype `FnDeviceGetUuid`; the library is
+        // leaked.
+        let uuid_fn = unsafe { symbol::<FnDeviceGetUuid>(self.lib, "cuDeviceGetUuid_v2") }
             .map(|f| ("cuDeviceGetUuid_v2", f))
             .or_else(|_| {
-                self.sym::<FnDeviceGetUuid>("cuDeviceGetUuid", Some(ordinal))
+                // SAFETY: as above.
+                unsafe { self.sym::<FnDeviceGetUuid>("cuDeviceGetUuid", Some(ordinal)) }
                     .map(|f| ("cuDeviceGetUuid", f))
             });
         if let Ok((name, f)) = uuid_fn {
@@ -332,7 +354,8 @@ impl Driver<'_, '_> {
         image: &[u64],
         ordinal: i32,
     ) -> (Call, Option<CuModule>, Option<String>) {
-        let f: FnModuleLoadDataEx = match self.sym("cuModuleLoadDataEx", Some(ordinal)) {
+        // SAFETY: `FnModuleLoadDataEx` is cuModuleLoadDataEx's prototype.
+        let f: FnModuleLoadDataEx = match unsafe { self.sym("cuModuleLoadDataEx", Some(ordinal)) } {
             Ok(f) => f,
             Err(c) => return (c, None, None),
         };
@@ -363,7 +386,8 @@ impl Driver<'_, '_> {
     }
 
     pub(super) fn unload(&mut self, module: CuModule, ordinal: i32) {
-        if let Ok(f) = self.sym::<FnModuleUnload>("cuModuleUnload", Some(ordinal)) {
+        // SAFETY: `FnModuleUnload` is cuModuleUnload's prototype.
+        if let Ok(f) = unsafe { self.sym::<FnModuleUnload>("cuModuleUnload", Some(ordinal)) } {
             // SAFETY: `CUresult cuModuleUnload(CUmodule)` on a module this child loaded and has not unloaded.
             self.call("cuModuleUnload", Some(ordinal), || unsafe { f(module) });
         }
@@ -371,8 +395,10 @@ impl Driver<'_, '_> {
 
     /// Primary context, then made current. `Err` holds the failed call.
     fn context(&mut self, dev: CuDevice, ordinal: i32) -> Result<(), Call> {
-        let retain: FnPrimaryCtxRetain = self.sym("cuDevicePrimaryCtxRetain", Some(ordinal))?;
-        let set: FnCtxSetCurrent = self.sym("cuCtxSetCurrent", Some(ordinal))?;
+        // SAFETY: `FnPrimaryCtxRetain` and `FnCtxSetCurrent` are the prototypes of the names they are read as.
+        let retain: FnPrimaryCtxRetain = unsafe { self.sym("cuDevicePrimaryCtxRetain", Some(ordinal)) }?;
+        // SAFETY: as above.
+        let set: FnCtxSetCurrent = unsafe { self.sym("cuCtxSetCurrent", Some(ordinal)) }?;
         let mut ctx: CuContext = std::ptr::null_mut();
         // SAFETY: `CUresult cuDevicePrimaryCtxRetain(CUcontext*, CUdevice)`; `ctx` is writable.
         let c = self.call("cuDevicePrimaryCtxRetain", Some(ordinal), || unsafe {
@@ -390,7 +416,10 @@ impl Driver<'_, '_> {
     }
 
     fn release(&mut self, dev: CuDevice, ordinal: i32) {
-        if let Ok(f) = self.sym::<FnPrimaryCtxRelease>("cuDevicePrimaryCtxRelease_v2", Some(ordinal)) {
+        // SAFETY: `FnPrimaryCtxRelease` is cuDevicePrimaryCtxRelease_v2's prototype.
+        if let Ok(f) =
+            unsafe { self.sym::<FnPrimaryCtxRelease>("cuDevicePrimaryCtxRelease_v2", Some(ordinal)) }
+        {
             // SAFETY: `CUresult cuDevicePrimaryCtxRelease_v2(CUdevice)`, balancing the retain made above.
             self.call("cuDevicePrimaryCtxRelease_v2", Some(ordinal), || unsafe {
                 f(dev)
@@ -477,7 +506,8 @@ fn driver_probe(req: &ProbeRequest, lines: &mut Lines<'_>) -> (DriverProbe, Vec<
         lines,
         calls: Vec::new(),
     };
-    let init = match d.sym::<FnInit>("cuInit", None) {
+    // SAFETY: `FnInit` is cuInit's prototype.
+    let init = match unsafe { d.sym::<FnInit>("cuInit", None) } {
         // SAFETY: `CUresult cuInit(unsigned int Flags)`; Flags must be 0.
         Ok(f) => d.call("cuInit", None, || unsafe { f(0) }),
         Err(c) => c,

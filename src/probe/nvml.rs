@@ -23,10 +23,17 @@ pub struct Nvml {
     lib: &'static Library,
 }
 
-fn sym<T: Copy>(lib: &Library, name: &str) -> Result<T, String> {
+/// Reads the NVML symbol `name` as a function pointer of type `T`.
+///
+/// # Safety
+///
+/// `T` must be a function pointer type with exactly the C prototype `nvml.h` declares for `name` (nothing
+/// checks it; calling through a wrong `T` is undefined behaviour), and `lib` must stay loaded while the
+/// pointer is used (the probe leaks its libraries).
+unsafe fn sym<T: Copy>(lib: &Library, name: &str) -> Result<T, String> {
     let cname = format!("{name}\0");
-    // SAFETY: each caller names `T` as the prototype nvml.h declares for `name`; the library is leaked, so the
-    // copied pointer stays valid.
+    // SAFETY: the caller's `T` is `name`'s prototype and `lib` stays loaded, so the copied pointer stays
+    // valid.
     unsafe { lib.get::<T>(cname.as_bytes()).map(|s| *s) }
         .map_err(|e| format!("symbol not found: {name} ({})", super::child::error_text(&e)))
 }
@@ -36,7 +43,8 @@ impl Nvml {
     pub fn open(lines: &mut Lines<'_>) -> Result<Nvml, String> {
         let (load, lib) = open("libnvidia-ml.so.1", "nvml", "nvmlInit_v2", lines);
         let lib = lib.ok_or_else(|| load.error.unwrap_or_else(|| "cannot load NVML".to_string()))?;
-        let init: FnInit = sym(lib, "nvmlInit_v2")?;
+        // SAFETY: `FnInit` is `nvmlReturn_t nvmlInit_v2(void)`; `lib` is leaked by `open`.
+        let init: FnInit = unsafe { sym(lib, "nvmlInit_v2") }?;
         lines.begin_call("nvmlInit_v2");
         // SAFETY: `nvmlReturn_t nvmlInit_v2(void)`.
         let rc = unsafe { init() };
@@ -48,7 +56,8 @@ impl Nvml {
     }
 
     fn describe(&self, rc: c_int) -> String {
-        let text = sym::<FnErrorString>(self.lib, "nvmlErrorString")
+        // SAFETY: `FnErrorString` is `const char* nvmlErrorString(nvmlReturn_t)`.
+        let text = unsafe { sym::<FnErrorString>(self.lib, "nvmlErrorString") }
             .ok()
             .and_then(|f| {
                 // SAFETY: `const char* nvmlErrorString(nvmlReturn_t)` returns a static string or null.
@@ -65,8 +74,10 @@ impl Nvml {
     /// `enabled`, `disabled` (with ` (pending enabled)` when a change waits for a reset) or `unsupported` for
     /// the GPU at `bus_id`.
     pub fn mig_mode(&self, bus_id: &str, lines: &mut Lines<'_>) -> Result<String, String> {
-        let by_bus: FnByBusId = sym(self.lib, "nvmlDeviceGetHandleByPciBusId_v2")?;
-        let mig: FnMigMode = sym(self.lib, "nvmlDeviceGetMigMode")?;
+        // SAFETY: `FnByBusId` is `nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char*, nvmlDevice_t*)`.
+        let by_bus: FnByBusId = unsafe { sym(self.lib, "nvmlDeviceGetHandleByPciBusId_v2") }?;
+        // SAFETY: `FnMigMode` is `nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t, unsigned*, unsigned*)`.
+        let mig: FnMigMode = unsafe { sym(self.lib, "nvmlDeviceGetMigMode") }?;
         let id = format!("{bus_id}\0");
         let mut dev: NvmlDevice = std::ptr::null_mut();
         lines.begin_call("nvmlDeviceGetHandleByPciBusId_v2");

@@ -41,8 +41,10 @@ impl Driver<'_, '_> {
         };
         let bytes = kernel::N as usize * 4;
         let (alloc, free) = match (
-            self.sym::<FnMemAlloc>("cuMemAlloc_v2", Some(ordinal)),
-            self.sym::<FnMemFree>("cuMemFree_v2", Some(ordinal)),
+            // SAFETY: `FnMemAlloc` and `FnMemFree` are the prototypes of cuMemAlloc_v2 and cuMemFree_v2.
+            unsafe { self.sym::<FnMemAlloc>("cuMemAlloc_v2", Some(ordinal)) },
+            // SAFETY: as above.
+            unsafe { self.sym::<FnMemFree>("cuMemFree_v2", Some(ordinal)) },
         ) {
             (Ok(a), Ok(f)) => (a, f),
             (Err(c), _) | (_, Err(c)) => {
@@ -108,10 +110,14 @@ impl Driver<'_, '_> {
         dptr: CuDevicePtr,
         t: &mut SelfTest,
     ) -> Result<(), Call> {
-        let get: FnModuleGetFunction = self.sym("cuModuleGetFunction", Some(ordinal))?;
-        let launch: FnLaunchKernel = self.sym("cuLaunchKernel", Some(ordinal))?;
-        let sync: FnCtxSynchronize = self.sym("cuCtxSynchronize", Some(ordinal))?;
-        let copy: FnMemcpyDtoH = self.sym("cuMemcpyDtoH_v2", Some(ordinal))?;
+        // SAFETY (these four): each `Fn…` alias is the `cuda.h` prototype of the name it is read as.
+        let get: FnModuleGetFunction = unsafe { self.sym("cuModuleGetFunction", Some(ordinal)) }?;
+        // SAFETY: as above.
+        let launch: FnLaunchKernel = unsafe { self.sym("cuLaunchKernel", Some(ordinal)) }?;
+        // SAFETY: as above.
+        let sync: FnCtxSynchronize = unsafe { self.sym("cuCtxSynchronize", Some(ordinal)) }?;
+        // SAFETY: as above.
+        let copy: FnMemcpyDtoH = unsafe { self.sym("cuMemcpyDtoH_v2", Some(ordinal)) }?;
         let entry = format!("{}\0", kernel::ENTRY);
         let mut func: CuFunction = std::ptr::null_mut();
         // SAFETY: `CUresult cuModuleGetFunction(CUfunction*, CUmodule, const char*)`; `entry` is

@@ -9,6 +9,7 @@ pub mod conda;
 pub mod dist_info;
 pub mod envs;
 pub mod site;
+pub mod syspath;
 
 /// Does a package name look like it may hold CUDA libraries?
 pub fn cuda_related(name: &str) -> bool {

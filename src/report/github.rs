@@ -6,6 +6,7 @@
 
 use super::{Report, escape};
 use crate::findings::Severity;
+use crate::findings::count;
 use std::io::{self, Write};
 
 fn escape_data(s: &str) -> String {
@@ -39,11 +40,11 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let s = report.summary();
     writeln!(
         out,
-        "cudadiag: {} binaries, {} errors, {} warnings, {} notes",
-        report.facts.binaries.len(),
-        s.errors,
-        s.warnings,
-        s.notes
+        "cudadiag: {}, {}, {}, {}",
+        count(report.facts.binaries.len(), "binary", "binaries"),
+        count(s.errors, "error", "errors"),
+        count(s.warnings, "warning", "warnings"),
+        count(s.notes, "note", "notes")
     )
 }
 

@@ -344,7 +344,7 @@ fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Re
     for (i, c) in b.fatbins.iter().enumerate() {
         writeln!(
             out,
-            "    {}#{i} at 0x{:x}{}, {} bytes, {} entries{}",
+            "    {}#{i} at 0x{:x}{}, {} bytes, {}{}",
             p.dim(&format!("{:<12}", "fatbin")),
             c.offset,
             c.section
@@ -352,7 +352,7 @@ fn details(b: &BinaryFacts, opts: &RenderOptions, out: &mut dyn Write) -> io::Re
                 .map(|s| format!(" in {}", Sane(s)))
                 .unwrap_or_default(),
             c.size,
-            c.entries,
+            crate::findings::count(c.entries, "entry", "entries"),
             if c.found_by_scan {
                 " (found by magic scan)"
             } else {

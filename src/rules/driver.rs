@@ -311,7 +311,14 @@ fn zstd_need(p: &Process<'_>, drv: &Driver, dc: CudaVersion, m: &Matrix) -> Opti
     let n: usize = objects.iter().map(|(_, n)| n).sum();
     let mut evidence: Vec<String> = objects
         .iter()
-        .map(|(path, n)| format!("{path}: {n} entries use zstd (fatbin flag 0x8000)"))
+        .map(|(path, n)| {
+            let (entries, verb) = if *n == 1 {
+                ("entry", "uses")
+            } else {
+                ("entries", "use")
+            };
+            format!("{path}: {n} {entries} {verb} zstd (fatbin flag 0x8000)")
+        })
         .collect();
     evidence.push(format!(
         "{} need a CUDA {} driver or newer [matrix {}]",
@@ -324,10 +331,15 @@ fn zstd_need(p: &Process<'_>, drv: &Driver, dc: CudaVersion, m: &Matrix) -> Opti
         [(only, _)] => format!(" (in {only})"),
         _ => format!(" (in {} of its objects)", objects.len()),
     };
+    let entries = crate::findings::count(
+        n,
+        "zstd-compressed device-code entry",
+        "zstd-compressed device-code entries",
+    );
     Some(Need {
         floor: ga.map(|t| t.linux_min.clone()),
         message: format!(
-            "{}: {n} zstd-compressed device-code entries{whose} cannot be loaded by driver {} (CUDA {dc}); loading \
+            "{}: {entries}{whose} cannot be loaded by driver {} (CUDA {dc}); loading \
              fails with CUDA error 200 (device kernel image is invalid)",
             p.binary.path, drv.version
         ),
@@ -337,7 +349,10 @@ fn zstd_need(p: &Process<'_>, drv: &Driver, dc: CudaVersion, m: &Matrix) -> Opti
              -Xfatbin -compress-mode=none with older nvcc).",
             feature.min_cuda
         ),
-        also: format!("{n} zstd-compressed device-code entries{whose} need driver ≥ {need} as well"),
+        also: format!(
+            "{entries}{whose} {} driver ≥ {need} as well",
+            if n == 1 { "needs" } else { "need" }
+        ),
     })
 }
 

@@ -135,8 +135,8 @@ pub fn glibc_too_old(r: &Resolution, host: Option<&GlibcFacts>, machine: Option<
     }
     if too_new.len() > SHOWN {
         f = f.because(format!(
-            "and {} more objects of the process",
-            too_new.len() - SHOWN
+            "and {} of the process",
+            crate::findings::count(too_new.len() - SHOWN, "more object", "more objects")
         ));
     }
     Some(f.because(have.evidence))

@@ -283,7 +283,7 @@ fn jit_required(b: &BinaryFacts, p: &DeviceCode, t: &Target, linked: bool) -> Fi
     });
     if linked {
         f = f.because(format!(
-            "{}: the PTX is relocatable (__nv_relfatbin); the runtime JIT-links it (observed with fixtures/cuda13/rdc on an H200: error 223 once JIT is disabled), not documented by NVIDIA",
+            "{}: the PTX is relocatable (__nv_relfatbin); the runtime JIT-links it (observed with an nvcc 13.0 -rdc=true program of sm_75 SASS on an H200: error 223 once JIT is disabled), not documented by NVIDIA",
             b.path
         ));
     }

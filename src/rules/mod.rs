@@ -20,6 +20,7 @@ pub mod extension_abi;
 pub mod glibc;
 pub mod headline;
 pub mod host;
+pub mod image;
 pub mod jax_versions;
 pub mod jetson;
 pub mod jit_cache;

@@ -8,6 +8,7 @@
 mod env;
 pub mod read;
 mod root;
+pub mod scratch;
 
 pub use env::Env;
 #[cfg(test)]

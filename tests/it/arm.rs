@@ -39,10 +39,8 @@ fn slugs(r: &Resolution) -> Vec<String> {
 /// found). Skipped, saying so, without `qemu-aarch64`.
 fn agrees_with_glibc(r: &Resolution, root: &Path, main: &Path) {
     let Some(list) = arm::glibc_list(root, main, &[]) else {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "qemu-aarch64 is not installed (apt-get install qemu-user): no cross-check with glibc"
+        crate::support::skip::required(
+            "qemu-aarch64 is not installed (apt-get install qemu-user): no cross-check with glibc",
         );
         return;
     };

@@ -948,3 +948,20 @@ fn golden_inspect_fixture() {
         run(&["--gpu", "7.0", "--driver", "535.104.05"])
     );
 }
+
+/// Issue 30: `--help` said nothing is loaded, while `--probe` loads the driver's libcuda: both help texts
+/// that say so now name the exception.
+#[test]
+fn help_that_says_nothing_is_loaded_names_the_probe() {
+    for args in [&["--help"][..], &["inspect", "--help"][..]] {
+        let out = crate::support::cli::output(args);
+        let text = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            text.contains("--probe") && text.contains("loads the driver's libcuda.so.1"),
+            "{args:?}: {text}"
+        );
+    }
+}

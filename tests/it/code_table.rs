@@ -4,14 +4,16 @@
 //! a snapshot edited field by field), or, where firing needs inputs another module builds (programs compiled
 //! with `cc`, a fake libcuda, a copy of a host tree with other file modes), the tests in that module that hold
 //! the firing case and the near miss, and why they live there. `every_code_has_a_row` fails when a code of the
-//! catalogue has none; `referenced_tests_exist` when a named test is renamed away.
+//! catalogue has none; `referenced_tests_name_their_code` when a named test is renamed away, is not a test, or
+//! its body (or a helper of its file that it calls) never names the code it is said to fire or miss.
 
 use assert_cmd::Command;
-use cudadiag::findings::CATALOGUE;
+use cudadiag::findings::{CATALOGUE, Code};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 use crate::support::cli;
+use crate::support::rust_source::{Source, mentions};
 
 /// How a code is shown to fire and not to.
 enum Case {
@@ -335,7 +337,7 @@ const TABLE: &[(&str, Case)] = &[
         "driver-library-damaged",
         Case::Elsewhere {
             fire: "host.rs::empty_or_truncated_driver_libraries_are_damaged",
-            miss: "host.rs::a_stub_copied_anywhere_as_libcuda_so_1_is_stub_libcuda",
+            miss: "host.rs::empty_or_truncated_driver_libraries_are_damaged",
             why: "needs a copy of a host tree with empty and cut-short driver libraries, which that test writes",
         },
     ),
@@ -530,7 +532,7 @@ const TABLE: &[(&str, Case)] = &[
         "container-requirement-unmet",
         Case::Elsewhere {
             fire: "container/tests.rs::an_unsatisfied_cuda_requirement_is_a_finding_with_the_toolkit_message",
-            miss: "container/tests.rs::real_image_constraints_against_real_drivers",
+            miss: "container/tests.rs::an_unsatisfied_cuda_requirement_is_a_finding_with_the_toolkit_message",
             why: "the toolkit's rules are a pure function of an image's environment and a node's facts; the unit \
                   tests run the real base images' NVIDIA_REQUIRE_CUDA against real drivers and GPUs",
         },
@@ -565,6 +567,22 @@ const TABLE: &[(&str, Case)] = &[
             fire: "container/tests.rs::visible_devices_decide_whether_the_toolkit_acts",
             miss: "container/tests.rs::visible_devices_decide_whether_the_toolkit_acts",
             why: "an index the node lacks against one it has, in one unit test",
+        },
+    ),
+    (
+        "container-user-unknown",
+        Case::Elsewhere {
+            fire: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",
+            miss: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",
+            why: "an image is built for it: User app absent from its passwd, against a numeric User",
+        },
+    ),
+    (
+        "container-user-unchecked",
+        Case::Elsewhere {
+            fire: "image_hostile.rs::class8_a_passwd_over_the_cap_gives_a_note",
+            miss: "image_hostile.rs::class8_an_image_user_absent_from_its_passwd_is_reported",
+            why: "an image is built for it: a 1.9 MB passwd, against a small one",
         },
     ),
     (
@@ -709,29 +727,102 @@ fn each_code_fires_on_its_input_and_not_on_its_near_miss() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// The source file a reference `file::test` points into: integration tests here, a rule's or the container
+/// module's unit tests under `src/`.
+fn referenced_file(file: &str) -> PathBuf {
+    if file.starts_with("probe/") {
+        repo().join("src/rules").join(file)
+    } else if file.starts_with("container/") {
+        repo().join("src").join(file)
+    } else {
+        repo().join("tests/it").join(file)
+    }
+}
+
+/// What is wrong with `reference` as the test that fires (or misses) `slug`: it must be a `#[test]`, not
+/// ignored, whose body (comments removed), or the body of a function of its file that it calls, names the
+/// code (its slug, `Code::Variant` or `CDnnn`) that it checks for. A function merely existing under that name
+/// proves nothing about the code.
+fn reference_problem(slug: &str, reference: &str) -> Option<String> {
+    let entry = CATALOGUE.iter().find(|c| c.slug == slug)?;
+    let Some((file, test)) = reference.split_once("::") else {
+        return Some(format!("{slug}: {reference} is not file.rs::test"));
+    };
+    let path = referenced_file(file);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => return Some(format!("{slug}: {}: {e}", path.display())),
+    };
+    let src = Source::new(&text);
+    let Some(f) = src.function(test) else {
+        return Some(format!("{slug}: no function {test} in {}", path.display()));
+    };
+    if !f.attributes.lines().any(|l| l.trim() == "#[test]") || f.attributes.contains("ignore") {
+        return Some(format!(
+            "{slug}: {reference} is not a test that runs: {:?}",
+            f.attributes
+        ));
+    }
+    let variant = Code::parse(slug).map(|c| format!("Code::{c:?}"));
+    let names = [Some(slug.to_string()), variant, Some(entry.code.to_string())];
+    let names: Vec<String> = names.into_iter().flatten().collect();
+    let says = |body: &str| names.iter().any(|n| mentions(body, n));
+    if says(&f.body) {
+        return None;
+    }
+    // One level of the file's own helpers (`too_old(&doc)` filtering findings by slug).
+    let called = src
+        .function_names()
+        .into_iter()
+        .filter(|n| n != test && calls(&f.body, n))
+        .filter_map(|n| src.function(&n))
+        .any(|h| says(&h.body));
+    (!called).then(|| format!("{slug}: the body of {reference} never names {names:?}"))
+}
+
+/// Whether `body` calls the function `name` (`name(`, not as the tail of a longer name or a method).
+fn calls(body: &str, name: &str) -> bool {
+    body.match_indices(&format!("{name}(")).any(|(p, _)| {
+        let before = body[..p].chars().next_back();
+        before.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+    })
+}
+
 #[test]
-fn referenced_tests_exist() {
+fn referenced_tests_name_their_code() {
+    let mut wrong = Vec::new();
     for (slug, case) in TABLE {
         let Case::Elsewhere { fire, miss, why } = case else {
             continue;
         };
-        assert!(!why.is_empty(), "{slug}: say why the case lives elsewhere");
-        for r in [fire, miss] {
-            let (file, test) = r.split_once("::").unwrap();
-            let path: PathBuf = if file.starts_with("probe/") {
-                repo().join("src/rules").join(file)
-            } else if file.starts_with("container/") {
-                repo().join("src").join(file)
-            } else {
-                repo().join("tests/it").join(file)
-            };
-            let text =
-                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{slug}: {}: {e}", path.display()));
-            assert!(
-                text.contains(&format!("fn {test}(")),
-                "{slug}: no test {test} in {}",
-                path.display()
-            );
+        if why.is_empty() {
+            wrong.push(format!("{slug}: say why the case lives elsewhere"));
         }
+        wrong.extend(
+            [fire, miss]
+                .into_iter()
+                .filter_map(|r| reference_problem(slug, r)),
+        );
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The check itself: a test that exists but never produces the code is refused (the old CD206 row named
+/// `golden_missing_library`, a golden transcript of `library-not-found`), as is a function that is no test.
+#[test]
+fn a_reference_to_a_test_that_does_not_produce_the_code_is_refused() {
+    let refused = reference_problem("cuda-library-too-old", "loader_cli.rs::golden_missing_library");
+    assert!(refused.is_some_and(|p| p.contains("never names")));
+    let helper = reference_problem("cuda-library-too-old", "loader_cli.rs::too_old");
+    assert!(helper.is_some_and(|p| p.contains("not a test")));
+    let gone = reference_problem("no-gpu", "host.rs::no_such_test");
+    assert!(gone.is_some_and(|p| p.contains("no function")));
+    assert_eq!(
+        reference_problem(
+            "cuda-library-too-old",
+            "loader_cli.rs::a_cudnn_that_meets_the_requirement_is_not_too_old"
+        ),
+        None,
+        "a near miss that filters by the slug in a helper of its file counts"
+    );
 }

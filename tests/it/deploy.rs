@@ -84,6 +84,7 @@ fn check_manifest(file: &str, kinds: &[&str]) {
     structural(&text, kinds);
     if !python_yaml() {
         // The structural check above ran; the parser's is optional.
+        crate::support::skip::optional("python3 has no yaml module: the manifests were checked as text only");
         return;
     }
     let out = Command::new("python3")

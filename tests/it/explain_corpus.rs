@@ -528,8 +528,11 @@ fn explain_accuracy_on_the_corpus() {
         "{} right, below the floor of {RIGHT_FLOOR}\n{table}",
         total.right
     );
+    // The ceiling is a figure that moves with the corpus; at 0 the comparison is an equality, which is meant.
+    #[allow(clippy::absurd_extreme_comparisons)]
+    let within_ceiling = total.confident_wrong <= CONFIDENT_WRONG_CEILING;
     assert!(
-        total.confident_wrong <= CONFIDENT_WRONG_CEILING,
+        within_ceiling,
         "{} confident wrong answers, above the ceiling of {CONFIDENT_WRONG_CEILING}\n{table}",
         total.confident_wrong
     );

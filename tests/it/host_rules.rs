@@ -122,7 +122,10 @@ fn nouveau_loaded_fires_only_when_listed() {
 fn no_gpu_fires_when_nothing_is_visible() {
     let mut h = healthy();
     h.gpus.clear();
-    assert!(host::no_gpu(&h).is_some());
+    assert_eq!(
+        host::no_gpu(&h).map(|f| f.code),
+        Some(cudadiag::findings::Code::NoGpu)
+    );
     // near miss: a Jetson board, whose integrated GPU is on neither list
     let mut j = h.clone();
     j.platform.jetson = Some("# R35 (release), REVISION: 4.1".into());

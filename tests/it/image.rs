@@ -788,7 +788,7 @@ fn the_images_user_opens_the_device_nodes_or_not() {
 
 /// `fleet --image` over nodes of three drivers, two GPU kinds and a file with no host facts: each node's
 /// prediction is what `inspect --image IMAGE --facts NODE.json` says for that node (outcome and first code),
-/// and the image is unpacked once per distinct driver.
+/// and the image is unpacked once, its mounts made and undone per distinct driver.
 #[test]
 fn fleet_image_predicts_what_inspect_image_says_on_each_node() {
     let t = tempfile::tempdir().unwrap();
@@ -830,9 +830,10 @@ fn fleet_image_predicts_what_inspect_image_says_on_each_node() {
     assert_eq!(a["image"]["path"], img, "{a}");
     assert_eq!(a["image"]["program"], "/usr/local/bin/app", "{a}");
     assert_eq!(a["paths"][0], img, "{a}");
+    assert_eq!(a["image"]["unpacked"], 1, "one unpack: {a}");
     assert_eq!(
-        a["image"]["unpacked"], 3,
-        "one unpack per driver (580, 550, 535): {a}"
+        a["image"]["mount_sets"], 3,
+        "one set of mounts per driver (580, 550, 535): {a}"
     );
     let prediction = |n: &str| {
         fleet["per_node"]
@@ -959,7 +960,8 @@ fn fleet_image_with_a_compat_libcuda_judges_each_driver_on_its_own_tree() {
     let fleet = fleet_matches_inspect(a.to_str().unwrap(), &nodes);
     let drivers = fleet["drivers"].as_object().unwrap().len();
     assert!(drivers >= 2, "{fleet}");
-    assert_eq!(fleet["artifact"]["image"]["unpacked"], drivers, "{fleet}");
+    assert_eq!(fleet["artifact"]["image"]["unpacked"], 1, "{fleet}");
+    assert_eq!(fleet["artifact"]["image"]["mount_sets"], drivers, "{fleet}");
     let geforce = fleet["per_node"]
         .as_array()
         .unwrap()

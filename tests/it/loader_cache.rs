@@ -32,6 +32,7 @@ fn write_cache(ldconfig: &Path, dir: &Path, out: &Path, format: &str) -> bool {
 #[test]
 fn caches_written_by_ldconfig_are_read_in_every_format() {
     let Some(ldconfig) = ldconfig() else {
+        crate::support::skip::optional("no ldconfig in /sbin or /usr/sbin to write caches with");
         return;
     };
     let t = tempfile::tempdir().unwrap();
@@ -87,6 +88,7 @@ fn caches_written_by_ldconfig_are_read_in_every_format() {
 fn legacy_hwcap_entries_of_the_machines_ldconfig() {
     use cudadiag::loader::platform::legacy_x86_64_hwcaps;
     let Some(ldconfig) = ldconfig() else {
+        crate::support::skip::optional("no ldconfig in /sbin or /usr/sbin to write caches with");
         return;
     };
     let t = tempfile::tempdir().unwrap();
@@ -112,7 +114,9 @@ fn legacy_hwcap_entries_of_the_machines_ldconfig() {
         .map(|e| e.legacy_hwcap)
         .collect();
     if legacy.is_empty() {
-        return; // glibc ≥ 2.37's ldconfig: no legacy entries to take
+        // glibc ≥ 2.37's ldconfig: no legacy entries to take
+        crate::support::skip::optional("this ldconfig writes no legacy hwcap entries (glibc 2.37 or newer)");
+        return;
     }
     assert!(
         legacy.contains(&0x8000_0000_0000_0000) && legacy.contains(&0x0004_0000_0000_0000),
@@ -132,6 +136,7 @@ fn legacy_hwcap_entries_of_the_machines_ldconfig() {
 #[test]
 fn the_machine_cache_finds_every_entry() {
     let Ok(d) = std::fs::read("/etc/ld.so.cache") else {
+        crate::support::skip::optional("no /etc/ld.so.cache on this machine");
         return;
     };
     let cache = LdCache::parse(&d).expect("the machine's cache parses");

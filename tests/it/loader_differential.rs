@@ -55,7 +55,7 @@ fn sample() -> Vec<PathBuf> {
 
 #[test]
 fn resolution_matches_glibc_on_system_files() {
-    if build::system_ldso().is_none() {
+    if crate::support::skip::system_ldso().is_none() {
         return;
     }
     let files = sample();

@@ -187,12 +187,7 @@ fn cudadiag_list(entry: &Path) -> cudadiag::facts::loader::Resolution {
 
 #[test]
 fn dollar_origin_through_a_symlink_is_the_links_directory_as_ld_so_expands_it() {
-    if build::system_ldso().is_none() {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: no x86-64 glibc ld.so on this machine to compare with"
-        );
+    if crate::support::skip::system_ldso().is_none() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

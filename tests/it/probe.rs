@@ -76,6 +76,7 @@ fn without_libcuda_the_probe_reports_libcuda_not_found_and_exits_1() {
         "/lib/libcuda.so.1",
     ];
     if installed.iter().any(|p| Path::new(p).exists()) {
+        crate::support::skip::optional("a real libcuda.so.1 is installed on this machine");
         return;
     }
     let out = cudadiag()

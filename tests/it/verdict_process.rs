@@ -113,9 +113,9 @@ fn driver_insufficient_came_once_per_cause_not_once_per_object() {
     assert_eq!(report["summary"]["errors"], 1, "{:#?}", report["findings"]);
     // The compressed code of both libraries is folded into it, as evidence.
     let evidence = di[0]["evidence"].to_string();
-    assert!(evidence.contains("libkern.so: 1 entries use zstd"), "{evidence}");
+    assert!(evidence.contains("libkern.so: 1 entry uses zstd"), "{evidence}");
     assert!(
-        evidence.contains("libkern_shmem.so: 1 entries use zstd"),
+        evidence.contains("libkern_shmem.so: 1 entry uses zstd"),
         "{evidence}"
     );
 }

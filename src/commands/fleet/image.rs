@@ -5,11 +5,11 @@
 //!
 //! The toolkit's mounts put stand-ins of the node's driver libraries into the tree (their file names carry the
 //! driver version; a cuda-compat library of the image may be activated ahead of them, by the node's driver
-//! branch), so nodes cannot all share one tree. Nodes are grouped by what the mounts put there (their plan,
-//! which follows the driver version), and the image is unpacked once per group, judged on every node of it and
-//! removed before the next: one unpack per distinct driver version, never one per node, and one tree on disk
-//! at a time. The loader tree and the binaries' facts are read once per group too; per node, only the rules
-//! and verdicts run.
+//! branch), so nodes cannot all be judged on one tree as it is. Nodes are grouped by what the mounts put there
+//! (their plan), and the image is unpacked once: each group's mounts are made on that tree, its nodes judged,
+//! and the mounts undone ([`Image::unmount`]: what they hid comes back) before the next group's. The loader
+//! tree and the binaries' facts are read once per group; per node, only the rules and verdicts run. Groups
+//! past [`MAX_GROUPS`] are not judged: their nodes say so, with the cap, rather than the run taking minutes.
 
 use super::super::ToolError;
 use crate::commands::image::{self as judging, Mount, Program, Staged, Tree};
@@ -20,6 +20,10 @@ use crate::image::{self, Image, Limits};
 use crate::matrix::Matrix;
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// Distinct sets of mounts judged (a fleet has a handful of driver versions; each set costs a loader walk of
+/// the image's program).
+pub const MAX_GROUPS: usize = 64;
 
 /// The image as given, opened once, and what is read of it whatever the node.
 pub struct Opened {
@@ -37,17 +41,15 @@ pub fn open(path: &Path, platform: Option<&str>) -> Result<Opened, ToolError> {
 }
 
 /// Judges the program on every staged node (`staged[i]` is `nodes[i]`'s; a node without one has its
-/// prediction already, or none to make). Returns how many times the image was unpacked. `done` counts the
-/// nodes judged.
+/// prediction already, or none to make). Returns how many times the image was unpacked (once) and how many
+/// sets of mounts were judged. `done` counts the nodes judged.
 pub fn judge_all(
     opened: Opened,
-    path: &Path,
-    platform: Option<&str>,
     nodes: &mut [Node],
     staged: &[Option<Staged>],
     matrix: &Matrix,
     done: &std::sync::atomic::AtomicUsize,
-) -> Result<usize, ToolError> {
+) -> Result<(usize, usize), ToolError> {
     let Opened { tree, program } = opened;
     let mut groups: BTreeMap<&[Mount], Vec<usize>> = BTreeMap::new();
     for (i, s) in staged.iter().enumerate() {
@@ -72,16 +74,18 @@ pub fn judge_all(
         host: true,
         snapshot: None,
     };
-    let mut first = Some(tree);
-    let mut unpacked = 1;
-    for (plan, members) in groups {
-        let img = match first.take() {
-            Some(img) => img,
-            None => {
-                unpacked += 1;
-                image::open(path, platform, &Limits::default()).map_err(|e| ToolError(e.to_string()))?
+    let img = tree;
+    let mount_sets = groups.len();
+    for (n, (plan, members)) in groups.into_iter().enumerate() {
+        if n >= MAX_GROUPS {
+            for i in members {
+                nodes[i].prediction = Some(Prediction::not_judged(format!(
+                    "not judged: the fleet's nodes need more than {MAX_GROUPS} different sets of the toolkit's \
+                     mounts (driver versions); judge fewer nodes at a time"
+                )));
             }
-        };
+            continue;
+        }
         judging::mount(&img, &program, plan)?;
         let tree = Tree::read(&img, &program, &reading)?;
         let predictions = crate::parallel::map_with(
@@ -98,8 +102,9 @@ pub fn judge_all(
         for (i, p) in members.into_iter().zip(predictions) {
             nodes[i].prediction = Some(p);
         }
-        // The tree is removed before the next is unpacked.
-        drop(img);
+        // The next group's mounts go on the image's own tree.
+        img.unmount().map_err(|e| ToolError(e.to_string()))?;
     }
-    Ok(unpacked)
+    drop(img);
+    Ok((1, mount_sets.min(MAX_GROUPS)))
 }

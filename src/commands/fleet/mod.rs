@@ -80,16 +80,17 @@ pub fn run(args: &FleetArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     if let (Some(opened), Some(path)) = (opened, &args.image) {
         let program = opened.program.programs.first().map(|p| p.display().to_string());
         let done = std::sync::atomic::AtomicUsize::new(0);
-        let unpacked = crate::report::progress::while_running(
+        let (unpacked, mount_sets) = crate::report::progress::while_running(
             "judging the image on each node…",
             "nodes",
             &done,
-            || image::judge_all(opened, path, platform, &mut nodes, &staged, &matrix, &done),
+            || image::judge_all(opened, &mut nodes, &staged, &matrix, &done),
         )?;
         judged_image = Some(ImageJudged {
             path: path.display().to_string(),
             program: program.unwrap_or_default(),
             unpacked,
+            mount_sets,
         });
     }
     drop(staged);

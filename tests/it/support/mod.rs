@@ -11,6 +11,8 @@ pub mod cli;
 pub mod golden;
 pub mod image;
 pub mod loader_build;
+pub mod rust_source;
+pub mod skip;
 pub mod tiny_runtime;
 
 /// Entry kinds (the ones the tests write).
