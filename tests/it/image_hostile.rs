@@ -712,6 +712,11 @@ fn class8_an_image_user_absent_from_its_passwd_is_reported() {
         .find(|f| f["slug"] == "container-user-unknown")
         .unwrap_or_else(|| panic!("{v}"));
     assert!(f["message"].as_str().unwrap().contains("\"app\""), "{f}");
+    // A passwd under the cap is read whole: the near miss of container-user-unchecked.
+    assert!(
+        !slugs(&v).contains(&"container-user-unchecked".to_string()),
+        "{v}"
+    );
     // The near miss: a numeric User needs no entry.
     user_image("1000:1000", passwd).docker_save(&img, Pack::None);
     let (_, v) = json_in(
