@@ -182,6 +182,10 @@ catalogue! {
         needs: Needs::Loader, probe: &[]);
     CudaLibraryTooOld = ("CD206", "cuda-library-too-old", Error, None, "the loaded copy of a CUDA library is older than the release its package requires",
         needs: Needs::Loader, probe: &[]);
+    JaxPluginVersionMismatch = ("CD207", "jax-plugin-version-mismatch", Error, None, "jax, jaxlib and JAX's CUDA plugin are installed at versions their own pins rule out",
+        needs: Needs::Loader, probe: &[]);
+    FrameworkExtensionAbiMismatch = ("CD208", "framework-extension-abi-mismatch", Error, None, "a torch extension pins the exact torch it was built against and another torch is installed",
+        needs: Needs::Loader, probe: &[]);
     NoDriver = ("CD300", "no-driver", Error, Some(35), "no NVIDIA kernel driver is loaded",
         needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded, Expect::Code(100), Expect::Code(999)])]);
     LibcudaNotFound = ("CD301", "libcuda-not-found", Error, Some(35), "the driver library libcuda.so.1 cannot be found",

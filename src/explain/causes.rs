@@ -39,10 +39,6 @@ causes! {
         "the NVIDIA Container Toolkit is not installed or not configured in the container engine";
     "container-driver-root-empty", None,
         "the container toolkit looks for the driver in a root that no driver fills";
-    "framework-extension-abi-mismatch", None,
-        "a compiled extension was built against another version of its framework (torch, JAX) than the one installed";
-    "jax-plugin-version-mismatch", None,
-        "jax, jaxlib and the CUDA plugin (jax-cudaNN-plugin / -pjrt) are of versions that do not go together";
     "nccl-cuda-mismatch", None,
         "NCCL is built for another CUDA than the driver or the framework provides";
     "ptxas-too-old", None,

@@ -441,6 +441,10 @@ pub struct Facts {
     /// The container image the binaries were read from (`inspect --image`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<super::image::ImageFacts>,
+    /// The Python environments the inspected objects live in, with the distributions whose versions must go
+    /// together (`python::site`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub python: Vec<super::python::PythonEnvFacts>,
 }
 
 impl Facts {

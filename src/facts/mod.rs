@@ -17,6 +17,7 @@ pub mod host;
 pub mod image;
 pub mod loader;
 pub mod probe;
+pub mod python;
 pub mod secure_boot;
 pub mod wheel;
 

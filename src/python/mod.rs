@@ -8,6 +8,7 @@
 pub mod conda;
 pub mod dist_info;
 pub mod envs;
+pub mod site;
 pub mod syspath;
 
 /// Does a package name look like it may hold CUDA libraries?

@@ -16,10 +16,12 @@ pub mod device_order;
 pub mod driver;
 pub mod driver_files;
 pub mod duplicates;
+pub mod extension_abi;
 pub mod glibc;
 pub mod headline;
 pub mod host;
 pub mod image;
+pub mod jax_versions;
 pub mod jetson;
 pub mod jit_cache;
 pub mod kernel_image;
@@ -27,6 +29,7 @@ pub mod library_versions;
 pub mod loader;
 pub mod missing;
 pub mod packages;
+mod pins;
 pub mod policy;
 pub mod probe;
 pub mod process;
@@ -78,6 +81,10 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     for r in &facts.libraries {
         findings.extend(duplicates::duplicate_cuda_libraries(r));
         findings.extend(library_versions::cuda_library_too_old(r));
+    }
+    for e in &facts.python {
+        findings.extend(jax_versions::jax_plugin_version_mismatch(e));
+        findings.extend(extension_abi::framework_extension_abi_mismatch(e));
     }
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));

@@ -222,6 +222,22 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "jax-plugin-version-mismatch",
+        Case::Elsewhere {
+            fire: "python_env.rs::jax_upgraded_alone_is_jax_plugin_version_mismatch",
+            miss: "python_env.rs::jax_of_one_release_is_no_mismatch",
+            why: "needs a site-packages tree with dist-info METADATA pins around a library built with cc",
+        },
+    ),
+    (
+        "framework-extension-abi-mismatch",
+        Case::Elsewhere {
+            fire: "python_env.rs::torch_upgraded_under_torchvision_is_framework_extension_abi_mismatch",
+            miss: "python_env.rs::the_pinned_torch_or_no_exact_pin_is_no_abi_mismatch",
+            why: "needs a site-packages tree with dist-info METADATA pins around a library built with cc",
+        },
+    ),
+    (
         "no-driver",
         Case::Run {
             fire: &["doctor", "@host:nouveau"],

@@ -686,7 +686,9 @@ fn explain_torch_library_symbol_is_an_extension_built_for_another_torch() {
     // The human text says why and what to check, most likely first.
     let (_, out, _) = run(&["explain", "undefined symbol: _ZN3c104cuda9SetDeviceEi"]);
     assert!(
-        out.contains("Likely causes, most likely first:\n  1. framework-extension-abi-mismatch (high)"),
+        out.contains(
+            "Likely causes, most likely first:\n  1. framework-extension-abi-mismatch (CD208, high)"
+        ),
         "{out}"
     );
     assert!(
