@@ -8,9 +8,10 @@
 //! distributions is read (at most [`MAX_METADATA`] per directory), each within the root's cap for package
 //! metadata. Nothing is imported or run.
 
-use crate::facts::loader::{MetadataLine, PipDist, Resolution};
+use crate::facts::loader::Resolution;
 use crate::facts::python::PythonEnvFacts;
 use crate::inspect::pep508::normalise;
+use crate::python::metadata::parse_metadata;
 use crate::system::{Root, read};
 use std::path::{Path, PathBuf};
 
@@ -74,34 +75,6 @@ pub fn environments(root: &Root, resolutions: &[Resolution]) -> Vec<PythonEnvFac
         }
     }
     out
-}
-
-/// The name, version and `Requires-Dist` lines of a core-metadata file (its headers: the lines before the
-/// first blank one). The lines' floors are left out: no rule of an environment reads them.
-pub fn parse_metadata(text: &str, path: &str) -> Option<PipDist> {
-    let (mut name, mut version, mut requires) = (None, None, Vec::new());
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            break;
-        }
-        if let Some(v) = line.strip_prefix("Name:") {
-            name = Some(v.trim().to_string());
-        } else if let Some(v) = line.strip_prefix("Version:") {
-            version = Some(v.trim().to_string());
-        } else if let Some(v) = line.strip_prefix("Requires-Dist:") {
-            requires.push(MetadataLine {
-                line: i + 1,
-                text: v.trim().to_string(),
-                floor: None,
-            });
-        }
-    }
-    Some(PipDist {
-        name: name?,
-        version: version?,
-        metadata: path.to_string(),
-        requires,
-    })
 }
 
 /// Is a `.dist-info` directory (`jax_cuda12_plugin-0.4.35.dist-info`) one of the [`WATCHED`]?

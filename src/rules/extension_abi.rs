@@ -42,7 +42,7 @@ pub fn framework_extension_abi_mismatch(env: &PythonEnvFacts) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::python::site::parse_metadata;
+    use crate::python::metadata::parse_metadata;
 
     fn env(metadata: &[&str]) -> PythonEnvFacts {
         PythonEnvFacts {

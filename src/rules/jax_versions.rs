@@ -155,7 +155,7 @@ pub fn jax_plugin_version_mismatch(env: &PythonEnvFacts) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::python::site::parse_metadata;
+    use crate::python::metadata::parse_metadata;
 
     fn env(metadata: &[&str]) -> PythonEnvFacts {
         PythonEnvFacts {
