@@ -49,8 +49,6 @@ causes! {
         "the GPU stopped answering on the PCIe bus (Xid 79): a hardware, power or thermal fault";
     "wsl-libcuda-not-symlink", None,
         "WSL's warning that libcuda.so.1 is not a symbolic link: harmless";
-    "cpu-only-framework-build", None,
-        "the framework installed is a build without CUDA (torch +cpu, jaxlib without the CUDA plugin, onnxruntime)";
     "tensorrt-optional", None,
         "TensorFlow's or ONNX Runtime's warning that TensorRT is missing: harmless unless TensorRT is wanted";
 }

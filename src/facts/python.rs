@@ -1,7 +1,7 @@
 //! The Python environment an inspected object lives in: the distributions of its install directory whose
 //! versions must go together (JAX and its CUDA plugins; torch and the extensions compiled against it), each
 //! with its `METADATA`'s `Requires-Dist` lines. Read by `python::site`; judged by `rules::jax_versions` and
-//! `rules::extension_abi`.
+//! `rules::extension_abi`; their CPU-only builds by `rules::cpu_only`.
 
 use super::loader::PipDist;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,7 @@
 //! The install directory of an inspected object and the distributions in it whose versions must go together:
 //! JAX, jaxlib and JAX's CUDA plugins (each pins the others in its `Requires-Dist`), and torch with the
-//! extensions compiled against one torch release (torchvision, torchaudio, xformers, flash-attn, vLLM pin it).
+//! extensions compiled against one torch release (torchvision, torchaudio, xformers, flash-attn, vLLM pin it);
+//! and the frameworks' CPU-only builds (torch `+cpu`, tensorflow-cpu, onnxruntime without onnxruntime-gpu).
 //!
 //! Lazy and bounded, as [`super::dist_info`]: nothing is read unless an inspected object is under a directory
 //! that holds `*.dist-info` (walking up at most [`super::dist_info::MAX_LEVELS`] directories); a directory's
@@ -29,6 +30,9 @@ pub const WATCHED: &[&str] = &[
     "xformers",
     "flash-attn",
     "vllm",
+    "tensorflow-cpu",
+    "onnxruntime",
+    "onnxruntime-gpu",
 ];
 
 /// `.dist-info` names kept per directory listed.

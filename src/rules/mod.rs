@@ -12,6 +12,7 @@
 mod binary;
 pub mod cdi;
 pub mod compat;
+pub mod cpu_only;
 pub mod device_order;
 pub mod driver;
 pub mod driver_files;
@@ -85,6 +86,8 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     for e in &facts.python {
         findings.extend(jax_versions::jax_plugin_version_mismatch(e));
         findings.extend(extension_abi::framework_extension_abi_mismatch(e));
+        let gpus = facts.host.as_ref().map(|h| h.gpus.as_slice()).unwrap_or_default();
+        findings.extend(cpu_only::cpu_only_framework_build(e, gpus));
     }
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));

@@ -238,6 +238,14 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "cpu-only-framework-build",
+        Case::Elsewhere {
+            fire: "python_env.rs::torch_cpu_wheel_on_a_gpu_machine_is_cpu_only_framework_build",
+            miss: "python_env.rs::torch_cpu_without_a_gpu_or_a_cuda_build_is_no_cpu_only_finding",
+            why: "needs a site-packages tree with dist-info METADATA around a library built with cc",
+        },
+    ),
+    (
         "no-driver",
         Case::Run {
             fire: &["doctor", "@host:nouveau"],

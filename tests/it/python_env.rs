@@ -1,6 +1,7 @@
 //! The distributions of the Python environment an inspected object lives in, whose versions must go
 //! together (issue 34): `jax-plugin-version-mismatch` from jax's, jaxlib's and the CUDA plugin's `Requires-Dist`
-//! pins, and `framework-extension-abi-mismatch` from an extension's exact pin of torch. Each root is built
+//! pins, `framework-extension-abi-mismatch` from an extension's exact pin of torch, and
+//! `cpu-only-framework-build` from torch's `+cpu` label on a GPU machine. Each root is built
 //! here: a tiny library made with `cc` (no libc) inside a `site-packages`, and the `*.dist-info/METADATA`
 //! lines pip writes beside it.
 
@@ -42,6 +43,11 @@ fn root_with(t: &Path, module: &str, dists: &[(&str, &str, &[&str])]) -> (PathBu
 
 /// `cudadiag inspect --root ROOT --clear-env --format json PATH`: the findings.
 fn findings(root: &Path, path: &Path) -> Vec<serde_json::Value> {
+    findings_with(root, path, &[])
+}
+
+/// [`findings`], with more arguments (`--gpu 9.0 --driver …`).
+fn findings_with(root: &Path, path: &Path, more: &[&str]) -> Vec<serde_json::Value> {
     let out = Command::cargo_bin("cudadiag")
         .unwrap()
         .args([
@@ -54,6 +60,7 @@ fn findings(root: &Path, path: &Path) -> Vec<serde_json::Value> {
             "--root",
         ])
         .arg(root)
+        .args(more)
         .arg(path)
         .output()
         .unwrap();
@@ -206,4 +213,58 @@ fn the_pinned_torch_or_no_exact_pin_is_no_abi_mismatch() {
         with_slug(&all, "framework-extension-abi-mismatch").is_empty(),
         "{all:#?}"
     );
+}
+
+/// A GPU machine declared on the command line: an H100 (9.0) and a driver that runs every CUDA 12 and 13 build.
+const GPU: &[&str] = &["--gpu", "9.0", "--driver", "580.159.04"];
+
+/// Issue 34: torch's CPU wheel (`pip install torch --index-url …/whl/cpu`) on a machine with a GPU.
+#[test]
+fn torch_cpu_wheel_on_a_gpu_machine_is_cpu_only_framework_build() {
+    let t = tempfile::tempdir().unwrap();
+    let (root, path) = root_with(
+        t.path(),
+        "torch/lib/libtorch_cpu.so",
+        &[("torch", "2.5.1+cpu", &[])],
+    );
+    let all = findings_with(&root, &path, GPU);
+    let f = with_slug(&all, "cpu-only-framework-build");
+    assert_eq!(f.len(), 1, "{all:#?}");
+    assert_eq!(f[0]["code"], "CD209");
+    assert_eq!(f[0]["severity"], "error");
+    let message = f[0]["message"].as_str().unwrap();
+    for needle in ["torch 2.5.1+cpu is a build without CUDA", "the GPU is not used"] {
+        assert!(message.contains(needle), "{needle}: {message}");
+    }
+    let evidence = f[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("torch-2.5.1+cpu.dist-info/METADATA: Name: torch, Version: 2.5.1+cpu"),
+        "{evidence}"
+    );
+    let help = f[0]["help"].as_str().unwrap();
+    assert!(
+        help.contains("--index-url https://download.pytorch.org/whl/cu126"),
+        "{help}"
+    );
+}
+
+/// The near misses: the same `+cpu` torch with no GPU known (a CPU machine may want it), and torch's CUDA build
+/// (`+cu124`) on the GPU machine.
+#[test]
+fn torch_cpu_without_a_gpu_or_a_cuda_build_is_no_cpu_only_finding() {
+    let t = tempfile::tempdir().unwrap();
+    let (root, path) = root_with(
+        &t.path().join("cpu"),
+        "torch/lib/libtorch_cpu.so",
+        &[("torch", "2.5.1+cpu", &[])],
+    );
+    let all = findings(&root, &path);
+    assert!(with_slug(&all, "cpu-only-framework-build").is_empty(), "{all:#?}");
+    let (root, path) = root_with(
+        &t.path().join("cuda"),
+        "torch/lib/libtorch_cuda.so",
+        &[("torch", "2.5.1+cu124", &[])],
+    );
+    let all = findings_with(&root, &path, GPU);
+    assert!(with_slug(&all, "cpu-only-framework-build").is_empty(), "{all:#?}");
 }
