@@ -33,7 +33,7 @@ pub const MAX_RECORD_BYTES: u64 = 64 << 20;
 
 /// `.dist-info` directories kept per directory listed: a directory of a million entries costs its listing,
 /// not its memory.
-const MAX_INFOS: usize = 10_000;
+pub const MAX_INFOS: usize = 10_000;
 
 /// A file's owning distribution, as its `RECORD` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,23 +112,9 @@ impl Records {
 
     /// The `.dist-info` directories in `dir`, listed once.
     fn infos_of(&mut self, root: &Root, dir: &Path) -> &[PathBuf] {
-        self.infos.entry(dir.to_path_buf()).or_insert_with(|| {
-            let Ok(real) = root.resolve(dir) else {
-                return Vec::new();
-            };
-            let Ok(entries) = std::fs::read_dir(root.host_path(&real)) else {
-                return Vec::new();
-            };
-            let mut out: Vec<PathBuf> = entries
-                .flatten()
-                .map(|e| e.file_name())
-                .filter(|n| n.to_string_lossy().ends_with(".dist-info"))
-                .take(MAX_INFOS)
-                .map(|n| dir.join(n))
-                .collect();
-            out.sort();
-            out
-        })
+        self.infos
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| dist_infos(root, dir))
     }
 
     fn lists(&mut self, root: &Root, info: &Path, rel: &str) -> bool {
@@ -250,6 +236,25 @@ pub fn installer(root: &Root, info: &Path) -> String {
     root.read_to_string(&info.join("INSTALLER"), read::PACKAGE_METADATA)
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
+}
+
+/// The `.dist-info` entries of `dir` inside the root, sorted, at most [`MAX_INFOS`] of them.
+pub fn dist_infos(root: &Root, dir: &Path) -> Vec<PathBuf> {
+    let Ok(real) = root.resolve(dir) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(root.host_path(&real)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".dist-info"))
+        .take(MAX_INFOS)
+        .map(|n| dir.join(n))
+        .collect();
+    out.sort();
+    out
 }
 
 #[cfg(test)]

@@ -5,13 +5,14 @@
 //!
 //! Lazy and bounded, as [`super::dist_info`]: nothing is read unless an inspected object is under a directory
 //! that holds `*.dist-info` (walking up at most [`super::dist_info::MAX_LEVELS`] directories); a directory's
-//! listing keeps at most [`MAX_INFOS`] `.dist-info` names; only the `METADATA` of the [`WATCHED`]
+//! listing keeps at most [`super::dist_info::MAX_INFOS`] `.dist-info` names; only the `METADATA` of the [`WATCHED`]
 //! distributions is read (at most [`MAX_METADATA`] per directory), each within the root's cap for package
 //! metadata. Nothing is imported or run.
 
 use crate::facts::loader::Resolution;
 use crate::facts::python::PythonEnvFacts;
 use crate::inspect::pep508::normalise;
+use crate::python::dist_info::dist_infos;
 use crate::python::metadata::parse_metadata;
 use crate::system::{Root, read};
 use std::path::{Path, PathBuf};
@@ -34,9 +35,6 @@ pub const WATCHED: &[&str] = &[
     "onnxruntime",
     "onnxruntime-gpu",
 ];
-
-/// `.dist-info` names kept per directory listed.
-const MAX_INFOS: usize = 10_000;
 
 /// `METADATA` files read per directory (a directory holding several `.dist-info` of one name, which a broken
 /// install leaves, cannot make this read more).
@@ -103,25 +101,6 @@ fn install_dir(root: &Root, object: &Path) -> Option<(PathBuf, Vec<PathBuf>)> {
         dir = d.parent();
     }
     None
-}
-
-/// The `.dist-info` entries of `dir`, at most [`MAX_INFOS`].
-fn dist_infos(root: &Root, dir: &Path) -> Vec<PathBuf> {
-    let Ok(real) = root.resolve(dir) else {
-        return Vec::new();
-    };
-    let Ok(entries) = std::fs::read_dir(root.host_path(&real)) else {
-        return Vec::new();
-    };
-    let mut out: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.file_name())
-        .filter(|n| n.to_string_lossy().ends_with(".dist-info"))
-        .take(MAX_INFOS)
-        .map(|n| dir.join(n))
-        .collect();
-    out.sort();
-    out
 }
 
 #[cfg(test)]
