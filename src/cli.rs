@@ -213,10 +213,12 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// Whether `--gpu` or `--driver` names a target: the question is then "would it run there?", not about
-    /// this machine.
-    pub fn what_if(&self) -> bool {
-        !self.gpus.is_empty() || self.driver.is_some()
+    /// The engine's what-if target (`--gpu`, `--driver`; the matrix is loaded by the command).
+    pub fn lower(&self) -> crate::diagnose::Target {
+        crate::diagnose::Target {
+            gpus: self.gpus.clone(),
+            driver: self.driver.clone(),
+        }
     }
 }
 
@@ -354,16 +356,13 @@ pub struct SystemArgs {
 }
 
 impl SystemArgs {
-    /// The filesystem root these arguments name.
-    pub fn root(&self) -> crate::system::Root {
-        self.root
-            .as_ref()
-            .map_or_else(crate::system::Root::host, crate::system::Root::at)
-    }
-
-    /// The environment these arguments describe.
-    pub fn env(&self) -> crate::system::Env {
-        crate::system::Env::build(self.clear_env, &self.env)
+    /// The engine's options for the machine these arguments name: lowered once, as the command starts.
+    pub fn lower(&self) -> crate::diagnose::System {
+        crate::diagnose::System {
+            root: self.root.clone(),
+            env: self.env.clone(),
+            clear_env: self.clear_env,
+        }
     }
 }
 
@@ -444,6 +443,24 @@ pub struct InspectArgs {
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+impl InspectArgs {
+    /// What the engine reads for `inspect` (and for the program of `inspect --image`): the flags lowered
+    /// once. With `--root`, a path written as the path inside the root names that file (`read::in_root`).
+    pub fn reading(&self) -> crate::diagnose::read::Reading {
+        let system = self.system.lower();
+        crate::diagnose::read::Reading {
+            paths: crate::diagnose::read::in_root(&self.paths, &system),
+            opts: crate::diagnose::read::options(self.no_device_code, self.deep, self.max_entry_mib),
+            system,
+            target: self.target.lower(),
+            libraries: !self.no_libraries,
+            device_code: !self.no_device_code,
+            host: !self.no_host,
+            snapshot: self.facts.clone(),
+        }
+    }
 }
 
 /// `cudadiag doctor`.

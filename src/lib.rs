@@ -10,6 +10,7 @@ pub mod bundle;
 pub mod cli;
 pub mod commands;
 pub mod container;
+pub mod diagnose;
 pub mod diff;
 pub mod explain;
 pub mod facts;

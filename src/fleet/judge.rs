@@ -119,7 +119,8 @@ impl Artefact {
         };
         crate::host::enrich::with_matrix(&mut host, matrix);
         facts.host = Some(host);
-        let crate::rules::Judgement { findings, verdicts } = crate::rules::judge(facts, matrix);
+        let findings = crate::rules::evaluate(facts, matrix);
+        let verdicts = crate::rules::verdicts(facts, &findings, matrix);
         facts.host = None;
         Prediction::of(&findings, &verdicts)
     }

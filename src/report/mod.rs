@@ -58,26 +58,34 @@ pub struct Report {
     /// Findings, most severe first.
     pub findings: Vec<Finding>,
     /// One verdict per binary and GPU (empty when no GPU is known).
-    pub verdicts: Vec<crate::rules::Verdict>,
+    pub verdicts: Vec<crate::diagnose::Verdict>,
     /// The first lines of the human report: per binary (or for the machine), will it run and why.
-    pub headlines: Vec<crate::rules::Headline>,
+    pub headlines: Vec<crate::diagnose::Headline>,
     /// The rules' one-line fix of each library no search found, for the loader tree (`inspect -v`).
     pub fixes: Fixes,
+    /// The rules' glibc floor of each binary's whole process.
+    pub glibc_floors: crate::diagnose::GlibcFloors,
 }
 
-pub use crate::rules::loader::Fixes;
+pub use crate::diagnose::Fixes;
 
 impl Report {
-    /// A report of `facts` and `findings`, with the verdicts and the headlines the rules give for them.
-    pub fn new(facts: Facts, findings: Vec<Finding>, verdicts: Vec<crate::rules::Verdict>) -> Report {
-        let headlines = crate::rules::headlines(&facts, &findings, &verdicts);
-        let fixes = crate::rules::loader::missing_fixes(&facts.libraries);
+    /// A report of `facts` and the rules' judgement of them, as it is: the report computes nothing.
+    pub fn new(facts: Facts, judgement: crate::diagnose::Judgement) -> Report {
+        let crate::diagnose::Judgement {
+            findings,
+            verdicts,
+            headlines,
+            fixes,
+            glibc_floors,
+        } = judgement;
         Report {
             facts,
             findings,
             verdicts,
             headlines,
             fixes,
+            glibc_floors,
         }
     }
 }

@@ -71,11 +71,11 @@ pub fn parse(text: &str, origin: &str, fallback_name: String, matrix: &Matrix) -
     let head: Head = serde_json::from_str(text)
         .map_err(|e| ToolError(format!("{origin} is not JSON ({e}): {expected}")))?;
     let (kind, host, findings) = if head.snapshot_version.is_some() {
-        let mut facts = crate::commands::snapshot::parse(text, origin)?;
+        let mut facts = crate::diagnose::snapshot::parse(text, origin)?;
         if let Some(h) = facts.host.as_mut() {
             crate::host::enrich::with_matrix(h, matrix);
         }
-        let findings = crate::rules::evaluate(&facts, matrix)
+        let findings = crate::diagnose::evaluate(&facts, matrix)
             .into_iter()
             .map(|f| NodeFinding {
                 code: f.code.info().code.to_string(),
