@@ -445,24 +445,6 @@ pub struct InspectArgs {
     pub output: OutputArgs,
 }
 
-impl InspectArgs {
-    /// What the engine reads for `inspect` (and for the program of `inspect --image`): the flags lowered
-    /// once. With `--root`, a path written as the path inside the root names that file (`read::in_root`).
-    pub fn reading(&self) -> crate::diagnose::read::Reading {
-        let system = self.system.lower();
-        crate::diagnose::read::Reading {
-            paths: crate::diagnose::read::in_root(&self.paths, &system),
-            opts: crate::diagnose::read::options(self.no_device_code, self.deep, self.max_entry_mib),
-            system,
-            target: self.target.lower(),
-            libraries: !self.no_libraries,
-            device_code: !self.no_device_code,
-            host: !self.no_host,
-            snapshot: self.facts.clone(),
-        }
-    }
-}
-
 /// `cudadiag doctor`.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {

@@ -7,7 +7,7 @@
 //! libraries the node's filesystem provides) is not in a report, so library findings are not predicted; run
 //! `inspect` on the node (or `inspect --root` on its image) for them.
 //!
-//! A container image (`fleet --image`) is judged elsewhere (`commands::fleet::image`, through the code of
+//! A container image (`fleet --image`) is judged elsewhere (`diagnose::image::fleet`, through the code of
 //! `inspect --image`): its per-node step (what the NVIDIA Container Toolkit does on that node, which mounts
 //! the node's libraries into the image's tree) needs an unpacked tree per distinct set of mounts; its answer is
 //! the same [`Prediction`], made by [`Prediction::of`] from the findings and verdicts as here.

@@ -48,3 +48,74 @@ fn stops_the_container(code: Code) -> bool {
             | Code::ContainerUserUnknown
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{BinaryFacts, DriverFacts, Format, GpuFacts, HostFacts};
+
+    fn program_on_a_gpu() -> Facts {
+        Facts {
+            binaries: vec![BinaryFacts {
+                path: "/usr/bin/app".into(),
+                format: Some(Format::Elf),
+                ..BinaryFacts::default()
+            }],
+            host: Some(HostFacts {
+                observed: true,
+                driver: Some(DriverFacts {
+                    version: "580.95.05".into(),
+                    source: "test".into(),
+                }),
+                gpus: vec![GpuFacts {
+                    name: "NVIDIA H200".into(),
+                    cc: Some("9.0".into()),
+                    source: "test".into(),
+                    ..GpuFacts::default()
+                }],
+                ..HostFacts::default()
+            }),
+            ..Facts::default()
+        }
+    }
+
+    #[test]
+    fn a_container_the_toolkit_refuses_fails_on_every_gpu_for_its_reason() {
+        let m = Matrix::bundled().expect("the bundled matrix parses");
+        let facts = program_on_a_gpu();
+        let refusal = Finding::new(
+            Code::ContainerRequirementUnmet,
+            "the toolkit refuses to start the container: cuda>=13.0",
+            "run it on a node whose driver serves CUDA 13",
+        );
+        let (findings, verdicts) = evaluate(&facts, &m, &[refusal.clone()], &ImageFacts::default());
+        assert!(!verdicts.is_empty(), "a program on a known GPU has a verdict");
+        assert_eq!(findings[0].code, Code::ContainerRequirementUnmet);
+        for v in &verdicts {
+            assert_eq!(v.outcome, Outcome::Fails, "{v:?}");
+            assert_eq!(v.reason, refusal.message);
+            assert_eq!(v.codes[0], refusal.slug);
+        }
+    }
+
+    #[test]
+    fn a_toolkit_finding_that_starts_the_container_leaves_the_verdicts_to_the_machine_rules() {
+        let m = Matrix::bundled().expect("the bundled matrix parses");
+        let facts = program_on_a_gpu();
+        let (_, alone) = evaluate(&facts, &m, &[], &ImageFacts::default());
+        let note = Finding::new(
+            Code::ContainerGpusFromRun,
+            "the GPUs come from the run's --gpus",
+            "nothing to do",
+        );
+        let (findings, with) = evaluate(&facts, &m, &[note], &ImageFacts::default());
+        assert!(findings.iter().any(|f| f.code == Code::ContainerGpusFromRun));
+        assert!(!alone.is_empty());
+        let outcomes = |v: &[Verdict]| {
+            v.iter()
+                .map(|v| (v.outcome, v.reason.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(outcomes(&alone), outcomes(&with));
+    }
+}
