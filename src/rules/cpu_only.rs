@@ -218,7 +218,8 @@ mod tests {
         ]);
         e.objects = vec![format!("{SITE}/torch/lib/libtorch_cuda.so")];
         assert!(cpu_only_framework_build(&e, &h100()).is_empty());
-        e.objects.push(format!("{SITE}/onnxruntime/capi/libonnxruntime.so.1"));
+        e.objects
+            .push(format!("{SITE}/onnxruntime/capi/libonnxruntime.so.1"));
         assert_eq!(cpu_only_framework_build(&e, &h100()).len(), 1);
         // An object outside the install directory concerns no framework.
         e.objects = vec!["/usr/lib/libfoo.so".into()];
