@@ -1,7 +1,9 @@
 //! The human report: one summary line per binary, the entry table with `-v`, then the findings with their
 //! evidence ("because") and help, then the counts.
 
-use super::{Paint, RenderOptions, Report, Sane};
+use super::model::{Detail, RenderOptions, Report};
+use super::paint::Paint;
+use super::sane::{self, Sane};
 use crate::facts::{BinaryFacts, CodeKind, Compression, CudartLinkage, DeviceCode};
 use crate::findings::{Finding, Severity};
 use std::io::{self, Write};
@@ -454,12 +456,12 @@ fn name_list(label: &str, names: &[String], opts: &RenderOptions, out: &mut dyn 
     if names.is_empty() {
         return Ok(());
     }
-    let all = opts.detail == super::Detail::Everything || names.len() <= LIST_FIRST + 1;
+    let all = opts.detail == Detail::Everything || names.len() <= LIST_FIRST + 1;
     let shown = if all { names } else { &names[..LIST_FIRST] };
     let indent = "            ";
     let mut line = format!("{indent}{label} ({}): ", thousands(names.len()));
     let mut first_on_line = true;
-    let mut pieces: Vec<String> = shown.iter().map(|n| super::escape(n).into_owned()).collect();
+    let mut pieces: Vec<String> = shown.iter().map(|n| sane::escape(n).into_owned()).collect();
     if !all {
         pieces.push(format!(
             "… {} more (all with --deep -v, or in --format json)",

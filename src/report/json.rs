@@ -5,7 +5,7 @@
 //! the facts cannot silently change the contract. `tests/` checks every fixture's report with the contract's
 //! own checker, which CI provides beside the checkout.
 
-use super::{Report, Summary};
+use super::model::{Report, Summary};
 use crate::facts::{BinaryFacts, CodeKind, DeviceCode, Format};
 use crate::findings::Finding;
 use serde::Serialize;

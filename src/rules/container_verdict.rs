@@ -11,7 +11,7 @@ use crate::facts::image::ImageFacts;
 use crate::findings::{Code, Finding};
 use crate::matrix::Matrix;
 
-use super::{Outcome, Verdict};
+use super::compat::{Outcome, Verdict, verdicts};
 
 /// The findings and verdicts of an image's program in a container: `facts` carry the container's host facts,
 /// `toolkit` the toolkit's findings on the node (none without a node), `image` what the image's own rules read.
@@ -25,7 +25,7 @@ pub fn evaluate(
     findings.extend(super::evaluate(facts, matrix));
     findings.extend(super::image::user(image));
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    let mut verdicts = super::verdicts(facts, &findings, matrix);
+    let mut verdicts = verdicts(facts, &findings, matrix);
     if let Some(stop) = findings.iter().find(|f| stops_the_container(f.code)) {
         for v in &mut verdicts {
             v.outcome = Outcome::Fails;
@@ -88,7 +88,8 @@ mod tests {
             "the toolkit refuses to start the container: cuda>=13.0",
             "run it on a node whose driver serves CUDA 13",
         );
-        let (findings, verdicts) = evaluate(&facts, &m, &[refusal.clone()], &ImageFacts::default());
+        let (findings, verdicts) =
+            evaluate(&facts, &m, std::slice::from_ref(&refusal), &ImageFacts::default());
         assert!(!verdicts.is_empty(), "a program on a known GPU has a verdict");
         assert_eq!(findings[0].code, Code::ContainerRequirementUnmet);
         for v in &verdicts {

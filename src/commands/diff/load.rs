@@ -4,7 +4,7 @@
 //! A snapshot holds facts only: its findings are the rules' over those facts with the bundled matrix, as
 //! `doctor --facts` gives them. A report holds its findings and (under `host.facts`) the facts they rest on.
 
-use crate::commands::ToolError;
+use crate::diagnose::ToolError;
 use crate::diff::{Node, NodeFinding};
 use crate::matrix::Matrix;
 use serde::de::IgnoredAny;
