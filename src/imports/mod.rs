@@ -135,7 +135,7 @@ pub fn run(
     .ok_or_else(|| ImportError::NotElf(exe.clone()))?;
     crate::parallel::discard(files);
     let (imports, mut findings, loaded) = body.ok_or(ImportError::NotElf(exe))?;
-    findings.sort_by(|a, b| b.severity.cmp(&a.severity));
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     Ok(ImportReport {
         python: chosen,
         env: py,

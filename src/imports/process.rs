@@ -109,7 +109,7 @@ impl<'i, 's, 'a> PyProcess<'i, 's, 'a> {
                 name: name.to_string(),
                 requester: self.import.clone(),
                 message,
-                library: Some(Box::new(library)),
+                library: Some(library),
             }),
         }
     }
