@@ -35,18 +35,12 @@ macro_rules! causes {
 causes! {
     "container-lost-device-rules", Some(999),
         "a running container lost its GPU device rules (a systemd reload on the host rewrote its cgroup)";
-    "container-toolkit-missing", None,
-        "the NVIDIA Container Toolkit is not installed or not configured in the container engine";
     "container-driver-root-empty", None,
         "the container toolkit looks for the driver in a root that no driver fills";
     "nccl-cuda-mismatch", None,
         "NCCL is built for another CUDA than the driver or the framework provides";
     "ptxas-too-old", None,
         "the ptxas used to compile is older than the GPU architecture or the PTX ISA it is given";
-    "fabric-manager-not-running", Some(802),
-        "on an NVSwitch system, NVIDIA Fabric Manager is not running, so CUDA cannot initialise";
-    "gpu-fallen-off-bus", None,
-        "the GPU stopped answering on the PCIe bus (Xid 79): a hardware, power or thermal fault";
     "wsl-libcuda-not-symlink", None,
         "WSL's warning that libcuda.so.1 is not a symbolic link: harmless";
     "tensorrt-optional", None,

@@ -29,6 +29,7 @@ pub mod kernel_image;
 pub mod library_versions;
 pub mod loader;
 pub mod missing;
+pub mod node;
 pub mod packages;
 mod pins;
 pub mod policy;
@@ -92,6 +93,7 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));
         findings.extend(secure_boot::secure_boot_blocks_module(h));
+        findings.extend(node::evaluate(h));
     }
     // Last: the probe is compared with every static finding above.
     probe::evaluate(facts, &mut findings);

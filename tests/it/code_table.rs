@@ -366,6 +366,22 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "container-toolkit-missing",
+        Case::Elsewhere {
+            fire: "node_services.rs::docker_without_the_container_toolkit_is_reported",
+            miss: "node_services.rs::the_container_toolkit_installed_or_inside_a_container_is_no_finding",
+            why: "needs a copy of a host tree with an engine's and the toolkit's files written into it",
+        },
+    ),
+    (
+        "fabric-manager-not-running",
+        Case::Elsewhere {
+            fire: "node_services.rs::nvswitches_without_fabric_manager_fail_cuda_with_802",
+            miss: "node_services.rs::fabric_manager_running_or_no_nvswitch_is_no_finding",
+            why: "needs a copy of a host tree with an NVSwitch's PCI function and /proc processes written into it",
+        },
+    ),
+    (
         "no-visible-devices",
         Case::Run {
             fire: &["doctor", "@host:healthy", "--env", "CUDA_VISIBLE_DEVICES=7"],
@@ -599,6 +615,22 @@ const TABLE: &[(&str, Case)] = &[
             fire: "image_run.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
             miss: "image_run.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
             why: "an image without NVIDIA_VISIBLE_DEVICES run by default against the same image with it, and with --gpus none",
+        },
+    ),
+    (
+        "gpu-fallen-off-bus",
+        Case::Elsewhere {
+            fire: "node_services.rs::xid_79_since_the_last_boot_is_a_gpu_fallen_off_the_bus",
+            miss: "node_services.rs::xid_79_before_the_last_boot_is_no_finding",
+            why: "needs a copy of a host tree with a kernel log written into it",
+        },
+    ),
+    (
+        "gpu-xid-reported",
+        Case::Elsewhere {
+            fire: "node_services.rs::other_xids_are_reported_with_their_catalogue_meaning",
+            miss: "node_services.rs::a_kernel_log_without_xid_is_no_finding",
+            why: "needs a copy of a host tree with a kernel log written into it",
         },
     ),
 ];
