@@ -188,6 +188,8 @@ catalogue! {
         needs: Needs::Loader, probe: &[]);
     CpuOnlyFrameworkBuild = ("CD209", "cpu-only-framework-build", Error, None, "a framework is installed as its CPU-only build on a machine with an NVIDIA GPU",
         needs: Needs::Loader, probe: &[]);
+    NcclCudaMismatch = ("CD210", "nccl-cuda-mismatch", Error, None, "the NCCL a process loads is built for another CUDA major than its CUDA runtime, or a newer one than the driver supports",
+        needs: Needs::Loader, probe: &[]);
     NoDriver = ("CD300", "no-driver", Error, Some(35), "no NVIDIA kernel driver is loaded",
         needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded, Expect::Code(100), Expect::Code(999)])]);
     LibcudaNotFound = ("CD301", "libcuda-not-found", Error, Some(35), "the driver library libcuda.so.1 cannot be found",

@@ -16,6 +16,7 @@ pub mod binary;
 pub mod host;
 pub mod image;
 pub mod loader;
+pub mod nccl;
 pub mod probe;
 pub mod python;
 pub mod secure_boot;

@@ -15,6 +15,7 @@ pub mod exports;
 pub mod fatbin;
 pub mod guard;
 pub mod input;
+pub mod nccl;
 pub mod pep508;
 pub mod ptx;
 pub(crate) mod source;

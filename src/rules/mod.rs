@@ -29,6 +29,7 @@ pub mod kernel_image;
 pub mod library_versions;
 pub mod loader;
 pub mod missing;
+pub mod nccl;
 pub mod node;
 pub mod packages;
 mod pins;
@@ -84,6 +85,7 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
         findings.extend(duplicates::duplicate_cuda_libraries(r));
         findings.extend(library_versions::cuda_library_too_old(r));
     }
+    findings.extend(nccl::nccl_cuda_mismatch(facts, matrix));
     for e in &facts.python {
         findings.extend(jax_versions::jax_plugin_version_mismatch(e));
         findings.extend(extension_abi::framework_extension_abi_mismatch(e));

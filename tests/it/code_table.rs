@@ -246,6 +246,14 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "nccl-cuda-mismatch",
+        Case::Elsewhere {
+            fire: "nccl.rs::nccl_for_cuda_11_beside_the_cuda_12_runtime_is_a_mismatch",
+            miss: "nccl.rs::nccl_for_the_runtime_s_own_major_is_no_finding",
+            why: "needs a libnccl.so.2 with NCCL's version string and a libcudart.so.N, built with cc",
+        },
+    ),
+    (
         "no-driver",
         Case::Run {
             fire: &["doctor", "@host:nouveau"],

@@ -32,6 +32,7 @@ mod loader_malformed;
 mod loader_scenarios;
 mod loader_symlink_origin;
 mod malformed;
+mod nccl;
 mod node_services;
 mod pip_layouts;
 mod probe;
