@@ -168,6 +168,8 @@ catalogue! {
         needs: Needs::HostAndGpu, probe: &[(Stage::Module, &[Expect::Code(209), Expect::Code(223)])]);
     ForeignArchitecture = ("CD110", "foreign-architecture", Note, None, "the binary is for another architecture than this machine's: its libraries are not looked up here",
         needs: Needs::Loader, probe: &[]);
+    PtxasTooOld = ("CD111", "ptxas-too-old", Warning, None, "a ptxas a tool would run is older than the GPU's architecture or an inspected PTX file's ISA: compiling with it fails",
+        needs: Needs::HostAndGpu, probe: &[]);
     LibraryNotFound = ("CD200", "library-not-found", Error, None, "the dynamic loader will not find a needed library",
         needs: Needs::Loader, probe: &[]);
     LibraryShadowed = ("CD201", "library-shadowed", Warning, None, "another copy of a library wins over the one the binary's RUNPATH/RPATH meant",

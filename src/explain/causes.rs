@@ -37,8 +37,6 @@ causes! {
         "a running container lost its GPU device rules (a systemd reload on the host rewrote its cgroup)";
     "container-driver-root-empty", None,
         "the container toolkit looks for the driver in a root that no driver fills";
-    "ptxas-too-old", None,
-        "the ptxas used to compile is older than the GPU architecture or the PTX ISA it is given";
     "wsl-libcuda-not-symlink", None,
         "WSL's warning that libcuda.so.1 is not a symbolic link: harmless";
     "tensorrt-optional", None,

@@ -404,6 +404,10 @@ pub struct HostFacts {
     /// NVSwitches and NVIDIA Fabric Manager (`None`: the machine shows no NVSwitch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fabric: Option<fabric::FabricFacts>,
+    /// The ptxas a tool would run: the first on `PATH`, `TRITON_PTXAS_PATH`, the toolkits under
+    /// `/usr/local/cuda*`, each with its CUDA release (`host::ptxas`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ptxas: Vec<super::ptxas::Ptxas>,
 }
 
 /// The NVIDIA kernel driver.

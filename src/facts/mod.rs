@@ -18,6 +18,7 @@ pub mod image;
 pub mod loader;
 pub mod nccl;
 pub mod probe;
+pub mod ptxas;
 pub mod python;
 pub mod secure_boot;
 pub mod wheel;

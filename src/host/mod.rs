@@ -31,6 +31,7 @@ pub mod libcuda;
 pub mod libfile;
 mod library;
 pub mod owners;
+pub mod ptxas;
 pub mod secure_boot;
 
 use crate::facts::HostFacts;
@@ -82,6 +83,7 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         container_toolkit: container_toolkit::collect(root),
         kernel_log: kernel_log::collect(root),
         fabric: fabric::collect(root),
+        ptxas: ptxas::collect(root, env),
     };
     if facts.driver.is_none() {
         facts.secure_boot = secure_boot::collect(root);

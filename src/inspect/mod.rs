@@ -18,6 +18,7 @@ pub mod input;
 pub mod nccl;
 pub mod pep508;
 pub mod ptx;
+pub mod ptxas;
 pub(crate) mod source;
 pub mod wheel;
 

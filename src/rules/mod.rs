@@ -36,6 +36,7 @@ mod pins;
 pub mod policy;
 pub mod probe;
 pub mod process;
+pub mod ptxas;
 pub mod secure_boot;
 pub mod visibility;
 pub mod wheel;
@@ -86,6 +87,7 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
         findings.extend(library_versions::cuda_library_too_old(r));
     }
     findings.extend(nccl::nccl_cuda_mismatch(facts, matrix));
+    findings.extend(ptxas::ptxas_too_old(facts, matrix));
     for e in &facts.python {
         findings.extend(jax_versions::jax_plugin_version_mismatch(e));
         findings.extend(extension_abi::framework_extension_abi_mismatch(e));

@@ -167,6 +167,14 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "ptxas-too-old",
+        Case::Elsewhere {
+            fire: "ptxas.rs::a_cuda_11_7_ptxas_on_path_is_too_old_for_an_h100",
+            miss: "ptxas.rs::a_ptxas_new_enough_for_the_gpu_is_no_finding",
+            why: "needs a ptxas built with cc (its --version banner in .rodata) in a copy of the healthy tree",
+        },
+    ),
+    (
         "library-not-found",
         Case::Run {
             fire: &["inspect", "@host:healthy", "fixtures/cuda13/default"],

@@ -37,6 +37,7 @@ mod node_services;
 mod pip_layouts;
 mod probe;
 mod probe_live;
+mod ptxas;
 mod python_env;
 mod python_syspath;
 mod secure_boot;
