@@ -1,6 +1,6 @@
 //! Causes that `explain` names but no rule of cudadiag observes (yet): what a pasted message points at when
-//! the cause is in the history of the machine (a systemd reload, a kernel update under Secure Boot), in a
-//! tool's own build (ptxas, a framework's extension) or in a harmless warning. Each has a document in
+//! the cause is in the history of the machine (a systemd reload), in where a tool looks for the driver, or in
+//! a harmless warning. Each has a document in
 //! `data/causes/<slug>.md`, in the template of the findings' documents, compiled in. Their slugs never collide
 //! with a finding's: when a rule comes to observe one, the cause becomes a finding of the same slug and leaves
 //! this list.

@@ -188,3 +188,28 @@ fn a_kernel_log_without_xid_is_no_finding() {
     assert!(!has(&r, "gpu-xid-reported"), "{:?}", slugs(&r));
     assert!(!has(&r, "gpu-fallen-off-bus"), "{:?}", slugs(&r));
 }
+
+#[test]
+fn a_kernel_log_that_is_a_fifo_or_huge_is_read_without_hanging_and_only_at_its_end() {
+    let t = tempfile::tempdir().unwrap();
+    // A FIFO where the log should be: skipped (opened without blocking, then refused), the next log read.
+    let root = machine(&t.path().join("fifo"), &[]);
+    std::fs::create_dir_all(root.join("var/log")).unwrap();
+    let fifo = root.join("var/log/kern.log");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    let log = format!("{BOOT}k: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n");
+    std::fs::write(root.join("var/log/syslog"), log).unwrap();
+    let r = doctor(&root);
+    assert!(has(&r, "gpu-fallen-off-bus"), "{:?}", slugs(&r));
+    // 12 MiB of log: an Xid 79 in its first bytes is beyond the 8 MiB read; the 48 at its end is seen.
+    let mut big = format!("{BOOT}k: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n");
+    let filler = "Dec  5 02:00:00 gpu1 kernel: [ 3600.1] usb 1-1: new high-speed USB device number 2\n";
+    while big.len() < 12 << 20 {
+        big.push_str(filler);
+    }
+    big.push_str("k: NVRM: Xid (PCI:0000:19:00): 48, pid=1, DBE\n");
+    let r = doctor(&machine(&t.path().join("big"), &[("var/log/kern.log", &big)]));
+    assert!(!has(&r, "gpu-fallen-off-bus"), "{:?}", slugs(&r));
+    assert!(has(&r, "gpu-xid-reported"), "{:?}", slugs(&r));
+}
