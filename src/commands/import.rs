@@ -26,18 +26,17 @@ pub fn run(args: &ImportArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
     }
     targets::apply(&target, &mut facts, &matrix)?;
     let gpus: Vec<crate::python::frameworks::Gpu> =
-        crate::rules::compat::targets(facts.host.as_ref(), &matrix)
+        crate::diagnose::gpu_targets(facts.host.as_ref(), &matrix)
             .into_iter()
             .map(|t| crate::python::frameworks::Gpu {
                 label: t.label,
                 cc: t.cc,
             })
             .collect();
-    let driver =
-        crate::rules::compat::driver_of(facts.host.as_ref()).map(|d| crate::python::frameworks::Driver {
-            version: d.version,
-            source: d.source,
-        });
+    let driver = crate::diagnose::driver_of(facts.host.as_ref()).map(|d| crate::python::frameworks::Driver {
+        version: d.version,
+        source: d.source,
+    });
     let chosen = crate::python::frameworks::env::choose(&env, args.python.as_deref(), args.venv.as_deref());
     let report = crate::imports::run(
         &root,
