@@ -92,17 +92,32 @@ impl std::fmt::Display for ImportError {
     }
 }
 
+/// The machine the imports are judged for.
+pub struct Machine<'a> {
+    /// Its GPUs visible to the process.
+    pub gpus: &'a [Gpu],
+    /// Its driver, when known.
+    pub driver: Option<&'a Driver>,
+    /// Declared (`--gpu`/`--driver`, `--facts`), not read: its driver's libraries are there
+    /// ([`Ctx::provides`]).
+    pub declared: bool,
+}
+
 /// Models `import M` for each of `modules`, in order, in one process of the interpreter `chosen`, then the
-/// first GPU use of each imported framework, then their checks.
+/// first GPU use of each imported framework, then their checks, for `machine`.
 pub fn run(
     root: &Root,
     env: &crate::system::Env,
     chosen: Chosen,
     modules: &[String],
-    gpus: &[Gpu],
-    driver: Option<&Driver>,
+    machine: &Machine,
     matrix: &crate::matrix::Matrix,
 ) -> Result<ImportReport, ImportError> {
+    let Machine {
+        gpus,
+        driver,
+        declared,
+    } = *machine;
     let frameworks = modules
         .iter()
         .map(|m| framework(m).ok_or_else(|| ImportError::Unknown(m.clone())))
@@ -114,6 +129,7 @@ pub fn run(
     )
     .map_err(ImportError::SysPath)?;
     let exe = root.host_path(&py.syspath.executable);
+    let provides = |soname: &str| declared && crate::container::is_driver_library(soname);
     let ctx = Ctx {
         root,
         env,
@@ -121,6 +137,7 @@ pub fn run(
         gpus,
         driver,
         matrix,
+        provides: &provides,
     };
     let mut files = crate::loader::Files::default();
     let (_, body) = crate::loader::process::process(root, env, &exe, &mut files, |img| {

@@ -114,6 +114,18 @@ pub struct Ctx<'a> {
     pub driver: Option<&'a Driver>,
     /// The compatibility matrix (the CUDA a driver supports, for the frameworks' driver checks).
     pub matrix: &'a crate::matrix::Matrix,
+    /// Does the machine judged provide this library with its driver although no file here holds it? True
+    /// for the driver's user-space libraries (`libcuda.so.1`, `libnvidia-ml.so.1`, …) of a declared machine
+    /// (`--gpu`/`--driver`, `--facts`): they come with that driver there (as `inspect` of a declared target
+    /// gives no `library-not-found` for them).
+    pub provides: &'a dyn Fn(&str) -> bool,
+}
+
+impl Ctx<'_> {
+    /// Is a failed load of `soname` no failure, the machine judged providing it ([`Ctx::provides`])?
+    pub fn provided(&self, soname: &str) -> bool {
+        (self.provides)(soname)
+    }
 }
 
 /// When a load happens.
