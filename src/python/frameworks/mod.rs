@@ -19,7 +19,10 @@
 //!
 //! A model never reads a file outside [`Ctx::root`], never runs Python and never loads what it inspects.
 
+pub mod cupy;
 pub mod env;
+pub mod onnxruntime;
+pub mod pathfinder;
 pub mod process;
 
 use crate::findings::Finding;
