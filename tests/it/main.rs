@@ -35,6 +35,7 @@ mod malformed;
 mod pip_layouts;
 mod probe;
 mod probe_live;
+mod python_cupy_ort;
 mod python_env;
 mod python_syspath;
 mod secure_boot;
