@@ -19,11 +19,11 @@ pub struct Chosen {
     pub target: Target,
     /// Its path as given or found (`/opt/venv`, `python3`).
     pub path: PathBuf,
-    /// Why it (`--python`, `--env`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `python3 on PATH`).
+    /// Why it (`--python`, `--venv`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `python3 on PATH`).
     pub because: String,
 }
 
-/// The interpreter: `--python PATH`, else `--env DIR`, else the active environment (`VIRTUAL_ENV`, then
+/// The interpreter: `--python PATH`, else `--venv DIR`, else the active environment (`VIRTUAL_ENV`, then
 /// `CONDA_PREFIX`), else `python3` on `PATH`, each inside the root.
 pub fn choose(env: &Env, python: Option<&Path>, dir: Option<&Path>) -> Chosen {
     let chosen = |target: Target, path: &Path, because: &str| Chosen {
@@ -35,7 +35,7 @@ pub fn choose(env: &Env, python: Option<&Path>, dir: Option<&Path>) -> Chosen {
         return chosen(Target::Interpreter(p.to_path_buf()), p, "--python");
     }
     if let Some(d) = dir {
-        return chosen(Target::Environment(d.to_path_buf()), d, "--env");
+        return chosen(Target::Environment(d.to_path_buf()), d, "--venv");
     }
     for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
         if let Some(v) = env.get(var).filter(|v| v.starts_with('/')) {
@@ -96,7 +96,9 @@ fn dist(root: &Root, site: &Path, info: &Path, budget: &mut u64) -> Option<Dist>
         && let Ok(record) = root.read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA)
     {
         *budget = budget.saturating_sub(record.len() as u64);
-        files = crate::python::dist_info::record_paths(&record).into_iter().collect();
+        files = crate::python::dist_info::record_paths(&record)
+            .into_iter()
+            .collect();
         files.sort();
     }
     Some(Dist {
@@ -122,11 +124,18 @@ mod tests {
         env.set("CONDA_PREFIX", "/opt/conda");
         env.set("VIRTUAL_ENV", "/v");
         let c = choose(&env, None, None);
-        assert_eq!((c.because.as_str(), c.target), ("VIRTUAL_ENV", Target::Environment("/v".into())));
+        assert_eq!(
+            (c.because.as_str(), c.target),
+            ("VIRTUAL_ENV", Target::Environment("/v".into()))
+        );
         env.remove("VIRTUAL_ENV");
         assert_eq!(choose(&env, None, None).because, "CONDA_PREFIX");
-        assert_eq!(choose(&env, None, Some(Path::new("/e"))).because, "--env");
-        let c = choose(&env, Some(Path::new("/usr/bin/python3.12")), Some(Path::new("/e")));
+        assert_eq!(choose(&env, None, Some(Path::new("/e"))).because, "--venv");
+        let c = choose(
+            &env,
+            Some(Path::new("/usr/bin/python3.12")),
+            Some(Path::new("/e")),
+        );
         assert_eq!(c.target, Target::Interpreter("/usr/bin/python3.12".into()));
     }
 }

@@ -20,10 +20,12 @@
 //! A model never reads a file outside [`Ctx::root`], never runs Python and never loads what it inspects.
 
 pub mod cupy;
+pub mod engine;
 pub mod env;
 pub mod onnxruntime;
 pub mod pathfinder;
 pub mod process;
+pub mod torch;
 
 use crate::findings::Finding;
 use crate::python::syspath::SysPath;

@@ -91,7 +91,13 @@ impl<'i, 's, 'a> PyProcess<'i, 's, 'a> {
         }
     }
 
-    fn open(&mut self, caller: usize, name: &str, reason: String, how: LoadedHow) -> Result<usize, LoadError> {
+    fn open(
+        &mut self,
+        caller: usize,
+        name: &str,
+        reason: String,
+        how: LoadedHow,
+    ) -> Result<usize, LoadError> {
         let before = self.img.objects().len();
         match self.img.dlopen(caller, name, reason) {
             Ok(i) => {
@@ -143,7 +149,11 @@ impl super::Process for PyProcess<'_, '_, '_> {
     fn dlopen(&mut self, by: &str, caller: usize, name: &str, when: When) -> Result<usize, LoadError> {
         let was = self.when;
         self.when = when;
-        let caller_path = self.loaded.get(caller).map(|l| l.path.clone()).unwrap_or_default();
+        let caller_path = self
+            .loaded
+            .get(caller)
+            .map(|l| l.path.clone())
+            .unwrap_or_default();
         let how = LoadedHow::Opened {
             name: name.to_string(),
             caller: caller_path,
@@ -155,7 +165,13 @@ impl super::Process for PyProcess<'_, '_, '_> {
         // The search's answer, now that it is known, for an object this call mapped.
         if let Ok(i) = out
             && i >= before
-            && let Some(found) = self.img.libraries().iter().rev().find(|l| l.object == Some(i)).map(|l| l.how)
+            && let Some(found) = self
+                .img
+                .libraries()
+                .iter()
+                .rev()
+                .find(|l| l.object == Some(i))
+                .map(|l| l.how)
             && let Some(LoadedHow::Opened { found: f, .. }) = self.loaded.get_mut(i).map(|l| &mut l.how)
         {
             *f = found;
