@@ -121,11 +121,13 @@ fn install<'a>(ctx: &'a Ctx) -> Option<Install<'a>> {
 }
 
 /// The extension modules `import cupy` maps, in `RECORD` order.
-fn import_modules(i: &Install) -> Vec<(String, PathBuf)> {
+fn import_modules(i: &Install, v13: bool) -> Vec<(String, PathBuf)> {
     i.dist
         .files
         .iter()
         .filter_map(|f| module_of(f).map(|m| (m, f)))
+        // CuPy 13 imports its random generator module at first use (observed with 13.6.0).
+        .filter(|(m, _)| !(v13 && m == "cupy/random/_generator_api"))
         .filter(|(m, _)| {
             (m.starts_with("cupy/") || m.starts_with("cupy_backends/")) && !LAZY.contains(&m.as_str())
         })
@@ -187,7 +189,7 @@ impl Framework for Cupy {
             ));
         }
         // `from cupy import _core` and what it imports: no CUDA library among their DT_NEEDED.
-        for (module, path) in import_modules(&i) {
+        for (module, path) in import_modules(&i, m.index == V13) {
             if let Err(e) = p.load_extension("cupy", &python_name(&module), &path) {
                 let message = format!(
                     "ImportError: \n{}\n\nOriginal error:\n  ImportError: {}",
@@ -228,7 +230,7 @@ impl Framework for Cupy {
             return fails("ModuleNotFoundError: No module named 'cupy'".to_string(), None);
         };
         let step = if m.index == V13 {
-            first_use_13(&i, p)
+            first_use_13(ctx, &i, p)
         } else {
             first_use_14(ctx, &i, p)
         };
@@ -242,6 +244,41 @@ impl Framework for Cupy {
         // CuPy has no version rule of its own: the local runtime version is only reported, and mixing CUDA
         // majors is left to the loader (what first_use models).
         Vec::new()
+    }
+
+    fn help(&self, ctx: &Ctx, m: &Selected, outcome: &Outcome) -> Option<String> {
+        let Outcome::Fails { message, .. } = outcome else {
+            return None;
+        };
+        if message.contains("cudaErrorNoDevice") {
+            return None;
+        }
+        if message.contains("cudaErrorInsufficientDriver") {
+            return Some(
+                "CuPy's CUDA runtime opens the NVIDIA driver's libcuda.so.1, found nowhere: install the NVIDIA \
+                 driver (in a container, run it with the NVIDIA Container Toolkit: `docker run --gpus all`); \
+                 `cudadiag doctor` says what is missing"
+                    .to_string(),
+            );
+        }
+        let i = install(ctx)?;
+        if m.index != V13
+            && let Some(major) = i.major
+            && let Some(dir) = newer_wheels(ctx, major)
+        {
+            let newer = major + 1;
+            return Some(format!(
+                "cuda-pathfinder takes CUDA {newer}'s libraries from {} before the CUDA {major} wheels {} {} was \
+                 built for, in every site-packages; its modules then miss their CUDA {major} sonames. Install the \
+                 CuPy build of CUDA {newer}: `pip uninstall {} && pip install 'cupy-cuda{newer}x[ctk]'`, or keep \
+                 the CUDA {newer} wheels out of this environment",
+                dir.display(),
+                i.dist.name,
+                i.dist.version,
+                i.dist.name
+            ));
+        }
+        fix(ctx, m)
     }
 }
 
@@ -267,8 +304,10 @@ fn preload_cutensor_wheel(ctx: &Ctx, i: &Install, p: &mut dyn Process) {
 
 type Fail = (String, Option<LoadError>);
 
-/// The driver, at the first CUDA call (an allocation comes before any kernel): the CUDA runtime CuPy links
-/// statically opens `libcuda.so.1`. Without it the call raises (observed with no driver: `cupy.arange(3)`).
+/// The driver, at the first CUDA call: the CUDA runtime CuPy links statically opens `libcuda.so.1`; without
+/// it the call raises (observed with no driver: `cupy.arange(3)`). The libraries are modelled before it,
+/// although a kernel allocates first: NVRTC and cuBLAS load without a driver (observed), and a machine
+/// without one here may be judged for one that has it.
 fn driver(p: &mut dyn Process) -> Result<(), Fail> {
     if p.find("libcuda.so.1").is_some() {
         return Ok(());
@@ -287,10 +326,20 @@ fn driver(p: &mut dyn Process) -> Result<(), Fail> {
         })
 }
 
-/// CuPy 13 at the first kernel, then the first cuBLAS call: the driver, `dlopen("libnvrtc.so.12")` from its
-/// NVRTC module, then the cuBLAS module's DT_NEEDED, each through the loader's search alone.
-fn first_use_13(i: &Install, p: &mut dyn Process) -> Result<Vec<String>, Fail> {
+/// The driver, then a device: with a driver known and no GPU visible, the first allocation raises.
+fn device(ctx: &Ctx, p: &mut dyn Process) -> Result<(), Fail> {
     driver(p)?;
+    if ctx.driver.is_some() && ctx.gpus.is_empty() {
+        let message = "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorNoDevice: no CUDA-capable \
+                       device is detected";
+        return Err((message.to_string(), None));
+    }
+    Ok(())
+}
+
+/// CuPy 13 at the first kernel, then the first cuBLAS call: `dlopen("libnvrtc.so.12")` from its NVRTC module,
+/// then the cuBLAS module's DT_NEEDED, each through the loader's search alone, then the driver and a device.
+fn first_use_13(ctx: &Ctx, i: &Install, p: &mut dyn Process) -> Result<Vec<String>, Fail> {
     let soname = match i.major {
         Some(11) => "libnvrtc.so.11.2".to_string(),
         Some(m) => format!("libnvrtc.so.{m}"),
@@ -313,13 +362,13 @@ fn first_use_13(i: &Install, p: &mut dyn Process) -> Result<Vec<String>, Fail> {
     // process's objects keep.
     p.runtime_loads("cupy");
     cublas_module(i, p)?;
+    device(ctx, p)?;
     Ok(Vec::new())
 }
 
-/// CuPy 14 at the first kernel, then the first cuBLAS call: the driver, pathfinder's NVRTC, then
-/// pathfinder's cuBLAS and the cuBLAS module, whose DT_NEEDED must then be in the process.
+/// CuPy 14 at the first kernel, then the first cuBLAS call: pathfinder's NVRTC, then pathfinder's cuBLAS and
+/// the cuBLAS module, whose DT_NEEDED must then be in the process, then the driver and a device.
 fn first_use_14(ctx: &Ctx, i: &Install, p: &mut dyn Process) -> Result<Vec<String>, Fail> {
-    driver(p)?;
     let places = Places::of(ctx);
     let r = Request {
         ctx,
@@ -329,8 +378,8 @@ fn first_use_14(ctx: &Ctx, i: &Install, p: &mut dyn Process) -> Result<Vec<Strin
         caller: interpreter(p),
     };
     let mut notes = Vec::new();
-    let nvrtc =
-        pathfinder::load(&r, p, "nvrtc").map_err(|f| pathfinder_error(f, "DynamicLibNotFoundError"))?;
+    let nvrtc = pathfinder::load(&r, p, "nvrtc")
+        .map_err(|f| pathfinder_error(f, "DynamicLibNotFoundError", i.major))?;
     if let (Some(built), Some(got)) = (i.major, soname_major(p, nvrtc.index))
         && got != built
     {
@@ -343,21 +392,38 @@ fn first_use_14(ctx: &Ctx, i: &Install, p: &mut dyn Process) -> Result<Vec<Strin
         ));
     }
     p.runtime_loads("cupy");
-    pathfinder::load(&r, p, "cublas").map_err(|f| pathfinder_error(f, "ImportError"))?;
+    pathfinder::load(&r, p, "cublas").map_err(|f| pathfinder_error(f, "ImportError", i.major))?;
     cublas_module(i, p)?;
+    device(ctx, p)?;
     Ok(notes)
 }
 
 /// A pathfinder failure as CuPy shows it: its `DynamicLibNotFoundError` as is (NVRTC), or re-raised as
 /// `ImportError` with the same text (a library module).
-fn pathfinder_error(f: Failure, class: &str) -> Fail {
-    let message = format!("{class}: {}", f.message());
+fn pathfinder_error(f: Failure, class: &str, major: Option<u32>) -> Fail {
     match f {
         Failure::Load(e) => (
             format!("RuntimeError: {}", Failure::Load(e.clone()).message()),
             Some(e),
         ),
-        _ => (message, None),
+        Failure::NotFound { name, message } => {
+            // The load that failed, for the finding: the soname of the build's major among the descriptor's.
+            let sonames = pathfinder::descriptor(name).map_or(&[][..], |d| d.sonames);
+            let wanted = major.map(|m| format!(".so.{m}"));
+            let soname = sonames
+                .iter()
+                .find(|s| wanted.as_deref().is_some_and(|w| s.ends_with(w)))
+                .or(sonames.first())
+                .map_or_else(|| name.to_string(), |s| s.to_string());
+            let load = LoadError {
+                name: soname,
+                requester: "cupy (cuda-pathfinder)".to_string(),
+                message: message.clone(),
+                library: None,
+            };
+            (format!("{class}: {message}"), Some(load))
+        }
+        Failure::Unknown(n) => (format!("{class}: {}", Failure::Unknown(n).message()), None),
     }
 }
 
@@ -381,6 +447,20 @@ fn soname_major(p: &dyn Process, index: usize) -> Option<u32> {
 
 fn via_path(p: &dyn Process, index: usize) -> String {
     p.loaded().get(index).map(|l| l.path.clone()).unwrap_or_default()
+}
+
+/// A site directory's `nvidia/cuNN/lib` of a CUDA major above `major` that holds cuBLAS or NVRTC: what
+/// cuda-pathfinder takes first (its descriptors list CUDA 13's directory and sonames before CUDA 12's).
+fn newer_wheels(ctx: &Ctx, major: u32) -> Option<PathBuf> {
+    let places = Places::of(ctx);
+    let newer = major + 1;
+    places.site.iter().find_map(|site| {
+        let dir = site.join(format!("nvidia/cu{newer}/lib"));
+        ["libcublas.so", "libnvrtc.so"]
+            .iter()
+            .any(|s| ctx.root.exists(&dir.join(format!("{s}.{newer}"))))
+            .then_some(dir)
+    })
 }
 
 /// What to run when `first_use` fails, in CuPy's terms.

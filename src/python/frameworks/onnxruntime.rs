@@ -191,14 +191,7 @@ impl Framework for OnnxRuntime {
         if ctx.root.exists(&shared) {
             let _ = p.load_path("onnxruntime", &shared, "onnxruntime: the provider bridge", false);
         }
-        let mut notes = Vec::new();
-        if i.cuda.is_some() {
-            notes.push(
-                "a build with the CUDA provider as a plugin (build info `cuda-plugin-ep=`) registers it at import: \
-                 not read from the binary, the provider is modelled at session creation"
-                    .to_string(),
-            );
-        }
+        let notes = Vec::new();
         Step {
             outcome: Outcome::Gpu,
             notes,
@@ -258,6 +251,20 @@ impl Framework for OnnxRuntime {
         // symbol or a cuDNN error at run time, which the loader's own rules judge.
         Vec::new()
     }
+
+    fn help(&self, ctx: &Ctx, m: &Selected, outcome: &Outcome) -> Option<String> {
+        let Outcome::CpuFallback { message, .. } = outcome else {
+            return None;
+        };
+        // A provider that stops at the driver's library is the driver's finding.
+        if message
+            .as_deref()
+            .is_some_and(|t| t.contains("error: libcuda.so.1:"))
+        {
+            return None;
+        }
+        fix(ctx, m)
+    }
 }
 
 fn fails(message: String, load: Option<LoadError>) -> Step {
@@ -277,7 +284,7 @@ fn cpu(message: Option<String>, because: String) -> Step {
 /// The session's fall-back to the CPU, with ONNX Runtime's two lines and why in the model's terms.
 fn fallback(ctx: &Ctx, i: &Install, major: u32, provider: &Path, e: &LoadError, preloaded: bool) -> Step {
     let message = format!(
-        "Failed to load library {} with error: {}\nFailed to create CUDAExecutionProvider. Require cuDNN 9.* and \
+        "Failed to load library {} with error: {}; Failed to create CUDAExecutionProvider. Require cuDNN 9.* and \
          CUDA {major}.*. Please install all dependencies as mentioned in the GPU requirements page \
          (https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements), make sure \
          they're in the PATH, and that your GPU is supported.",
