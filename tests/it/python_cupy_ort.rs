@@ -6,6 +6,7 @@
 
 use crate::support::loader_build as build;
 
+use assert_cmd::Command;
 use cudadiag::matrix::Matrix;
 use cudadiag::python::frameworks::cupy::{self, Cupy};
 use cudadiag::python::frameworks::onnxruntime::{self, OnnxRuntime};
@@ -48,7 +49,7 @@ impl Machine {
         std::fs::create_dir_all(root.join("usr/lib/python3.12/lib-dynload")).unwrap();
         std::fs::create_dir_all(root.join("venv/bin")).unwrap();
         std::fs::create_dir_all(root.join(SITE)).unwrap();
-        std::os::unix::fs::symlink("/usr/bin/python3.12", root.join("venv/bin/python3")).unwrap();
+        std::os::unix::fs::symlink("../../usr/bin/python3.12", root.join("venv/bin/python3")).unwrap();
         std::fs::write(
             root.join("venv/pyvenv.cfg"),
             "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.12.3\n",
@@ -470,7 +471,7 @@ fn onnxruntime_without_preload_dlls_falls_back_to_the_cpu_though_its_wheels_are_
     let r = run(&m, &[], &[&WITHOUT]);
     let got = message(&r.steps[0].1);
     assert!(
-        got.starts_with("cpu: Failed to load library /venv/lib/python3.12/site-packages/onnxruntime/capi/libonnxruntime_providers_cuda.so with error: libcublasLt.so.13: cannot open shared object file: No such file or directory\nFailed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 13.*."),
+        got.starts_with("cpu: Failed to load library /venv/lib/python3.12/site-packages/onnxruntime/capi/libonnxruntime_providers_cuda.so with error: libcublasLt.so.13: cannot open shared object file: No such file or directory; Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 13.*."),
         "{got}"
     );
     assert!(got.contains("has no RPATH"), "{got}");
@@ -571,5 +572,65 @@ fn an_onnxruntime_before_preload_dlls_existed_is_judged_without_it() {
             .notes
             .iter()
             .any(|n| n.contains("has no preload_dlls()"))
+    );
+}
+
+// ---- through `cudadiag import` ----
+
+/// `cudadiag import MODULE --root ROOT --python /venv/bin/python3 --clear-env --format json`: the findings.
+fn import_findings(m: &Machine, module: &str) -> Vec<serde_json::Value> {
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args([
+            "--color",
+            "never",
+            "import",
+            module,
+            "--python",
+            "/venv/bin/python3",
+            "--clear-env",
+        ])
+        .args(["--format", "json", "--root"])
+        .arg(&m.root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    doc["findings"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn cudadiag_import_onnxruntime_says_the_gpu_will_not_be_used_and_to_call_preload_dlls() {
+    let m = Machine::new(true);
+    ort(&m);
+    cuda13(&m, &[]);
+    let f = import_findings(&m, "onnxruntime");
+    let cpu: Vec<_> = f
+        .iter()
+        .filter(|f| f["slug"] == "framework-cpu-fallback")
+        .collect();
+    assert_eq!(cpu.len(), 1, "{f:#?}");
+    assert!(
+        cpu[0]["help"]
+            .as_str()
+            .unwrap()
+            .starts_with("Call `onnxruntime.preload_dlls()` before creating")
+    );
+}
+
+#[test]
+fn cudadiag_import_cupy_names_the_ctk_extra_for_a_missing_nvrtc() {
+    let m = Machine::new(true);
+    cupy(&m, "14.2.0");
+    ctk12(&m, false);
+    let f = import_findings(&m, "cupy");
+    let missing: Vec<_> = f.iter().filter(|f| f["slug"] == "library-not-found").collect();
+    assert_eq!(missing.len(), 1, "{f:#?}");
+    assert_eq!(missing[0]["sonames"], serde_json::json!(["libnvrtc.so.12"]));
+    assert!(
+        missing[0]["help"]
+            .as_str()
+            .unwrap()
+            .contains("`pip install 'cupy-cuda12x[ctk]'`")
     );
 }
