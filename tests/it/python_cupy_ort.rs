@@ -634,3 +634,59 @@ fn cudadiag_import_cupy_names_the_ctk_extra_for_a_missing_nvrtc() {
             .contains("`pip install 'cupy-cuda12x[ctk]'`")
     );
 }
+
+// ---- `cudadiag explain` of their messages ----
+
+/// The best candidate `cudadiag explain --format json TEXT` gives, and its confidence.
+fn explained(text: &str) -> (String, String) {
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["explain", "--format", "json", text])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &doc["candidates"][0];
+    (
+        c["slug"].as_str().unwrap_or_default().to_string(),
+        c["confidence"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+#[test]
+fn explain_knows_cupys_and_onnxruntimes_own_messages() {
+    // Each as the real wheels printed it (docs/framework-cupy-onnxruntime.md).
+    for (text, slug) in [
+        (
+            "ImportError: Failure finding \"libcublasLt.so.13 or libcublasLt.so.12\": No such file: \
+             libcublasLt.so.13 or libcublasLt.so.12, No such file: libcublasLt.so.13 or libcublasLt.so.12",
+            "library-not-found",
+        ),
+        (
+            "RuntimeError: CuPy failed to load libnvrtc.so.12: OSError: libnvrtc.so.12: cannot open shared object \
+             file: No such file or directory",
+            "library-not-found",
+        ),
+        ("Failed to import CuPy.", "library-not-found"),
+        (
+            "[E:onnxruntime:Default, provider_bridge_ort.cc:2458 operator()] FAIL : Failed to load library \
+             /venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime_providers_cuda.so with error: \
+             libcublasLt.so.13: cannot open shared object file: No such file or directory",
+            "library-not-found",
+        ),
+        (
+            "[W:onnxruntime:Default, onnxruntime_pybind_state.cc:1295 CreateExecutionProviderFactoryInstance] Failed \
+             to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 13.*. Please install all dependencies as \
+             mentioned in the GPU requirements page",
+            "framework-cpu-fallback",
+        ),
+    ] {
+        assert_eq!(explained(text).0, slug, "{text}");
+    }
+    // The provider's message with its path: the phrase matches, so the cause is named, not guessed.
+    let full = "Failed to load library /x/onnxruntime/capi/libonnxruntime_providers_cuda.so with error: \
+                libcurand.so.10: cannot open shared object file: No such file or directory";
+    assert_eq!(
+        explained(full),
+        ("library-not-found".to_string(), "high".to_string())
+    );
+}
