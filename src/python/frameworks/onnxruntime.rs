@@ -177,14 +177,14 @@ impl Framework for OnnxRuntime {
             .files
             .iter()
             .find(|f| f.starts_with("onnxruntime/capi/onnxruntime_pybind11_state") && f.ends_with(".so"));
-        if let Some(f) = pybind {
-            if let Err(e) = p.load_extension(
+        if let Some(f) = pybind
+            && let Err(e) = p.load_extension(
                 "onnxruntime",
                 "onnxruntime.capi.onnxruntime_pybind11_state",
                 &i.dist.site.join(f),
-            ) {
-                return fails(format!("ImportError: {}", e.message), Some(e));
-            }
+            )
+        {
+            return fails(format!("ImportError: {}", e.message), Some(e));
         }
         // The provider bridge, loaded by path at import (observed in /proc/self/maps after `import onnxruntime`).
         let shared = i.file(SHARED);
