@@ -20,6 +20,7 @@ pub fn known() -> &'static [&'static dyn Framework] {
         &super::torch::Torch,
         &super::cupy::Cupy,
         &super::onnxruntime::OnnxRuntime { preload: false },
+        &super::onnxruntime::OnnxRuntime { preload: true },
     ]
 }
 

@@ -12,7 +12,8 @@ use crate::findings::Finding;
 use crate::system::read::CONFIG_TEXT;
 use std::path::{Path, PathBuf};
 
-/// The model: `preload` says whether the program calls `onnxruntime.preload_dlls()` before its session.
+/// The model: `preload` says whether the program calls `onnxruntime.preload_dlls()` before its session
+/// (`cudadiag import onnxruntime.preload_dlls`).
 pub struct OnnxRuntime {
     /// `onnxruntime.preload_dlls()` runs before the session is created.
     pub preload: bool,
@@ -153,8 +154,14 @@ fn preload(ctx: &Ctx, i: &Install, major: u32, p: &mut dyn Process) -> Vec<Strin
 }
 
 impl Framework for OnnxRuntime {
+    /// `onnxruntime`; `onnxruntime.preload_dlls` for a program that calls it before its session (what
+    /// `cudadiag import onnxruntime.preload_dlls` models).
     fn module(&self) -> &'static str {
-        "onnxruntime"
+        if self.preload {
+            "onnxruntime.preload_dlls"
+        } else {
+            "onnxruntime"
+        }
     }
 
     fn distributions(&self) -> &'static [&'static str] {
@@ -352,9 +359,9 @@ pub fn fix(ctx: &Ctx, m: &Selected) -> Option<String> {
     Some(if have {
         format!(
             "Call `onnxruntime.preload_dlls()` before creating the InferenceSession: it loads the CUDA {major} and \
-             cuDNN wheels of {} by path, which the CUDA provider (no RPATH) does not search. `import torch` before \
-             `onnxruntime` helps only with the libraries torch loads itself (`cudadiag import torch onnxruntime` \
-             checks that order)",
+             cuDNN wheels of {} by path, which the CUDA provider (no RPATH) does not search (`cudadiag import \
+             onnxruntime.preload_dlls` checks it). `import torch` before `onnxruntime` helps only with the \
+             libraries torch loads itself (`cudadiag import torch onnxruntime` checks that order)",
             i.dist.site.display()
         )
     } else {
