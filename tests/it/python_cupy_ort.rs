@@ -616,6 +616,9 @@ fn cudadiag_import_onnxruntime_says_the_gpu_will_not_be_used_and_to_call_preload
             .unwrap()
             .starts_with("Call `onnxruntime.preload_dlls()` before creating")
     );
+    // The program that calls it: the wheels are loaded first, the provider finds them, no finding.
+    let f = import_findings(&m, "onnxruntime.preload_dlls");
+    assert!(f.iter().all(|f| f["slug"] != "framework-cpu-fallback"), "{f:#?}");
 }
 
 #[test]
