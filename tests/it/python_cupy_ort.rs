@@ -309,7 +309,12 @@ fn cupy_cuda12x_14_beside_cuda_13_wheels_gets_cublas_13_and_its_module_fails() {
         message(&r.steps[0].1),
         "fails: ImportError: libcublas.so.12: cannot open shared object file: No such file or directory"
     );
-    assert!(r.steps[0].1.notes.is_empty() || r.steps[0].1.notes.iter().any(|n| n.contains("NVRTC 13")));
+    // NVRTC 13 serves the CUDA 12 build: said, not judged.
+    assert!(
+        r.steps[0].1.notes.iter().any(|n| n.contains("gives NVRTC 13")),
+        "{:?}",
+        r.steps[0].1.notes
+    );
 }
 
 #[test]

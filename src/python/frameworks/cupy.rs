@@ -229,15 +229,17 @@ impl Framework for Cupy {
         let Some(i) = install(ctx) else {
             return fails("ModuleNotFoundError: No module named 'cupy'".to_string(), None);
         };
+        let mut notes = Vec::new();
         let step = if m.index == V13 {
-            first_use_13(ctx, &i, p)
+            first_use_13(ctx, &i, p, &mut notes)
         } else {
-            first_use_14(ctx, &i, p)
+            first_use_14(ctx, &i, p, &mut notes)
         };
-        match step {
-            Ok(notes) => works(notes),
-            Err((message, load)) => fails(message, load),
-        }
+        let outcome = match step {
+            Ok(()) => Outcome::Gpu,
+            Err((message, load)) => Outcome::Fails { message, load },
+        };
+        Step { outcome, notes }
     }
 
     fn checks(&self, _ctx: &Ctx, _m: &Selected, _p: &dyn Process) -> Vec<Finding> {
@@ -339,17 +341,18 @@ fn device(ctx: &Ctx, p: &mut dyn Process) -> Result<(), Fail> {
 
 /// CuPy 13 at the first kernel, then the first cuBLAS call: `dlopen("libnvrtc.so.12")` from its NVRTC module,
 /// then the cuBLAS module's DT_NEEDED, each through the loader's search alone, then the driver and a device.
-fn first_use_13(ctx: &Ctx, i: &Install, p: &mut dyn Process) -> Result<Vec<String>, Fail> {
+fn first_use_13(ctx: &Ctx, i: &Install, p: &mut dyn Process, notes: &mut Vec<String>) -> Result<(), Fail> {
     let soname = match i.major {
         Some(11) => "libnvrtc.so.11.2".to_string(),
         Some(m) => format!("libnvrtc.so.{m}"),
         None => "libnvrtc.so.12".to_string(),
     };
     let Some(module) = nvrtc_module(p, i) else {
-        return Ok(vec![format!(
+        notes.push(format!(
             "{NVRTC_MODULE} is not among the files of {}",
             i.dist.name
-        )]);
+        ));
+        return Ok(());
     };
     p.dlopen("cupy", module, &soname, When::FirstUse).map_err(|e| {
         let message = format!(
@@ -363,12 +366,12 @@ fn first_use_13(ctx: &Ctx, i: &Install, p: &mut dyn Process) -> Result<Vec<Strin
     p.runtime_loads("cupy");
     cublas_module(i, p)?;
     device(ctx, p)?;
-    Ok(Vec::new())
+    Ok(())
 }
 
 /// CuPy 14 at the first kernel, then the first cuBLAS call: pathfinder's NVRTC, then pathfinder's cuBLAS and
 /// the cuBLAS module, whose DT_NEEDED must then be in the process, then the driver and a device.
-fn first_use_14(ctx: &Ctx, i: &Install, p: &mut dyn Process) -> Result<Vec<String>, Fail> {
+fn first_use_14(ctx: &Ctx, i: &Install, p: &mut dyn Process, notes: &mut Vec<String>) -> Result<(), Fail> {
     let places = Places::of(ctx);
     let r = Request {
         ctx,
@@ -377,7 +380,6 @@ fn first_use_14(ctx: &Ctx, i: &Install, p: &mut dyn Process) -> Result<Vec<Strin
         when: When::FirstUse,
         caller: interpreter(p),
     };
-    let mut notes = Vec::new();
     let nvrtc = pathfinder::load(&r, p, "nvrtc")
         .map_err(|f| pathfinder_error(f, "DynamicLibNotFoundError", i.major))?;
     if let (Some(built), Some(got)) = (i.major, soname_major(p, nvrtc.index))
@@ -395,7 +397,7 @@ fn first_use_14(ctx: &Ctx, i: &Install, p: &mut dyn Process) -> Result<Vec<Strin
     pathfinder::load(&r, p, "cublas").map_err(|f| pathfinder_error(f, "ImportError", i.major))?;
     cublas_module(i, p)?;
     device(ctx, p)?;
-    Ok(notes)
+    Ok(())
 }
 
 /// A pathfinder failure as CuPy shows it: its `DynamicLibNotFoundError` as is (NVRTC), or re-raised as
