@@ -159,7 +159,7 @@ const RANGES: &[Range] = &[
     },
     Range {
         from: "2.15",
-        until: None,
+        until: Some("2.16"),
         about: "every CUDA wheel preloaded from sys.path, each best effort, cuRAND no longer",
     },
 ];
