@@ -11,7 +11,9 @@ use cudadiag::matrix::Matrix;
 use cudadiag::python::frameworks::cupy::{self, Cupy};
 use cudadiag::python::frameworks::onnxruntime::{self, OnnxRuntime};
 use cudadiag::python::frameworks::process::PyProcess;
-use cudadiag::python::frameworks::{Ctx, Framework, Outcome, Process, Selected, Step, When, env, select};
+use cudadiag::python::frameworks::{
+    Ctx, Framework, Outcome, Process, Range, Selected, Step, When, env, select,
+};
 use cudadiag::system::{Env, Root};
 use std::path::{Path, PathBuf};
 
@@ -696,5 +698,78 @@ fn explain_knows_cupys_and_onnxruntimes_own_messages() {
     assert_eq!(
         explained(full),
         ("library-not-found".to_string(), "high".to_string())
+    );
+}
+
+/// An earlier import that loads the CUDA 13 wheels of the site by path, as `import torch` does with its own.
+struct Preloader;
+
+impl Framework for Preloader {
+    fn module(&self) -> &'static str {
+        "preloader"
+    }
+    fn distributions(&self) -> &'static [&'static str] {
+        &["preloader"]
+    }
+    fn models(&self) -> &'static [Range] {
+        &[Range {
+            from: "1",
+            until: None,
+            about: "loads nvidia/cu13/lib's libraries by path",
+        }]
+    }
+    fn import(&self, ctx: &Ctx, _m: &Selected, p: &mut dyn Process) -> Step {
+        let site = ctx.python.dist("preloader").unwrap().site.clone();
+        for s in [
+            "libcublasLt.so.13",
+            "libcublas.so.13",
+            "libcurand.so.10",
+            "libcudart.so.13",
+        ] {
+            p.load_path("preloader", &site.join("nvidia/cu13/lib").join(s), "test", false)
+                .unwrap();
+        }
+        Step {
+            outcome: Outcome::Gpu,
+            notes: Vec::new(),
+        }
+    }
+    fn first_use(&self, _ctx: &Ctx, _m: &Selected, _p: &mut dyn Process) -> Step {
+        Step {
+            outcome: Outcome::Gpu,
+            notes: Vec::new(),
+        }
+    }
+    fn checks(&self, _ctx: &Ctx, _m: &Selected, _p: &dyn Process) -> Vec<cudadiag::findings::Finding> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn onnxruntime_after_an_import_that_loaded_its_libraries_uses_the_gpu_and_before_it_does_not() {
+    let m = Machine::new(true);
+    ort(&m);
+    cuda13(&m, &[]);
+    m.dist("preloader", "1.0", &[], &[]);
+    let r = run(&m, &[], &[&Preloader, &WITHOUT]);
+    assert_eq!(message(&r.steps[1].1), "gpu");
+    let r = run(&m, &[], &[&WITHOUT, &Preloader]);
+    assert!(message(&r.steps[0].1).starts_with("cpu: "));
+}
+
+#[test]
+fn an_onnxruntime_older_than_every_model_is_judged_with_the_nearest_and_says_so() {
+    let m = Machine::new(true);
+    ort(&m);
+    let info = m.site().join(format!("onnxruntime_gpu-{ORT}.dist-info"));
+    let meta = info.join("METADATA");
+    let text = std::fs::read_to_string(&meta).unwrap().replace(ORT, "1.18.1");
+    std::fs::write(&meta, text).unwrap();
+    cuda13(&m, &[]);
+    let r = run(&m, &[], &[&WITHOUT]);
+    let note = r.selected[0].nearest.as_deref().unwrap();
+    assert!(
+        note.contains("onnxruntime 1.18.1 is older") && note.contains("1.19 up to 1.21"),
+        "{note}"
     );
 }
