@@ -1,12 +1,12 @@
 //! CuPy's loading (`cupy-cuda11x`, `cupy-cuda12x`, `cupy-cuda13x`), versioned: CuPy 13 has no search of its
 //! own (its extension modules have no RPATH, so a CUDA library comes from `LD_LIBRARY_PATH`, `ld.so.cache` or
 //! a copy already in the process); CuPy 14 asks cuda-pathfinder ([`super::pathfinder`]) for each library just
-//! before the extension module that needs it. Both load nothing of CUDA's at `import cupy` but cuBLASLt (CuPy
-//! 14: the dependency of cuTENSOR, which it preloads); NVRTC comes at the first kernel, cuBLAS at the first
-//! cuBLAS call. Read at cupy/cupy v13.6.0 and v14.2.0 (`cupy/__init__.py`, `cupy/_environment.py`,
+//! before the extension module that needs it. Neither needs a CUDA library at `import cupy`: CuPy 14 maps
+//! cuBLASLt then (the dependency of cuTENSOR, which it preloads) and opens the driver, a failure of either
+//! tolerated; NVRTC comes at the first kernel, cuBLAS at the first cuBLAS call. Read at cupy/cupy v13.6.0 and v14.2.0 (`cupy/__init__.py`, `cupy/_environment.py`,
 //! `cupy_backends/cuda/libs/__init__.py`) and observed on real wheels: `docs/framework-cupy-onnxruntime.md`.
 
-use super::pathfinder::{self, Failure, Places, Request};
+use super::pathfinder::{self, Failure, Places, Request, interpreter};
 use super::{Ctx, Dist, Framework, LoadError, Outcome, Process, Range, Selected, Step, When};
 use crate::findings::Finding;
 use crate::system::read::CONFIG_TEXT;
@@ -56,8 +56,7 @@ const LAZY: &[&str] = &[
     "cupy/_core/numpy_allocator",
 ];
 
-/// The module whose `dlopen` NVRTC goes through (CuPy 13), and whose search a system `dlopen` from Python
-/// shares (no RPATH, no RUNPATH).
+/// The module CuPy 13's `dlopen` of NVRTC runs from (no RPATH, no RUNPATH).
 const NVRTC_MODULE: &str = "cupy_backends/cuda/libs/nvrtc";
 
 /// The cuBLAS module, imported at the first cuBLAS call (`cupy.matmul`, `cupy.linalg`).
@@ -157,11 +156,6 @@ fn works(notes: Vec<String>) -> Step {
 fn nvrtc_module(p: &dyn Process, i: &Install) -> Option<usize> {
     let path = i.module(NVRTC_MODULE)?;
     p.find(&path.to_string_lossy())
-}
-
-/// The interpreter, the process's first object: `ctypes.CDLL(name)` searches as a `dlopen` from it does.
-pub(super) fn interpreter(p: &dyn Process) -> Option<usize> {
-    (!p.loaded().is_empty()).then_some(0)
 }
 
 impl Framework for Cupy {

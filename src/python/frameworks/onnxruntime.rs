@@ -133,16 +133,17 @@ fn preload(ctx: &Ctx, i: &Install, major: u32, p: &mut dyn Process) -> Vec<Strin
         }
     }
     // Then `ctypes.CDLL(name)` for each file not loaded: the system's search, as from the interpreter.
-    let caller = super::cupy::interpreter(p);
+    let Some(caller) = super::pathfinder::interpreter(p) else {
+        return printed;
+    };
     let mut failed = false;
     for (rel, optional) in files.iter().filter(|(r, _)| !loaded.contains(r)) {
         let name = rel.rsplit('/').next().unwrap_or(rel);
-        let got = caller.and_then(|c| p.dlopen("onnxruntime", c, name, When::FirstUse).ok());
-        if got.is_none() && !optional {
+        if let Err(e) = p.dlopen("onnxruntime", caller, name, When::FirstUse)
+            && !optional
+        {
             failed = true;
-            printed.push(format!(
-                "Failed to load {name}: {name}: cannot open shared object file: No such file or directory"
-            ));
+            printed.push(format!("Failed to load {name}: {}", e.message));
         }
     }
     if failed {

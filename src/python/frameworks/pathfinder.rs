@@ -328,6 +328,12 @@ pub struct Request<'c, 'a> {
     pub caller: Option<usize>,
 }
 
+/// The interpreter, the process's first object: `ctypes.CDLL(name)` searches as a `dlopen` from it does
+/// (`_ctypes` has no RPATH of its own; the program's DT_RPATH, if any, applies to both).
+pub fn interpreter(p: &dyn Process) -> Option<usize> {
+    (!p.loaded().is_empty()).then_some(0)
+}
+
 /// `load_nvidia_dynamic_lib(name)`, into `p`: the search in pathfinder's order (`_load_lib_no_cache`), its
 /// dependencies first. A library already given in this process is given again (`functools.cache`: the
 /// process's own set of objects answers that).
