@@ -10,7 +10,7 @@ use assert_cmd::Command;
 use cudadiag::matrix::Matrix;
 use cudadiag::python::frameworks::cupy::{self, Cupy};
 use cudadiag::python::frameworks::onnxruntime::{self, OnnxRuntime};
-use cudadiag::python::frameworks::process::PyProcess;
+use cudadiag::imports::process::PyProcess;
 use cudadiag::python::frameworks::{
     Ctx, Framework, Outcome, Process, Range, Selected, Step, When, env, select,
 };
