@@ -7,10 +7,10 @@
 use crate::support::loader_build as build;
 
 use assert_cmd::Command;
+use cudadiag::imports::process::PyProcess;
 use cudadiag::matrix::Matrix;
 use cudadiag::python::frameworks::cupy::{self, Cupy};
 use cudadiag::python::frameworks::onnxruntime::{self, OnnxRuntime};
-use cudadiag::imports::process::PyProcess;
 use cudadiag::python::frameworks::{
     Ctx, Framework, Outcome, Process, Range, Selected, Step, When, env, select,
 };
