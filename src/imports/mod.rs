@@ -21,7 +21,13 @@ use serde::Serialize;
 
 /// Every framework modelled, by the module a user imports.
 pub fn known() -> &'static [&'static dyn Framework] {
-    &[&crate::python::frameworks::torch::Torch]
+    use crate::python::frameworks::{cupy, onnxruntime, torch};
+    &[
+        &torch::Torch,
+        &cupy::Cupy,
+        &onnxruntime::OnnxRuntime { preload: false },
+        &onnxruntime::OnnxRuntime { preload: true },
+    ]
 }
 
 /// The framework of `module` (`torch`).
@@ -172,7 +178,7 @@ fn in_process(
     let mut findings = Vec::new();
     let mut models: Vec<Option<Selected>> = Vec::new();
     for fw in frameworks {
-        let dist = ctx.python.dist(fw.distributions()[0]);
+        let dist = fw.distributions().iter().find_map(|n| ctx.python.dist(n));
         let installed = dist.map(|d| format!("{} {}", d.name, d.version));
         let model =
             dist.and_then(|d| crate::python::frameworks::select(fw.module(), &d.version, fw.models()));
@@ -196,7 +202,8 @@ fn in_process(
                 )],
             },
         };
-        findings.extend(outcome_finding(fw.module(), "import", &step.outcome));
+        let help = model.as_ref().and_then(|m| fw.help(ctx, m, &step.outcome));
+        findings.extend(outcome_finding(fw.module(), "import", &step.outcome, help));
         imports.push(Imported {
             module: fw.module().to_string(),
             installed,
@@ -214,7 +221,8 @@ fn in_process(
         }
         p.begin(fw.module(), When::FirstUse);
         let step = fw.first_use(ctx, m, p);
-        findings.extend(outcome_finding(fw.module(), "first GPU use", &step.outcome));
+        let help = fw.help(ctx, m, &step.outcome);
+        findings.extend(outcome_finding(fw.module(), "first GPU use", &step.outcome, help));
         imported.first_use = Some(step);
     }
     for (fw, model) in frameworks.iter().zip(&models) {
@@ -226,7 +234,16 @@ fn in_process(
 }
 
 /// The finding an outcome is, when it is one of its own: a failed load, or a fall-back to the CPU.
-fn outcome_finding(module: &str, stage: &str, o: &Outcome) -> Option<Finding> {
+fn outcome_finding(module: &str, stage: &str, o: &Outcome, help: Option<String>) -> Option<Finding> {
+    let mut f = outcome_finding_generic(module, stage, o)?;
+    if let Some(h) = help {
+        f.help = h;
+    }
+    Some(f)
+}
+
+/// [`outcome_finding`] with the generic help.
+fn outcome_finding_generic(module: &str, stage: &str, o: &Outcome) -> Option<Finding> {
     match o {
         Outcome::Gpu => None,
         Outcome::Fails { message, load } => {

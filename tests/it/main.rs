@@ -38,6 +38,7 @@ mod pip_layouts;
 mod probe;
 mod probe_live;
 mod ptxas;
+mod python_cupy_ort;
 mod python_env;
 mod python_import;
 mod python_syspath;

@@ -20,7 +20,10 @@
 //!
 //! A model never reads a file outside [`Ctx::root`], never runs Python and never loads what it inspects.
 
+pub mod cupy;
 pub mod env;
+pub mod onnxruntime;
+pub mod pathfinder;
 pub mod torch;
 
 use crate::findings::Finding;
@@ -397,6 +400,13 @@ pub trait Framework: Sync {
     /// version rule, the driver check), each as a finding with the framework's exact message and the
     /// operations that raise it.
     fn checks(&self, ctx: &Ctx, m: &Selected, p: &dyn Process) -> Vec<Finding>;
+
+    /// What to do about an outcome other than [`Outcome::Gpu`], in the framework's own terms
+    /// (`pip install 'cupy-cuda12x[ctk]'`, `onnxruntime.preload_dlls()` before the session), when the model
+    /// knows better than the generic help of the finding the outcome becomes.
+    fn help(&self, _ctx: &Ctx, _m: &Selected, _outcome: &Outcome) -> Option<String> {
+        None
+    }
 }
 
 #[cfg(test)]
