@@ -19,6 +19,10 @@
 //!
 //! A model never reads a file outside [`Ctx::root`], never runs Python and never loads what it inspects.
 
+pub mod jax;
+#[cfg(test)]
+mod testproc;
+
 use crate::findings::Finding;
 use crate::python::syspath::SysPath;
 use crate::rules::compat::{Driver, Target};
