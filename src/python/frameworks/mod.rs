@@ -20,6 +20,7 @@
 //! A model never reads a file outside [`Ctx::root`], never runs Python and never loads what it inspects.
 
 pub mod jax;
+pub mod tensorflow;
 #[cfg(test)]
 mod testproc;
 

@@ -21,6 +21,10 @@ pub struct FakeProcess {
     pub runpaths: HashMap<String, Vec<String>>,
     /// Directories standing for `ld.so.cache`.
     pub cache: Vec<PathBuf>,
+    /// DT_NEEDED of an extension module, by file name: paths loaded with it.
+    pub needed: HashMap<String, Vec<PathBuf>>,
+    /// The version a file's real name would give (`libcudnn.so.9.1.0`), by path.
+    pub versions: HashMap<PathBuf, String>,
     loaded: Vec<Loaded>,
 }
 
@@ -32,6 +36,8 @@ impl FakeProcess {
             ld_library_path: vec![],
             runpaths: HashMap::new(),
             cache: vec![],
+            needed: HashMap::new(),
+            versions: HashMap::new(),
             loaded: vec![],
         }
     }
@@ -42,7 +48,7 @@ impl FakeProcess {
             path: path.display().to_string(),
             realpath: lexical(path).display().to_string(),
             soname: name,
-            version: None,
+            version: self.versions.get(path).cloned(),
             how,
             import: by.to_string(),
             when,
@@ -94,7 +100,20 @@ impl Process for FakeProcess {
         let how = LoadedHow::Extension {
             module: module.to_string(),
         };
-        Ok(self.push(path, how, by, When::Import))
+        let index = self.push(path, how, by, When::Import);
+        let file = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for dep in self.needed.get(&file).cloned().unwrap_or_default() {
+            let how = LoadedHow::Needed {
+                needed_by: path.display().to_string(),
+                found: How::Runpath,
+                via: None,
+            };
+            self.push(&dep, how, by, When::Import);
+        }
+        Ok(index)
     }
 
     fn dlopen(&mut self, by: &str, caller: usize, name: &str, when: When) -> Result<usize, LoadError> {
