@@ -12,9 +12,10 @@
 //! - At the first convolution XLA checks the loaded cuDNN against the one it was compiled with (same major,
 //!   minor not older): [`Framework::checks`].
 
+use super::xla::{floor_of, loaded_release, pin, xla_cudnn_rule};
 use super::{Ctx, Framework, LoadError, Outcome, Process, Range, Selected, Step, When};
-use crate::findings::{Code, Finding};
-use std::path::{Component, Path, PathBuf};
+use crate::findings::Finding;
+use std::path::{Path, PathBuf};
 
 /// The JAX model.
 pub struct Jax;
@@ -88,22 +89,6 @@ pub struct Plugin {
     pub requires: Vec<String>,
 }
 
-/// The sonames XLA builds at run time for a CUDA `major` build (`tsl::internal::DsoLoader`, names from the
-/// build's `TF_*_VERSION`): cudart, cuBLAS, cuBLASLt, cuFFT, cuSOLVER, cuSPARSE, cuDNN, in the order
-/// `TryDlopenCUDALibraries` opens them.
-pub fn xla_sonames(major: u8) -> [String; 7] {
-    let (fft, solver) = if major >= 13 { (12, 12) } else { (11, 11) };
-    [
-        format!("libcudart.so.{major}"),
-        format!("libcublas.so.{major}"),
-        format!("libcublasLt.so.{major}"),
-        format!("libcufft.so.{fft}"),
-        format!("libcusolver.so.{solver}"),
-        "libcusparse.so.12".to_string(),
-        "libcudnn.so.9".to_string(),
-    ]
-}
-
 /// The plugin `import jax` uses: `jax_cuda13_plugin` before `jax_cuda12_plugin`, as `jax._src.lib` tries them.
 pub fn plugin(ctx: &Ctx) -> Option<Plugin> {
     for major in [13u8, 12] {
@@ -148,43 +133,6 @@ fn package_path(ctx: &Ctx, search: Vec<PathBuf>, name: &str) -> Option<Vec<PathB
         }
     }
     (!portions.is_empty()).then_some(portions)
-}
-
-/// The release numbers of the copy loaded at `index`: the version of the distribution whose `RECORD` lists
-/// the file (a wheel's `libcusparse.so.12` carries none in its name), else the file name's.
-pub fn loaded_release(ctx: &Ctx, p: &dyn Process, index: usize) -> Option<(Vec<u64>, String)> {
-    let l = p.loaded().get(index)?;
-    let paths = [lexical(Path::new(&l.path)), lexical(Path::new(&l.realpath))];
-    for d in &ctx.python.dists {
-        let Some(rel) = paths.iter().find_map(|p| p.strip_prefix(&d.site).ok()) else {
-            continue;
-        };
-        let rel = rel.to_string_lossy();
-        if d.files.iter().any(|f| f == rel.as_ref()) {
-            let release = d.release.clone()?;
-            return Some((release, format!("{} {}", d.name, d.version)));
-        }
-    }
-    let v = l.version.as_deref()?;
-    Some((
-        crate::facts::loader::release(v)?,
-        format!("the file name {}", l.realpath),
-    ))
-}
-
-/// `a/b/../c` → `a/c`, without touching the file system (the loader's `$ORIGIN/..` paths).
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// One CUDA component of `_check_cuda_versions`, in its order.
@@ -261,17 +209,6 @@ const COMPONENTS: &[Check] = &[
         wheel: |m| cu(m, "cusparse"),
     },
 ];
-
-/// The pin of `wheel` in the plugin's `Requires-Dist` (`nvidia-cudnn-cu12<10.0,>=9.8`), for the fix.
-pub fn pin(requires: &[String], wheel: &str) -> Option<String> {
-    requires.iter().find_map(|r| {
-        let spec = r.split(';').next().unwrap_or(r).trim();
-        let name_end = spec
-            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
-            .unwrap_or(spec.len());
-        (super::normalise(&spec[..name_end]) == super::normalise(wheel)).then(|| spec.replace(' ', ""))
-    })
-}
 
 /// The fix in JAX's terms for component `c` of a CUDA `major` plugin.
 fn fix(plugin: &Plugin, wheel: &str) -> String {
@@ -576,7 +513,7 @@ fn register(ctx: &Ctx, plugin: &Plugin, p: &mut dyn Process, notes: &mut Vec<Str
     if let Err(e) = p.dlopen("jax", caller, "libcuda.so.1", When::FirstUse) {
         return cuda_backend_failed(ctx, e);
     }
-    for name in xla_sonames(plugin.major) {
+    for name in super::xla::sonames(plugin.major) {
         if let Err(e) = p.dlopen("jax", caller, &name, When::FirstUse) {
             notes.push(format!(
                 "XLA cannot dlopen {name} ({}): the first operation that needs it fails",
@@ -603,55 +540,6 @@ fn cuda_backend_failed(ctx: &Ctx, e: LoadError) -> Outcome {
         message: Some(message),
         because: format!("XLA cannot load {}: JAX will not use the GPU", e.name),
     }
-}
-
-/// The lower bound of a pin (`nvidia-cudnn-cu12<10.0,>=9.8` → `[9, 8]`).
-pub fn floor_of(pin: &str) -> Option<Vec<u64>> {
-    let at = pin.find(">=")?;
-    let rest = &pin[at + 2..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    crate::facts::loader::release(rest[..end].trim_end_matches('.'))
-}
-
-/// XLA's cuDNN rule (`CudnnSupport::Init`, at the first DNN operation): the loaded cuDNN must have the
-/// compiled major and a minor no older. `compiled` is the framework's own pin's lower bound (the version it
-/// was built against is compiled in; its wheel pins the cuDNN it needs).
-pub fn xla_cudnn_rule(
-    ctx: &Ctx,
-    p: &dyn Process,
-    compiled: Option<Vec<u64>>,
-    framework: &str,
-    help: &str,
-) -> Option<Finding> {
-    let compiled = compiled?;
-    let index = p.find("libcudnn.so.9").or_else(|| p.find("libcudnn.so.8"))?;
-    let (loaded, from) = loaded_release(ctx, p, index)?;
-    let ok = at(&loaded, 0) == at(&compiled, 0) && at(&loaded, 1) >= at(&compiled, 1);
-    if ok {
-        return None;
-    }
-    let v = |r: &[u64]| format!("{}.{}.{}", at(r, 0), at(r, 1), at(r, 2));
-    let message = format!(
-        "{framework}'s first cuDNN operation fails: Loaded runtime CuDNN library: {} but source was compiled \
-         with: {}.  CuDNN library needs to have matching major version and equal or higher minor version. If \
-         using a binary install, upgrade your CuDNN library.",
-        v(&loaded),
-        v(&compiled)
-    );
-    let path = p.loaded()[index].path.clone();
-    Some(
-        Finding::new(Code::CudaLibraryTooOld, message, help)
-            .because(format!("the process loads {path} ({from})"))
-            .because(format!(
-                "{framework} needs cuDNN {}.{} or a later {}.x (its pin's lower bound); the error is \
-                 `FAILED_PRECONDITION: DNN library initialization failed`",
-                at(&compiled, 0),
-                at(&compiled, 1),
-                at(&compiled, 0)
-            )),
-    )
 }
 
 #[cfg(test)]

@@ -3,8 +3,10 @@
 //! recorded in docs/framework-jax-tensorflow.md.
 
 use super::super::testproc::{FakeProcess, TestEnv};
+use super::super::xla::{floor_of, pin};
 use super::super::{Framework, Outcome, Selected, select};
 use super::*;
+use crate::findings::Code;
 
 const CU12_DIRS: &[&str] = &[
     "cuda_runtime",
@@ -401,8 +403,8 @@ fn the_cuda13_plugin_preloads_from_nvidia_cu13_and_xla_asks_for_cuda13_sonames()
             assert!(paths.iter().any(|x| x.ends_with(&format!("nvidia/cu13/lib/{l}"))), "{l} in {paths:?}");
         }
     });
-    assert_eq!(xla_sonames(13)[3], "libcufft.so.12");
-    assert_eq!(xla_sonames(12)[4], "libcusolver.so.11");
+    assert_eq!(super::super::xla::sonames(13)[3], "libcufft.so.12");
+    assert_eq!(super::super::xla::sonames(12)[4], "libcusolver.so.11");
 }
 
 #[test]

@@ -23,6 +23,7 @@ pub mod jax;
 pub mod tensorflow;
 #[cfg(test)]
 mod testproc;
+pub mod xla;
 
 use crate::findings::Finding;
 use crate::python::syspath::SysPath;

@@ -7,7 +7,7 @@
 //! The sonames come from the build (`tensorflow/python/platform/build_info.py`: `cuda_version`,
 //! `cudnn_version`). Sources and observations: `docs/framework-jax-tensorflow.md`.
 
-use super::jax::{floor_of, pin, xla_cudnn_rule};
+use super::xla::{floor_of, pin, xla_cudnn_rule};
 use super::{Ctx, Framework, Outcome, Process, Range, Selected, Step, When};
 use crate::findings::Finding;
 use crate::system::read::Limit;
