@@ -33,6 +33,7 @@ pub mod foreign;
 pub mod object;
 pub mod origin;
 pub mod platform;
+pub mod process;
 pub mod resolve;
 pub mod search;
 

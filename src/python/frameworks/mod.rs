@@ -19,6 +19,9 @@
 //!
 //! A model never reads a file outside [`Ctx::root`], never runs Python and never loads what it inspects.
 
+pub mod env;
+pub mod process;
+
 pub mod jax;
 pub mod tensorflow;
 #[cfg(test)]
@@ -55,19 +58,7 @@ pub struct Dist {
 }
 
 /// The normalised form of a distribution name (PEP 503): `Nvidia_CUDNN.cu12` → `nvidia-cudnn-cu12`.
-pub fn normalise(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !out.ends_with('-') {
-                out.push('-');
-            }
-        } else {
-            out.push(c.to_ascii_lowercase());
-        }
-    }
-    out
-}
+pub use crate::inspect::pep508::normalise;
 
 /// A Python environment as facts: its `sys.path` and the distributions installed on it. Nothing is run.
 #[derive(Debug, Clone, Serialize)]
@@ -109,6 +100,8 @@ pub struct Ctx<'a> {
     pub gpus: &'a [Target],
     /// The driver, when known (the machine's, or `--driver`).
     pub driver: Option<&'a Driver>,
+    /// The compatibility matrix (the CUDA a driver supports, for the frameworks' driver checks).
+    pub matrix: &'a crate::matrix::Matrix,
 }
 
 /// When a load happens.
@@ -125,6 +118,8 @@ pub enum When {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum LoadedHow {
+    /// Mapped when the interpreter starts: the program itself, or the dynamic loader.
+    Start,
     /// Loaded by absolute path by a framework's own code (`ctypes.CDLL(path)`), from a directory the framework
     /// found itself.
     Preloaded {
@@ -209,6 +204,11 @@ pub trait Process {
     /// `dlopen(name)` by object `caller` (an index into [`Process::loaded`]): resolved from the caller, with
     /// its RPATH or RUNPATH, `LD_LIBRARY_PATH` and `ld.so.cache`, unless an object already answers to `name`.
     fn dlopen(&mut self, by: &str, caller: usize, name: &str, when: When) -> Result<usize, LoadError>;
+
+    /// The loads the objects already in the process make by their own data when the GPU is first used: the
+    /// CUDA runtime's `dlopen("libcuda.so.1")`, and every library name an object keeps for `dlopen` (NVML,
+    /// NVRTC's builtins, cuDNN's sub-libraries), each resolved from that object, on behalf of `by`.
+    fn runtime_loads(&mut self, by: &str);
 
     /// The object that answers to `name` (a soname or a path as loaded), if one is loaded.
     fn find(&self, name: &str) -> Option<usize> {

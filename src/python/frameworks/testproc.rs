@@ -169,6 +169,8 @@ impl Process for FakeProcess {
         }
         Err(FakeProcess::missing(name, by))
     }
+
+    fn runtime_loads(&mut self, _by: &str) {}
 }
 
 /// `a/b/../c` → `a/c`.
@@ -287,12 +289,14 @@ impl TestEnv {
     pub fn with_ctx<R>(&self, f: impl FnOnce(&Ctx, &Root) -> R) -> R {
         let root = Root::host();
         let python = self.python();
+        let matrix = crate::matrix::Matrix::bundled().expect("the bundled matrix");
         let ctx = Ctx {
             root: &root,
             env: &self.env,
             python: &python,
             gpus: &self.gpus,
             driver: None,
+            matrix: &matrix,
         };
         f(&ctx, &root)
     }
