@@ -188,6 +188,10 @@ catalogue! {
         needs: Needs::Loader, probe: &[]);
     CpuOnlyFrameworkBuild = ("CD209", "cpu-only-framework-build", Error, None, "a framework is installed as its CPU-only build on a machine with an NVIDIA GPU",
         needs: Needs::Loader, probe: &[]);
+    FrameworkCpuFallback = ("CD210", "framework-cpu-fallback", Error, None, "a framework will import but run on the CPU: the GPU will not be used",
+        needs: Needs::Loader, probe: &[]);
+    FrameworkVersionCheck = ("CD211", "framework-version-check", Warning, None, "a framework's own version check will raise from the operations it guards",
+        needs: Needs::Loader, probe: &[]);
     NoDriver = ("CD300", "no-driver", Error, Some(35), "no NVIDIA kernel driver is loaded",
         needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded, Expect::Code(100), Expect::Code(999)])]);
     LibcudaNotFound = ("CD301", "libcuda-not-found", Error, Some(35), "the driver library libcuda.so.1 cannot be found",

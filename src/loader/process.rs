@@ -9,8 +9,8 @@
 //! dependencies do not inherit its caller's RPATH. When a dependency is missing, `_dl_open` fails and
 //! `_dl_close_worker` unmaps every object that call added: [`Image::dlopen`] takes them out again.
 
-use super::resolve::State;
 use super::Files;
+use super::resolve::State;
 use crate::facts::loader::{Library, LoadedObject, Resolution};
 use crate::system::{Env, Root};
 use std::path::Path;
@@ -62,12 +62,10 @@ impl Image<'_, '_> {
             });
         }
         // The object is the one answering to the request this call made first.
-        self.st.libraries()[libraries]
-            .object
-            .ok_or_else(|| Failed {
-                message: format!("{name}: cannot open shared object file: No such file or directory"),
-                library: self.st.libraries()[libraries].clone(),
-            })
+        self.st.libraries()[libraries].object.ok_or_else(|| Failed {
+            message: format!("{name}: cannot open shared object file: No such file or directory"),
+            library: self.st.libraries()[libraries].clone(),
+        })
     }
 
     /// The run-time loads of the CUDA libraries ([`super::dlopen::requests`]: the driver from the CUDA

@@ -498,7 +498,8 @@ impl State<'_> {
                 preloads.push((n.to_string(), "LD_PRELOAD".into()));
             }
         }
-        if let Ok(t) = root.read_to_string(Path::new("/etc/ld.so.preload"), crate::system::read::CONFIG_TEXT) {
+        if let Ok(t) = root.read_to_string(Path::new("/etc/ld.so.preload"), crate::system::read::CONFIG_TEXT)
+        {
             for n in t
                 .split(|c: char| c.is_whitespace() || c == ':')
                 .filter(|s| !s.is_empty())

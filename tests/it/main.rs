@@ -37,6 +37,7 @@ mod pip_layouts;
 mod probe;
 mod probe_live;
 mod python_env;
+mod python_import;
 mod python_syspath;
 mod secure_boot;
 mod verdict_agreement;

@@ -19,11 +19,11 @@ pub struct Chosen {
     pub target: Target,
     /// Its path as given or found (`/opt/venv`, `python3`).
     pub path: PathBuf,
-    /// Why it (`--python`, `--env`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `python3 on PATH`).
+    /// Why it (`--python`, `--venv`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `python3 on PATH`).
     pub because: String,
 }
 
-/// The interpreter: `--python PATH`, else `--env DIR`, else the active environment (`VIRTUAL_ENV`, then
+/// The interpreter: `--python PATH`, else `--venv DIR`, else the active environment (`VIRTUAL_ENV`, then
 /// `CONDA_PREFIX`), else `python3` on `PATH`, each inside the root.
 pub fn choose(env: &Env, python: Option<&Path>, dir: Option<&Path>) -> Chosen {
     let chosen = |target: Target, path: &Path, because: &str| Chosen {
@@ -35,7 +35,7 @@ pub fn choose(env: &Env, python: Option<&Path>, dir: Option<&Path>) -> Chosen {
         return chosen(Target::Interpreter(p.to_path_buf()), p, "--python");
     }
     if let Some(d) = dir {
-        return chosen(Target::Environment(d.to_path_buf()), d, "--env");
+        return chosen(Target::Environment(d.to_path_buf()), d, "--venv");
     }
     for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
         if let Some(v) = env.get(var).filter(|v| v.starts_with('/')) {
@@ -130,7 +130,7 @@ mod tests {
         );
         env.remove("VIRTUAL_ENV");
         assert_eq!(choose(&env, None, None).because, "CONDA_PREFIX");
-        assert_eq!(choose(&env, None, Some(Path::new("/e"))).because, "--env");
+        assert_eq!(choose(&env, None, Some(Path::new("/e"))).because, "--venv");
         let c = choose(
             &env,
             Some(Path::new("/usr/bin/python3.12")),

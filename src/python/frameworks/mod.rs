@@ -19,8 +19,10 @@
 //!
 //! A model never reads a file outside [`Ctx::root`], never runs Python and never loads what it inspects.
 
+pub mod engine;
 pub mod env;
 pub mod process;
+pub mod torch;
 
 pub mod jax;
 pub mod tensorflow;
