@@ -452,3 +452,22 @@ fn pins_and_floors_are_read_from_requires_dist() {
     assert_eq!(floor_of("nvidia-cudnn-cu12<10.0,>=9.8"), Some(vec![9, 8]));
     assert_eq!(pin(&req, "nvidia-cudnn-cu13"), None);
 }
+
+#[test]
+fn a_sonames_major_alone_is_no_version_for_xlas_rule() {
+    // Regression: a cuDNN whose wheel record is elsewhere, loaded as `libcudnn.so.9`, was judged as cuDNN 9.0.0
+    // and reported older than the plugin's 9.8 (seen with `cudadiag import jax` on a real venv).
+    let mut t = cuda12_env();
+    t.dists.retain(|d| d.key != "nvidia-cudnn-cu12");
+    let cudnn = t.site().join("nvidia/cudnn/lib/libcudnn.so.9");
+    let checks = t.with_ctx(|ctx, root| {
+        let mut p = process(&t, root);
+        p.versions.insert(cudnn.clone(), "9".into());
+        let m = model("0.10.2");
+        Jax.import(ctx, &m, &mut p);
+        Jax.first_use(ctx, &m, &mut p);
+        assert!(p.paths().iter().any(|x| Path::new(x) == cudnn));
+        Jax.checks(ctx, &m, &p)
+    });
+    assert!(checks.is_empty(), "{checks:?}");
+}

@@ -38,11 +38,10 @@ pub fn loaded_release(ctx: &Ctx, p: &dyn Process, index: usize) -> Option<(Vec<u
             return Some((release, format!("{} {}", d.name, d.version)));
         }
     }
+    // A soname's major alone (`libcudnn.so.9`) is not a release: only a real file name with more says one.
     let v = l.version.as_deref()?;
-    Some((
-        crate::facts::loader::release(v)?,
-        format!("the file name {}", l.realpath),
-    ))
+    let release = crate::facts::loader::release(v).filter(|r| r.len() >= 2)?;
+    Some((release, format!("the file name {}", l.realpath)))
 }
 
 /// `a/b/../c` → `a/c`, without touching the file system (the loader's `$ORIGIN/..` paths).
