@@ -16,7 +16,11 @@ use serde::Serialize;
 
 /// Every framework modelled, by the module a user imports.
 pub fn known() -> &'static [&'static dyn Framework] {
-    &[&super::torch::Torch]
+    &[
+        &super::torch::Torch,
+        &super::jax::Jax,
+        &super::tensorflow::TensorFlow,
+    ]
 }
 
 /// The framework of `module` (`torch`).

@@ -411,13 +411,15 @@ impl Framework for Jax {
             }
             // `cuda_device_count()`: cuInit through the driver library `_versions.so` opens.
             if let Err(e) = p.dlopen("jax", versions, "libcuda.so.1", When::FirstUse) {
-                let message = format!(
-                    "RuntimeError: operation cuInit(0) failed: {}. This probably means that JAX was unable to \
-                     load the CUDA libraries.",
+                // As jaxlib 0.10.2 printed it on a machine without libcuda.so.1.
+                let message =
+                    "RuntimeError: operation cuInit(0) failed: Unknown CUDA error 303; cuGetErrorName \
+                               failed. This probably means that JAX was unable to load the CUDA libraries."
+                        .to_string();
+                let because = format!(
+                    "libcuda.so.1, the driver library, cannot be loaded ({}): JAX will not use the GPU",
                     e.message
                 );
-                let because =
-                    "libcuda.so.1, the driver library, cannot be loaded: JAX will not use the GPU".into();
                 return Step {
                     outcome: fallback(ctx, &plugin, message, because),
                     notes,
@@ -482,12 +484,18 @@ fn preload(ctx: &Ctx, model: usize, p: &mut dyn Process, notes: &mut Vec<String>
                 continue;
             }
             let search = format!("import nvidia.{sub} → {}/lib/{lib}", dir.display());
-            if let Err(e) = p.load_path("jax", &path, &search, false) {
-                notes.push(format!(
+            match p.load_path("jax", &path, &search, false) {
+                // cuDNN opens its graph library as it loads (observed: `libcudnn_graph.so.9` right after
+                // `libcudnn.so.9`, on this machine and on the H200).
+                Ok(i) if *lib == "libcudnn.so.9" => {
+                    let _ = p.dlopen("jax", i, "libcudnn_graph.so.9", When::FirstUse);
+                }
+                Ok(_) => {}
+                Err(e) => notes.push(format!(
                     "the CUDA plugin's preload of {} fails and is ignored: {}",
                     path.display(),
                     e.message
-                ));
+                )),
             }
         }
     }
@@ -521,6 +529,9 @@ fn register(ctx: &Ctx, plugin: &Plugin, p: &mut dyn Process, notes: &mut Vec<Str
             ));
         }
     }
+    // What the loaded objects open by their own data at the first GPU use (NVML for the plugin, as on the
+    // H200 after xla_cuda_plugin.so).
+    p.runtime_loads("jax");
     Outcome::Gpu
 }
 

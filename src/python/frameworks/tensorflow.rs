@@ -264,6 +264,7 @@ impl Framework for TensorFlow {
             }
         }
         if lines.is_empty() {
+            p.runtime_loads("tensorflow");
             return Step {
                 outcome: Outcome::Gpu,
                 notes: vec![],
