@@ -132,6 +132,8 @@ fn wheels(t: &Path, site: &Path, except: &[&str]) {
                 &[&lt],
                 &["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN"],
             );
+        } else if *soname == "libcudnn.so.9" {
+            cudnn(&at, "");
         } else {
             bare(&at, soname, &[], &[]);
         }
@@ -146,6 +148,30 @@ fn wheels(t: &Path, site: &Path, except: &[&str]) {
             &["nvidia/cudnn/lib/libcudnn.so.9".into()],
         );
     }
+}
+
+/// cuDNN 9 in `dir`: `libcudnn.so.9` (DT_RPATH `$ORIGIN`, as the wheel's) and the sub-libraries a first
+/// convolution opens (`libcudnn_graph.so.9` and the engines, RUNPATH `$ORIGIN`), each file named `soname` +
+/// `suffix` (`.1.0` for a system copy `libcudnn.so.9.1.0`). Returns `(soname, file)` of each.
+fn cudnn(dir: &Path, suffix: &str) -> Vec<(String, PathBuf)> {
+    let subs = [
+        "libcudnn_graph.so.9",
+        "libcudnn_engines_precompiled.so.9",
+        "libcudnn_heuristic.so.9",
+        "libcudnn_engines_runtime_compiled.so.9",
+    ];
+    let mut out = Vec::new();
+    let main = ("libcudnn.so.9", ["-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN"]);
+    let others = subs.map(|s| (s, ["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN"]));
+    for (soname, flags) in std::iter::once(main).chain(others) {
+        let built = bare(dir, soname, &[], &flags);
+        let file = dir.join(format!("{soname}{suffix}"));
+        if built != file {
+            std::fs::rename(&built, &file).unwrap();
+        }
+        out.push((soname.to_string(), file));
+    }
+    out
 }
 
 /// The driver's `libcuda.so.1` at `/usr/lib/x86_64-linux-gnu`, in the root's `ld.so.cache` with `extra`.
@@ -248,10 +274,31 @@ fn a_healthy_torch_venv_imports_and_uses_the_gpu_with_no_finding() {
         (cuda["how"]["kind"].as_str(), cuda["how"]["found"].as_str()),
         (Some("needed"), Some("rpath"))
     );
+    // The driver comes in at import already: cuBLASLt's initialiser opens it (LD_DEBUG on the H200).
     let drv = loaded(&doc, "libcuda.so.1").unwrap();
     assert_eq!(
         (drv["how"]["kind"].as_str(), drv["when"].as_str()),
-        (Some("opened"), Some("first_use"))
+        (Some("opened"), Some("import"))
+    );
+    assert!(
+        drv["how"]["caller"]
+            .as_str()
+            .unwrap()
+            .ends_with("/libcublasLt.so.13"),
+        "{drv:#}"
+    );
+    // A convolution's cuDNN sub-libraries at first use, each opened by the one before.
+    let graph = loaded(&doc, "libcudnn_graph.so.9").unwrap();
+    assert_eq!(
+        (graph["when"].as_str(), graph["how"]["name"].as_str()),
+        (Some("first_use"), Some("libcudnn_graph.so.9"))
+    );
+    let heuristic = loaded(&doc, "libcudnn_heuristic.so.9").unwrap();
+    assert!(
+        heuristic["how"]["caller"]
+            .as_str()
+            .unwrap()
+            .ends_with("/libcudnn_graph.so.9")
     );
     // One copy of each library: `_C`'s NEEDED cuBLAS is the one torch preloaded.
     let cublas: Vec<_> = doc["loaded"]
@@ -322,12 +369,18 @@ fn a_missing_cudnn_wheel_with_an_older_system_copy_is_a_version_check_warning_no
     torch(t.path(), &site, "2.15.0");
     wheels(t.path(), &site, &["libcudnn.so.9"]);
     let sys = root.join("usr/lib/x86_64-linux-gnu");
-    bare(&sys, "libcudnn.so.9", &[], &[]);
-    std::fs::rename(sys.join("libcudnn.so.9"), sys.join("libcudnn.so.9.1.0")).unwrap();
-    driver_and_cache(
-        &root,
-        &[("libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.1.0")],
-    );
+    let copies = cudnn(&sys, ".1.0");
+    let entries: Vec<(String, String)> = copies
+        .iter()
+        .map(|(s, f)| {
+            (
+                s.clone(),
+                format!("/{}", f.strip_prefix(&root).unwrap().display()),
+            )
+        })
+        .collect();
+    let entries: Vec<(&str, &str)> = entries.iter().map(|(s, f)| (s.as_str(), f.as_str())).collect();
+    driver_and_cache(&root, &entries);
     let (code, doc) = import(&root, &[], &[]);
     assert_eq!(
         (code, slugs(&doc)),

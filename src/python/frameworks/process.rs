@@ -102,6 +102,7 @@ impl<'i, 's, 'a> PyProcess<'i, 's, 'a> {
         match self.img.dlopen(caller, name, reason) {
             Ok(i) => {
                 self.sync((i >= before).then_some((i, how)));
+                self.constructors(before);
                 Ok(i)
             }
             Err(Failed { message, library }) => Err(LoadError {
@@ -110,6 +111,29 @@ impl<'i, 's, 'a> PyProcess<'i, 's, 'a> {
                 message,
                 library: Some(Box::new(library)),
             }),
+        }
+    }
+}
+
+impl PyProcess<'_, '_, '_> {
+    /// The loads the constructors of the objects from `from` on make as they are loaded: cuBLASLt's opens the
+    /// driver (`dlopen("libcuda.so.1")`; glibc's `LD_DEBUG=libs` of `import torch` 2.11 on an H200 shows
+    /// `libcuda.so.1` searched and initialised inside `libcublasLt.so.13`'s initialiser, before cuBLAS's). A
+    /// driver found nowhere is no error there: cuBLASLt tolerates it until it is used.
+    fn constructors(&mut self, from: usize) {
+        let lts: Vec<usize> = (from..self.img.objects().len())
+            .filter(|&i| {
+                self.img.objects()[i]
+                    .soname
+                    .as_deref()
+                    .is_some_and(|s| s.starts_with("libcublasLt.so."))
+            })
+            .collect();
+        for i in lts {
+            let reason = "cuBLASLt's initialiser opens the driver".to_string();
+            if self.img.dlopen(i, "libcuda.so.1", reason).is_ok() {
+                self.sync(None);
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! (`The NVIDIA driver on your system is too old (found version …)`) and cuDNN's version rule of
 //! `torch/backends/cudnn/__init__.py` (`_init`), which raises only from the calls that run it.
 
-use super::super::{Ctx, Loaded, Outcome, Process, Step};
+use super::super::{Ctx, Loaded, Outcome, Process, Step, When};
 use crate::findings::{Code, Finding};
 use crate::matrix::CudaVersion;
 
@@ -49,9 +49,73 @@ fn driver_short(ctx: &Ctx, p: &dyn Process) -> Option<(CudaVersion, u32, String)
     })
 }
 
-/// The first GPU use: the run-time loads of every object, then what `torch.cuda` makes of them.
+/// cuDNN's sub-libraries a first convolution loads, each from the library that opens it (glibc's
+/// `LD_DEBUG=libs` of torch 2.11 with cuDNN 9.19 on an H200, a CUDA tensor and a `conv2d`: `libcudnn.so.9`
+/// opens `libcudnn_graph`, which opens the precompiled engines, the heuristics and the run-time compiled
+/// engines; `ops`, `cnn`, `adv` and the tensor-IR engines stay unloaded).
+const CUDNN_CONV: &[(&str, &str)] = &[
+    ("libcudnn.so.", "libcudnn_graph.so"),
+    ("libcudnn_graph.so.", "libcudnn_engines_precompiled.so"),
+    ("libcudnn_graph.so.", "libcudnn_heuristic.so"),
+    ("libcudnn_graph.so.", "libcudnn_engines_runtime_compiled.so"),
+];
+
+/// The loaded object whose soname starts with `prefix`.
+fn by_prefix(p: &dyn Process, prefix: &str) -> Option<usize> {
+    p.loaded()
+        .iter()
+        .position(|l| l.soname.as_deref().is_some_and(|s| s.starts_with(prefix)))
+}
+
+/// cuDNN's `dlopen` of a sub-library: its own version completes the stem, longest first (`.9.19.0`, `.9.19`,
+/// `.9`), as the `LD_DEBUG` trace shows it asking; the first name that loads.
+fn cudnn_open(
+    ctx: &Ctx,
+    p: &mut dyn Process,
+    caller: usize,
+    stem: &str,
+) -> Result<usize, super::super::LoadError> {
+    let cudnn = by_prefix(p, "libcudnn.so.").map(|i| p.loaded()[i].clone());
+    let version = cudnn
+        .as_ref()
+        .and_then(|l| runtime_cudnn(ctx, l))
+        .map(|(v, _)| v)
+        .or_else(|| {
+            let major = cudnn
+                .as_ref()?
+                .soname
+                .as_deref()?
+                .rsplit('.')
+                .next()?
+                .parse()
+                .ok()?;
+            Some([major, 0, 0])
+        })
+        .unwrap_or([9, 0, 0]);
+    let names = [
+        format!("{stem}.{}.{}.{}", version[0], version[1], version[2]),
+        format!("{stem}.{}.{}", version[0], version[1]),
+        format!("{stem}.{}", version[0]),
+    ];
+    let mut last = None;
+    for n in &names {
+        match p.dlopen("torch", caller, n, When::FirstUse) {
+            Ok(i) => return Ok(i),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| super::super::LoadError {
+        name: stem.to_string(),
+        requester: "torch".into(),
+        message: format!("{stem}: cannot open shared object file: No such file or directory"),
+        library: None,
+    }))
+}
+
+/// The first GPU use, a CUDA tensor and a convolution: the CUDA runtime opens the driver, c10 opens NVML, cuDNN
+/// its sub-libraries; then what `torch.cuda` makes of them.
 pub fn first_use(ctx: &Ctx, p: &mut dyn Process) -> Step {
-    let notes = Vec::new();
+    let mut notes = Vec::new();
     if p.find("libtorch_cuda.so").is_none() {
         return fallback(
             None,
@@ -59,12 +123,12 @@ pub fn first_use(ctx: &Ctx, p: &mut dyn Process) -> Step {
              False and CUDA calls raise AssertionError: Torch not compiled with CUDA enabled",
         );
     }
-    p.runtime_loads("torch");
-    if p.find("libcuda.so.1").is_none() {
+    let rt = by_prefix(p, "libcudart.so.").unwrap_or(0);
+    if p.dlopen("torch", rt, "libcuda.so.1", When::FirstUse).is_err() {
         return fallback(
             Some(
                 "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a \
-                  driver from http://www.nvidia.com/Download/index.aspx",
+                 driver from http://www.nvidia.com/Download/index.aspx",
             ),
             "libcuda.so.1 is found nowhere: torch.cuda.is_available() returns False, and the first CUDA tensor \
              raises",
@@ -85,6 +149,31 @@ pub fn first_use(ctx: &Ctx, p: &mut dyn Process) -> Step {
             "no GPU is visible: torch.cuda.is_available() returns False (code that asks for 'cuda' raises \
              RuntimeError: No CUDA GPUs are available)",
         );
+    }
+    if let Some(c10) = p.find("libc10_cuda.so")
+        && let Err(e) = p.dlopen("torch", c10, "libnvidia-ml.so.1", When::FirstUse)
+    {
+        notes.push(format!(
+            "NVML is not loaded ({}): torch goes on without it",
+            e.message
+        ));
+    }
+    for (from, stem) in CUDNN_CONV {
+        let Some(caller) = by_prefix(p, from) else {
+            continue;
+        };
+        if let Err(e) = cudnn_open(ctx, p, caller, stem) {
+            return Step {
+                outcome: Outcome::Fails {
+                    message: format!(
+                        "the first cuDNN operation fails: cuDNN cannot load its sub-library: {}",
+                        e.message
+                    ),
+                    load: Some(e),
+                },
+                notes,
+            };
+        }
     }
     Step {
         outcome: Outcome::Gpu,
