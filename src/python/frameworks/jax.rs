@@ -220,6 +220,44 @@ fn fix(plugin: &Plugin, wheel: &str) -> String {
     )
 }
 
+/// A copy of `soname` in an `nvidia/<x>/lib` of a `sys.path` entry that `import nvidia.<x>` does not reach:
+/// another entry's `nvidia/` is a regular package (it has an `__init__.py`) and hides every other one.
+fn hidden(ctx: &Ctx, soname: &str) -> Option<String> {
+    let regular = ctx
+        .python
+        .dirs()
+        .map(|d| d.join("nvidia"))
+        .find(|n| ctx.root.exists(&n.join("__init__.py")))?;
+    for dir in ctx.python.dirs() {
+        let nvidia = dir.join("nvidia");
+        if nvidia == regular {
+            continue;
+        }
+        // A bounded look: the NVIDIA wheels make a few dozen directories here.
+        for sub in ctx
+            .root
+            .read_dir(&nvidia)
+            .unwrap_or_default()
+            .into_iter()
+            .take(256)
+        {
+            let file = sub.join("lib").join(soname);
+            if ctx.root.exists(&file) {
+                return Some(format!(
+                    "{} is installed, but {} makes `nvidia` a regular package of that directory alone, so \
+                     `import nvidia.{}` does not see {}: install the wheel in the same site-packages as the \
+                     others, or remove the stray `nvidia/__init__.py`",
+                    file.display(),
+                    regular.join("__init__.py").display(),
+                    sub.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+                    nvidia.display()
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// The result of `_check_cuda_versions(raise_on_first_error=True)`: the first failure's message and the
 /// fix, or `None` when every check passes.
 fn check_versions(
@@ -235,7 +273,11 @@ fn check_versions(
             Ok(i) => i,
             Err(e) => {
                 let msg = format!("RuntimeError: Unable to load {}. Is it installed?", c.name);
-                return Some((format!("{msg} ({})", e.message), fix(plugin, &wheel)));
+                let fix = match hidden(ctx, &soname) {
+                    Some(h) => h,
+                    None => format!("{} ({})", fix(plugin, &wheel), e.message),
+                };
+                return Some((msg, fix));
             }
         };
         let Some((release, from)) = loaded_release(ctx, p, index) else {

@@ -315,6 +315,11 @@ fn cudnn_on_another_sys_path_entry_is_hidden_by_a_regular_nvidia_package() {
         .expect("move");
     let (_, first, _, _) = run(&t);
     assert!(fallback_message(&first).contains("Unable to load cuDNN"));
+    let Outcome::CpuFallback { because, .. } = &first.outcome else {
+        unreachable!()
+    };
+    assert!(because.contains("makes `nvidia` a regular package"), "{because}");
+    assert!(because.contains(&extra.join("nvidia/cudnn/lib/libcudnn.so.9").display().to_string()));
 
     // Without the venv's nvidia/__init__.py, `nvidia` is a namespace package of both directories: the
     // preload finds cuDNN in the other entry and JAX uses the GPU.
