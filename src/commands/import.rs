@@ -1,5 +1,5 @@
 //! `cudadiag import MODULE…`: parse, read the machine's GPUs and driver (or `--facts`, `--gpu`, `--driver`),
-//! model the imports (`python::frameworks::engine`), render (`report::import`).
+//! model the imports (`imports`), render (`report::import`).
 
 use super::{Outcome, ToolError};
 use crate::cli::ImportArgs;
@@ -23,10 +23,21 @@ pub fn run(args: &ImportArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
         facts.host = Some(host);
     }
     super::targets::apply(&args.target, &mut facts, &matrix)?;
-    let gpus = crate::rules::compat::targets(facts.host.as_ref(), &matrix);
-    let driver = crate::rules::compat::driver_of(facts.host.as_ref());
+    let gpus: Vec<crate::python::frameworks::Gpu> =
+        crate::rules::compat::targets(facts.host.as_ref(), &matrix)
+            .into_iter()
+            .map(|t| crate::python::frameworks::Gpu {
+                label: t.label,
+                cc: t.cc,
+            })
+            .collect();
+    let driver =
+        crate::rules::compat::driver_of(facts.host.as_ref()).map(|d| crate::python::frameworks::Driver {
+            version: d.version,
+            source: d.source,
+        });
     let chosen = crate::python::frameworks::env::choose(&env, args.python.as_deref(), args.venv.as_deref());
-    let report = crate::python::frameworks::engine::run(
+    let report = crate::imports::run(
         &root,
         &env,
         chosen,

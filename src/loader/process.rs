@@ -27,7 +27,7 @@ pub struct Failed {
     /// `libcudnn.so.9: cannot open shared object file: No such file or directory`.
     pub message: String,
     /// The first request that failed.
-    pub library: Library,
+    pub library: Box<Library>,
 }
 
 impl Image<'_, '_> {
@@ -58,13 +58,13 @@ impl Image<'_, '_> {
             self.st.rollback(objects, libraries);
             return Err(Failed {
                 message: format!("{}: {error}", library.soname),
-                library,
+                library: Box::new(library),
             });
         }
         // The object is the one answering to the request this call made first.
         self.st.libraries()[libraries].object.ok_or_else(|| Failed {
             message: format!("{name}: cannot open shared object file: No such file or directory"),
-            library: self.st.libraries()[libraries].clone(),
+            library: Box::new(self.st.libraries()[libraries].clone()),
         })
     }
 

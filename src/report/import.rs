@@ -3,7 +3,7 @@
 //! every string a file gave is sanitised on a terminal ([`super::sane::Guard`]).
 
 use super::{Detail, DocFormat, OutputFormat, Paint, RenderOptions, Sane};
-use crate::python::frameworks::engine::{ImportReport, Imported};
+use crate::imports::{ImportReport, Imported};
 use crate::python::frameworks::{Loaded, LoadedHow, Outcome, Step};
 use serde::Serialize;
 use std::io::{self, Write};

@@ -5,14 +5,13 @@
 
 use crate::support::loader_build as build;
 
+use cudadiag::imports::process::PyProcess;
 use cudadiag::python::frameworks::jax::Jax;
-use cudadiag::python::frameworks::process::PyProcess;
 use cudadiag::python::frameworks::tensorflow::TensorFlow;
 use cudadiag::python::frameworks::{
-    Ctx, Dist, Framework, LoadedHow, Outcome, Process, PyEnv, Range, Step, normalise, select,
+    Ctx, Dist, Framework, Gpu, LoadedHow, Outcome, Process, PyEnv, Range, Step, normalise, select,
 };
 use cudadiag::python::syspath::{Entry, SysPath, UserSite, Why};
-use cudadiag::rules::compat::Target;
 use cudadiag::system::{Env, Root};
 use std::path::PathBuf;
 
@@ -111,10 +110,9 @@ impl Venv {
         let env = Env::empty();
         let python = self.python();
         let matrix = cudadiag::matrix::Matrix::bundled().unwrap();
-        let gpus = [Target {
+        let gpus = [Gpu {
             label: "NVIDIA H200 (CC 9.0)".into(),
             cc: cudadiag::matrix::Cc { major: 9, minor: 0 },
-            evidence: vec![],
         }];
         let ctx = Ctx {
             root: &root,

@@ -15,13 +15,12 @@
 //!   drives a [`Process`] through its import, its first GPU use and its checks.
 //! - [`Process`]: one process, one set of loaded libraries, shared by every import in order: the first copy of
 //!   a soname loaded wins for the whole process, whoever asks later. Every library records how it came in
-//!   ([`LoadedHow`]) and for which import. Its loads go through the real loader emulation (`crate::loader`).
+//!   ([`LoadedHow`]) and for which import. `crate::imports` implements it over the loader's emulation of the
+//!   process (this module is below the loader, which asks it about pip's records, so it names no loader).
 //!
 //! A model never reads a file outside [`Ctx::root`], never runs Python and never loads what it inspects.
 
-pub mod engine;
 pub mod env;
-pub mod process;
 pub mod torch;
 
 pub mod jax;
@@ -32,7 +31,6 @@ pub mod xla;
 
 use crate::findings::Finding;
 use crate::python::syspath::SysPath;
-use crate::rules::compat::{Driver, Target};
 use crate::system::{Env, Root};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -89,6 +87,24 @@ impl PyEnv {
     }
 }
 
+/// GPUs of one compute capability visible to the process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gpu {
+    /// `NVIDIA H200 (CC 9.0)`.
+    pub label: String,
+    /// The compute capability.
+    pub cc: crate::matrix::Cc,
+}
+
+/// The driver the question is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Driver {
+    /// Its version.
+    pub version: crate::matrix::DriverVersion,
+    /// Where it was read (`/proc/driver/nvidia/version`, `--driver`).
+    pub source: String,
+}
+
 /// What every model is given: the machine, the process's environment, the Python environment, and the GPUs
 /// and driver the question is about.
 pub struct Ctx<'a> {
@@ -99,7 +115,7 @@ pub struct Ctx<'a> {
     /// The Python environment.
     pub python: &'a PyEnv,
     /// The GPUs visible to the process (by compute capability); empty when none is.
-    pub gpus: &'a [Target],
+    pub gpus: &'a [Gpu],
     /// The driver, when known (the machine's, or `--driver`).
     pub driver: Option<&'a Driver>,
     /// The compatibility matrix (the CUDA a driver supports, for the frameworks' driver checks).

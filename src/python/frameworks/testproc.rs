@@ -2,10 +2,9 @@
 //! a [`Process`] that resolves loads from file existence alone (each file's DT_RPATH given by the test), so a
 //! model's own logic is tested apart from the ELF loader emulation.
 
-use super::{Ctx, Dist, LoadError, Loaded, LoadedHow, Process, PyEnv, When};
+use super::{Ctx, Dist, Gpu, LoadError, Loaded, LoadedHow, Process, PyEnv, When};
 use crate::facts::loader::How;
 use crate::python::syspath::{Entry, SysPath, UserSite, Why};
-use crate::rules::compat::Target;
 use crate::system::{Env, Root};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -194,7 +193,7 @@ pub struct TestEnv {
     pub entries: Vec<PathBuf>,
     pub dists: Vec<Dist>,
     pub env: Env,
-    pub gpus: Vec<Target>,
+    pub gpus: Vec<Gpu>,
 }
 
 impl TestEnv {
@@ -208,10 +207,9 @@ impl TestEnv {
             entries: vec![site],
             dists: vec![],
             env: Env::empty(),
-            gpus: vec![Target {
+            gpus: vec![Gpu {
                 label: "NVIDIA H200 (CC 9.0)".into(),
                 cc: crate::matrix::Cc { major: 9, minor: 0 },
-                evidence: vec![],
             }],
         }
     }

@@ -1,10 +1,10 @@
-//! [`super::Process`] over the loader's emulation of one process ([`crate::loader::process`]): every load a
+//! [`crate::python::frameworks::Process`] over the loader's emulation of one process ([`crate::loader::process`]): every load a
 //! framework model makes is a `dlopen` there, so its DT_NEEDED tree is resolved against every object already
 //! loaded, and every object keeps how it came in.
 
-use super::{LoadError, Loaded, LoadedHow, When};
 use crate::facts::loader::{How, Role};
 use crate::loader::process::{Failed, Image};
+use crate::python::frameworks::{LoadError, Loaded, LoadedHow, When};
 use std::path::Path;
 
 /// The Python process: the loader's image and, per object (same index), how it came in.
@@ -109,7 +109,7 @@ impl<'i, 's, 'a> PyProcess<'i, 's, 'a> {
                 name: name.to_string(),
                 requester: self.import.clone(),
                 message,
-                library: Some(Box::new(library)),
+                library: Some(library),
             }),
         }
     }
@@ -138,7 +138,7 @@ impl PyProcess<'_, '_, '_> {
     }
 }
 
-impl super::Process for PyProcess<'_, '_, '_> {
+impl crate::python::frameworks::Process for PyProcess<'_, '_, '_> {
     fn loaded(&self) -> &[Loaded] {
         &self.loaded
     }

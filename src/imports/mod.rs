@@ -1,26 +1,28 @@
-//! `import A; import B; …` in one Python process, then the first GPU use of each, then each framework's
-//! checks: the models of [`super::Framework`] driving one [`super::process::PyProcess`], and what they end in
-//! as findings.
+//! `imports`: `import A; import B; …` in one Python process, then the first GPU use of each, then each
+//! framework's checks: the models of [`crate::python::frameworks::Framework`] driving one
+//! [`process::PyProcess`] over the loader's emulation of the process, and what they end in as findings.
+//!
+//! It sits above both `python` (the environment and the framework models, which name no loader) and `loader`
+//! (the process), which `python` serves: `docs/python-frameworks.md`.
 //!
 //! An outcome becomes a finding here, once: an import or first use that raises on a failed load is
 //! `library-not-found` (with the loader's search trail), one that goes on without the GPU is
 //! `framework-cpu-fallback`. An outcome that raises for another reason (the driver check) comes with the
-//! model's own finding from [`super::Framework::checks`].
+//! model's own finding from [`crate::python::frameworks::Framework::checks`].
 
-use super::env::Chosen;
-use super::process::PyProcess;
-use super::{Ctx, Framework, Loaded, Outcome, PyEnv, Selected, Step, When};
+pub mod process;
+
 use crate::findings::{Code, Finding};
+use crate::python::frameworks::env::Chosen;
+use crate::python::frameworks::{Ctx, Driver, Framework, Gpu, Loaded, Outcome, PyEnv, Selected, Step, When};
 use crate::system::Root;
+use process::PyProcess;
 use serde::Serialize;
 
 /// Every framework modelled, by the module a user imports.
 pub fn known() -> &'static [&'static dyn Framework] {
-    &[
-        &super::torch::Torch,
-        &super::jax::Jax,
-        &super::tensorflow::TensorFlow,
-    ]
+    use crate::python::frameworks as f;
+    &[&f::torch::Torch, &f::jax::Jax, &f::tensorflow::TensorFlow]
 }
 
 /// The framework of `module` (`torch`).
@@ -98,16 +100,20 @@ pub fn run(
     env: &crate::system::Env,
     chosen: Chosen,
     modules: &[String],
-    gpus: &[crate::rules::compat::Target],
-    driver: Option<&crate::rules::compat::Driver>,
+    gpus: &[Gpu],
+    driver: Option<&Driver>,
     matrix: &crate::matrix::Matrix,
 ) -> Result<ImportReport, ImportError> {
     let frameworks = modules
         .iter()
         .map(|m| framework(m).ok_or_else(|| ImportError::Unknown(m.clone())))
         .collect::<Result<Vec<_>, _>>()?;
-    let py =
-        super::env::collect(root, env, &super::env::request(env, &chosen)).map_err(ImportError::SysPath)?;
+    let py = crate::python::frameworks::env::collect(
+        root,
+        env,
+        &crate::python::frameworks::env::request(env, &chosen),
+    )
+    .map_err(ImportError::SysPath)?;
     let exe = root.host_path(&py.syspath.executable);
     let ctx = Ctx {
         root,
@@ -121,12 +127,16 @@ pub fn run(
     let (_, body) = crate::loader::process::process(root, env, &exe, &mut files, |img| {
         let mut p = PyProcess::new(img);
         let (imports, findings) = in_process(&ctx, &frameworks, &mut p);
-        (imports, findings, super::Process::loaded(&p).to_vec())
+        (
+            imports,
+            findings,
+            crate::python::frameworks::Process::loaded(&p).to_vec(),
+        )
     })
     .ok_or_else(|| ImportError::NotElf(exe.clone()))?;
     crate::parallel::discard(files);
     let (imports, mut findings, loaded) = body.ok_or(ImportError::NotElf(exe))?;
-    findings.sort_by(|a, b| b.severity.cmp(&a.severity));
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     Ok(ImportReport {
         python: chosen,
         env: py,
@@ -148,7 +158,8 @@ fn in_process(
     for fw in frameworks {
         let dist = ctx.python.dist(fw.distributions()[0]);
         let installed = dist.map(|d| format!("{} {}", d.name, d.version));
-        let model = dist.and_then(|d| super::select(fw.module(), &d.version, fw.models()));
+        let model =
+            dist.and_then(|d| crate::python::frameworks::select(fw.module(), &d.version, fw.models()));
         let step = match (&model, dist) {
             (Some(m), _) => {
                 p.begin(fw.module(), When::Import);
