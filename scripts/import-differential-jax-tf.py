@@ -8,7 +8,7 @@ nvidia, cuda, cudnn, cublas, jax_plugins, jax_cuda or libtensorflow in them) is 
 
 Without a GPU the real process stops where the framework falls back (JAX's version check, TensorFlow's
 cuInit), and so does the prediction: run it with `--gpu 9.0`, the GPU the prediction assumes, which the real
-process does not see. Exit status 0 when both sets are equal, 1 otherwise, 2 on a usage error.
+process does not see. On a GPU machine leave --gpu out and add --gpu-work. Exit status 0 when both sets are equal, 1 otherwise, 2 on a usage error.
 """
 
 import argparse
@@ -51,7 +51,7 @@ def indent(code):
 
 
 def predicted(cudadiag, venv, module, env, gpu):
-    args = [cudadiag, "import", module, "--venv", venv, "--format", "json", "--gpu", gpu]
+    args = [cudadiag, "import", module, "--venv", venv, "--format", "json"] + (["--gpu", gpu] if gpu else [])
     for k, v in env.items():
         args += ["--env", f"{k}={v}"]
     out = subprocess.run(args, capture_output=True, text=True)
@@ -68,7 +68,7 @@ def main():
     ap.add_argument("module", choices=sorted(PROBE))
     ap.add_argument("--venv", required=True)
     ap.add_argument("--cudadiag", default="target/release/cudadiag")
-    ap.add_argument("--gpu", default="9.0")
+    ap.add_argument("--gpu", help="the GPU the prediction assumes (`9.0`); without it, the machine's")
     ap.add_argument("--gpu-work", action="store_true", help="also a matmul and a convolution (needs a GPU)")
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
     a = ap.parse_args()
