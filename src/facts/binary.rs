@@ -445,6 +445,13 @@ pub struct Facts {
     /// together (`python::site`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub python: Vec<super::python::PythonEnvFacts>,
+    /// The NCCL libraries the binaries' processes map, with the CUDA each was built for (`inspect::nccl`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nccl: Vec<super::nccl::NcclBuild>,
+    /// The ptxas the inspected objects' Python environments ship (Triton's own, `nvidia-cuda-nvcc`'s), with
+    /// their CUDA release (`inspect::ptxas`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ptxas: Vec<super::ptxas::Ptxas>,
 }
 
 impl Facts {

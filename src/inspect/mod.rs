@@ -15,8 +15,10 @@ pub mod exports;
 pub mod fatbin;
 pub mod guard;
 pub mod input;
+pub mod nccl;
 pub mod pep508;
 pub mod ptx;
+pub mod ptxas;
 pub(crate) mod source;
 pub mod wheel;
 

@@ -112,8 +112,9 @@ fn cudnn_open(
     }))
 }
 
-/// The first GPU use, a CUDA tensor and a convolution: the CUDA runtime opens the driver, c10 opens NVML, cuDNN
-/// its sub-libraries; then what `torch.cuda` makes of them.
+/// The first GPU use, a CUDA tensor and a convolution: the CUDA runtime opens the driver (already loaded by
+/// cuBLASLt), the driver its PTX JIT compiler, c10 NVML, cuDNN its sub-libraries; then what `torch.cuda` makes
+/// of them.
 pub fn first_use(ctx: &Ctx, p: &mut dyn Process) -> Step {
     let mut notes = Vec::new();
     if p.find("libtorch_cuda.so").is_none() {
@@ -149,6 +150,11 @@ pub fn first_use(ctx: &Ctx, p: &mut dyn Process) -> Step {
             "no GPU is visible: torch.cuda.is_available() returns False (code that asks for 'cuda' raises \
              RuntimeError: No CUDA GPUs are available)",
         );
+    }
+    // The driver opens its PTX JIT compiler with the first context (mapped after a CUDA tensor on the H200
+    // with driver 580); a driver without it is the driver's matter, not torch's.
+    if let Some(cu) = p.find("libcuda.so.1") {
+        let _ = p.dlopen("torch", cu, "libnvidia-ptxjitcompiler.so.1", When::FirstUse);
     }
     if let Some(c10) = p.find("libc10_cuda.so")
         && let Err(e) = p.dlopen("torch", c10, "libnvidia-ml.so.1", When::FirstUse)
