@@ -21,12 +21,14 @@ use serde::Serialize;
 
 /// Every framework modelled, by the module a user imports.
 pub fn known() -> &'static [&'static dyn Framework] {
-    use crate::python::frameworks::{cupy, onnxruntime, torch};
+    use crate::python::frameworks as f;
     &[
-        &torch::Torch,
-        &cupy::Cupy,
-        &onnxruntime::OnnxRuntime { preload: false },
-        &onnxruntime::OnnxRuntime { preload: true },
+        &f::torch::Torch,
+        &f::jax::Jax,
+        &f::tensorflow::TensorFlow,
+        &f::cupy::Cupy,
+        &f::onnxruntime::OnnxRuntime { preload: false },
+        &f::onnxruntime::OnnxRuntime { preload: true },
     ]
 }
 

@@ -17,6 +17,7 @@ mod explain_cli;
 mod explain_corpus;
 mod fixtures_cuobjdump;
 mod fleet;
+mod frameworks_jax_tf;
 mod host;
 mod host_rules;
 mod hostile_output;

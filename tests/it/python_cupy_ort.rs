@@ -133,6 +133,7 @@ fn run(m: &Machine, vars: &[(&str, &str)], frameworks: &[&dyn Framework]) -> Run
         gpus: &[],
         driver: None,
         matrix: &matrix,
+        provides: &|_| false,
     };
     let mut files = cudadiag::loader::Files::default();
     // The loader reads the program by its path on this machine: the interpreter the venv's link names.

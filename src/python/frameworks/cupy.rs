@@ -324,7 +324,12 @@ fn driver(p: &mut dyn Process) -> Result<(), Fail> {
 
 /// The driver, then a device: with a driver known and no GPU visible, the first allocation raises.
 fn device(ctx: &Ctx, p: &mut dyn Process) -> Result<(), Fail> {
-    driver(p)?;
+    // A declared machine's driver provides libcuda.so.1 although no file here holds it.
+    if let Err(e) = driver(p)
+        && !ctx.provided("libcuda.so.1")
+    {
+        return Err(e);
+    }
     if ctx.driver.is_some() && ctx.gpus.is_empty() {
         let message = "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorNoDevice: no CUDA-capable \
                        device is detected";

@@ -26,6 +26,12 @@ pub mod onnxruntime;
 pub mod pathfinder;
 pub mod torch;
 
+pub mod jax;
+pub mod tensorflow;
+#[cfg(test)]
+mod testproc;
+pub mod xla;
+
 use crate::findings::Finding;
 use crate::python::syspath::SysPath;
 use crate::system::{Env, Root};

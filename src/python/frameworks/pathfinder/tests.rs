@@ -159,6 +159,7 @@ fn run_after(
         gpus: &[],
         driver: None,
         matrix: &matrix,
+        provides: &|_| false,
     };
     let places = Places::of(&ctx);
     let mut p = Fake {
@@ -217,6 +218,7 @@ fn the_site_directories_are_the_venv_the_user_site_then_the_system_not_pythonpat
         gpus: &[],
         driver: None,
         matrix: &matrix,
+        provides: &|_| false,
     };
     let site: Vec<String> = Places::of(&ctx)
         .site
