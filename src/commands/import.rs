@@ -43,8 +43,11 @@ pub fn run(args: &ImportArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
         &env,
         chosen,
         &args.modules,
-        &gpus,
-        driver.as_ref(),
+        &crate::imports::Machine {
+            gpus: &gpus,
+            driver: driver.as_ref(),
+            declared: args.facts.is_some() || args.target.what_if(),
+        },
         &matrix,
     )
     .map_err(|e| ToolError(e.to_string()))?;

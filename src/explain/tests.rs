@@ -323,3 +323,22 @@ fn wrapped_lines_read_as_one() {
         "driver-insufficient"
     );
 }
+
+#[test]
+fn jax_and_tensorflow_cpu_fall_backs_name_their_cause() {
+    // Each printed by a real run (docs/framework-jax-tensorflow.md); none had a candidate before.
+    let tf = "cuda_executor.cc:1737] INTERNAL: CUDA Runtime error: Failed call to cudaGetRuntimeVersion: Error \
+              loading CUDA libraries. GPU will not be used.";
+    assert_eq!(top(tf).0, "library-not-found");
+    let jax = "Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda12.initialize()";
+    assert_eq!(slugs(jax)[..2], ["library-not-found", "cuda-library-too-old"]);
+    let cuinit = "RuntimeError: jaxlib/cuda/versions_helpers.cc:135: operation cuInit(0) failed: Unknown CUDA \
+                  error 303; cuGetErrorName failed. This probably means that JAX was unable to load the CUDA \
+                  libraries.";
+    assert_eq!(top(cuinit).0, "libcuda-not-found");
+    let xla = "Loaded runtime CuDNN library: 9.1.0 but source was compiled with: 9.8.0.  CuDNN library needs to \
+               have matching major version and equal or higher minor version.";
+    let d = dx(xla);
+    assert_eq!(d.candidates[0].slug, "cuda-library-too-old");
+    assert!(d.candidates[0].why.iter().any(|w| w.contains("XLA's cuDNN rule")));
+}

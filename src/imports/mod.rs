@@ -21,7 +21,15 @@ use serde::Serialize;
 
 /// Every framework modelled, by the module a user imports.
 pub fn known() -> &'static [&'static dyn Framework] {
-    &[&crate::python::frameworks::torch::Torch]
+    use crate::python::frameworks as f;
+    &[
+        &f::torch::Torch,
+        &f::jax::Jax,
+        &f::tensorflow::TensorFlow,
+        &f::cupy::Cupy,
+        &f::onnxruntime::OnnxRuntime { preload: false },
+        &f::onnxruntime::OnnxRuntime { preload: true },
+    ]
 }
 
 /// The framework of `module` (`torch`).
@@ -92,17 +100,32 @@ impl std::fmt::Display for ImportError {
     }
 }
 
+/// The machine the imports are judged for.
+pub struct Machine<'a> {
+    /// Its GPUs visible to the process.
+    pub gpus: &'a [Gpu],
+    /// Its driver, when known.
+    pub driver: Option<&'a Driver>,
+    /// Declared (`--gpu`/`--driver`, `--facts`), not read: its driver's libraries are there
+    /// ([`Ctx::provides`]).
+    pub declared: bool,
+}
+
 /// Models `import M` for each of `modules`, in order, in one process of the interpreter `chosen`, then the
-/// first GPU use of each imported framework, then their checks.
+/// first GPU use of each imported framework, then their checks, for `machine`.
 pub fn run(
     root: &Root,
     env: &crate::system::Env,
     chosen: Chosen,
     modules: &[String],
-    gpus: &[Gpu],
-    driver: Option<&Driver>,
+    machine: &Machine,
     matrix: &crate::matrix::Matrix,
 ) -> Result<ImportReport, ImportError> {
+    let Machine {
+        gpus,
+        driver,
+        declared,
+    } = *machine;
     let frameworks = modules
         .iter()
         .map(|m| framework(m).ok_or_else(|| ImportError::Unknown(m.clone())))
@@ -114,6 +137,7 @@ pub fn run(
     )
     .map_err(ImportError::SysPath)?;
     let exe = root.host_path(&py.syspath.executable);
+    let provides = |soname: &str| declared && crate::container::is_driver_library(soname);
     let ctx = Ctx {
         root,
         env,
@@ -121,6 +145,7 @@ pub fn run(
         gpus,
         driver,
         matrix,
+        provides: &provides,
     };
     let mut files = crate::loader::Files::default();
     let (_, body) = crate::loader::process::process(root, env, &exe, &mut files, |img| {
@@ -155,7 +180,7 @@ fn in_process(
     let mut findings = Vec::new();
     let mut models: Vec<Option<Selected>> = Vec::new();
     for fw in frameworks {
-        let dist = ctx.python.dist(fw.distributions()[0]);
+        let dist = fw.distributions().iter().find_map(|n| ctx.python.dist(n));
         let installed = dist.map(|d| format!("{} {}", d.name, d.version));
         let model =
             dist.and_then(|d| crate::python::frameworks::select(fw.module(), &d.version, fw.models()));
@@ -179,7 +204,8 @@ fn in_process(
                 )],
             },
         };
-        findings.extend(outcome_finding(fw.module(), "import", &step.outcome));
+        let help = model.as_ref().and_then(|m| fw.help(ctx, m, &step.outcome));
+        findings.extend(outcome_finding(fw.module(), "import", &step.outcome, help));
         imports.push(Imported {
             module: fw.module().to_string(),
             installed,
@@ -197,7 +223,8 @@ fn in_process(
         }
         p.begin(fw.module(), When::FirstUse);
         let step = fw.first_use(ctx, m, p);
-        findings.extend(outcome_finding(fw.module(), "first GPU use", &step.outcome));
+        let help = fw.help(ctx, m, &step.outcome);
+        findings.extend(outcome_finding(fw.module(), "first GPU use", &step.outcome, help));
         imported.first_use = Some(step);
     }
     for (fw, model) in frameworks.iter().zip(&models) {
@@ -209,7 +236,16 @@ fn in_process(
 }
 
 /// The finding an outcome is, when it is one of its own: a failed load, or a fall-back to the CPU.
-fn outcome_finding(module: &str, stage: &str, o: &Outcome) -> Option<Finding> {
+fn outcome_finding(module: &str, stage: &str, o: &Outcome, help: Option<String>) -> Option<Finding> {
+    let mut f = outcome_finding_generic(module, stage, o)?;
+    if let Some(h) = help {
+        f.help = h;
+    }
+    Some(f)
+}
+
+/// [`outcome_finding`] with the generic help.
+fn outcome_finding_generic(module: &str, stage: &str, o: &Outcome) -> Option<Finding> {
     match o {
         Outcome::Gpu => None,
         Outcome::Fails { message, load } => {

@@ -191,6 +191,16 @@ fn driver_and_cache(root: &Path, extra: &[(&str, &str)]) {
 /// `cudadiag import torch --root ROOT --venv /venv --clear-env --gpu 9.0 --driver 580.65.06 --format json`,
 /// with `env` (`KEY=VALUE`) and `extra` arguments: the exit code and the report.
 fn import(root: &Path, env: &[&str], extra: &[&str]) -> (i32, Value) {
+    let mut target = vec!["--gpu", "9.0"];
+    if !extra.contains(&"--driver") {
+        target.extend(["--driver", "580.65.06"]);
+    }
+    import_on(root, &target, env, extra)
+}
+
+/// `cudadiag import torch --root ROOT --venv /venv --clear-env --format json` with `target` (the declared
+/// machine; none: the root's own), `env` and `extra` arguments.
+fn import_on(root: &Path, target: &[&str], env: &[&str], extra: &[&str]) -> (i32, Value) {
     let mut cmd = Command::cargo_bin("cudadiag").unwrap();
     cmd.args([
         "--color",
@@ -201,11 +211,9 @@ fn import(root: &Path, env: &[&str], extra: &[&str]) -> (i32, Value) {
         "/venv",
         "--clear-env",
     ])
-    .args(["--gpu", "9.0", "--format", "json", "--root"])
+    .args(target)
+    .args(["--format", "json", "--root"])
     .arg(root);
-    if !extra.contains(&"--driver") {
-        cmd.args(["--driver", "580.65.06"]);
-    }
     for e in env {
         cmd.args(["--env", e]);
     }
@@ -442,8 +450,8 @@ fn ld_library_path_shadows_cublaslt_under_torch_2_10_and_not_from_2_11() {
     assert_eq!(lt["how"]["kind"], "preloaded");
 }
 
-/// No `libcuda.so.1` anywhere: `import torch` works and `torch.cuda.is_available()` is False: the GPU will
-/// not be used, an error.
+/// No `libcuda.so.1` anywhere on the machine read (the root's own, no machine declared): `import torch` works
+/// and `torch.cuda.is_available()` is False: the GPU will not be used, an error.
 #[test]
 fn no_driver_library_is_a_cpu_fallback() {
     let t = tempfile::tempdir().unwrap();
@@ -451,7 +459,7 @@ fn no_driver_library_is_a_cpu_fallback() {
     let site = interpreter_and_venv(&root);
     torch(t.path(), &site, "2.15.0");
     wheels(t.path(), &site, &[]);
-    let (code, doc) = import(&root, &[], &[]);
+    let (code, doc) = import_on(&root, &[], &[], &[]);
     assert_eq!(
         (code, slugs(&doc)),
         (1, vec!["framework-cpu-fallback".to_string()]),
@@ -503,5 +511,29 @@ fn a_torch_newer_than_every_model_is_judged_with_the_nearest_and_says_so() {
     assert!(
         near.contains("torch 3.0.0 is newer") && near.contains("torch 2.15 up to 2.16"),
         "{near}"
+    );
+}
+
+/// A declared machine (`--gpu 9.0 --driver …`) has its driver's `libcuda.so.1` and NVML, although the files
+/// read (a venv copied off a laptop) hold none: the first GPU use is judged on that driver, not "runs on the
+/// CPU: libcuda.so.1 is found nowhere" (what the first build said for the command's own `--help` example).
+#[test]
+fn a_declared_machines_driver_provides_libcuda_although_the_files_hold_none() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let site = interpreter_and_venv(&root);
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &[]);
+    let (code, doc) = import(&root, &[], &[]);
+    assert_eq!((code, slugs(&doc)), (0, Vec::<String>::new()), "{doc:#}");
+    assert_eq!(
+        (outcome(&doc, "import"), outcome(&doc, "first_use")),
+        ("gpu", "gpu")
+    );
+    let (code, doc) = import(&root, &[], &["--driver", "535.104.05"]);
+    assert_eq!(
+        (code, slugs(&doc)),
+        (1, vec!["driver-insufficient".to_string()]),
+        "{doc:#}"
     );
 }

@@ -20,8 +20,17 @@
 //!
 //! A model never reads a file outside [`Ctx::root`], never runs Python and never loads what it inspects.
 
+pub mod cupy;
 pub mod env;
+pub mod onnxruntime;
+pub mod pathfinder;
 pub mod torch;
+
+pub mod jax;
+pub mod tensorflow;
+#[cfg(test)]
+mod testproc;
+pub mod xla;
 
 use crate::findings::Finding;
 use crate::python::syspath::SysPath;
@@ -114,6 +123,18 @@ pub struct Ctx<'a> {
     pub driver: Option<&'a Driver>,
     /// The compatibility matrix (the CUDA a driver supports, for the frameworks' driver checks).
     pub matrix: &'a crate::matrix::Matrix,
+    /// Does the machine judged provide this library with its driver although no file here holds it? True
+    /// for the driver's user-space libraries (`libcuda.so.1`, `libnvidia-ml.so.1`, …) of a declared machine
+    /// (`--gpu`/`--driver`, `--facts`): they come with that driver there (as `inspect` of a declared target
+    /// gives no `library-not-found` for them).
+    pub provides: &'a dyn Fn(&str) -> bool,
+}
+
+impl Ctx<'_> {
+    /// Is a failed load of `soname` no failure, the machine judged providing it ([`Ctx::provides`])?
+    pub fn provided(&self, soname: &str) -> bool {
+        (self.provides)(soname)
+    }
 }
 
 /// When a load happens.
@@ -385,6 +406,13 @@ pub trait Framework: Sync {
     /// version rule, the driver check), each as a finding with the framework's exact message and the
     /// operations that raise it.
     fn checks(&self, ctx: &Ctx, m: &Selected, p: &dyn Process) -> Vec<Finding>;
+
+    /// What to do about an outcome other than [`Outcome::Gpu`], in the framework's own terms
+    /// (`pip install 'cupy-cuda12x[ctk]'`, `onnxruntime.preload_dlls()` before the session), when the model
+    /// knows better than the generic help of the finding the outcome becomes.
+    fn help(&self, _ctx: &Ctx, _m: &Selected, _outcome: &Outcome) -> Option<String> {
+        None
+    }
 }
 
 #[cfg(test)]

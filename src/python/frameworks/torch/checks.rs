@@ -125,7 +125,8 @@ pub fn first_use(ctx: &Ctx, p: &mut dyn Process) -> Step {
         );
     }
     let rt = by_prefix(p, "libcudart.so.").unwrap_or(0);
-    if p.dlopen("torch", rt, "libcuda.so.1", When::FirstUse).is_err() {
+    let driver = p.dlopen("torch", rt, "libcuda.so.1", When::FirstUse);
+    if driver.is_err() && !ctx.provided("libcuda.so.1") {
         return fallback(
             Some(
                 "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a \
@@ -156,8 +157,16 @@ pub fn first_use(ctx: &Ctx, p: &mut dyn Process) -> Step {
     if let Some(cu) = p.find("libcuda.so.1") {
         let _ = p.dlopen("torch", cu, "libnvidia-ptxjitcompiler.so.1", When::FirstUse);
     }
+    if driver.is_err() {
+        notes.push(
+            "libcuda.so.1, libnvidia-ml.so.1 and the driver's other libraries are the declared machine's, \
+             installed with its driver (none is read here)"
+                .to_string(),
+        );
+    }
     if let Some(c10) = p.find("libc10_cuda.so")
         && let Err(e) = p.dlopen("torch", c10, "libnvidia-ml.so.1", When::FirstUse)
+        && !ctx.provided("libnvidia-ml.so.1")
     {
         notes.push(format!(
             "NVML is not loaded ({}): torch goes on without it",
