@@ -46,7 +46,7 @@ pub fn run(args: &ImportArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
         &crate::imports::Machine {
             gpus: &gpus,
             driver: driver.as_ref(),
-            declared: args.facts.is_some() || args.target.what_if(),
+            declared: args.facts.is_some() || target.what_if(),
         },
         &matrix,
     )
