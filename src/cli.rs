@@ -226,10 +226,12 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// Whether `--gpu` or `--driver` names a target: the question is then "would it run there?", not about
-    /// this machine.
-    pub fn what_if(&self) -> bool {
-        !self.gpus.is_empty() || self.driver.is_some()
+    /// The engine's what-if target (`--gpu`, `--driver`; the matrix is loaded by the command).
+    pub fn lower(&self) -> crate::diagnose::Target {
+        crate::diagnose::Target {
+            gpus: self.gpus.clone(),
+            driver: self.driver.clone(),
+        }
     }
 }
 
@@ -367,16 +369,13 @@ pub struct SystemArgs {
 }
 
 impl SystemArgs {
-    /// The filesystem root these arguments name.
-    pub fn root(&self) -> crate::system::Root {
-        self.root
-            .as_ref()
-            .map_or_else(crate::system::Root::host, crate::system::Root::at)
-    }
-
-    /// The environment these arguments describe.
-    pub fn env(&self) -> crate::system::Env {
-        crate::system::Env::build(self.clear_env, &self.env)
+    /// The engine's options for the machine these arguments name: lowered once, as the command starts.
+    pub fn lower(&self) -> crate::diagnose::System {
+        crate::diagnose::System {
+            root: self.root.clone(),
+            env: self.env.clone(),
+            clear_env: self.clear_env,
+        }
     }
 }
 

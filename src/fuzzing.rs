@@ -62,7 +62,7 @@ pub fn ld_so_image(data: &[u8]) {
 fn judge_and_render(facts: crate::facts::Facts, matrix: &crate::matrix::Matrix) {
     use crate::report::{self, OutputFormat, Paint, RenderOptions, Report};
     let judgement = crate::rules::judge(&facts, matrix);
-    let report = Report::new(facts, judgement.findings, judgement.verdicts);
+    let report = Report::new(facts, judgement);
     for format in [
         OutputFormat::Human,
         OutputFormat::Json,
@@ -85,7 +85,7 @@ pub fn snapshot(text: &str) {
     let Ok(matrix) = crate::matrix::Matrix::bundled() else {
         return;
     };
-    if let Ok(facts) = crate::commands::snapshot::parse(text, "fuzz") {
+    if let Ok(facts) = crate::diagnose::snapshot::parse(text, "fuzz") {
         judge_and_render(facts, &matrix);
     }
 }
@@ -99,7 +99,7 @@ pub fn redact(data: &[u8]) {
     let (Some(host), Some(user), Some(snapshot)) = (lines.next(), lines.next(), lines.next()) else {
         return;
     };
-    let Ok(facts) = crate::commands::snapshot::parse(snapshot, "fuzz") else {
+    let Ok(facts) = crate::diagnose::snapshot::parse(snapshot, "fuzz") else {
         return;
     };
     let Ok(plain) = serde_json::to_value(&facts) else {
@@ -117,7 +117,7 @@ pub fn redact(data: &[u8]) {
     };
     let bundle = serde_json::json!({"snapshot_version": 1, "tool": "fuzz", "facts": value,
         "redactions": r.report()});
-    if let Err(e) = crate::commands::snapshot::parse(&bundle.to_string(), "redacted") {
+    if let Err(e) = crate::diagnose::snapshot::parse(&bundle.to_string(), "redacted") {
         panic!(
             "host {host:?}, user {user:?}: the redacted snapshot does not read back: {}",
             e.0

@@ -1,7 +1,9 @@
 //! cudadiag: explains CUDA environment failures before anything runs.
 //!
 //! Stages are verbs and facts are nouns: [`inspect`] reads binaries into [`facts`], [`rules`] turn facts into
-//! [`findings`], and [`report`] renders them. The binary (`main.rs`) is thin glue around [`commands::run`].
+//! [`findings`], and [`report`] renders them. [`diagnose`] is the engine that runs those stages for a command
+//! (reading inputs, collecting the machine, snapshots, images, what-if targets); the binary (`main.rs`) is thin
+//! glue around [`commands::run`], whose commands parse, call the engine and render.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -10,6 +12,7 @@ pub mod bundle;
 pub mod cli;
 pub mod commands;
 pub mod container;
+pub mod diagnose;
 pub mod diff;
 pub mod explain;
 pub mod facts;

@@ -1,8 +1,8 @@
 //! `cudadiag audit` and `cudadiag init`.
 
-use super::{Outcome, ToolError};
+use super::outcome::Outcome;
 use crate::cli::{AuditArgs, InitArgs};
-use crate::facts::Facts;
+use crate::diagnose::ToolError;
 use crate::inspect::{self, InspectOptions};
 use crate::policy::{self, Policy};
 use crate::report::{self, Paint, Report};
@@ -38,23 +38,13 @@ pub fn run(args: &AuditArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
             inspect::wheel::collect(&others, &opts)
         })?;
     for image in &images {
-        super::image::audit(image, &opts, &mut binaries, &mut wheels)?;
+        crate::diagnose::image::audit::audit(image, &opts, &mut binaries, &mut wheels)?;
     }
-    let matrix = super::targets::load_matrix(args.matrix.as_deref())?;
-    let pip = crate::rules::wheel::Table::bundled().map_err(ToolError)?;
-    // The release's targets, not this machine's: audit runs on CI runners without GPUs.
-    let mut facts = Facts {
-        binaries,
-        wheels,
-        host: crate::rules::policy::target_host(&policy),
-        ..Facts::default()
-    };
-    // What pip installs beside each wheel, before the rules: a pinned runtime is the version they check.
-    crate::rules::wheel::resolve(&mut facts, &pip);
-    let findings = crate::rules::evaluate_release(&facts, &policy, &matrix, &pip, policy::today());
-    let verdicts = crate::rules::verdicts(&facts, &findings, &matrix);
-    let report = Report::new(facts, findings, verdicts);
-    super::render(&report, &args.output, paint, report::Detail::Short, out)
+    let matrix = crate::diagnose::targets::load_matrix(args.matrix.as_deref())?;
+    let (facts, judgement) =
+        crate::diagnose::release::judge(binaries, wheels, &policy, &matrix, policy::today())?;
+    let report = Report::new(facts, judgement);
+    super::outcome::render(&report, &args.output, paint, report::Detail::Short, out)
 }
 
 /// Writes the commented policy template.

@@ -1,7 +1,8 @@
 //! `cudadiag codes`: the finding catalogue.
 
-use super::{Outcome, ToolError};
+use super::outcome::Outcome;
 use crate::cli::CodesArgs;
+use crate::diagnose::ToolError;
 use crate::findings::CATALOGUE;
 use crate::report::{self, DocFormat};
 use std::io::Write;

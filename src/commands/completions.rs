@@ -2,8 +2,9 @@
 //! and the manual pages (clap_mangen), both generated from the same clap definition as `--help`, so they
 //! cannot drift from it. The release tarball ships their output (`scripts/dist.sh`).
 
-use super::{Outcome, ToolError};
+use super::outcome::Outcome;
 use crate::cli::{Cli, CompletionsArgs, ManArgs};
+use crate::diagnose::ToolError;
 use clap::CommandFactory;
 use std::io::Write;
 

@@ -6,13 +6,14 @@
 
 pub mod load;
 
-use super::{Outcome, ToolError};
+use super::outcome::Outcome;
 use crate::cli::DiffArgs;
+use crate::diagnose::ToolError;
 use crate::report::{DocFormat, Paint};
 use std::io::Write;
 
 pub fn run(args: &DiffArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
-    let matrix = super::targets::load_matrix(args.matrix.as_deref())?;
+    let matrix = crate::diagnose::targets::load_matrix(args.matrix.as_deref())?;
     let a = load::node(&args.a, &matrix)?;
     let b = load::node(&args.b, &matrix)?;
     let diffs = crate::diff::compare(&a, &b);

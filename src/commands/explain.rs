@@ -5,8 +5,9 @@
 //! Facts used). Error texts are matched against the matrix: every `cudaGetErrorString` message it knows, the
 //! CUDA error names and numbers, and the loader, NVML and container-runtime messages (`[[message]]`).
 
-use super::{Outcome, ToolError};
+use super::outcome::Outcome;
 use crate::cli::ExplainArgs;
+use crate::diagnose::ToolError;
 use crate::findings::{self, CATALOGUE, CodeInfo, Finding, Needs};
 use crate::matrix::Matrix;
 use crate::report::{self, DocFormat, Paint};
@@ -16,34 +17,11 @@ use std::io::Write;
 mod library;
 mod ranked;
 
+use ranked::Match;
+
 /// The explanation of a slug: its catalogue entry's document.
 pub fn doc(slug: &str) -> Option<&'static str> {
     findings::lookup(slug).map(|c| c.doc)
-}
-
-/// One thing the query matched.
-#[derive(Debug, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-enum Match<'m> {
-    /// A finding code or slug.
-    Code { code: &'static str, slug: &'static str },
-    /// A CUDA error (by number, name or message).
-    CudaError {
-        value: u32,
-        name: &'m str,
-        driver_name: Option<&'m str>,
-        message: Option<&'m str>,
-        meaning: Option<&'m str>,
-        findings: &'m [String],
-        source: String,
-    },
-    /// A loader, NVML or container message.
-    Message {
-        pattern: &'m str,
-        meaning: &'m str,
-        findings: &'m [String],
-        source: String,
-    },
 }
 
 #[derive(Serialize)]
@@ -152,20 +130,16 @@ fn check(
     named: &[String],
     m: &Matrix,
 ) -> Result<Vec<Checked>, ToolError> {
-    let opts = crate::inspect::InspectOptions::default();
-    let reading = super::inspect::Reading {
-        paths: &args.check,
-        opts: &opts,
-        system: &args.system,
-        target: &args.target,
-        libraries: true,
-        device_code: true,
+    let reading = crate::diagnose::read::Reading {
+        paths: args.check.clone(),
+        system: args.system.lower(),
+        target: args.target.lower(),
         host: !args.no_host,
-        snapshot: None,
+        ..Default::default()
     };
-    let (facts, _) = super::inspect::read(&reading, || Ok(m))?;
-    let fired = crate::rules::evaluate(&facts, m);
-    let what_if = args.target.what_if();
+    let (facts, _) = crate::diagnose::read::read(&reading, || Ok(m), &super::outcome::Terminal)?;
+    let fired = crate::diagnose::evaluate(&facts, m);
+    let what_if = reading.target.what_if();
     let host = facts.host.as_ref().filter(|h| h.observed);
     let has_gpu = facts.host.as_ref().is_some_and(|h| !h.gpus.is_empty());
     let has_driver = facts.host.as_ref().is_some_and(|h| h.driver.is_some());
@@ -278,7 +252,7 @@ const ECHOED_QUERY: usize = 200;
 
 /// Runs `cudadiag explain`.
 pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
-    let m = super::targets::load_matrix(args.target.matrix.as_deref())?;
+    let m = crate::diagnose::targets::load_matrix(args.target.matrix.as_deref())?;
     let query = args.query.join(" ");
     if findings::lookup(&query).is_none()
         && let Some(cause) = crate::explain::causes::lookup(&query)
@@ -292,7 +266,7 @@ pub fn run(args: &ExplainArgs, paint: Paint, out: &mut dyn Write) -> Result<Outc
         crate::explain::diagnose(&query, &m)
     };
     let codes = ranked(&dx.candidates, &ms);
-    let root = super::doctor::checked_root(&args.system)?;
+    let root = crate::diagnose::machine::checked_root(&args.system.lower())?;
     let libraries = library::lookup(&query, &dx.read.implied_sonames(), &root);
     if ms.is_empty() && libraries.is_empty() && dx.candidates.is_empty() {
         // The query is echoed escaped and cut short: it may be a pasted log of megabytes, or hostile.

@@ -1,41 +1,42 @@
 //! `cudadiag import MODULE…`: parse, read the machine's GPUs and driver (or `--facts`, `--gpu`, `--driver`),
 //! model the imports (`imports`), render (`report::import`).
 
-use super::{Outcome, ToolError};
+use super::outcome::Outcome;
 use crate::cli::ImportArgs;
+use crate::diagnose::{Quiet, ToolError, machine, snapshot, targets};
 use crate::facts::Facts;
 use crate::report::{Detail, Paint};
 use std::io::Write;
 
 /// Runs `cudadiag import`.
 pub fn run(args: &ImportArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
-    let matrix = super::targets::load_matrix(args.target.matrix.as_deref())?;
-    let (root, env) = (args.system.root(), args.system.env());
+    let matrix = targets::load_matrix(args.target.matrix.as_deref())?;
+    let (system, target) = (args.system.lower(), args.target.lower());
+    let (root, env) = (system.root(), system.env());
     let mut facts = Facts::default();
     if let Some(snapshot) = &args.facts {
-        let mut host = super::snapshot::load_host(snapshot)?;
+        let mut host = snapshot::load_host(snapshot)?;
         crate::host::enrich::with_matrix(&mut host, &matrix);
         facts.host = Some(host);
-    } else if !args.target.what_if() {
-        let checked = super::doctor::checked_root(&args.system)?;
-        let mut host = super::doctor::collect(&checked, &env, true);
+    } else if !target.what_if() {
+        let checked = machine::checked_root(&system)?;
+        let mut host = machine::collect(&checked, &env, true, &Quiet);
         crate::host::enrich::with_matrix(&mut host, &matrix);
         facts.host = Some(host);
     }
-    super::targets::apply(&args.target, &mut facts, &matrix)?;
+    targets::apply(&target, &mut facts, &matrix)?;
     let gpus: Vec<crate::python::frameworks::Gpu> =
-        crate::rules::compat::targets(facts.host.as_ref(), &matrix)
+        crate::diagnose::gpu_targets(facts.host.as_ref(), &matrix)
             .into_iter()
             .map(|t| crate::python::frameworks::Gpu {
                 label: t.label,
                 cc: t.cc,
             })
             .collect();
-    let driver =
-        crate::rules::compat::driver_of(facts.host.as_ref()).map(|d| crate::python::frameworks::Driver {
-            version: d.version,
-            source: d.source,
-        });
+    let driver = crate::diagnose::driver_of(facts.host.as_ref()).map(|d| crate::python::frameworks::Driver {
+        version: d.version,
+        source: d.source,
+    });
     let chosen = crate::python::frameworks::env::choose(&env, args.python.as_deref(), args.venv.as_deref());
     let report = crate::imports::run(
         &root,
@@ -45,7 +46,7 @@ pub fn run(args: &ImportArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
         &crate::imports::Machine {
             gpus: &gpus,
             driver: driver.as_ref(),
-            declared: args.facts.is_some() || args.target.what_if(),
+            declared: args.facts.is_some() || target.what_if(),
         },
         &matrix,
     )

@@ -1,7 +1,8 @@
 //! `cudadiag matrix`: answers questions from the compatibility matrix, each answer with its source row.
 
-use super::{Outcome, ToolError};
+use super::outcome::Outcome;
 use crate::cli::MatrixArgs;
+use crate::diagnose::ToolError;
 use crate::matrix::{Cc, CudaVersion, DriverVersion, Matrix, Row};
 use crate::report::{self, DocFormat};
 use serde_json::{Value, json};
@@ -335,7 +336,7 @@ fn l4t(q: &str, m: &Matrix) -> Result<Answer, ToolError> {
 
 /// Runs `cudadiag matrix`.
 pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
-    let m = super::targets::load_matrix(args.matrix.as_deref())?;
+    let m = crate::diagnose::targets::load_matrix(args.matrix.as_deref())?;
     let mut answers = Vec::new();
     let mut keys = Vec::new();
     if let Some(q) = &args.toolkit {

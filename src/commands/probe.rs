@@ -1,7 +1,9 @@
 //! `cudadiag probe`, the probe part of `inspect --probe`, and the hidden `__probe` child.
 
-use super::{Outcome, ToolError};
-use crate::cli::{ProbeArgs, ProbeOptionArgs, SystemArgs};
+use super::outcome::Outcome;
+use crate::cli::{ProbeArgs, ProbeOptionArgs};
+use crate::diagnose::System;
+use crate::diagnose::ToolError;
 use crate::facts::probe::{ProbeFacts, ProbeRequest};
 use crate::facts::{BinaryFacts, Facts};
 use crate::probe::{self, ProbeOptions};
@@ -12,7 +14,7 @@ use std::time::Duration;
 /// Runs the probe child for `binaries` in the environment the system arguments describe.
 pub fn live(
     opts: &ProbeOptionArgs,
-    system: &SystemArgs,
+    system: &System,
     binaries: &[BinaryFacts],
 ) -> Result<ProbeFacts, ToolError> {
     if system.root.is_some() {
@@ -35,11 +37,11 @@ pub fn live(
 /// `cudadiag probe`.
 pub fn run(args: &ProbeArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let facts = Facts {
-        probe: Some(live(&args.probe, &args.system, &[])?),
+        probe: Some(live(&args.probe, &args.system.lower(), &[])?),
         ..Facts::default()
     };
-    let matrix = super::targets::load_matrix(None)?;
-    super::evaluate_and_render(
+    let matrix = crate::diagnose::targets::load_matrix(None)?;
+    super::outcome::evaluate_and_render(
         facts,
         &matrix,
         &args.output,

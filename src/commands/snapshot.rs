@@ -1,167 +1,27 @@
-//! `cudadiag snapshot`: the machine's facts (and the binaries' facts) in one JSON file, and reading it back.
-//!
-//! The file is the serialised [`Facts`] model inside a small envelope that names the format version and the
-//! cudadiag that wrote it: `tool` (`"cudadiag 0.1.0"`, a string, as format 1 always had it) and `tool_info`,
-//! the same object as the JSON report's `tool` (commit, target, bundled matrix). Because rules are pure,
-//! `doctor --facts FILE` and `inspect --facts FILE` give exactly the findings the machine gave (rules
-//! read recorded facts only, never the machine).
-//!
-//! Two optional sections follow the facts: `redactions` (`--redact`: the kinds of names replaced and how
-//! often, `bundle::redact`) and `truncated` (the lists cut to their cap, `bundle::bound`). Readers ignore
-//! both, and a snapshot without them (an older one) reads the same. `--format labels` writes node labels
-//! instead of a snapshot (`bundle::labels`).
+//! `cudadiag snapshot`: the machine's facts (and the binaries' facts) in one JSON file (the format is
+//! `diagnose::snapshot`'s), or with `--format labels` the node's labels.
 
-use super::{Outcome, ToolError};
+use super::outcome::{Outcome, Terminal};
 use crate::cli::{SnapshotArgs, SnapshotFormat};
-use crate::facts::{Facts, HostFacts};
-use crate::inspect::{self, InspectOptions};
-use serde::{Deserialize, Serialize};
+use crate::diagnose::ToolError;
+use crate::diagnose::snapshot;
 use std::io::Write;
 use std::path::Path;
 
-/// The snapshot format version; a reader refuses newer ones.
-pub const SNAPSHOT_VERSION: u32 = 1;
-
-#[derive(Serialize, Deserialize)]
-struct Envelope {
-    snapshot_version: u32,
-    tool: String,
-    /// Absent from snapshots written before it existed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    tool_info: Option<crate::build_info::BuildInfo>,
-    facts: Facts,
-    /// `--redact`: the kinds of names replaced and how often (never the originals). Absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    redactions: Option<crate::bundle::redact::Redactions>,
-    /// The lists cut to their cap (`bundle::bound`): which, how many kept, how many more.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    truncated: Vec<crate::bundle::bound::Truncation>,
-}
-
-/// Reads a snapshot written by `cudadiag snapshot` (a bare serialised `Facts` is accepted too).
-pub fn load(path: &Path) -> Result<Facts, ToolError> {
-    let text = crate::system::read::read_to_string(path, crate::system::read::SNAPSHOT)
-        .map_err(|e| ToolError(format!("cannot read {}: {e}", path.display())))?;
-    parse(&text, &path.display().to_string())
-}
-
-/// The one field read before the facts: the format version, so that a newer format says "upgrade" rather than
-/// failing to decode. Every other field is skipped unread ([`serde::de::IgnoredAny`] is what serde does with
-/// unknown fields), so the text is never held as a JSON tree.
-#[derive(Deserialize)]
-struct Head {
-    snapshot_version: Option<serde_json::Value>,
-}
-
-/// Decodes a snapshot's text straight into the facts; `origin` names it in errors.
-///
-/// The text is read twice, never into a `serde_json::Value` tree of the whole: a tree of a 64 MB snapshot took
-/// 1 GB, and `diff` held two (issue 33). Once for its version ([`Head`]: a syntax check with no allocation
-/// beyond the version itself), then into the typed [`Facts`].
-pub fn parse(text: &str, origin: &str) -> Result<Facts, ToolError> {
-    let bad = |e: serde_json::Error| ToolError(format!("{origin} is not a cudadiag snapshot: {e}"));
-    serde_json::from_str::<serde::de::IgnoredAny>(text)
-        .map_err(|e| ToolError(format!("{origin} is not JSON: {e}")))?;
-    let version = if text.trim_start().starts_with('{') {
-        serde_json::from_str::<Head>(text).map_err(bad)?.snapshot_version
-    } else {
-        None
-    };
-    if let Some(version) = version {
-        // The version first: a newer format's facts need not decode here, and "upgrade" is the useful answer.
-        let version = version.as_u64().ok_or_else(|| {
-            ToolError(format!(
-                "{origin} is not a cudadiag snapshot: snapshot_version is {}, not a number",
-                crate::report::truncated(&version.to_string(), 40)
-            ))
-        })?;
-        if version > u64::from(SNAPSHOT_VERSION) {
+pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
+    let system = args.system.lower();
+    let text = if args.format == SnapshotFormat::Labels {
+        if let Some(p) = args.paths.first() {
             return Err(ToolError(format!(
-                "{origin}: snapshot version {version} is newer than this cudadiag understands (max {SNAPSHOT_VERSION}): \
-                 upgrade cudadiag"
+                "{}: --format labels describes the machine alone; binaries are not read for labels",
+                p.display()
             )));
         }
-        let env: Envelope = serde_json::from_str(text).map_err(bad)?;
-        Ok(env.facts)
+        snapshot::labels(&system)?
     } else {
-        serde_json::from_str(text).map_err(bad)
-    }
-}
-
-/// The host facts of a snapshot, or a tool error when it holds none.
-pub fn load_host(path: &Path) -> Result<HostFacts, ToolError> {
-    load(path)?
-        .host
-        .ok_or_else(|| ToolError(format!("{} holds no host facts", path.display())))
-}
-
-pub fn run(args: &SnapshotArgs, out: &mut dyn Write) -> Result<Outcome, ToolError> {
-    let labels = args.format == SnapshotFormat::Labels;
-    if let (true, Some(p)) = (labels, args.paths.first()) {
-        return Err(ToolError(format!(
-            "{}: --format labels describes the machine alone; binaries are not read for labels",
-            p.display()
-        )));
-    }
-    let root = super::doctor::checked_root(&args.system)?;
-    let env = args.system.env();
-    // Labels need no library catalogue (the only slow part).
-    let mut host = super::doctor::collect(&root, &env, args.no_catalog || labels);
-    if labels {
-        let matrix = crate::matrix::Matrix::bundled()
-            .map_err(|e| ToolError(format!("invalid compatibility matrix: {e}")))?;
-        crate::host::enrich::with_matrix(&mut host, &matrix);
-        let text: String = crate::bundle::labels::labels(&host)
-            .iter()
-            .map(|(k, v)| format!("{k}={v}\n"))
-            .collect();
-        return write_out(&args.output, &text, out);
-    }
-    let truncated = crate::bundle::bound::bound(&mut host);
-    let mut facts = Facts {
-        host: Some(host),
-        ..Facts::default()
+        snapshot::take(&system, &args.paths, args.no_catalog, args.redact, &Terminal)?
     };
-    for p in &args.paths {
-        let b = inspect::path(p, &InspectOptions::default())?;
-        facts.binaries.extend(b);
-    }
-    let env_out = Envelope {
-        snapshot_version: SNAPSHOT_VERSION,
-        tool: format!("cudadiag {}", env!("CARGO_PKG_VERSION")),
-        tool_info: Some(crate::build_info::BuildInfo::current()),
-        facts,
-        redactions: None,
-        truncated,
-    };
-    let text = if args.redact {
-        redacted(env_out, &env, &root)?
-    } else {
-        serde_json::to_string_pretty(&env_out)?
-    };
-    write_out(&args.output, &format!("{text}\n"), out)
-}
-
-/// The snapshot with every name replaced (`bundle::redact`) and its `redactions` section.
-fn redacted(
-    envelope: Envelope,
-    env: &crate::system::Env,
-    root: &crate::system::Root,
-) -> Result<String, ToolError> {
-    let mut envelope = envelope;
-    let facts = std::mem::take(&mut envelope.facts);
-    let names = {
-        let plain = serde_json::to_value(&facts)?;
-        crate::bundle::names(&plain, facts.host.as_ref(), env, root)
-    };
-    let mut r = crate::bundle::redact::Redactor::new(&names);
-    let value = r.facts(facts)?;
-    let mut whole = serde_json::to_value(Envelope {
-        redactions: Some(r.report()),
-        ..envelope
-    })?;
-    whole["facts"] = value;
-    Ok(serde_json::to_string_pretty(&whole)?)
+    write_out(&args.output, &text, out)
 }
 
 /// Writes `text` to `path`, or to standard output for `-`.

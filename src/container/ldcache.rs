@@ -10,7 +10,7 @@
 //! directory's entry first among equals. Whatever the image's own cache said is gone: a stale one is
 //! replaced, a missing one is written.
 //!
-//! This module orders directories and writes the file; `commands::ldconfig` walks the image's tree.
+//! This module orders directories and writes the file; `diagnose::image::ldconfig` walks the image's tree.
 
 use crate::loader::cache::libcmp;
 

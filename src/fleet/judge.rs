@@ -7,12 +7,11 @@
 //! libraries the node's filesystem provides) is not in a report, so library findings are not predicted; run
 //! `inspect` on the node (or `inspect --root` on its image) for them.
 //!
-//! A container image (`fleet --image`) is judged elsewhere (`commands::fleet::image`, through the code of
+//! A container image (`fleet --image`) is judged elsewhere (`diagnose::image::fleet`, through the code of
 //! `inspect --image`): its per-node step (what the NVIDIA Container Toolkit does on that node, which mounts
 //! the node's libraries into the image's tree) needs an unpacked tree per distinct set of mounts; its answer is
 //! the same [`Prediction`], made by [`Prediction::of`] from the findings and verdicts as here.
 
-use super::{Group, Node};
 use crate::facts::{Facts, HostFacts};
 use crate::findings::{Finding, Severity};
 use crate::matrix::Matrix;
@@ -119,7 +118,8 @@ impl Artefact {
         };
         crate::host::enrich::with_matrix(&mut host, matrix);
         facts.host = Some(host);
-        let crate::rules::Judgement { findings, verdicts } = crate::rules::judge(facts, matrix);
+        let findings = crate::rules::evaluate(facts, matrix);
+        let verdicts = crate::rules::verdicts(facts, &findings, matrix);
         facts.host = None;
         Prediction::of(&findings, &verdicts)
     }
@@ -224,87 +224,4 @@ pub struct ImageJudged {
     pub unpacked: usize,
     /// The distinct sets of the toolkit's mounts (driver versions) the nodes were judged with.
     pub mount_sets: usize,
-}
-
-/// The nodes of one outcome and leading reason.
-#[derive(Debug, Clone, Serialize)]
-pub struct PredictionGroup {
-    /// The outcome.
-    pub outcome: Outcome,
-    /// The leading finding's slug (for a failure), else none.
-    pub code: Option<String>,
-    /// The reason on the first node of the group (reasons name node-specific versions).
-    pub example: String,
-    /// The nodes.
-    pub nodes: Vec<String>,
-}
-
-/// The artefact's predictions over the fleet.
-#[derive(Debug, Clone, Serialize)]
-pub struct Predictions {
-    /// The artefact's paths (with `--image`, the image's).
-    pub paths: Vec<String>,
-    /// With `--image`: the image and the program of it that was judged.
-    pub image: Option<ImageJudged>,
-    /// How many nodes it fails on.
-    pub fails: usize,
-    /// Nodes per outcome (`runs`, `fails`, …).
-    pub outcomes: Vec<Group>,
-    /// Nodes per outcome and leading reason, failures first.
-    pub groups: Vec<PredictionGroup>,
-}
-
-impl Predictions {
-    /// Groups the nodes' predictions (nodes in the order given).
-    pub fn of(paths: Vec<String>, nodes: &[Node]) -> Predictions {
-        let mut groups: Vec<PredictionGroup> = Vec::new();
-        for n in nodes {
-            let Some(p) = &n.prediction else { continue };
-            let code = (p.outcome == Outcome::Fails)
-                .then(|| p.codes.first().cloned())
-                .flatten();
-            match groups
-                .iter_mut()
-                .find(|g| g.outcome == p.outcome && g.code == code)
-            {
-                Some(g) => g.nodes.push(n.name.clone()),
-                None => groups.push(PredictionGroup {
-                    outcome: p.outcome,
-                    code,
-                    example: p.reason.clone(),
-                    nodes: vec![n.name.clone()],
-                }),
-            }
-        }
-        groups.sort_by(|a, b| {
-            a.outcome
-                .cmp(&b.outcome)
-                .then(b.nodes.len().cmp(&a.nodes.len()))
-                .then(a.code.cmp(&b.code))
-        });
-        let mut outcomes: Vec<Group> = Vec::new();
-        for g in &groups {
-            match outcomes.iter_mut().find(|o| o.key == g.outcome.as_str()) {
-                Some(o) => o.nodes.extend(g.nodes.iter().cloned()),
-                None => outcomes.push(Group {
-                    key: g.outcome.as_str().to_string(),
-                    nodes: g.nodes.clone(),
-                }),
-            }
-        }
-        for o in &mut outcomes {
-            o.nodes.sort_by(|a, b| super::natural_cmp(a, b));
-        }
-        let fails = outcomes
-            .iter()
-            .find(|o| o.key == Outcome::Fails.as_str())
-            .map_or(0, |o| o.nodes.len());
-        Predictions {
-            paths,
-            image: None,
-            fails,
-            outcomes,
-            groups,
-        }
-    }
 }

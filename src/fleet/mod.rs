@@ -14,6 +14,7 @@
 pub mod judge;
 
 use crate::findings::Severity;
+use judge::{ImageJudged, Outcome};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -182,7 +183,7 @@ pub struct Fleet {
     /// Nodes per standing: fails, warnings, ok (each present when not empty).
     pub verdicts: Vec<(Standing, Vec<String>)>,
     /// The artefact's predictions, grouped (`--artifact`).
-    pub artefact: Option<judge::Predictions>,
+    pub artefact: Option<Predictions>,
     /// The files.
     pub files: Files,
 }
@@ -267,10 +268,93 @@ pub fn group(mut nodes: Vec<Node>, files: Files, artefact: Option<Vec<String>>) 
             fleet.verdicts.push((s, names));
         }
     }
-    fleet.artefact = artefact.map(|paths| judge::Predictions::of(paths, &nodes));
+    fleet.artefact = artefact.map(|paths| Predictions::of(paths, &nodes));
     fleet.nodes = nodes;
     fleet.files = files;
     fleet
+}
+
+/// The nodes of one outcome and leading reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct PredictionGroup {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The leading finding's slug (for a failure), else none.
+    pub code: Option<String>,
+    /// The reason on the first node of the group (reasons name node-specific versions).
+    pub example: String,
+    /// The nodes.
+    pub nodes: Vec<String>,
+}
+
+/// The artefact's predictions over the fleet.
+#[derive(Debug, Clone, Serialize)]
+pub struct Predictions {
+    /// The artefact's paths (with `--image`, the image's).
+    pub paths: Vec<String>,
+    /// With `--image`: the image and the program of it that was judged.
+    pub image: Option<ImageJudged>,
+    /// How many nodes it fails on.
+    pub fails: usize,
+    /// Nodes per outcome (`runs`, `fails`, …).
+    pub outcomes: Vec<Group>,
+    /// Nodes per outcome and leading reason, failures first.
+    pub groups: Vec<PredictionGroup>,
+}
+
+impl Predictions {
+    /// Groups the nodes' predictions (nodes in the order given).
+    pub fn of(paths: Vec<String>, nodes: &[Node]) -> Predictions {
+        let mut groups: Vec<PredictionGroup> = Vec::new();
+        for n in nodes {
+            let Some(p) = &n.prediction else { continue };
+            let code = (p.outcome == Outcome::Fails)
+                .then(|| p.codes.first().cloned())
+                .flatten();
+            match groups
+                .iter_mut()
+                .find(|g| g.outcome == p.outcome && g.code == code)
+            {
+                Some(g) => g.nodes.push(n.name.clone()),
+                None => groups.push(PredictionGroup {
+                    outcome: p.outcome,
+                    code,
+                    example: p.reason.clone(),
+                    nodes: vec![n.name.clone()],
+                }),
+            }
+        }
+        groups.sort_by(|a, b| {
+            a.outcome
+                .cmp(&b.outcome)
+                .then(b.nodes.len().cmp(&a.nodes.len()))
+                .then(a.code.cmp(&b.code))
+        });
+        let mut outcomes: Vec<Group> = Vec::new();
+        for g in &groups {
+            match outcomes.iter_mut().find(|o| o.key == g.outcome.as_str()) {
+                Some(o) => o.nodes.extend(g.nodes.iter().cloned()),
+                None => outcomes.push(Group {
+                    key: g.outcome.as_str().to_string(),
+                    nodes: g.nodes.clone(),
+                }),
+            }
+        }
+        for o in &mut outcomes {
+            o.nodes.sort_by(|a, b| natural_cmp(a, b));
+        }
+        let fails = outcomes
+            .iter()
+            .find(|o| o.key == Outcome::Fails.as_str())
+            .map_or(0, |o| o.nodes.len());
+        Predictions {
+            paths,
+            image: None,
+            fails,
+            outcomes,
+            groups,
+        }
+    }
 }
 
 /// Gives every node a unique name: nodes whose names clash (two snapshots of one host, `a/n1.json` and

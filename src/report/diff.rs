@@ -13,7 +13,7 @@
 //! - `summary`: `differences` (the count) and `findings_only_a`, `findings_only_b` (how many of them are
 //!   findings present on one side only).
 
-use super::Paint;
+use super::paint::Paint;
 use crate::diff::{Difference, Node};
 use serde::Serialize;
 use std::io::{self, Write};
@@ -85,8 +85,8 @@ pub fn human(a: &Node, b: &Node, diffs: &[Difference], paint: Paint, out: &mut d
             out,
             "{}  {}  ({}, {})",
             paint.bold(tag),
-            super::escape(&n.name),
-            super::escape(&n.file),
+            super::sane::escape(&n.name),
+            super::sane::escape(&n.file),
             n.kind
         )?;
     }
@@ -95,7 +95,7 @@ pub fn human(a: &Node, b: &Node, diffs: &[Difference], paint: Paint, out: &mut d
     for (i, d) in diffs.iter().enumerate() {
         let value = |v: &Option<String>| {
             v.as_deref()
-                .map_or_else(|| "—".to_string(), |s| super::escape(s).into_owned())
+                .map_or_else(|| "—".to_string(), |s| super::sane::escape(s).into_owned())
         };
         writeln!(
             out,

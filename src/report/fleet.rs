@@ -7,10 +7,11 @@
 //! `--artifact` or `--image`), `per_node` (every node with what was read of it) and `unreadable` (every file not used, with
 //! why). Every node name and file name is data from the nodes' files: escaped on a terminal.
 
-use super::Paint;
+use super::paint::Paint;
 use super::sane::{Guard, Sane};
 use crate::findings::Severity;
-use crate::fleet::judge::{Outcome, Predictions};
+use crate::fleet::Predictions;
+use crate::fleet::judge::Outcome;
 use crate::fleet::{Fleet, Standing};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -305,7 +306,7 @@ struct Artefact<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     image: Option<&'a crate::fleet::judge::ImageJudged>,
     outcomes: BTreeMap<&'a str, &'a [String]>,
-    groups: &'a [crate::fleet::judge::PredictionGroup],
+    groups: &'a [crate::fleet::PredictionGroup],
 }
 
 /// Writes the JSON document.

@@ -4,7 +4,8 @@
 //! the control characters of the data itself are shown escaped ([`escape`]): the lines of an annotation are
 //! the report's own, and the log they land in is read on terminals too.
 
-use super::{Report, escape};
+use super::model::Report;
+use super::sane::escape;
 use crate::findings::Severity;
 use crate::findings::count;
 use std::io::{self, Write};

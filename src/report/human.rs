@@ -1,7 +1,9 @@
 //! The human report: one summary line per binary, the entry table with `-v`, then the findings with their
 //! evidence ("because") and help, then the counts.
 
-use super::{Paint, RenderOptions, Report, Sane};
+use super::model::{Detail, RenderOptions, Report};
+use super::paint::Paint;
+use super::sane::{self, Sane};
 use crate::facts::{BinaryFacts, CodeKind, Compression, CudartLinkage, DeviceCode};
 use crate::findings::{Finding, Severity};
 use std::io::{self, Write};
@@ -22,7 +24,7 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
         writeln!(out, "{}  {}", p.bold(&b.path), Sane(&summary_line(b)))?;
         if verbose {
             details(b, opts, out)?;
-            if let Some(line) = glibc_line(b, &report.facts.libraries, report.facts.glibc()) {
+            if let Some(line) = glibc_line(b, report, report.facts.glibc()) {
                 writeln!(out, "    {}{line}", p.dim(&format!("{:<12}", "glibc")))?;
             }
             for r in report.facts.libraries.iter().filter(|r| r.binary == b.path) {
@@ -71,12 +73,12 @@ const HEADLINES_SHOWN: usize = 12;
 /// The answer, one line per binary (and GPU): all of them when they are few or with `-v`; else every line that
 /// says something is wrong, and a count of those that say all is well.
 fn headlines(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
-    use crate::rules::Standing;
+    use crate::diagnose::Standing;
     if report.headlines.is_empty() {
         return Ok(());
     }
     let fold = report.headlines.len() > HEADLINES_SHOWN && !opts.detail.verbose();
-    let well = |h: &&crate::rules::Headline| {
+    let well = |h: &&crate::diagnose::Headline| {
         matches!(
             h.standing,
             Standing::Runs | Standing::NoError | Standing::NoDeviceCode
@@ -105,8 +107,8 @@ fn headlines(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io::
 }
 
 /// One line of the answer: `app on NVIDIA H200 (CC 9.0): will fail: why (and 2 more errors)`.
-fn headline(h: &crate::rules::Headline, p: Paint, out: &mut dyn Write) -> io::Result<()> {
-    use crate::rules::Standing;
+fn headline(h: &crate::diagnose::Headline, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+    use crate::diagnose::Standing;
     let subject = match (&h.subject, &h.gpu) {
         (Some(b), Some(g)) => format!("{} on {}", p.bold(b), Sane(g)),
         (Some(b), None) => p.bold(b),
@@ -279,7 +281,7 @@ pub fn summary_line(b: &BinaryFacts) -> String {
 /// process 2.35 (GLIBC_2.35 from libc.so.6, by /opt/lib/libfoo.so); the machine's 2.36".
 fn glibc_line(
     b: &BinaryFacts,
-    resolutions: &[crate::facts::loader::Resolution],
+    report: &Report,
     machine: Option<&crate::facts::host::GlibcFacts>,
 ) -> Option<String> {
     let own = crate::glibc::floor(&b.elf.as_ref()?.version_needs);
@@ -287,16 +289,16 @@ fn glibc_line(
         Some(n) => format!("needs {} ({} from {})", n.version, n.name, n.from),
         None => "needs no glibc symbol version".to_string(),
     };
-    let resolution = resolutions.iter().find(|r| r.binary == b.path);
-    if let Some((o, n)) = resolution.and_then(crate::rules::glibc::tree_floor)
-        && o.path != b.path
+    let resolution = report.facts.libraries.iter().find(|r| r.binary == b.path);
+    if let Some(Some((by, n))) = report.glibc_floors.get(&b.path)
+        && *by != b.path
         && own
             .as_ref()
             .is_none_or(|own| crate::glibc::compare(&n.version, &own.version).is_gt())
     {
         line.push_str(&format!(
-            "; its process {} ({} from {}, by {})",
-            n.version, n.name, n.from, o.path
+            "; its process {} ({} from {}, by {by})",
+            n.version, n.name, n.from
         ));
     }
     // A binary of another architecture does not use this machine's glibc.
@@ -454,12 +456,12 @@ fn name_list(label: &str, names: &[String], opts: &RenderOptions, out: &mut dyn 
     if names.is_empty() {
         return Ok(());
     }
-    let all = opts.detail == super::Detail::Everything || names.len() <= LIST_FIRST + 1;
+    let all = opts.detail == Detail::Everything || names.len() <= LIST_FIRST + 1;
     let shown = if all { names } else { &names[..LIST_FIRST] };
     let indent = "            ";
     let mut line = format!("{indent}{label} ({}): ", thousands(names.len()));
     let mut first_on_line = true;
-    let mut pieces: Vec<String> = shown.iter().map(|n| super::escape(n).into_owned()).collect();
+    let mut pieces: Vec<String> = shown.iter().map(|n| sane::escape(n).into_owned()).collect();
     if !all {
         pieces.push(format!(
             "… {} more (all with --deep -v, or in --format json)",
@@ -708,15 +710,15 @@ mod tests {
         assert!(text.lines().any(|l| l.trim() == format!("{long},")), "{text}");
     }
 
-    fn report_of(headlines: Vec<crate::rules::Headline>) -> Report {
+    fn report_of(headlines: Vec<crate::diagnose::Headline>) -> Report {
         Report {
             headlines,
             ..Report::default()
         }
     }
 
-    fn headline_of(name: &str, standing: crate::rules::Standing) -> crate::rules::Headline {
-        crate::rules::Headline {
+    fn headline_of(name: &str, standing: crate::diagnose::Standing) -> crate::diagnose::Headline {
+        crate::diagnose::Headline {
             subject: Some(name.into()),
             gpu: Some("CC 9.0".into()),
             standing,
@@ -738,7 +740,7 @@ mod tests {
 
     #[test]
     fn many_headlines_keep_what_is_wrong_and_count_the_rest() {
-        use crate::rules::Standing;
+        use crate::diagnose::Standing;
         let mut list: Vec<_> = (0..20)
             .map(|i| headline_of(&format!("lib{i}.so"), Standing::Runs))
             .collect();
@@ -765,7 +767,7 @@ mod tests {
 
     #[test]
     fn data_in_the_answer_and_in_name_lists_is_escaped() {
-        let mut h = headline_of("app\x1b]0;pwned\x07", crate::rules::Standing::Fails);
+        let mut h = headline_of("app\x1b]0;pwned\x07", crate::diagnose::Standing::Fails);
         h.why = "libx\u{202e}.so missing".into();
         let text = shown(&report_of(vec![h]), Detail::Short);
         assert!(!text.contains('\x1b') && !text.contains('\u{202e}'), "{text:?}");

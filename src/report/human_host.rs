@@ -2,7 +2,8 @@
 //! environment, and the CUDA libraries on disk (a line per family, version, directory and owner; every file
 //! with `-v`).
 
-use super::{Paint, Sane};
+use super::paint::Paint;
+use super::sane::Sane;
 use crate::facts::HostFacts;
 use crate::facts::host::{Flavour, LibCandidate, LibraryEntry};
 use std::io::{self, Write};

@@ -1,6 +1,7 @@
 //! The human report's image line (`inspect --image`): which image, which config, which program.
 
-use super::{Paint, Sane, sane};
+use super::paint::Paint;
+use super::sane::{self, Sane};
 use crate::facts::image::ImageFacts;
 use std::io::{self, Write};
 

@@ -1,7 +1,8 @@
 //! The wheel section of the human report (`audit`): each wheel's declared CUDA dependencies, and where each
 //! CUDA library its binaries need will come from after `pip install`.
 
-use super::{Paint, Sane};
+use super::paint::Paint;
+use super::sane::Sane;
 use crate::facts::{Installed, Provided, WheelFacts};
 use std::io::{self, Write};
 

@@ -2,7 +2,9 @@
 //! use), every library of the process with how and from where it came in, the findings. Human text and JSON;
 //! every string a file gave is sanitised on a terminal ([`super::sane::Guard`]).
 
-use super::{Detail, DocFormat, OutputFormat, Paint, RenderOptions, Sane};
+use super::model::{Detail, DocFormat, OutputFormat, RenderOptions};
+use super::paint::Paint;
+use super::sane::Sane;
 use crate::imports::{ImportReport, Imported};
 use crate::python::frameworks::{Loaded, LoadedHow, Outcome, Step};
 use serde::Serialize;

@@ -5,7 +5,7 @@
 //! the facts cannot silently change the contract. `tests/` checks every fixture's report with the contract's
 //! own checker, which CI provides beside the checkout.
 
-use super::{Report, Summary};
+use super::model::{Report, Summary};
 use crate::facts::{BinaryFacts, CodeKind, DeviceCode, Format};
 use crate::findings::Finding;
 use serde::Serialize;
@@ -37,12 +37,12 @@ struct Wire<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     image: Option<&'a crate::image::ImageFacts>,
     /// One verdict per binary and GPU (additive to the contract; empty when no GPU is known).
-    verdicts: &'a [crate::rules::Verdict],
+    verdicts: &'a [crate::diagnose::Verdict],
     /// The outcome of each inspected program, read from the same findings as the verdicts (additive): one per
     /// verdict, or, with no GPU known, whether an error stops it. `standing` is `runs`, `runs-after-jit`,
     /// `fails`, `no-device-code` or `no-error`; `subject` is null for the machine alone (`doctor`). The human
     /// report's first lines.
-    headlines: &'a [crate::rules::Headline],
+    headlines: &'a [crate::diagnose::Headline],
     summary: Summary,
 }
 
@@ -208,16 +208,13 @@ struct TreeGlibc<'a> {
     needed_by: Option<&'a str>,
 }
 
-fn glibc<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::facts::loader::Resolution]) -> Option<Glibc<'a>> {
+fn glibc<'a>(b: &'a BinaryFacts, floors: &'a crate::diagnose::GlibcFloors) -> Option<Glibc<'a>> {
     let own = crate::glibc::floor(&b.elf.as_ref()?.version_needs);
-    let tree = resolutions.iter().find(|r| r.binary == b.path).map(|r| {
-        let top = crate::rules::glibc::tree_floor(r);
-        TreeGlibc {
-            needed_by: top.as_ref().map(|(o, _)| o.path.as_str()),
-            needs: top.as_ref().map(|(_, n)| n.version.clone()),
-            name: top.as_ref().map(|(_, n)| n.name.clone()),
-            from: top.map(|(_, n)| n.from),
-        }
+    let tree = floors.get(&b.path).map(|top| TreeGlibc {
+        needed_by: top.as_ref().map(|(by, _)| by.as_str()),
+        needs: top.as_ref().map(|(_, n)| n.version.clone()),
+        name: top.as_ref().map(|(_, n)| n.name.clone()),
+        from: top.as_ref().map(|(_, n)| n.from.clone()),
     });
     Some(Glibc {
         needs: own.as_ref().map(|n| n.version.clone()),
@@ -310,7 +307,7 @@ fn entry(e: &DeviceCode) -> Entry<'_> {
     }
 }
 
-fn binary<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::facts::loader::Resolution]) -> Binary<'a> {
+fn binary<'a>(b: &'a BinaryFacts, floors: &'a crate::diagnose::GlibcFloors) -> Binary<'a> {
     let empty: &[String] = &[];
     let elf = b.elf.as_ref();
     Binary {
@@ -355,7 +352,7 @@ fn binary<'a>(b: &'a BinaryFacts, resolutions: &'a [crate::facts::loader::Resolu
             .collect(),
         fatbins: &b.fatbins,
         problems: &b.problems,
-        glibc: glibc(b, resolutions),
+        glibc: glibc(b, floors),
     }
 }
 
@@ -368,7 +365,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .facts
             .binaries
             .iter()
-            .map(|b| binary(b, &report.facts.libraries))
+            .map(|b| binary(b, &report.glibc_floors))
             .collect(),
         libraries: libraries(report),
         host: host(report.facts.host.as_ref(), report.facts.glibc()),

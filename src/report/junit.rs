@@ -2,7 +2,7 @@
 //! binary: errors are failures, warnings and notes go to `system-out`. Findings not tied to a binary (an unused
 //! waiver, say) belong to a "policy" test case.
 
-use super::Report;
+use super::model::Report;
 use crate::findings::{Finding, Severity};
 use std::io::{self, Write};
 

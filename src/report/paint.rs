@@ -52,7 +52,7 @@ impl Paint {
     /// What is painted is data more often than not (a path, a SONAME): it is escaped first
     /// ([`escape`](super::escape)), so that only the colour reaches the terminal as a sequence.
     fn apply(&self, s: &str, f: impl Fn(&str) -> String) -> String {
-        let s = super::escape(s);
+        let s = super::sane::escape(s);
         if self.enabled { f(&s) } else { s.into_owned() }
     }
 

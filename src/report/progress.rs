@@ -29,7 +29,7 @@ fn quiet() -> Duration {
 }
 
 /// Records whether the progress line may be coloured (`--color`, `NO_COLOR`, stderr a terminal).
-pub fn configure(paint: super::Paint) {
+pub fn configure(paint: super::paint::Paint) {
     let _ = COLOR.set(paint.enabled());
 }
 

@@ -7,7 +7,7 @@
 //! `tests/it/audit.rs` validates this output against the OASIS schema (`tests/data/sarif-schema-2.1.0.json`, the
 //! Errata 01 revision that `$schema` names) and checks every location is an RFC 3986 URI reference.
 
-use super::Report;
+use super::model::Report;
 use crate::findings::{self, Finding};
 use serde_json::{Value, json};
 use std::io::{self, Write};

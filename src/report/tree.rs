@@ -2,7 +2,9 @@
 //! `[rpath of X]`, `[LD_LIBRARY_PATH]`, `[runpath]`, `[ld.so.cache]`, `[default path]`, `[dlopen]`), and for a
 //! library that is not found the numbered search trail, the copies elsewhere on disk and a one-line fix.
 
-use super::{Fixes, Paint, Sane};
+use super::model::Fixes;
+use super::paint::Paint;
+use super::sane::Sane;
 use crate::facts::loader::{How, Library, Resolution};
 use std::collections::BTreeSet;
 use std::io::{self, Write};

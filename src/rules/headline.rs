@@ -5,8 +5,8 @@
 //! ([`super::verdicts`]); without one (`--no-host`, a build box) it is whether anything stops the binary at all:
 //! its first error, and how many more there are. The renderer only prints these; every judgement is here.
 
+use super::compat::{Outcome, Verdict, stops};
 use super::process::{FindingIndex, processes};
-use super::{Outcome, Verdict, stops};
 use crate::facts::Facts;
 use crate::findings::Finding;
 use serde::Serialize;

@@ -6,12 +6,17 @@
 //!
 //! Two pipelines own the order in which the rules run, the severities and the waivers, as cargo-deny's sink
 //! does: [`evaluate`] for `inspect`, `doctor`, `probe` and `explain --check` (a machine, real or what-if), and
-//! [`evaluate_release`] for `audit` (release artifacts against a policy). Commands call one of them and never
-//! a rule of their own.
+//! [`evaluate_release`] for `audit` (release artifacts against a policy); [`container_verdict`] runs the first
+//! for an image's program in a container. Commands call one of them and never a rule of their own.
+//!
+//! What a report shows is one [`Judgement`]: the findings, the verdicts, and what is read from them (the
+//! headlines, the loader tree's fixes, each process's glibc floor). The report presents it and computes
+//! nothing.
 
 mod binary;
 pub mod cdi;
 pub mod compat;
+pub mod container_verdict;
 pub mod cpu_only;
 pub mod device_order;
 pub mod driver;
@@ -42,28 +47,68 @@ pub mod visibility;
 pub mod wheel;
 
 use crate::facts::Facts;
+use crate::facts::loader::Resolution;
 use crate::findings::{Code, Finding};
+use crate::glibc::GlibcNeed;
 use crate::matrix::Matrix;
 use crate::policy::Policy;
+use std::collections::BTreeMap;
 
 pub use compat::{Outcome, Verdict, stops, verdicts};
 pub use headline::{Headline, Standing, headlines};
+pub use loader::Fixes;
+pub use packages::Providers;
 
-/// One judgement of the facts: the findings, and the verdicts read from them. The first line of a report, the
-/// JSON outcome and the exit status all come from it, so they cannot disagree.
+/// One judgement of the facts: the findings, the verdicts read from them, and what a report shows of them.
+/// The first line of a report, the JSON outcome and the exit status all come from it, so they cannot
+/// disagree.
 #[derive(Debug, Clone, Default)]
 pub struct Judgement {
     /// Every finding, most severe first.
     pub findings: Vec<Finding>,
     /// One verdict per inspected program and GPU, from [`Judgement::findings`].
     pub verdicts: Vec<Verdict>,
+    /// The first lines of the human report: per binary (or for the machine), will it run and why.
+    pub headlines: Vec<Headline>,
+    /// The one-line fix of each library no search found, for the loader tree (`inspect -v`).
+    pub fixes: Fixes,
+    /// The glibc floor of each binary's whole process ([`glibc::tree_floor`]).
+    pub glibc_floors: GlibcFloors,
+}
+
+/// The glibc floor of each binary's process, by the binary's path (its first loader tree): the object that
+/// needs the highest glibc version, and that need; `None` when no object of the tree needs a version.
+pub type GlibcFloors = BTreeMap<String, Option<(String, GlibcNeed)>>;
+
+impl Judgement {
+    /// The judgement made of `findings` and `verdicts` on `facts`: with its headlines, fixes and floors.
+    pub fn of(facts: &Facts, findings: Vec<Finding>, verdicts: Vec<Verdict>) -> Judgement {
+        Judgement {
+            headlines: headlines(facts, &findings, &verdicts),
+            fixes: loader::missing_fixes(&facts.libraries),
+            glibc_floors: glibc_floors(&facts.libraries),
+            findings,
+            verdicts,
+        }
+    }
 }
 
 /// Judges the facts for a machine (real or what-if): [`evaluate`], then [`verdicts`] from its findings.
 pub fn judge(facts: &Facts, matrix: &Matrix) -> Judgement {
     let findings = evaluate(facts, matrix);
     let verdicts = verdicts(facts, &findings, matrix);
-    Judgement { findings, verdicts }
+    Judgement::of(facts, findings, verdicts)
+}
+
+/// Each binary's process glibc floor ([`GlibcFloors`]).
+fn glibc_floors(libraries: &[Resolution]) -> GlibcFloors {
+    let mut floors = GlibcFloors::new();
+    for r in libraries {
+        floors
+            .entry(r.binary.clone())
+            .or_insert_with(|| glibc::tree_floor(r).map(|(o, need)| (o.path.clone(), need)));
+    }
+    floors
 }
 
 /// Runs every rule over the facts, returning findings most severe first (stable within a severity).

@@ -46,6 +46,7 @@ const LAYERS: &[&[&str]] = &[
         "explain",
         "imports",
     ],
+    &["diagnose"],
     &["report"],
     &["cli", "commands", "fuzzing"],
 ];

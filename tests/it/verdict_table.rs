@@ -279,7 +279,9 @@ fn verdict_table() {
             }),
             ..Facts::default()
         };
-        let rules::Judgement { findings, verdicts } = rules::judge(&facts, &m);
+        let rules::Judgement {
+            findings, verdicts, ..
+        } = rules::judge(&facts, &m);
         let mut got: Vec<&str> = findings
             .iter()
             .map(|f| f.slug.as_str())

@@ -4,7 +4,7 @@
 //! A snapshot holds facts only: its findings are the rules' over those facts with the bundled matrix, as
 //! `doctor --facts` gives them. A report holds its findings and (under `host.facts`) the facts they rest on.
 
-use crate::commands::ToolError;
+use crate::diagnose::ToolError;
 use crate::diff::{Node, NodeFinding};
 use crate::matrix::Matrix;
 use serde::de::IgnoredAny;
@@ -71,11 +71,11 @@ pub fn parse(text: &str, origin: &str, fallback_name: String, matrix: &Matrix) -
     let head: Head = serde_json::from_str(text)
         .map_err(|e| ToolError(format!("{origin} is not JSON ({e}): {expected}")))?;
     let (kind, host, findings) = if head.snapshot_version.is_some() {
-        let mut facts = crate::commands::snapshot::parse(text, origin)?;
+        let mut facts = crate::diagnose::snapshot::parse(text, origin)?;
         if let Some(h) = facts.host.as_mut() {
             crate::host::enrich::with_matrix(h, matrix);
         }
-        let findings = crate::rules::evaluate(&facts, matrix)
+        let findings = crate::diagnose::evaluate(&facts, matrix)
             .into_iter()
             .map(|f| NodeFinding {
                 code: f.code.info().code.to_string(),

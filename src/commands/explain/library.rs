@@ -3,8 +3,8 @@
 //! `rules::packages`), and where copies of it are on this machine (or under `--root`), found as `inspect`
 //! finds them for a missing library (`loader::copies`).
 
+use crate::diagnose::Providers;
 use crate::facts::loader::{Copy, Library, Resolution};
-use crate::rules::packages::Providers;
 use crate::system::Root;
 use serde::Serialize;
 use std::collections::BTreeSet;

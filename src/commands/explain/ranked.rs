@@ -1,11 +1,38 @@
 //! The ranked causes of a pasted message (`explain::diagnose`) as `explain` shows them: the JSON `candidates`,
 //! the human list with each cause's reasons and check, and `explain SLUG` of a cause only `explain` knows.
 
-use super::{Match, Outcome, ToolError};
 use crate::cli::ExplainArgs;
+use crate::commands::outcome::Outcome;
+use crate::diagnose::ToolError;
 use crate::explain::Candidate;
 use crate::report::{self, DocFormat};
+use serde::Serialize;
 use std::io::Write;
+
+/// One thing the query matched (`explain` shows the causes it ranks beside them).
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub(super) enum Match<'m> {
+    /// A finding code or slug.
+    Code { code: &'static str, slug: &'static str },
+    /// A CUDA error (by number, name or message).
+    CudaError {
+        value: u32,
+        name: &'m str,
+        driver_name: Option<&'m str>,
+        message: Option<&'m str>,
+        meaning: Option<&'m str>,
+        findings: &'m [String],
+        source: String,
+    },
+    /// A loader, NVML or container message.
+    Message {
+        pattern: &'m str,
+        meaning: &'m str,
+        findings: &'m [String],
+        source: String,
+    },
+}
 
 /// `candidates` of the JSON: the ranked causes, or the finding a code or slug names.
 pub(super) fn candidates_json(cands: &[Candidate], ms: &[Match<'_>]) -> serde_json::Value {

@@ -1,11 +1,12 @@
 //! `cudadiag fleet`: many nodes' reports and snapshots, grouped; an artefact or an image judged on each
 //! (`fleet` module).
 
-mod image;
 mod read;
 
-use super::{Outcome, ToolError};
+use super::outcome::Outcome;
 use crate::cli::FleetArgs;
+use crate::diagnose::ToolError;
+use crate::diagnose::image::fleet as image;
 use crate::fleet::judge::{Artefact, ImageJudged};
 use crate::fleet::{self, Files};
 use crate::report::{DocFormat, Paint};
@@ -22,7 +23,7 @@ pub fn run(args: &FleetArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
             .image
             .as_ref()
             .map(|p| s.spawn(move || image::open(p, platform)));
-        let matrix = super::targets::load_matrix(args.matrix.as_deref());
+        let matrix = crate::diagnose::targets::load_matrix(args.matrix.as_deref());
         (
             matrix,
             artefact.map(crate::parallel::join),

@@ -11,7 +11,7 @@
 //! directory, each file at most [`NODE_FILE`] bytes (read through `system::read`, which refuses FIFOs and
 //! devices without blocking), and memory per node of what is kept, not of the file.
 
-use crate::commands::image::{Program, Staged};
+use crate::diagnose::image::program::{Program, Staged};
 use crate::facts::HostFacts;
 use crate::findings::Severity;
 use crate::fleet::judge::{Artefact, Prediction};
@@ -419,23 +419,8 @@ fn snapshot_node(
         // The envelope `cudadiag snapshot` writes: decoded straight into the host facts (no JSON tree first),
         // after the version check `--facts` makes.
         Some(v) => {
-            let version = v.as_u64().ok_or_else(|| {
-                skipped(
-                    path,
-                    SkipKind::NotCudadiag,
-                    format!("not a cudadiag snapshot: snapshot_version is {v}, not a number"),
-                )
-            })?;
-            if version > u64::from(crate::commands::snapshot::SNAPSHOT_VERSION) {
-                return Err(skipped(
-                    path,
-                    SkipKind::NotCudadiag,
-                    format!(
-                        "snapshot version {version} is newer than this cudadiag understands (max {}): upgrade cudadiag",
-                        crate::commands::snapshot::SNAPSHOT_VERSION
-                    ),
-                ));
-            }
+            crate::diagnose::snapshot::gate(v)
+                .map_err(|e| skipped(path, SkipKind::NotCudadiag, e.to_string()))?;
             let file: SnapshotFile = serde_json::from_str(text).map_err(|e| {
                 skipped(
                     path,
@@ -447,7 +432,7 @@ fn snapshot_node(
         }
         // A bare serialised `Facts` (accepted by `--facts` too).
         None => {
-            crate::commands::snapshot::parse(text, "this file")
+            crate::diagnose::snapshot::parse(text, "this file")
                 .map_err(|_| {
                     skipped(
                         path,
@@ -473,7 +458,7 @@ fn snapshot_node(
         ..crate::facts::Facts::default()
     };
     let mut findings = Vec::new();
-    for f in crate::rules::evaluate(&facts_of_node, matrix) {
+    for f in crate::diagnose::evaluate(&facts_of_node, matrix) {
         add_finding(&mut findings, &f.slug, f.code.as_str(), f.severity);
     }
     let host = facts_of_node.host;

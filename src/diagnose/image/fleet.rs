@@ -1,5 +1,5 @@
 //! `fleet --image`: will the image's program run on each node? The same question `inspect --image IMAGE
-//! --facts NODE.json` answers for one node, through the same code (`commands::image`): the image's program,
+//! --facts NODE.json` answers for one node, through the same code (`diagnose::image`): the image's program,
 //! environment and user are read once; each node is staged as it is read (what the NVIDIA Container Toolkit
 //! does there, and the node's facts a container shares); then the nodes are judged per unpacked tree.
 //!
@@ -11,9 +11,10 @@
 //! tree and the binaries' facts are read once per group; per node, only the rules and verdicts run. Groups
 //! past [`MAX_GROUPS`] are not judged: their nodes say so, with the cap, rather than the run taking minutes.
 
-use super::super::ToolError;
-use crate::commands::image::{self as judging, Mount, Program, Staged, Tree};
-use crate::commands::inspect::Reading;
+use super::program::{self, Mount, Program, Staged};
+use super::tree::{self, Tree};
+use crate::diagnose::read::Reading;
+use crate::diagnose::{System, ToolError};
 use crate::fleet::Node;
 use crate::fleet::judge::Prediction;
 use crate::image::{self, Image, Limits};
@@ -36,7 +37,8 @@ pub struct Opened {
 /// Opens the image and reads its program (the entrypoint's, as `inspect --image` finds it).
 pub fn open(path: &Path, platform: Option<&str>) -> Result<Opened, ToolError> {
     let tree = image::open(path, platform, &Limits::default()).map_err(|e| ToolError(e.to_string()))?;
-    let program = Program::read(&tree, &crate::cli::SystemArgs::default(), &[])?;
+    // The image's own environment, as a scheduler starts it (no `--env` to apply).
+    let program = Program::read(&tree, &System::default(), &[])?;
     Ok(Opened { tree, program })
 }
 
@@ -57,23 +59,9 @@ pub fn judge_all(
             groups.entry(s.plan.as_slice()).or_default().push(i);
         }
     }
-    let opts = crate::inspect::InspectOptions::default();
-    let (system, target) = (
-        crate::cli::SystemArgs::default(),
-        crate::cli::TargetArgs::default(),
-    );
     // As `inspect --image` reads by default: the programs' device code (headers), their loader trees and the
     // device code of the libraries they load.
-    let reading = Reading {
-        paths: &[],
-        opts: &opts,
-        system: &system,
-        target: &target,
-        libraries: true,
-        device_code: true,
-        host: true,
-        snapshot: None,
-    };
+    let reading = Reading::default();
     let img = tree;
     let mount_sets = groups.len();
     for (n, (plan, members)) in groups.into_iter().enumerate() {
@@ -86,14 +74,14 @@ pub fn judge_all(
             }
             continue;
         }
-        judging::mount(&img, &program, plan)?;
+        program::mount(&img, &program, plan)?;
         let tree = Tree::read(&img, &program, &reading)?;
         let predictions = crate::parallel::map_with(
             &members,
             usize::MAX,
             || tree.facts.clone(),
             |facts, &i| {
-                let (findings, verdicts) = judging::judge(facts, &tree, &program, staged[i].as_ref(), matrix);
+                let (findings, verdicts) = tree::judge(facts, &tree, &program, staged[i].as_ref(), matrix);
                 facts.host = None;
                 done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Prediction::of(&findings, &verdicts)

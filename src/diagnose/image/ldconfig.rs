@@ -9,8 +9,8 @@
 //! glibc-hwcaps and legacy hwcap subdirectories are not scanned; an existing SONAME link is kept as it is
 //! (ldconfig would point it at the newest file), a missing one is made.
 
-use super::ToolError;
 use crate::container::ldcache::{self, CacheEntry};
+use crate::diagnose::ToolError;
 use crate::image::Image;
 use crate::system::Root;
 use std::io::Read;

@@ -1,8 +1,7 @@
 //! The matrix a command uses (bundled or `--matrix FILE`) and the what-if targets (`--gpu`, `--driver`),
 //! which replace the machine's GPUs and driver in the facts so the same pure rules answer "would it run there?".
 
-use super::ToolError;
-use crate::cli::TargetArgs;
+use super::{Target, ToolError};
 use crate::facts::{DriverFacts, Facts, GpuFacts};
 use crate::matrix::{Cc, DriverVersion, Matrix};
 use std::path::Path;
@@ -58,8 +57,8 @@ pub fn gpu_from_arg(arg: &str, m: &Matrix) -> Result<GpuFacts, ToolError> {
 }
 
 /// Applies `--gpu` and `--driver` to the facts: each replaces what the machine said.
-pub fn apply(args: &TargetArgs, facts: &mut Facts, m: &Matrix) -> Result<(), ToolError> {
-    if args.gpus.is_empty() && args.driver.is_none() {
+pub fn apply(args: &Target, facts: &mut Facts, m: &Matrix) -> Result<(), ToolError> {
+    if !args.what_if() {
         return Ok(());
     }
     let host = facts.host.get_or_insert_with(Default::default);
