@@ -35,6 +35,7 @@ pub mod policy;
 pub mod probe;
 pub mod process;
 pub mod secure_boot;
+pub mod target;
 pub mod visibility;
 pub mod wheel;
 
