@@ -29,6 +29,7 @@ pub mod kernel_image;
 pub mod library_versions;
 pub mod loader;
 pub mod missing;
+pub mod not_found;
 pub mod packages;
 mod pins;
 pub mod policy;
