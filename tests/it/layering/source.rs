@@ -15,14 +15,14 @@ use std::path::{Path, PathBuf};
 /// A module by its path from the crate root: `["rules", "compat"]`; the root is `[]`.
 pub type ModPath = Vec<String>;
 
-/// A token with the little the walk needs: identifiers, punctuation (`joint` when glued to the next one, as
-/// the first `:` of `::`), literals (kept for `#[path = "…"]`) and delimited groups, each with its line.
+/// A token with the little the walk needs: identifiers (with their line), punctuation (`joint` when glued to
+/// the next one, as the first `:` of `::`), literals (kept for `#[path = "…"]`) and delimited groups.
 #[derive(Clone, Debug)]
 pub enum Tok {
     Ident(String, usize),
-    Punct(char, bool, usize),
-    Lit(String, usize),
-    Group(Delimiter, Vec<Tok>, usize),
+    Punct(char, bool),
+    Lit(String),
+    Group(Delimiter, Vec<Tok>),
 }
 
 impl Tok {
@@ -33,12 +33,7 @@ impl Tok {
         }
     }
     fn is_punct(&self, c: char) -> bool {
-        matches!(self, Tok::Punct(p, _, _) if *p == c)
-    }
-    fn line(&self) -> usize {
-        match self {
-            Tok::Ident(_, l) | Tok::Punct(_, _, l) | Tok::Lit(_, l) | Tok::Group(_, _, l) => *l,
-        }
+        matches!(self, Tok::Punct(p, _) if *p == c)
     }
 }
 
@@ -71,16 +66,11 @@ fn convert(stream: TokenStream) -> Vec<Tok> {
             }
             continue;
         }
-        let line = raw[i].span().start().line;
         out.push(match &raw[i] {
-            TokenTree::Ident(x) => Tok::Ident(x.to_string(), line),
-            TokenTree::Punct(p) => Tok::Punct(
-                p.as_char(),
-                p.spacing() == proc_macro2::Spacing::Joint,
-                line,
-            ),
-            TokenTree::Literal(l) => Tok::Lit(l.to_string(), line),
-            TokenTree::Group(g) => Tok::Group(g.delimiter(), convert(g.stream()), line),
+            TokenTree::Ident(x) => Tok::Ident(x.to_string(), x.span().start().line),
+            TokenTree::Punct(p) => Tok::Punct(p.as_char(), p.spacing() == proc_macro2::Spacing::Joint),
+            TokenTree::Literal(l) => Tok::Lit(l.to_string()),
+            TokenTree::Group(g) => Tok::Group(g.delimiter(), convert(g.stream())),
         });
         i += 1;
     }
@@ -98,7 +88,7 @@ fn is_cfg_test(raw: &[TokenTree], i: usize) -> bool {
 
 /// `t[i]` and `t[i + 1]` are the two colons of `::`.
 fn colon2(t: &[Tok], i: usize) -> bool {
-    matches!(t.get(i), Some(Tok::Punct(':', true, _))) && t.get(i + 1).is_some_and(|n| n.is_punct(':'))
+    matches!(t.get(i), Some(Tok::Punct(':', true))) && t.get(i + 1).is_some_and(|n| n.is_punct(':'))
 }
 
 /// The leaves of a use tree (`a::{b, c::d as e, f::*}`): each full path, with the name it binds (`None` for
@@ -129,11 +119,11 @@ pub fn use_leaves(t: &[Tok], prefix: &[String], out: &mut Vec<(Vec<String>, Opti
                 out.push((segs, bind, false));
                 return;
             }
-            Tok::Punct('*', _, _) => {
+            Tok::Punct('*', _) => {
                 out.push((segs, None, true));
                 return;
             }
-            Tok::Group(Delimiter::Brace, inner, _) => {
+            Tok::Group(Delimiter::Brace, inner) => {
                 for part in inner.split(|x| x.is_punct(',')) {
                     if !part.is_empty() {
                         use_leaves(part, &segs, out);
@@ -221,9 +211,9 @@ impl Crate {
         while i < t.len() {
             let next = t.get(i + 1);
             match &t[i] {
-                Tok::Punct('#', _, _) if matches!(next, Some(Tok::Group(Delimiter::Bracket, ..))) => {
-                    if let Some(Tok::Group(_, a, _)) = next
-                        && let [Tok::Ident(k, _), Tok::Punct('=', _, _), Tok::Lit(v, _)] = a.as_slice()
+                Tok::Punct('#', _) if matches!(next, Some(Tok::Group(Delimiter::Bracket, _))) => {
+                    if let Some(Tok::Group(_, a)) = next
+                        && let [Tok::Ident(k, _), Tok::Punct('=', _), Tok::Lit(v)] = a.as_slice()
                         && k == "path"
                     {
                         path_attr = Some(v.trim_matches('"').to_string());
@@ -290,7 +280,7 @@ impl Crate {
                     i = j;
                     continue;
                 }
-                Tok::Group(_, inner, _) => self.scan(inner, src, scope, file, child_dir, false),
+                Tok::Group(_, inner) => self.scan(inner, src, scope, file, child_dir, false),
                 _ => {}
             }
             i += 1;
@@ -329,7 +319,7 @@ impl Crate {
                 self.modules.get_mut(scope).expect("entered").children.insert(name.to_string());
                 self.load(src, &child_file, module, dir);
             }
-            Some(Tok::Group(Delimiter::Brace, inner, _)) => {
+            Some(Tok::Group(Delimiter::Brace, inner)) => {
                 self.modules.get_mut(scope).expect("entered").children.insert(name.to_string());
                 self.scan(inner, src, &module, file, &child_dir.join(name), true);
             }
