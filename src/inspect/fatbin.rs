@@ -11,8 +11,8 @@
 //! recorded as a [`Problem`] with the offset, and the walk resumes at the next 8-aligned container magic when it
 //! can. Payloads are read only when a question needs them (see [`Depth`]), and decompressed with a hard bound.
 
-use super::input::Input;
 use super::budget::{self, Decoded};
+use super::input::Input;
 use super::options::{Depth, InspectOptions};
 use super::{cubin, decompress, ptx};
 use crate::facts::{BinaryFacts, CodeKind, Compression, DeviceCode, FatbinContainer, Problem, ProblemKind};
