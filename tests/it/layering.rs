@@ -55,7 +55,10 @@ fn src_dir() -> PathBuf {
 
 /// The top-level module a file belongs to: `rules` for `rules/compat.rs`, `loader` for `loader.rs`.
 fn top_of(file: &Path) -> String {
-    let first = file.components().next().map(|c| c.as_os_str().to_string_lossy().into_owned());
+    let first = file
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned());
     first.unwrap_or_default().trim_end_matches(".rs").to_string()
 }
 
@@ -69,7 +72,10 @@ fn graph_of(krate: &Crate) -> BTreeMap<String, BTreeSet<String>> {
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for r in &krate.references {
         let from = top_of(&r.file);
-        let Some(to) = krate.resolve(&r.scope, &r.segments, 0).and_then(|t| t.named.first().cloned()) else {
+        let Some(to) = krate
+            .resolve(&r.scope, &r.segments, 0)
+            .and_then(|t| t.named.first().cloned())
+        else {
             continue;
         };
         if from != "lib" && to != from {
@@ -143,7 +149,13 @@ fn knots(g: &FileEdges) -> Vec<Vec<String>> {
             }
         }
     }
-    let mut w = Walk { g, index: BTreeMap::new(), stack: Vec::new(), on_stack: BTreeSet::new(), out: Vec::new() };
+    let mut w = Walk {
+        g,
+        index: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
     for n in g.keys() {
         if !w.index.contains_key(n.as_str()) {
             visit(&mut w, n);
@@ -297,7 +309,10 @@ fn file_graph_prints() {
         }
     }
     let knots = knots(&g);
-    text.push_str(&format!("{} knots of files importing each other in a circle\n", knots.len()));
+    text.push_str(&format!(
+        "{} knots of files importing each other in a circle\n",
+        knots.len()
+    ));
     for knot in &knots {
         text.push_str(&format!("knot of {}: {}\n", knot.len(), knot.join(", ")));
     }
@@ -318,9 +333,21 @@ fn no_import_circle_between_files() {
     let knots = knots(&g);
     let text: Vec<String> = knots
         .iter()
-        .map(|k| format!("knot of {} files: {}\n  {}", k.len(), k.join(", "), circle(&g, k).join("\n  ")))
+        .map(|k| {
+            format!(
+                "knot of {} files: {}\n  {}",
+                k.len(),
+                k.join(", "),
+                circle(&g, k).join("\n  ")
+            )
+        })
         .collect();
-    assert!(knots.is_empty(), "{} import circles between files:\n{}", knots.len(), text.join("\n"));
+    assert!(
+        knots.is_empty(),
+        "{} import circles between files:\n{}",
+        knots.len(),
+        text.join("\n")
+    );
 }
 
 /// `rules` judges and returns one judgement; `report` presents it and `commands` glue: neither names a rule
@@ -335,11 +362,23 @@ fn report_and_commands_name_no_rules_module() {
         if top != "report" && top != "commands" {
             continue;
         }
-        if krate.resolve(&r.scope, &r.segments, 0).is_some_and(|t| t.named.first().is_some_and(|m| m == "rules")) {
-            bad.push(format!("{}:{}: {}", r.file.display(), r.line, r.segments.join("::")));
+        if krate
+            .resolve(&r.scope, &r.segments, 0)
+            .is_some_and(|t| t.named.first().is_some_and(|m| m == "rules"))
+        {
+            bad.push(format!(
+                "{}:{}: {}",
+                r.file.display(),
+                r.line,
+                r.segments.join("::")
+            ));
         }
     }
-    assert!(bad.is_empty(), "report/ and commands/ name rules:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "report/ and commands/ name rules:\n{}",
+        bad.join("\n")
+    );
 }
 
 /// The modules each module of a one-file crate names (by the module its path walks to), for the parser's tests.
@@ -350,7 +389,9 @@ fn names(src: &str) -> BTreeMap<String, BTreeSet<String>> {
         if let Some(t) = krate.resolve(&r.scope, &r.segments, 0)
             && t.named != r.scope
         {
-            out.entry(r.scope.join("::")).or_default().insert(t.named.join("::"));
+            out.entry(r.scope.join("::"))
+                .or_default()
+                .insert(t.named.join("::"));
         }
     }
     out
@@ -372,7 +413,10 @@ fn test_modules_are_left_out_and_what_follows_them_is_not() {
 #[test]
 fn the_parser_reads_grouped_uses() {
     let src = "mod facts { pub mod x {} } mod loader {} mod host { pub mod a {} pub mod b {} } mod rules {}\nmod m {\n use crate::{facts::x, loader, host::{a, b}};\n // crate::report\n fn f() { let x = crate::rules::f(); }\n}";
-    assert_eq!(names(src), expect(&[("m", &["facts::x", "host::a", "host::b", "loader", "rules"])]));
+    assert_eq!(
+        names(src),
+        expect(&[("m", &["facts::x", "host::a", "host::b", "loader", "rules"])])
+    );
 }
 
 #[test]
@@ -408,20 +452,34 @@ fn a_re_export_leads_to_the_module_that_defines_the_item() {
         .filter_map(|r| krate.resolve(&r.scope, &r.segments, 0))
         .map(|t| format!("{} in {}", t.named.join("::"), t.defined_in.join("::")))
         .collect();
-    let want: BTreeSet<String> = ["facts in facts::binary", "facts in facts::host"].map(String::from).into();
+    let want: BTreeSet<String> = ["facts in facts::binary", "facts in facts::host"]
+        .map(String::from)
+        .into();
     assert_eq!(defined, want);
 }
 
 #[test]
 fn a_circle_is_found_and_printed_with_the_paths_that_make_it() {
     let mut g = FileEdges::new();
-    for (from, to) in [("a.rs", "b.rs"), ("b.rs", "c.rs"), ("c.rs", "a.rs"), ("c.rs", "d.rs"), ("d.rs", "e.rs")] {
-        g.entry(from.into()).or_default().insert(to.into(), format!("line 1: {}", to.trim_end_matches(".rs")));
+    for (from, to) in [
+        ("a.rs", "b.rs"),
+        ("b.rs", "c.rs"),
+        ("c.rs", "a.rs"),
+        ("c.rs", "d.rs"),
+        ("d.rs", "e.rs"),
+    ] {
+        g.entry(from.into())
+            .or_default()
+            .insert(to.into(), format!("line 1: {}", to.trim_end_matches(".rs")));
     }
     let k = knots(&g);
     assert_eq!(k, [["a.rs", "b.rs", "c.rs"]]);
     assert_eq!(
         circle(&g, &k[0]),
-        ["a.rs -> b.rs (line 1: b)", "b.rs -> c.rs (line 1: c)", "c.rs -> a.rs (line 1: a)"]
+        [
+            "a.rs -> b.rs (line 1: b)",
+            "b.rs -> c.rs (line 1: c)",
+            "c.rs -> a.rs (line 1: a)"
+        ]
     );
 }

@@ -114,7 +114,11 @@ pub fn use_leaves(t: &[Tok], prefix: &[String], out: &mut Vec<(Vec<String>, Opti
                     bind = segs.last().cloned();
                 }
                 if t.get(k).and_then(Tok::ident) == Some("as") {
-                    bind = t.get(k + 1).and_then(Tok::ident).filter(|n| *n != "_").map(str::to_string);
+                    bind = t
+                        .get(k + 1)
+                        .and_then(Tok::ident)
+                        .filter(|n| *n != "_")
+                        .map(str::to_string);
                 }
                 out.push((segs, bind, false));
                 return;
@@ -173,7 +177,9 @@ pub struct Target {
 }
 
 /// Keywords after which the next identifier is an item the module defines.
-const DEFINES: &[&str] = &["struct", "enum", "union", "fn", "type", "const", "static", "trait"];
+const DEFINES: &[&str] = &[
+    "struct", "enum", "union", "fn", "type", "const", "static", "trait",
+];
 
 impl Crate {
     /// Reads the crate whose root is `src/lib.rs`; file names are kept relative to `src`.
@@ -202,10 +208,19 @@ impl Crate {
 
     /// Records what `t` (the tokens of module `scope`, written in `file`) declares and names. `child_dir` is
     /// where the files of its child modules are; `item_level` is false inside bodies.
-    fn scan(&mut self, t: &[Tok], src: &Path, scope: &[String], file: &Path, child_dir: &Path, item_level: bool) {
-        self.modules
-            .entry(scope.to_vec())
-            .or_insert_with(|| Module { file: file.to_path_buf(), ..Module::default() });
+    fn scan(
+        &mut self,
+        t: &[Tok],
+        src: &Path,
+        scope: &[String],
+        file: &Path,
+        child_dir: &Path,
+        item_level: bool,
+    ) {
+        self.modules.entry(scope.to_vec()).or_insert_with(|| Module {
+            file: file.to_path_buf(),
+            ..Module::default()
+        });
         let mut path_attr: Option<String> = None;
         let mut i = 0;
         while i < t.len() {
@@ -229,7 +244,10 @@ impl Crate {
                     }
                 }
                 Tok::Ident(k, line) if k == "use" && !next.is_some_and(|n| n.is_punct('<')) => {
-                    let end = t[i..].iter().position(|x| x.is_punct(';')).map_or(t.len(), |p| i + p);
+                    let end = t[i..]
+                        .iter()
+                        .position(|x| x.is_punct(';'))
+                        .map_or(t.len(), |p| i + p);
                     let mut leaves = Vec::new();
                     use_leaves(&t[i + 1..end], &[], &mut leaves);
                     let module = self.modules.get_mut(scope).expect("entered above");
@@ -252,7 +270,11 @@ impl Crate {
                 Tok::Ident(k, _) if item_level && (DEFINES.contains(&k.as_str()) || k == "macro_rules") => {
                     let name = if k == "macro_rules" { t.get(i + 2) } else { next };
                     if let Some(Tok::Ident(name, _)) = name {
-                        self.modules.get_mut(scope).expect("entered").items.insert(name.clone());
+                        self.modules
+                            .get_mut(scope)
+                            .expect("entered")
+                            .items
+                            .insert(name.clone());
                     }
                 }
                 Tok::Ident(first, line) if colon2(t, i + 1) => {
@@ -312,15 +334,27 @@ impl Crate {
                     }
                     None => {
                         let flat = child_dir.join(format!("{name}.rs"));
-                        let f = if src.join(&flat).is_file() { flat } else { child_dir.join(name).join("mod.rs") };
+                        let f = if src.join(&flat).is_file() {
+                            flat
+                        } else {
+                            child_dir.join(name).join("mod.rs")
+                        };
                         (f, child_dir.join(name))
                     }
                 };
-                self.modules.get_mut(scope).expect("entered").children.insert(name.to_string());
+                self.modules
+                    .get_mut(scope)
+                    .expect("entered")
+                    .children
+                    .insert(name.to_string());
                 self.load(src, &child_file, module, dir);
             }
             Some(Tok::Group(Delimiter::Brace, inner)) => {
-                self.modules.get_mut(scope).expect("entered").children.insert(name.to_string());
+                self.modules
+                    .get_mut(scope)
+                    .expect("entered")
+                    .children
+                    .insert(name.to_string());
                 self.scan(inner, src, &module, file, &child_dir.join(name), true);
             }
             _ => {}
@@ -371,10 +405,18 @@ impl Crate {
             }
             let defined_in = self.defining_module(&m, seg, depth + 1);
             let file = self.modules[&defined_in].file.clone();
-            return Some(Target { named: m, defined_in, file });
+            return Some(Target {
+                named: m,
+                defined_in,
+                file,
+            });
         }
         let file = self.modules.get(&m)?.file.clone();
-        Some(Target { named: m.clone(), defined_in: m, file })
+        Some(Target {
+            named: m.clone(),
+            defined_in: m,
+            file,
+        })
     }
 
     /// The module that defines item `name` of module `m`: `m` itself, unless `m` only re-exports it.
