@@ -233,6 +233,10 @@ impl Crate {
                     {
                         path_attr = Some(v.trim_matches('"').to_string());
                     }
+                    // An attribute names paths too: `#[command(long_version = crate::build_info::X)]`.
+                    if let Some(Tok::Group(_, a)) = next {
+                        self.scan(a, src, scope, file, child_dir, false);
+                    }
                     i += 2;
                     continue;
                 }
@@ -280,8 +284,9 @@ impl Crate {
                 Tok::Ident(first, line) if colon2(t, i + 1) => {
                     let before = i.checked_sub(1).map(|b| &t[b]);
                     // `x.method::<T>()`, `$crate::…` (a macro's own crate) and `::extern::…` are not paths to
-                    // this crate's modules as written here.
-                    let skip = before.is_some_and(|b| b.is_punct('.') || b.is_punct('$') || b.is_punct(':'));
+                    // this crate's modules as written here (a single `:`, as in `field: crate::X`, is no `::`).
+                    let skip = before.is_some_and(|b| b.is_punct('.') || b.is_punct('$'))
+                        || i.checked_sub(2).is_some_and(|b| colon2(t, b));
                     let mut segments = vec![first.clone()];
                     let mut j = i + 1;
                     while colon2(t, j) {
