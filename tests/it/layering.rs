@@ -19,6 +19,12 @@
 //! cycle; and `facts` names no other module of the crate (it is the data every stage shares).
 //! `cargo test --test it layering::module_graph -- --nocapture` prints the graph, one edge a line, so that a
 //! change to it can be read in review (with `CUDADIAG_GRAPH_SRC=DIR`, the graph of another checkout's `src`).
+//!
+//! Inside a module the same holds file by file: no file imports, directly or through others, a file that
+//! imports it (shared types live in leaf files; a `mod.rs` declares, re-exports and calls its children, and
+//! no child calls back up). `cargo test --test it layering::file_graph -- --nocapture` prints the file graph,
+//! each edge with the first path that makes it, and its knots. The paths are read by `source.rs` beside
+//! this file, which tests its own reading of raw strings, char literals, lifetimes and `super::` paths below.
 
 mod source;
 
