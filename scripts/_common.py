@@ -6,13 +6,18 @@
 so `python3 scripts/NAME.py` works from any directory.
 """
 
+from __future__ import annotations
+
 import io
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import tarfile
+import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -24,6 +29,70 @@ def default_cudadiag() -> str:
     built = [p for p in (os.path.join(REPO, "target", b, "cudadiag") for b in ("release", "debug"))
              if os.access(p, os.X_OK)]
     return max(built, key=os.path.getmtime) if built else "cudadiag"
+
+
+class Scratch:
+    """The one owner of a run's temporary files (a C runner, a venv, a baseline worktree, generated inputs):
+    removed by `close()`, which the script calls in a `finally`; SIGINT and SIGTERM are turned into SystemExit
+    so that it runs then too. `group` is the process group of a child in flight, killed on the way out."""
+
+    def __init__(self, prefix: str = "cudadiag-scratch.") -> None:
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        self.worktrees: list[str] = []
+        self.group: int | None = None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda s, _f: sys.exit(128 + s))
+
+    def close(self) -> None:
+        if self.group is not None:
+            try:
+                os.killpg(self.group, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for wt in self.worktrees:
+            subprocess.run(["git", "-C", REPO, "worktree", "remove", "--force", wt],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def commit_build(spec: str, scratch: Scratch, who: str) -> str:
+    """An executable path as given, else the release build of the commit `spec`: built once, in a temporary
+    `git worktree` with `cargo build --release --locked` into target/bench-baselines/target (its own target
+    dir, seeded from target/release, so the working build is untouched), and cached as
+    target/bench-baselines/COMMIT/cudadiag (by full commit id; a second run does not rebuild). `who` names the
+    script and its flag in messages (`bench: --baseline`); exit 2 when `spec` is neither, 1 when it does not
+    build."""
+    if os.path.isfile(spec) and os.access(spec, os.X_OK):
+        return os.path.abspath(spec)
+    r = subprocess.run(["git", "-C", REPO, "rev-parse", "--verify", "--quiet", spec + "^{commit}"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if r.returncode != 0:
+        print(f"{who} {spec}: neither an executable nor a commit", file=sys.stderr)
+        sys.exit(2)
+    commit = r.stdout.strip()
+    root = os.path.join(REPO, "target", "bench-baselines")
+    cached = os.path.join(root, commit, "cudadiag")
+    if os.access(cached, os.X_OK):
+        return cached
+    wt = os.path.join(scratch.dir, "baseline-" + commit[:12])
+    subprocess.run(["git", "-C", REPO, "worktree", "add", "--quiet", "--detach", wt, commit], check=True)
+    scratch.worktrees.append(wt)
+    target = os.path.join(root, "target")
+    seed = os.path.join(REPO, "target", "release")
+    if not os.path.isdir(os.path.join(target, "release")) and os.path.isdir(seed):
+        # The dependencies built once for this tree: cargo rebuilds only what the commit's Cargo.lock changes.
+        shutil.copytree(seed, os.path.join(target, "release"), symlinks=True)
+    print(f"# building {commit[:12]} in a temporary worktree (target dir {target}) ...", file=sys.stderr, flush=True)
+    build = subprocess.Popen(["cargo", "build", "--release", "--locked", "--quiet"], cwd=wt, start_new_session=True,
+                             env={**os.environ, "CARGO_TARGET_DIR": target})
+    scratch.group = build.pid  # killed, with its compilers, if the run is interrupted
+    if build.wait() != 0:
+        sys.exit(f"{who} {commit[:12]}: does not build")
+    scratch.group = None
+    os.makedirs(os.path.dirname(cached), exist_ok=True)
+    shutil.copy2(os.path.join(target, "release", "cudadiag"), cached + ".tmp")
+    os.replace(cached + ".tmp", cached)
+    return cached
 
 
 def default_cuobjdump() -> str:

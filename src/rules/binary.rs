@@ -71,12 +71,18 @@ pub fn unreadable(b: &BinaryFacts) -> Option<Finding> {
     )
 }
 
-/// `no-device-code`: an ELF file with no CUDA device code at all (a note: host-only code is normal).
-pub fn no_device_code(b: &BinaryFacts) -> Option<Finding> {
+/// `no-device-code`: an ELF file with no CUDA device code at all (a note: host-only code is normal), whose
+/// process maps none either: a Python extension such as torch's `_C.so` has no kernel of its own, but the
+/// `libtorch_cuda.so` it loads (one of `loaded`, the libraries its process maps whose device code was read)
+/// does, and its verdict is judged on that code.
+pub fn no_device_code(b: &BinaryFacts, loaded: &[&BinaryFacts]) -> Option<Finding> {
     if b.format != Some(Format::Elf)
         || b.device_code_skipped
         || !b.device_code.is_empty()
         || !b.fatbins.is_empty()
+        || loaded
+            .iter()
+            .any(|l| !l.device_code.is_empty() || !l.fatbins.is_empty())
     {
         return None;
     }

@@ -1,16 +1,20 @@
 //! `cpu-only-framework-build`: in the inspected object's Python environment, a framework is installed as its
 //! build without CUDA (torch `+cpu`, `tensorflow-cpu`, `onnxruntime` without `onnxruntime-gpu`, jax/jaxlib
-//! without a CUDA plugin) while the machine judged has an NVIDIA GPU. The facts are `python::site`'s; docs:
-//! `data/codes/cpu-only-framework-build.md`.
+//! without a CUDA plugin) while the machine judged has an NVIDIA GPU, and the inspected object is loaded by a
+//! process that imports that framework (it lies in the framework's own package directories). Another
+//! framework's CPU build in the same environment does not touch that process: a torch venv that also holds the
+//! CPU `onnxruntime` (common, for exporting models) runs torch on the GPU. The facts are `python::site`'s;
+//! docs: `data/codes/cpu-only-framework-build.md`.
 
 use crate::facts::host::GpuFacts;
 use crate::facts::loader::PipDist;
 use crate::facts::python::PythonEnvFacts;
 use crate::findings::{Code, Finding};
 use crate::inspect::pep508::normalise;
+use std::path::Path;
 
-/// One finding per CPU-only framework build of `env`, when `gpus` holds at least one GPU. No GPU known: the
-/// CPU build may be the right one, so nothing is said.
+/// One finding per CPU-only framework build of `env` whose process loads an inspected object, when `gpus` holds
+/// at least one GPU. No GPU known: the CPU build may be the right one, so nothing is said.
 pub fn cpu_only_framework_build(env: &PythonEnvFacts, gpus: &[GpuFacts]) -> Vec<Finding> {
     let Some(gpu) = gpus.first() else {
         return Vec::new();
@@ -19,7 +23,11 @@ pub fn cpu_only_framework_build(env: &PythonEnvFacts, gpus: &[GpuFacts]) -> Vec<
     let jax_plugin = has("jax-cuda12-plugin") || has("jax-cuda13-plugin");
     let mut out = Vec::new();
     for d in &env.dists {
-        let help = match normalise(&d.name).as_str() {
+        let name = normalise(&d.name);
+        if !loads_an_object(env, &name) {
+            continue;
+        }
+        let help = match name.as_str() {
             "torch" if local_label(&d.version) == Some("cpu") => {
                 "Install torch's CUDA build from PyTorch's CUDA index, in place of the `+cpu` one: `pip install \
                  --force-reinstall torch --index-url https://download.pytorch.org/whl/cu126` (the index of the \
@@ -72,6 +80,31 @@ fn finding(env: &PythonEnvFacts, d: &PipDist, gpu: &GpuFacts, n: usize, help: &s
     ))
 }
 
+/// The top-level import packages whose objects are loaded by a process that imports `framework` (a
+/// distribution's normalised name): its own, and its extension packages that import it first.
+fn packages(framework: &str) -> &'static [&'static str] {
+    match framework {
+        "torch" => &["torch", "torchvision", "torchaudio"],
+        "tensorflow-cpu" => &["tensorflow"],
+        "onnxruntime" => &["onnxruntime"],
+        "jax" | "jaxlib" => &["jax", "jaxlib"],
+        _ => &[],
+    }
+}
+
+/// Does an inspected object of `env` lie in one of `framework`'s package directories (the first directory
+/// under the install directory)?
+fn loads_an_object(env: &PythonEnvFacts, framework: &str) -> bool {
+    env.objects.iter().any(|o| {
+        Path::new(o)
+            .strip_prefix(&env.site)
+            .ok()
+            .and_then(|rel| rel.components().next())
+            .and_then(|top| top.as_os_str().to_str())
+            .is_some_and(|top| packages(framework).contains(&top))
+    })
+}
+
 /// The local label of a version (`cpu` of `2.5.1+cpu`), lowercased by PEP 440 already in wheels' METADATA.
 fn local_label(version: &str) -> Option<&str> {
     version.split_once('+').map(|(_, l)| l)
@@ -82,10 +115,19 @@ mod tests {
     use super::*;
     use crate::python::metadata::parse_metadata;
 
+    const SITE: &str = "/v/lib/python3.12/site-packages";
+
+    /// An environment with an inspected object in each framework's package.
     fn env(metadata: &[&str]) -> PythonEnvFacts {
+        let objects = [
+            "torch/lib/libtorch.so",
+            "tensorflow/libtensorflow_framework.so.2",
+            "onnxruntime/capi/onnxruntime_pybind11_state.so",
+            "jaxlib/xla_extension.so",
+        ];
         PythonEnvFacts {
-            site: "/v/lib/python3.12/site-packages".into(),
-            objects: vec!["/v/lib/python3.12/site-packages/torch/lib/libtorch.so".into()],
+            site: SITE.into(),
+            objects: objects.iter().map(|o| format!("{SITE}/{o}")).collect(),
             dists: metadata
                 .iter()
                 .enumerate()
@@ -164,5 +206,23 @@ mod tests {
             assert!(slugs(m, &h100()).is_empty(), "{m:?}");
         }
         assert!(slugs(&["Name: torch\nVersion: 2.5.1+cpu\n"], &[]).is_empty());
+    }
+
+    /// Found on an H200's torch venv: the CPU `onnxruntime` beside torch's CUDA build made every file of
+    /// `torch/lib` "will fail". Only the process that imports ONNX Runtime runs on the CPU.
+    #[test]
+    fn another_frameworks_cpu_build_does_not_concern_torchs_objects() {
+        let mut e = env(&[
+            "Name: torch\nVersion: 2.11.0\n",
+            "Name: onnxruntime\nVersion: 1.30.0\n",
+        ]);
+        e.objects = vec![format!("{SITE}/torch/lib/libtorch_cuda.so")];
+        assert!(cpu_only_framework_build(&e, &h100()).is_empty());
+        e.objects
+            .push(format!("{SITE}/onnxruntime/capi/libonnxruntime.so.1"));
+        assert_eq!(cpu_only_framework_build(&e, &h100()).len(), 1);
+        // An object outside the install directory concerns no framework.
+        e.objects = vec!["/usr/lib/libfoo.so".into()];
+        assert!(cpu_only_framework_build(&e, &h100()).is_empty());
     }
 }

@@ -139,18 +139,23 @@ fn older(have: &str, floor: &Floor) -> Option<Gap> {
     })
 }
 
+/// Is this torch's pin of a cuDNN library (checked by torch's own Python code, not at load)?
+fn torch_cudnn(dist: &PipDist, soname: &str) -> bool {
+    crate::inspect::pep508::normalise(&dist.name) == "torch" && soname.starts_with("libcudnn")
+}
+
 /// What the older copy does to the program, and when: torch's cuDNN check, else the general rule.
 fn consequence(dist: &PipDist, soname: &str, floor: &Floor, have: &str, gap: Gap) -> String {
-    let torch = crate::inspect::pep508::normalise(&dist.name) == "torch";
-    let cudnn = soname.starts_with("libcudnn");
     let mm = |v: &[u64]| v.iter().take(2).map(u64::to_string).collect::<Vec<_>>().join(".");
     let have_mm = crate::facts::loader::release(have)
         .map(|v| mm(&v))
         .unwrap_or_default();
-    match (torch && cudnn, gap) {
+    match (torch_cudnn(dist, soname), gap) {
         (true, Gap::Minor) => format!(
-            "torch raises \"cuDNN version incompatibility\" at its first cuDNN use, not at import (cuDNN {have_mm} \
-             is older than the {} it was compiled with)",
+            "torch raises \"cuDNN version incompatibility\" when torch.backends.cudnn.version() or \
+             is_acceptable() runs (a cuDNN RNN: nn.LSTM, nn.GRU or nn.RNN on the GPU; code that asks for the cuDNN \
+             version), not at import, and convolutions run on the older copy (cuDNN {have_mm} is older than the {} \
+             it was compiled with)",
             mm(&floor.release)
         ),
         (true, Gap::Patch) => format!(
@@ -267,14 +272,17 @@ fn finding(
             floor.version
         ),
     });
-    if crate::inspect::pep508::normalise(&dist.name) == "torch" && l.soname.starts_with("libcudnn") {
+    if torch_cudnn(dist, &l.soname) {
         f = f.because(
-            "torch.backends.cudnn checks lazily, at torch.backends.cudnn.version() or the first cuDNN-backed \
-             operation (a convolution): the runtime cuDNN must have the compiled major and a minor no older \
-             (PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1 skips the check)",
+            "torch.backends.cudnn checks in Python, lazily, at torch.backends.cudnn.version() and is_acceptable() \
+             (which nn.RNN's flatten_parameters calls): the runtime cuDNN must have the compiled major and a minor \
+             no older (PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1 skips the check); a convolution goes straight to \
+             the C++ library and does not check (observed: torch 2.11 built against cuDNN 9.19 ran conv2d on an \
+             H200 with the system's cuDNN 9.14)",
         );
     }
-    if gap == Gap::Patch {
+    // torch's cuDNN check stops only the code paths that ask it (above); a patch-level gap passes every check.
+    if gap == Gap::Patch || torch_cudnn(dist, &l.soname) {
         f.severity = Severity::Warning;
     }
     f

@@ -68,11 +68,12 @@ pub fn judge(facts: &Facts, matrix: &Matrix) -> Judgement {
 /// Runs every rule over the facts, returning findings most severe first (stable within a severity).
 pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for b in &facts.binaries {
+    for p in process::processes(facts) {
+        let b = p.binary;
         findings.extend(binary::malformed(b));
         findings.extend(binary::unrecognized(b));
         findings.extend(binary::unreadable(b));
-        findings.extend(binary::no_device_code(b));
+        findings.extend(binary::no_device_code(b, &p.libraries));
     }
     findings.extend(compat::findings(facts, matrix));
     findings.extend(loader::evaluate_on(

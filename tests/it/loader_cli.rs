@@ -701,28 +701,31 @@ fn too_old(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
 const SYSTEM_LIBS: &str = "LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu";
 
 /// Issue 21: torch pins cuDNN 9.19.0.56, and the libcudnn.so.9 its libtorch_cuda.so loads is the system's
-/// 9.14.0 from LD_LIBRARY_PATH (the pip wheel is not installed).
+/// 9.14.0 from LD_LIBRARY_PATH (the pip wheel is not installed). A warning, not "will fail": on the H200, torch
+/// 2.11 with the system's cuDNN 9.14 ran a conv2d; only `torch.backends.cudnn.version()`/`is_acceptable()`
+/// (cuDNN RNNs) raise.
 #[test]
 fn an_older_cudnn_than_torch_pins_is_cuda_library_too_old() {
     let t = tempfile::tempdir().unwrap();
     let (root, torch) = torch_with_system_cudnn(t.path(), "nvidia-cudnn-cu13==9.19.0.56", "9.14.0", false);
     let (code, text) = inspect_in(&root, &torch, &["--format", "json", "--env", SYSTEM_LIBS]);
-    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(code, Some(0), "{text}");
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(not_found(&doc).is_empty(), "{doc:#}");
     let f = too_old(&doc);
     assert_eq!(f.len(), 1, "{:#}", doc["findings"]);
     assert_eq!(
         (f[0]["code"].as_str(), f[0]["severity"].as_str()),
-        (Some("CD206"), Some("error"))
+        (Some("CD206"), Some("warning"))
     );
     assert_eq!(
         f[0]["message"],
         "libtorch_cuda.so's package torch 2.11.0 requires nvidia-cudnn-cu13==9.19.0.56; the loaded \
          libcudnn.so.9 is 9.14.0 (/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0, as \
          /usr/lib/x86_64-linux-gnu/libcudnn.so.9, found through LD_LIBRARY_PATH): torch raises \"cuDNN version \
-         incompatibility\" at its first cuDNN use, not at import (cuDNN 9.14 is older than the 9.19 it was \
-         compiled with)"
+         incompatibility\" when torch.backends.cudnn.version() or is_acceptable() runs (a cuDNN RNN: nn.LSTM, \
+         nn.GRU or nn.RNN on the GPU; code that asks for the cuDNN version), not at import, and convolutions \
+         run on the older copy (cuDNN 9.14 is older than the 9.19 it was compiled with)"
     );
     let evidence = f[0]["evidence"].to_string();
     for needle in [

@@ -115,7 +115,8 @@ fn with_slug<'d>(doc: &'d serde_json::Value, slug: &str) -> Vec<&'d serde_json::
 
 /// Issue 29 item 4: `nvidia-cudnn-cu13` 9.14.0.64 installed under torch 2.15's pin `==9.26.0.51`. The wheel's
 /// file is `libcudnn.so.9`, which names only the major, so the version is the distribution's (its RECORD lists
-/// the file). torch refuses a cuDNN minor older than its own at the first cuDNN use: an error naming both.
+/// the file). torch refuses a cuDNN minor older than its own where its Python check runs (cudnn.version(),
+/// cuDNN RNNs), while convolutions run: a warning naming both (observed on an H200).
 #[test]
 fn a_pip_cudnn_older_than_torchs_pin_is_cuda_library_too_old() {
     let t = tempfile::tempdir().unwrap();
@@ -125,14 +126,14 @@ fn a_pip_cudnn_older_than_torchs_pin_is_cuda_library_too_old() {
     let (code, doc) = inspect_json(&root, &torch, &[]);
     let f = with_slug(&doc, "cuda-library-too-old");
     assert_eq!(f.len(), 1, "{:#}", doc["findings"]);
-    assert_eq!(code, Some(1));
-    assert_eq!(f[0]["severity"], "error");
+    assert_eq!(code, Some(0));
+    assert_eq!(f[0]["severity"], "warning");
     let message = f[0]["message"].as_str().unwrap();
     for needle in [
         "libtorch_cuda.so's package torch 2.15.0 requires nvidia-cudnn-cu13==9.26.0.51",
         "the loaded libcudnn.so.9 is nvidia-cudnn-cu13 9.14.0.64 (installed by pip",
         "found through rpath",
-        "torch raises \"cuDNN version incompatibility\" at its first cuDNN use, not at import",
+        "torch raises \"cuDNN version incompatibility\" when torch.backends.cudnn.version() or is_acceptable() runs",
         "(cuDNN 9.14 is older than the 9.26 it was compiled with)",
     ] {
         assert!(message.contains(needle), "{needle}: {message}");
@@ -194,7 +195,7 @@ fn pip_install_target_is_pips_too() {
     let (code, doc) = inspect_json(&root, &torch, &["--env", "PYTHONPATH=/app/deps"]);
     let f = with_slug(&doc, "cuda-library-too-old");
     assert_eq!(f.len(), 1, "{:#}", doc["findings"]);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(0));
     let message = f[0]["message"].as_str().unwrap();
     assert!(
         message.contains("requires nvidia-cudnn-cu13==9.26.0.51")

@@ -268,3 +268,17 @@ fn torch_cpu_without_a_gpu_or_a_cuda_build_is_no_cpu_only_finding() {
     let all = findings_with(&root, &path, GPU);
     assert!(with_slug(&all, "cpu-only-framework-build").is_empty(), "{all:#?}");
 }
+
+/// Seen on an H200 (torch 2.11 venv with the CPU `onnxruntime` beside it): every file of `torch/lib` was
+/// "will fail" for ONNX Runtime's CPU build, although the process that loads them imports torch alone.
+#[test]
+fn onnxruntime_cpu_build_beside_torch_does_not_fail_torchs_files() {
+    let t = tempfile::tempdir().unwrap();
+    let (root, path) = root_with(
+        t.path(),
+        "torch/lib/libtorch_cuda.so",
+        &[("torch", "2.11.0", &[]), ("onnxruntime", "1.30.0", &[])],
+    );
+    let all = findings_with(&root, &path, GPU);
+    assert!(with_slug(&all, "cpu-only-framework-build").is_empty(), "{all:#?}");
+}

@@ -401,3 +401,26 @@ fn will_run_stood_above_a_cuda_library_too_old_error() {
     assert_eq!(h[0].standing, Standing::Fails);
     assert!(h[0].why.starts_with("loads cuDNN 9.14.0"), "{h:?}");
 }
+
+/// Issue 29 (seen on the H200): `inspect torch/_C…so` noted "no CUDA device code … Nothing to run on a GPU
+/// here" although the process it becomes maps `libtorch_cuda.so`'s kernels and is judged on them. A program
+/// whose process maps no device code at all keeps the note.
+#[test]
+fn no_device_code_was_noted_for_a_program_whose_process_maps_kernels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = torch_like(tmp.path());
+    let (report, _) = inspect(&app, "580.159.04", 0);
+    assert!(
+        with_slug(&report, "no-device-code").is_empty(),
+        "{:#}",
+        report["findings"]
+    );
+    let cudart = tmp.path().join("lib/libcudart.so.13");
+    let (report, _) = inspect(&cudart, "580.159.04", 0);
+    assert_eq!(
+        with_slug(&report, "no-device-code").len(),
+        1,
+        "{:#}",
+        report["findings"]
+    );
+}
