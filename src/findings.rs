@@ -168,6 +168,8 @@ catalogue! {
         needs: Needs::HostAndGpu, probe: &[(Stage::Module, &[Expect::Code(209), Expect::Code(223)])]);
     ForeignArchitecture = ("CD110", "foreign-architecture", Note, None, "the binary is for another architecture than this machine's: its libraries are not looked up here",
         needs: Needs::Loader, probe: &[]);
+    PtxasTooOld = ("CD111", "ptxas-too-old", Warning, None, "a ptxas a tool would run is older than the GPU's architecture or an inspected PTX file's ISA: compiling with it fails",
+        needs: Needs::HostAndGpu, probe: &[]);
     LibraryNotFound = ("CD200", "library-not-found", Error, None, "the dynamic loader will not find a needed library",
         needs: Needs::Loader, probe: &[]);
     LibraryShadowed = ("CD201", "library-shadowed", Warning, None, "another copy of a library wins over the one the binary's RUNPATH/RPATH meant",
@@ -187,6 +189,8 @@ catalogue! {
     FrameworkExtensionAbiMismatch = ("CD208", "framework-extension-abi-mismatch", Error, None, "a torch extension pins the exact torch it was built against and another torch is installed",
         needs: Needs::Loader, probe: &[]);
     CpuOnlyFrameworkBuild = ("CD209", "cpu-only-framework-build", Error, None, "a framework is installed as its CPU-only build on a machine with an NVIDIA GPU",
+        needs: Needs::Loader, probe: &[]);
+    NcclCudaMismatch = ("CD210", "nccl-cuda-mismatch", Error, None, "the NCCL a process loads is built for another CUDA major than its CUDA runtime, or a newer one than the driver supports",
         needs: Needs::Loader, probe: &[]);
     NoDriver = ("CD300", "no-driver", Error, Some(35), "no NVIDIA kernel driver is loaded",
         needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded, Expect::Code(100), Expect::Code(999)])]);
@@ -216,6 +220,10 @@ catalogue! {
         needs: Needs::Image, probe: &[]);
     SecureBootBlocksModule = ("CD313", "secure-boot-blocks-module", Error, None, "Secure Boot is enforced and the NVIDIA module for the running kernel is unsigned: the kernel refuses it",
         needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded, Expect::Code(100), Expect::Code(999)])]);
+    ContainerToolkitMissing = ("CD314", "container-toolkit-missing", Warning, None, "a container engine and an NVIDIA GPU are installed but the NVIDIA Container Toolkit is not: containers cannot be given the GPU",
+        needs: Needs::Host, probe: &[]);
+    FabricManagerNotRunning = ("CD315", "fabric-manager-not-running", Error, Some(802), "the machine has NVSwitches and NVIDIA Fabric Manager is not running: CUDA does not initialise (802)",
+        needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::Code(802)])]);
     ContainerUserUnknown = ("CD316", "container-user-unknown", Error, None, "the image's User is not in its /etc/passwd (or its group in /etc/group): the container engine refuses to start it",
         needs: Needs::Image, probe: &[]);
     ContainerUserUnchecked = ("CD317", "container-user-unchecked", Note, None, "the image's /etc/passwd or /etc/group was not read: its User and what that user may open are not checked",
@@ -240,6 +248,10 @@ catalogue! {
         needs: Needs::Image, probe: &[]);
     ContainerGpusFromRun = ("CD409", "container-gpus-from-run", Note, None, "the image does not ask for GPUs itself: it is judged as run with them (docker run --gpus all, a Kubernetes GPU request)",
         needs: Needs::Image, probe: &[]);
+    GpuFallenOffBus = ("CD410", "gpu-fallen-off-bus", Error, None, "the kernel log shows a GPU fell off the bus (Xid 79) since the last boot: it is lost until the machine is reset",
+        needs: Needs::Host, probe: &[]);
+    GpuXidReported = ("CD411", "gpu-xid-reported", Warning, None, "the NVIDIA driver reported GPU errors (Xid) in the kernel log since the last boot",
+        needs: Needs::Host, probe: &[]);
     ProbeFailed = ("CD500", "probe-failed", Error, None, "the live probe failed, crashed or timed out",
         needs: Needs::Probe, probe: &[]);
     ProbeDisagrees = ("CD501", "probe-disagrees", Warning, None, "the live probe contradicts the static verdict (a cudadiag or matrix bug)",

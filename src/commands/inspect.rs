@@ -193,7 +193,10 @@ pub(super) fn binaries_and_libraries(
         facts.loaded = loaded_device_code(&facts, root, opts);
     }
     facts.runtimes = loaded_runtimes(&facts, root);
+    facts.nccl = crate::inspect::nccl::loaded(&facts.libraries, root);
     facts.python = crate::python::site::environments(root, &facts.libraries);
+    let sites: Vec<String> = facts.python.iter().map(|e| e.site.clone()).collect();
+    facts.ptxas = crate::inspect::ptxas::in_environments(&sites, root);
     // Unmapping a few dozen libraries from a process with many threads costs every core a TLB flush each:
     // the run, about to report and exit, does not wait for it.
     crate::parallel::discard(files);

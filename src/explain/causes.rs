@@ -1,6 +1,6 @@
 //! Causes that `explain` names but no rule of cudadiag observes (yet): what a pasted message points at when
-//! the cause is in the history of the machine (a systemd reload, a kernel update under Secure Boot), in a
-//! tool's own build (ptxas, a framework's extension) or in a harmless warning. Each has a document in
+//! the cause is in the history of the machine (a systemd reload), in where a tool looks for the driver, or in
+//! a harmless warning. Each has a document in
 //! `data/causes/<slug>.md`, in the template of the findings' documents, compiled in. Their slugs never collide
 //! with a finding's: when a rule comes to observe one, the cause becomes a finding of the same slug and leaves
 //! this list.
@@ -35,18 +35,8 @@ macro_rules! causes {
 causes! {
     "container-lost-device-rules", Some(999),
         "a running container lost its GPU device rules (a systemd reload on the host rewrote its cgroup)";
-    "container-toolkit-missing", None,
-        "the NVIDIA Container Toolkit is not installed or not configured in the container engine";
     "container-driver-root-empty", None,
         "the container toolkit looks for the driver in a root that no driver fills";
-    "nccl-cuda-mismatch", None,
-        "NCCL is built for another CUDA than the driver or the framework provides";
-    "ptxas-too-old", None,
-        "the ptxas used to compile is older than the GPU architecture or the PTX ISA it is given";
-    "fabric-manager-not-running", Some(802),
-        "on an NVSwitch system, NVIDIA Fabric Manager is not running, so CUDA cannot initialise";
-    "gpu-fallen-off-bus", None,
-        "the GPU stopped answering on the PCIe bus (Xid 79): a hardware, power or thermal fault";
     "wsl-libcuda-not-symlink", None,
         "WSL's warning that libcuda.so.1 is not a symbolic link: harmless";
     "tensorrt-optional", None,

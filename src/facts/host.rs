@@ -8,7 +8,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod container_toolkit;
+pub mod fabric;
 mod files;
+pub mod kernel_log;
 pub use files::{CacheDir, CdiSpec, JitCacheFacts, LibFile, LibShape};
 
 /// Which NVIDIA kernel module flavour is loaded (`/proc/driver/nvidia/version` says "Open Kernel Module" for
@@ -390,6 +393,21 @@ pub struct HostFacts {
     /// loaded (`None`: a driver is loaded, no EFI variables, or a snapshot taken by an earlier version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secure_boot: Option<super::secure_boot::SecureBootFacts>,
+    /// The container engines installed and the NVIDIA Container Toolkit beside them (`None`: no engine
+    /// installed, or a snapshot taken by an earlier version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_toolkit: Option<container_toolkit::ContainerToolkitFacts>,
+    /// The driver's Xid reports since the last boot, from the tail of a plain-text kernel log (`None`: no
+    /// such log is readable under the root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_log: Option<kernel_log::KernelLogFacts>,
+    /// NVSwitches and NVIDIA Fabric Manager (`None`: the machine shows no NVSwitch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<fabric::FabricFacts>,
+    /// The ptxas a tool would run: the first on `PATH`, `TRITON_PTXAS_PATH`, the toolkits under
+    /// `/usr/local/cuda*`, each with its CUDA release (`host::ptxas`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ptxas: Vec<super::ptxas::Ptxas>,
 }
 
 /// The NVIDIA kernel driver.

@@ -19,7 +19,9 @@ pub mod binary;
 pub mod host;
 pub mod image;
 pub mod loader;
+pub mod nccl;
 pub mod probe;
+pub mod ptxas;
 pub mod python;
 pub mod secure_boot;
 pub mod wheel;
@@ -77,6 +79,13 @@ pub struct Facts {
     /// together (`python::site`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub python: Vec<python::PythonEnvFacts>,
+    /// The NCCL libraries the binaries' processes map, with the CUDA each was built for (`inspect::nccl`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nccl: Vec<nccl::NcclBuild>,
+    /// The ptxas the inspected objects' Python environments ship (Triton's own, `nvidia-cuda-nvcc`'s), with
+    /// their CUDA release (`inspect::ptxas`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ptxas: Vec<ptxas::Ptxas>,
 }
 
 impl Facts {

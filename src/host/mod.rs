@@ -15,19 +15,23 @@
 
 pub mod catalog;
 pub mod cdi;
+pub mod container_toolkit;
 pub mod devnodes;
 pub mod driver;
 pub mod enrich;
 pub mod env;
+pub mod fabric;
 pub mod glibc;
 pub mod gpu;
 pub mod hostname;
 pub mod jetson;
 pub mod jit_cache;
+pub mod kernel_log;
 pub mod libcuda;
 pub mod libfile;
 mod library;
 pub mod owners;
+pub mod ptxas;
 pub mod secure_boot;
 
 use crate::facts::HostFacts;
@@ -76,6 +80,10 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         catalog_skipped: opts.skip_catalog,
         problems: Vec::new(),
         secure_boot: None,
+        container_toolkit: container_toolkit::collect(root),
+        kernel_log: kernel_log::collect(root),
+        fabric: fabric::collect(root),
+        ptxas: ptxas::collect(root, env),
     };
     if facts.driver.is_none() {
         facts.secure_boot = secure_boot::collect(root);

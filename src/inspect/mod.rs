@@ -15,9 +15,11 @@ pub mod exports;
 pub mod fatbin;
 pub mod guard;
 pub mod input;
+pub mod nccl;
 mod options;
 pub mod pep508;
 pub mod ptx;
+pub mod ptxas;
 pub(crate) mod source;
 pub mod wheel;
 

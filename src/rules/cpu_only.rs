@@ -30,8 +30,10 @@ pub fn cpu_only_framework_build(env: &PythonEnvFacts, gpus: &[GpuFacts]) -> Vec<
         let help = match name.as_str() {
             "torch" if local_label(&d.version) == Some("cpu") => {
                 "Install torch's CUDA build from PyTorch's CUDA index, in place of the `+cpu` one: `pip install \
-                 --force-reinstall torch --index-url https://download.pytorch.org/whl/cu126` (the index of the \
-                 CUDA the driver supports: cu118, cu126, cu128; the same index for torchvision and torchaudio)."
+                 --force-reinstall torch --index-url https://download.pytorch.org/whl/cu126` (the index of a \
+                 CUDA the driver supports and the torch release ships: cu126 from torch 2.6 (still in 2.12), cu130 from \
+                 2.9, cu132 from 2.12, cu118 only up to 2.7; pytorch.org/get-started/locally lists the current ones; \
+                 the same index for torchvision and torchaudio)."
             }
             "tensorflow-cpu" => {
                 "Replace it with TensorFlow's GPU build: `pip uninstall tensorflow-cpu` then `pip install \

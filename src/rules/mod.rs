@@ -29,12 +29,15 @@ pub mod kernel_image;
 pub mod library_versions;
 pub mod loader;
 pub mod missing;
+pub mod nccl;
+pub mod node;
 pub mod not_found;
 pub mod packages;
 mod pins;
 pub mod policy;
 pub mod probe;
 pub mod process;
+pub mod ptxas;
 pub mod secure_boot;
 pub mod target;
 pub mod visibility;
@@ -86,6 +89,8 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
         findings.extend(duplicates::duplicate_cuda_libraries(r));
         findings.extend(library_versions::cuda_library_too_old(r));
     }
+    findings.extend(nccl::nccl_cuda_mismatch(facts, matrix));
+    findings.extend(ptxas::ptxas_too_old(facts, matrix));
     for e in &facts.python {
         findings.extend(jax_versions::jax_plugin_version_mismatch(e));
         findings.extend(extension_abi::framework_extension_abi_mismatch(e));
@@ -95,6 +100,7 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
     if let Some(h) = &facts.host {
         findings.extend(host::evaluate(h));
         findings.extend(secure_boot::secure_boot_blocks_module(h));
+        findings.extend(node::evaluate(h));
     }
     // Last: the probe is compared with every static finding above.
     probe::evaluate(facts, &mut findings);

@@ -167,6 +167,14 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "ptxas-too-old",
+        Case::Elsewhere {
+            fire: "ptxas.rs::a_cuda_11_7_ptxas_on_path_is_too_old_for_an_h100",
+            miss: "ptxas.rs::a_ptxas_new_enough_for_the_gpu_is_no_finding",
+            why: "needs a ptxas built with cc (its --version banner in .rodata) in a copy of the healthy tree",
+        },
+    ),
+    (
         "library-not-found",
         Case::Run {
             fire: &["inspect", "@host:healthy", "fixtures/cuda13/default"],
@@ -243,6 +251,14 @@ const TABLE: &[(&str, Case)] = &[
             fire: "python_env.rs::torch_cpu_wheel_on_a_gpu_machine_is_cpu_only_framework_build",
             miss: "python_env.rs::torch_cpu_without_a_gpu_or_a_cuda_build_is_no_cpu_only_finding",
             why: "needs a site-packages tree with dist-info METADATA around a library built with cc",
+        },
+    ),
+    (
+        "nccl-cuda-mismatch",
+        Case::Elsewhere {
+            fire: "nccl.rs::nccl_for_cuda_11_beside_the_cuda_12_runtime_is_a_mismatch",
+            miss: "nccl.rs::nccl_for_the_runtime_s_own_major_is_no_finding",
+            why: "needs a libnccl.so.2 with NCCL's version string and a libcudart.so.N, built with cc",
         },
     ),
     (
@@ -363,6 +379,22 @@ const TABLE: &[(&str, Case)] = &[
             fire: "secure_boot.rs::an_unsigned_module_under_secure_boot_is_refused",
             miss: "secure_boot.rs::a_signed_module_or_secure_boot_off_is_no_finding",
             why: "needs a copy of a host tree with the EFI variable and a module file written into it",
+        },
+    ),
+    (
+        "container-toolkit-missing",
+        Case::Elsewhere {
+            fire: "node_services.rs::docker_without_the_container_toolkit_is_reported",
+            miss: "node_services.rs::the_container_toolkit_installed_or_inside_a_container_is_no_finding",
+            why: "needs a copy of a host tree with an engine's and the toolkit's files written into it",
+        },
+    ),
+    (
+        "fabric-manager-not-running",
+        Case::Elsewhere {
+            fire: "node_services.rs::nvswitches_without_fabric_manager_fail_cuda_with_802",
+            miss: "node_services.rs::fabric_manager_running_or_no_nvswitch_is_no_finding",
+            why: "needs a copy of a host tree with an NVSwitch's PCI function and /proc processes written into it",
         },
     ),
     (
@@ -599,6 +631,22 @@ const TABLE: &[(&str, Case)] = &[
             fire: "image_run.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
             miss: "image_run.rs::an_image_without_nvidia_visible_devices_is_judged_as_run_with_gpus",
             why: "an image without NVIDIA_VISIBLE_DEVICES run by default against the same image with it, and with --gpus none",
+        },
+    ),
+    (
+        "gpu-fallen-off-bus",
+        Case::Elsewhere {
+            fire: "node_services.rs::xid_79_since_the_last_boot_is_a_gpu_fallen_off_the_bus",
+            miss: "node_services.rs::xid_79_before_the_last_boot_is_no_finding",
+            why: "needs a copy of a host tree with a kernel log written into it",
+        },
+    ),
+    (
+        "gpu-xid-reported",
+        Case::Elsewhere {
+            fire: "node_services.rs::other_xids_are_reported_with_their_catalogue_meaning",
+            miss: "node_services.rs::a_kernel_log_without_xid_is_no_finding",
+            why: "needs a copy of a host tree with a kernel log written into it",
         },
     ),
 ];
