@@ -72,6 +72,19 @@ pub enum Command {
         cudadiag doctor --facts case.json       (a snapshot taken elsewhere)"
     )]
     Doctor(DoctorArgs),
+    /// What `import torch` (and more modules, in order, in one process) will load, and whether it will use the GPU.
+    #[command(
+        long_about = "Models the imports as the frameworks' own Python code does them, in one process, from files \
+        alone (nothing is imported or run): the interpreter's sys.path (--python, --venv, else VIRTUAL_ENV or \
+        CONDA_PREFIX, else python3 on PATH), the framework's preloads by path, its extension modules' DT_NEEDED \
+        trees through the loader with what is already loaded, then the first GPU use (the driver, NVML, NVRTC, \
+        cuDNN's sub-libraries) and the framework's own checks. Each library says how it was loaded and from \
+        where.\n\n\
+        Examples:\n  cudadiag import torch --venv /opt/venv\n  \
+        cudadiag import torch --python /opt/venv/bin/python --env LD_LIBRARY_PATH=/usr/local/cuda/lib64\n  \
+        cudadiag import torch --venv /opt/venv --gpu 9.0 --driver 535.104.05 --format json"
+    )]
+    Import(ImportArgs),
     /// Write the machine's facts (and, given paths, the binaries' facts) to a JSON file for offline analysis.
     #[command(
         long_about = "Collects what `doctor` reads (and, for each PATH, what `inspect` reads) into one JSON file. \
@@ -468,6 +481,38 @@ pub struct DoctorArgs {
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `cudadiag import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The modules, imported in this order in one process (`torch`).
+    #[arg(required = true, value_name = "MODULE")]
+    pub modules: Vec<String>,
+    /// The Python interpreter, as a path inside --root (`/opt/venv/bin/python`) or a name on PATH.
+    #[arg(long, value_name = "PATH", conflicts_with = "venv")]
+    pub python: Option<PathBuf>,
+    /// The environment: a venv, a conda environment or a prefix such as /usr, inside --root.
+    #[arg(long, value_name = "DIR")]
+    pub venv: Option<PathBuf>,
+    /// Read the machine's GPUs and driver from a snapshot instead of the machine.
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<PathBuf>,
+    /// List every sys.path entry and the interpreter's own libraries too.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// What-if targets and the matrix.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// The machine.
+    #[command(flatten)]
+    pub system: SystemArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DocFormat::Human)]
+    pub format: DocFormat,
+    /// Exit with status 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
 }
 
 /// `cudadiag audit`.

@@ -192,6 +192,10 @@ catalogue! {
         needs: Needs::Loader, probe: &[]);
     NcclCudaMismatch = ("CD210", "nccl-cuda-mismatch", Error, None, "the NCCL a process loads is built for another CUDA major than its CUDA runtime, or a newer one than the driver supports",
         needs: Needs::Loader, probe: &[]);
+    FrameworkCpuFallback = ("CD211", "framework-cpu-fallback", Error, None, "a framework will import but run on the CPU: the GPU will not be used",
+        needs: Needs::Loader, probe: &[]);
+    FrameworkVersionCheck = ("CD212", "framework-version-check", Warning, None, "a framework's own version check will raise from the operations it guards",
+        needs: Needs::Loader, probe: &[]);
     NoDriver = ("CD300", "no-driver", Error, Some(35), "no NVIDIA kernel driver is loaded",
         needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded, Expect::Code(100), Expect::Code(999)])]);
     LibcudaNotFound = ("CD301", "libcuda-not-found", Error, Some(35), "the driver library libcuda.so.1 cannot be found",

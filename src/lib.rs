@@ -20,6 +20,7 @@ pub mod fuzzing;
 pub mod glibc;
 pub mod host;
 pub mod image;
+pub mod imports;
 pub mod inspect;
 pub mod loader;
 pub mod matrix;

@@ -34,6 +34,7 @@ pub mod name;
 pub mod object;
 pub mod origin;
 pub mod platform;
+pub mod process;
 pub mod resolve;
 pub mod search;
 

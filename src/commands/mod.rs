@@ -8,6 +8,7 @@ mod doctor;
 mod explain;
 mod fleet;
 mod image;
+mod import;
 mod inspect;
 mod ldconfig;
 mod matrix;
@@ -120,6 +121,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome, ToolError> {
         Command::Inspect(args) => inspect::run(args, paint, out),
         Command::Codes(args) => codes::run(args, out),
         Command::Doctor(args) => doctor::run(args, paint, out),
+        Command::Import(args) => import::run(args, paint, out),
         Command::Snapshot(args) => snapshot::run(args, out),
         Command::Diff(args) => diff::run(args, paint, out),
         Command::Audit(args) => audit::run(args, paint, out),

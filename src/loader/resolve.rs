@@ -46,7 +46,7 @@ fn object_from(path: String, realpath: String, origin: String, e: &ElfFacts, rol
     }
 }
 
-struct State<'a> {
+pub(super) struct State<'a> {
     ctx: Context<'a>,
     files: &'a mut Files,
     res: Resolution,
@@ -367,6 +367,26 @@ pub fn resolve_alongside(
     files: &mut Files,
     main: impl FnOnce() -> MainSymbols,
 ) -> Option<Resolution> {
+    let (res, _) = session(root, env, path, files, |st| {
+        let main = main();
+        st.res.objects[0].needs = main.versioned_undefined;
+        st.runtime_loads(0, main.cudart_static);
+    })?;
+    Some(res)
+}
+
+/// The process of the program at `path` as ld.so starts it (the program, the interpreter, `LD_PRELOAD` and
+/// `/etc/ld.so.preload`, the DT_NEEDED tree), then `body`'s further loads in the same process, then the
+/// symbol checks, the copies of missing libraries and the objects' origins. `body` is not run for a program
+/// of another architecture ([`Resolution::foreign`]). `None` when `path` is not a dynamically loadable ELF
+/// file.
+pub(super) fn session<R>(
+    root: &Root,
+    env: &Env,
+    path: &Path,
+    files: &mut Files,
+    body: impl FnOnce(&mut State) -> R,
+) -> Option<(Resolution, Option<R>)> {
     // The binary's `.rodata` is searched whatever it is: its own strings are worth reading.
     let view = Arc::new(crate::inspect::loader_view(path, crate::inspect::RodataScan::Always).ok()?);
     let e = view.elf.as_ref()?;
@@ -399,7 +419,7 @@ pub fn resolve_alongside(
     // A program of another architecture: no loader here would start it, so its tree is not searched
     // among this machine's libraries.
     if let Some(foreign) = super::foreign::check(root, &platform, cache.as_ref()) {
-        return Some(Resolution {
+        let res = Resolution {
             binary: main_path,
             system_dirs: platform.system_dirs.clone(),
             system_dirs_source: platform.system_dirs_source.clone(),
@@ -408,7 +428,8 @@ pub fn resolve_alongside(
             objects: vec![main_object],
             foreign: Some(foreign),
             ..Resolution::default()
-        });
+        };
+        return Some((res, None));
     }
     // Its versioned imports come with `main`: only its `.rodata` is read in the background.
     let main_reads = files.read_loaded(&view, path, false);
@@ -444,93 +465,141 @@ pub fn resolve_alongside(
     if let Some(s) = &e.soname {
         st.name(0, s);
     }
-    // The interpreter is in the list from the start.
-    if let Verdict::Ok(c) = st.files.verify(root, &platform, &platform.interpreter)
-        && let Some(ie) = &c.view.elf
-    {
-        let o = object_from(
-            platform.interpreter.clone(),
-            c.realpath.clone(),
-            super::search::origin_from(&platform.interpreter, &cwd),
-            ie,
-            Role::Interpreter,
-        );
-        let mut names = vec![platform.interpreter.clone()];
-        names.extend(o.soname.clone());
-        st.load(o, names, c.clone());
-    }
-    // LD_PRELOAD (space or colon separated), then /etc/ld.so.preload.
-    let mut preloads: Vec<(String, String)> = Vec::new();
-    if let Some(p) = env.get("LD_PRELOAD") {
-        for n in p.split([' ', ':']).filter(|s| !s.is_empty()) {
-            if secure && n.contains('/') {
-                continue;
-            }
-            preloads.push((n.to_string(), "LD_PRELOAD".into()));
-        }
-    }
-    if let Ok(t) = root.read_to_string(Path::new("/etc/ld.so.preload"), crate::system::read::CONFIG_TEXT) {
-        for n in t
-            .split(|c: char| c.is_whitespace() || c == ':')
-            .filter(|s| !s.is_empty())
+    st.start(env, &platform, secure);
+    let out = body(&mut st);
+    Some((st.finish(root, env, &platform), Some(out)))
+}
+
+impl State<'_> {
+    /// What ld.so maps before the program runs: the interpreter (in the list from the start), `LD_PRELOAD`
+    /// (space or colon separated) then `/etc/ld.so.preload`, then the DT_NEEDED tree.
+    fn start(&mut self, env: &Env, platform: &super::platform::Platform, secure: bool) {
+        let root = self.ctx.root;
+        if let Verdict::Ok(c) = self.files.verify(root, platform, &platform.interpreter)
+            && let Some(ie) = &c.view.elf
         {
-            preloads.push((n.to_string(), "/etc/ld.so.preload".into()));
+            let o = object_from(
+                platform.interpreter.clone(),
+                c.realpath.clone(),
+                super::search::origin_from(&platform.interpreter, self.ctx.cwd),
+                ie,
+                Role::Interpreter,
+            );
+            let mut names = vec![platform.interpreter.clone()];
+            names.extend(o.soname.clone());
+            self.load(o, names, c.clone());
         }
-    }
-    for (n, why) in preloads {
-        st.request(0, &n, Kind::Preload, Some(format!("listed in {why}")));
-    }
-    st.read_ahead(0);
-    st.deps_from(0);
-    let main = main();
-    st.res.objects[0].needs = main.versioned_undefined;
-    // Run-time loads: every object, including the ones these loads bring in.
-    let mut i = 0;
-    while i < st.res.objects.len() {
-        let before = st.res.objects.len();
-        let strings = st.files.dlopen_strings(&st.reads[i]);
-        let cudart_static = i == 0 && main.cudart_static;
-        for (name, reason) in super::dlopen::requests(&st.res.objects[i], cudart_static, &strings) {
-            if crate::facts::loader::is_stem(&name)
-                && let Some((full, searched)) = st.own_version_completion(i, &name)
-            {
-                let asked = st
-                    .res
-                    .libraries
-                    .iter()
-                    .any(|l| l.needed_by_index == i && l.soname == full);
-                if !asked {
-                    let why = format!(
-                        "{reason}; it completes the name of its own sub-library with its own version before it \
-                         calls dlopen, longest first (cuDNN 9 asks for libcudnn_ops.so.9.19.0, then .9.19, then \
-                         .9): {full} is the first there"
-                    );
-                    st.request_searched(i, &full, Kind::Dlopen, Some(why), searched);
+        let mut preloads: Vec<(String, String)> = Vec::new();
+        if let Some(p) = env.get("LD_PRELOAD") {
+            for n in p.split([' ', ':']).filter(|s| !s.is_empty()) {
+                if secure && n.contains('/') {
+                    continue;
                 }
-                continue;
+                preloads.push((n.to_string(), "LD_PRELOAD".into()));
             }
-            st.request(i, &name, Kind::Dlopen, Some(reason));
-            st.complete_stem();
         }
-        if st.res.objects.len() > before {
-            st.deps_from(before);
+        if let Ok(t) = root.read_to_string(Path::new("/etc/ld.so.preload"), crate::system::read::CONFIG_TEXT)
+        {
+            for n in t
+                .split(|c: char| c.is_whitespace() || c == ':')
+                .filter(|s| !s.is_empty())
+            {
+                preloads.push((n.to_string(), "/etc/ld.so.preload".into()));
+            }
         }
-        i += 1;
+        for (n, why) in preloads {
+            self.request(0, &n, Kind::Preload, Some(format!("listed in {why}")));
+        }
+        self.read_ahead(0);
+        self.deps_from(0);
     }
-    let mut exports = Vec::new();
-    for (o, reads) in st.res.objects.iter_mut().zip(&st.reads) {
-        let s = st.files.symbols(reads);
-        if let Some(needs) = s.imports {
-            o.needs = needs;
-        }
-        exports.push(s.exports);
+
+    /// Every object, in load order.
+    pub(super) fn objects(&self) -> &[LoadedObject] {
+        &self.res.objects
     }
-    // The symbol checks run on the pool while the copies of missing libraries are looked for here.
-    let binding = bind_versioned(&mut st.res, exports, st.files.pool());
-    super::copies::fill_with(root, env, &platform, &mut st.res);
-    super::origin::fill(root, &mut st.res);
-    binding.finish(&mut st.res, st.files.pool());
-    Some(st.res)
+
+    /// Every request, in order.
+    pub(super) fn libraries(&self) -> &[Library] {
+        &self.res.libraries
+    }
+
+    /// `dlopen(name)` by object `caller`, with the DT_NEEDED tree of what it adds.
+    pub(super) fn open(&mut self, caller: usize, name: &str, reason: String) {
+        let before = self.res.objects.len();
+        self.request(caller, name, Kind::Dlopen, Some(reason));
+        if self.res.objects.len() > before {
+            self.deps_from(before);
+        }
+    }
+
+    /// Takes out every object from index `objects` on and every request from index `libraries` on, as
+    /// `_dl_close_worker` unmaps what a failed `dlopen` mapped.
+    pub(super) fn rollback(&mut self, objects: usize, libraries: usize) {
+        self.res.objects.truncate(objects);
+        self.res.libraries.truncate(libraries);
+        self.ids.truncate(objects);
+        self.views.truncate(objects);
+        self.reads.truncate(objects);
+        self.own.truncate(objects);
+        self.by_name.retain(|_, i| *i < objects);
+        self.missing.retain(|_, i| *i < libraries);
+    }
+
+    /// The run-time loads ([`super::dlopen::requests`]) of every object from `from` on, including the ones
+    /// these loads bring in. `cudart_static`: the main program links the static CUDA runtime.
+    pub(super) fn runtime_loads(&mut self, from: usize, cudart_static: bool) {
+        let mut i = from;
+        while i < self.res.objects.len() {
+            let before = self.res.objects.len();
+            let strings = self.files.dlopen_strings(&self.reads[i]);
+            let cudart_static = i == 0 && cudart_static;
+            for (name, reason) in super::dlopen::requests(&self.res.objects[i], cudart_static, &strings) {
+                if crate::facts::loader::is_stem(&name)
+                    && let Some((full, searched)) = self.own_version_completion(i, &name)
+                {
+                    let asked = self
+                        .res
+                        .libraries
+                        .iter()
+                        .any(|l| l.needed_by_index == i && l.soname == full);
+                    if !asked {
+                        let why = format!(
+                            "{reason}; it completes the name of its own sub-library with its own version before it \
+                             calls dlopen, longest first (cuDNN 9 asks for libcudnn_ops.so.9.19.0, then .9.19, then \
+                             .9): {full} is the first there"
+                        );
+                        self.request_searched(i, &full, Kind::Dlopen, Some(why), searched);
+                    }
+                    continue;
+                }
+                self.request(i, &name, Kind::Dlopen, Some(reason));
+                self.complete_stem();
+            }
+            if self.res.objects.len() > before {
+                self.deps_from(before);
+            }
+            i += 1;
+        }
+    }
+
+    /// The end of a walk: the symbol checks, the copies of missing libraries and the objects' origins.
+    fn finish(mut self, root: &Root, env: &Env, platform: &super::platform::Platform) -> Resolution {
+        let mut exports = Vec::new();
+        for (o, reads) in self.res.objects.iter_mut().zip(&self.reads) {
+            let s = self.files.symbols(reads);
+            if let Some(needs) = s.imports {
+                o.needs = needs;
+            }
+            exports.push(s.exports);
+        }
+        // The symbol checks run on the pool while the copies of missing libraries are looked for here.
+        let binding = bind_versioned(&mut self.res, exports, self.files.pool());
+        super::copies::fill_with(root, env, platform, &mut self.res);
+        super::origin::fill(root, &mut self.res);
+        binding.finish(&mut self.res, self.files.pool());
+        self.res
+    }
 }
 
 /// Looks up every versioned symbol each object needs in the objects that define its version, as ld.so's

@@ -8,6 +8,7 @@
 pub mod conda;
 pub mod dist_info;
 pub mod envs;
+pub mod frameworks;
 pub mod metadata;
 pub mod site;
 pub mod syspath;

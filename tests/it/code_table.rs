@@ -262,6 +262,22 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "framework-cpu-fallback",
+        Case::Elsewhere {
+            fire: "python_import.rs::no_driver_library_is_a_cpu_fallback",
+            miss: "python_import.rs::a_healthy_torch_venv_imports_and_uses_the_gpu_with_no_finding",
+            why: "needs a venv with torch's layout and its NVIDIA wheels, libraries built with cc",
+        },
+    ),
+    (
+        "framework-version-check",
+        Case::Elsewhere {
+            fire: "python_import.rs::a_missing_cudnn_wheel_with_an_older_system_copy_is_a_version_check_warning_not_a_failure",
+            miss: "python_import.rs::a_healthy_torch_venv_imports_and_uses_the_gpu_with_no_finding",
+            why: "needs a venv with torch's layout and its NVIDIA wheels, libraries built with cc, and an ld.so.cache",
+        },
+    ),
+    (
         "no-driver",
         Case::Run {
             fire: &["doctor", "@host:nouveau"],

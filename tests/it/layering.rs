@@ -46,7 +46,15 @@ const LAYERS: &[&[&str]] = &[
         "build_info",
         "python",
     ],
-    &["rules", "container", "diff", "bundle", "fleet", "explain"],
+    &[
+        "rules",
+        "container",
+        "diff",
+        "bundle",
+        "fleet",
+        "explain",
+        "imports",
+    ],
     &["report"],
     &["cli", "commands", "fuzzing"],
 ];

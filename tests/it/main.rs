@@ -39,6 +39,7 @@ mod probe;
 mod probe_live;
 mod ptxas;
 mod python_env;
+mod python_import;
 mod python_syspath;
 mod secure_boot;
 mod verdict_agreement;

@@ -1,0 +1,248 @@
+//! `imports`: `import A; import B; …` in one Python process, then the first GPU use of each, then each
+//! framework's checks: the models of [`crate::python::frameworks::Framework`] driving one
+//! [`process::PyProcess`] over the loader's emulation of the process, and what they end in as findings.
+//!
+//! It sits above both `python` (the environment and the framework models, which name no loader) and `loader`
+//! (the process), which `python` serves: `docs/python-frameworks.md`.
+//!
+//! An outcome becomes a finding here, once: an import or first use that raises on a failed load is
+//! `library-not-found` (with the loader's search trail), one that goes on without the GPU is
+//! `framework-cpu-fallback`. An outcome that raises for another reason (the driver check) comes with the
+//! model's own finding from [`crate::python::frameworks::Framework::checks`].
+
+pub mod process;
+
+use crate::findings::{Code, Finding};
+use crate::python::frameworks::env::Chosen;
+use crate::python::frameworks::{Ctx, Driver, Framework, Gpu, Loaded, Outcome, PyEnv, Selected, Step, When};
+use crate::system::Root;
+use process::PyProcess;
+use serde::Serialize;
+
+/// Every framework modelled, by the module a user imports.
+pub fn known() -> &'static [&'static dyn Framework] {
+    &[&crate::python::frameworks::torch::Torch]
+}
+
+/// The framework of `module` (`torch`).
+pub fn framework(module: &str) -> Option<&'static dyn Framework> {
+    known().iter().copied().find(|f| f.module() == module)
+}
+
+/// One import, modelled.
+#[derive(Debug, Clone, Serialize)]
+pub struct Imported {
+    /// The module (`torch`).
+    pub module: String,
+    /// The installed distribution's name and version, when installed.
+    pub installed: Option<String>,
+    /// The model used, when one applies.
+    pub model: Option<Selected>,
+    /// What the model covers (`every CUDA wheel preloaded from sys.path, each best effort`).
+    pub model_about: Option<String>,
+    /// `import MODULE`.
+    pub import: Step,
+    /// The first GPU use, after a successful import.
+    pub first_use: Option<Step>,
+}
+
+/// What `cudadiag import` found: the environment, each import, the process's libraries, the findings.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportReport {
+    /// The interpreter and why that one.
+    pub python: Chosen,
+    /// The environment as facts.
+    pub env: PyEnv,
+    /// The imports, in order.
+    pub imports: Vec<Imported>,
+    /// Every object of the process at the end, in load order, with how and from where it came in.
+    pub loaded: Vec<Loaded>,
+    /// Findings, most severe first.
+    pub findings: Vec<Finding>,
+}
+
+impl ImportReport {
+    /// Does any finding reach `threshold`?
+    pub fn fails(&self, threshold: Option<crate::findings::Severity>) -> bool {
+        threshold.is_some_and(|t| self.findings.iter().any(|f| f.severity >= t))
+    }
+}
+
+/// Why the imports could not be modelled at all.
+#[derive(Debug)]
+pub enum ImportError {
+    /// `sys.path` could not be computed (no interpreter there, its version unknown).
+    SysPath(crate::python::syspath::SysPathError),
+    /// A module no model covers.
+    Unknown(String),
+    /// The interpreter is not an ELF program this loader can start.
+    NotElf(std::path::PathBuf),
+}
+
+impl std::fmt::Display for ImportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImportError::SysPath(e) => e.fmt(f),
+            ImportError::Unknown(m) => {
+                let names: Vec<&str> = known().iter().map(|f| f.module()).collect();
+                write!(f, "no model of `import {m}` (modelled: {})", names.join(", "))
+            }
+            ImportError::NotElf(p) => write!(f, "{}: not an ELF program the loader can start", p.display()),
+        }
+    }
+}
+
+/// Models `import M` for each of `modules`, in order, in one process of the interpreter `chosen`, then the
+/// first GPU use of each imported framework, then their checks.
+pub fn run(
+    root: &Root,
+    env: &crate::system::Env,
+    chosen: Chosen,
+    modules: &[String],
+    gpus: &[Gpu],
+    driver: Option<&Driver>,
+    matrix: &crate::matrix::Matrix,
+) -> Result<ImportReport, ImportError> {
+    let frameworks = modules
+        .iter()
+        .map(|m| framework(m).ok_or_else(|| ImportError::Unknown(m.clone())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let py = crate::python::frameworks::env::collect(
+        root,
+        env,
+        &crate::python::frameworks::env::request(env, &chosen),
+    )
+    .map_err(ImportError::SysPath)?;
+    let exe = root.host_path(&py.syspath.executable);
+    let ctx = Ctx {
+        root,
+        env,
+        python: &py,
+        gpus,
+        driver,
+        matrix,
+    };
+    let mut files = crate::loader::Files::default();
+    let (_, body) = crate::loader::process::process(root, env, &exe, &mut files, |img| {
+        let mut p = PyProcess::new(img);
+        let (imports, findings) = in_process(&ctx, &frameworks, &mut p);
+        (
+            imports,
+            findings,
+            crate::python::frameworks::Process::loaded(&p).to_vec(),
+        )
+    })
+    .ok_or_else(|| ImportError::NotElf(exe.clone()))?;
+    crate::parallel::discard(files);
+    let (imports, mut findings, loaded) = body.ok_or(ImportError::NotElf(exe))?;
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    Ok(ImportReport {
+        python: chosen,
+        env: py,
+        imports,
+        loaded,
+        findings,
+    })
+}
+
+/// The imports in order, the first uses, the checks.
+fn in_process(
+    ctx: &Ctx,
+    frameworks: &[&'static dyn Framework],
+    p: &mut PyProcess,
+) -> (Vec<Imported>, Vec<Finding>) {
+    let mut imports = Vec::new();
+    let mut findings = Vec::new();
+    let mut models: Vec<Option<Selected>> = Vec::new();
+    for fw in frameworks {
+        let dist = ctx.python.dist(fw.distributions()[0]);
+        let installed = dist.map(|d| format!("{} {}", d.name, d.version));
+        let model =
+            dist.and_then(|d| crate::python::frameworks::select(fw.module(), &d.version, fw.models()));
+        let step = match (&model, dist) {
+            (Some(m), _) => {
+                p.begin(fw.module(), When::Import);
+                fw.import(ctx, m, p)
+            }
+            (None, None) => Step {
+                outcome: Outcome::Fails {
+                    message: format!("ModuleNotFoundError: No module named '{}'", fw.module()),
+                    load: None,
+                },
+                notes: vec![format!("no {} distribution on sys.path", fw.distributions()[0])],
+            },
+            (None, Some(d)) => Step {
+                outcome: Outcome::Gpu,
+                notes: vec![format!(
+                    "{} {}: its version has no release numbers, so no model of its loading applies",
+                    d.name, d.version
+                )],
+            },
+        };
+        findings.extend(outcome_finding(fw.module(), "import", &step.outcome));
+        imports.push(Imported {
+            module: fw.module().to_string(),
+            installed,
+            model_about: model.as_ref().map(|m| fw.models()[m.index].about.to_string()),
+            model: model.clone(),
+            import: step,
+            first_use: None,
+        });
+        models.push(model);
+    }
+    for ((fw, model), imported) in frameworks.iter().zip(&models).zip(imports.iter_mut()) {
+        let Some(m) = model else { continue };
+        if !matches!(imported.import.outcome, Outcome::Gpu) {
+            continue;
+        }
+        p.begin(fw.module(), When::FirstUse);
+        let step = fw.first_use(ctx, m, p);
+        findings.extend(outcome_finding(fw.module(), "first GPU use", &step.outcome));
+        imported.first_use = Some(step);
+    }
+    for (fw, model) in frameworks.iter().zip(&models) {
+        if let Some(m) = model {
+            findings.extend(fw.checks(ctx, m, p));
+        }
+    }
+    (imports, findings)
+}
+
+/// The finding an outcome is, when it is one of its own: a failed load, or a fall-back to the CPU.
+fn outcome_finding(module: &str, stage: &str, o: &Outcome) -> Option<Finding> {
+    match o {
+        Outcome::Gpu => None,
+        Outcome::Fails { message, load } => {
+            let load = load.as_ref()?;
+            let mut f = Finding::new(
+                Code::LibraryNotFound,
+                format!("`import {module}` will fail at its {stage}: {message}"),
+                format!(
+                    "install the package that provides {} into this environment, or make the copy the trail \
+                     below looks for visible to the loader",
+                    load.name
+                ),
+            );
+            f.sonames = vec![load.name.clone()];
+            if let Some(lib) = &load.library {
+                f = f.because(format!("{} asked for {}", lib.needed_by, lib.soname));
+                for line in lib.trail_lines() {
+                    f = f.because(line);
+                }
+            }
+            Some(f)
+        }
+        Outcome::CpuFallback { message, because } => {
+            let mut f = Finding::new(
+                Code::FrameworkCpuFallback,
+                format!("`import {module}` works but the GPU will not be used: {because}"),
+                "make the driver's libcuda.so.1 and a GPU visible to the process (cudadiag doctor says what is \
+                 missing), or install the framework's CUDA build",
+            );
+            if let Some(m) = message {
+                f = f.because(format!("{module} says: {m}"));
+            }
+            Some(f)
+        }
+    }
+}

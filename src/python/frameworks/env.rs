@@ -1,0 +1,141 @@
+//! The Python environment as facts: which interpreter, its `sys.path` (`python::syspath`), and every
+//! distribution installed on that path with its version, its `RECORD` and its `Requires-Dist`. Read through
+//! the root, never run.
+
+use super::{Dist, PyEnv};
+use crate::python::syspath::{self, Flags, Main, Request, SysPathError, Target};
+use crate::system::{Env, Root, read};
+use std::path::{Path, PathBuf};
+
+/// Bytes of `RECORD`s read at most for one environment (torch 2.15's is 1.3 MB): past it, distributions are
+/// listed without their files.
+pub const MAX_RECORD_BYTES: u64 = 64 << 20;
+
+/// The interpreter a question is about, and why that one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Chosen {
+    /// The interpreter or environment.
+    #[serde(skip)]
+    pub target: Target,
+    /// Its path as given or found (`/opt/venv`, `python3`).
+    pub path: PathBuf,
+    /// Why it (`--python`, `--venv`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `python3 on PATH`).
+    pub because: String,
+}
+
+/// The interpreter: `--python PATH`, else `--venv DIR`, else the active environment (`VIRTUAL_ENV`, then
+/// `CONDA_PREFIX`), else `python3` on `PATH`, each inside the root.
+pub fn choose(env: &Env, python: Option<&Path>, dir: Option<&Path>) -> Chosen {
+    let chosen = |target: Target, path: &Path, because: &str| Chosen {
+        target,
+        path: path.to_path_buf(),
+        because: because.to_string(),
+    };
+    if let Some(p) = python {
+        return chosen(Target::Interpreter(p.to_path_buf()), p, "--python");
+    }
+    if let Some(d) = dir {
+        return chosen(Target::Environment(d.to_path_buf()), d, "--venv");
+    }
+    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(v) = env.get(var).filter(|v| v.starts_with('/')) {
+            return chosen(Target::Environment(PathBuf::from(v)), Path::new(v), var);
+        }
+    }
+    chosen(
+        Target::Interpreter(PathBuf::from("python3")),
+        Path::new("python3"),
+        "python3 on PATH",
+    )
+}
+
+/// The request `python -c` makes for `chosen` in `env`, started in `PWD` (else `/`).
+pub fn request(env: &Env, chosen: &Chosen) -> Request {
+    Request {
+        target: chosen.target.clone(),
+        main: Main::Command,
+        flags: Flags::default(),
+        cwd: PathBuf::from(env.get("PWD").filter(|p| p.starts_with('/')).unwrap_or("/")),
+        uid: None,
+    }
+}
+
+/// The environment of `req`: its `sys.path`, then the distributions of each of its directories.
+pub fn collect(root: &Root, env: &Env, req: &Request) -> Result<PyEnv, SysPathError> {
+    let syspath = syspath::compute(root, env, req)?;
+    let mut py = PyEnv {
+        syspath,
+        dists: Vec::new(),
+    };
+    let mut budget = MAX_RECORD_BYTES;
+    let dirs: Vec<PathBuf> = py.dirs().map(Path::to_path_buf).collect();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for dir in dirs {
+        // One directory listed twice on sys.path (a `.pth` naming its own site) holds the same distributions.
+        let real = root.resolve(&dir).unwrap_or_else(|_| dir.clone());
+        if seen.contains(&real) {
+            continue;
+        }
+        seen.push(real);
+        for info in crate::python::dist_info::dist_infos(root, &dir) {
+            if let Some(d) = dist(root, &dir, &info, &mut budget) {
+                py.dists.push(d);
+            }
+        }
+    }
+    Ok(py)
+}
+
+/// One `.dist-info`: `None` when its `METADATA` is unreadable or has no name or version.
+fn dist(root: &Root, site: &Path, info: &Path, budget: &mut u64) -> Option<Dist> {
+    let meta = info.join("METADATA");
+    let text = root.read_to_string(&meta, read::PACKAGE_METADATA).ok()?;
+    let m = crate::python::metadata::parse_metadata(&text, &meta.to_string_lossy())?;
+    let mut files = Vec::new();
+    if *budget > 0
+        && let Ok(record) = root.read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA)
+    {
+        *budget = budget.saturating_sub(record.len() as u64);
+        files = crate::python::dist_info::record_paths(&record)
+            .into_iter()
+            .collect();
+        files.sort();
+    }
+    Some(Dist {
+        key: super::normalise(&m.name),
+        release: crate::facts::loader::release(m.version.split('+').next().unwrap_or(&m.version)),
+        name: m.name,
+        version: m.version,
+        site: site.to_path_buf(),
+        info: info.to_path_buf(),
+        files,
+        requires: m.requires.into_iter().map(|r| r.text).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interpreter_is_the_one_named_else_the_active_environment_else_python3() {
+        let mut env = Env::empty();
+        assert_eq!(choose(&env, None, None).because, "python3 on PATH");
+        env.set("CONDA_PREFIX", "/opt/conda");
+        env.set("VIRTUAL_ENV", "/v");
+        let c = choose(&env, None, None);
+        assert_eq!(
+            (c.because.as_str(), c.target),
+            ("VIRTUAL_ENV", Target::Environment("/v".into()))
+        );
+        env.remove("VIRTUAL_ENV");
+        assert_eq!(choose(&env, None, None).because, "CONDA_PREFIX");
+        assert_eq!(choose(&env, None, Some(Path::new("/e"))).because, "--venv");
+        let c = choose(
+            &env,
+            Some(Path::new("/usr/bin/python3.12")),
+            Some(Path::new("/e")),
+        );
+        assert_eq!(c.target, Target::Interpreter("/usr/bin/python3.12".into()));
+    }
+}

@@ -1,0 +1,442 @@
+//! `python::frameworks`: what `import torch` (or `jax`, `cupy`, `tensorflow`, `onnxruntime`) loads, modelled
+//! as each framework's own Python code does it, in one process.
+//!
+//! Frameworks do not load CUDA through the ELF tree of one extension module alone. They preload libraries by
+//! absolute path from directories they find themselves (torch walks `sys.path` for `nvidia/*/lib`, JAX imports
+//! the `nvidia.*` packages, CuPy asks cuda-pathfinder), then import an extension module whose DT_NEEDED entries
+//! the dynamic loader resolves against what is already loaded, then `dlopen` names they build at run time, at
+//! import or at the first GPU use. Each has run-time version rules with its own message, and some fall back
+//! to the CPU without raising.
+//!
+//! The pieces, and who fills them:
+//! - [`PyEnv`]: the environment as facts (`sys.path`, every installed distribution). Read, never run.
+//! - [`Framework`]: one framework's model. It recognises its distributions, picks the model of its version
+//!   ([`select`]: a version outside every modelled range is judged with the nearest model, and says so), and
+//!   drives a [`Process`] through its import, its first GPU use and its checks.
+//! - [`Process`]: one process, one set of loaded libraries, shared by every import in order: the first copy of
+//!   a soname loaded wins for the whole process, whoever asks later. Every library records how it came in
+//!   ([`LoadedHow`]) and for which import. `crate::imports` implements it over the loader's emulation of the
+//!   process (this module is below the loader, which asks it about pip's records, so it names no loader).
+//!
+//! A model never reads a file outside [`Ctx::root`], never runs Python and never loads what it inspects.
+
+pub mod env;
+pub mod torch;
+
+use crate::findings::Finding;
+use crate::python::syspath::SysPath;
+use crate::system::{Env, Root};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// One installed distribution: a `*.dist-info` directory in a `sys.path` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dist {
+    /// Its name as `METADATA` spells it (`nvidia-cudnn-cu12`).
+    pub name: String,
+    /// Its name normalised as PEP 503 does (lower case, runs of `-`, `_`, `.` as one `-`): what
+    /// [`PyEnv::dist`] compares.
+    pub key: String,
+    /// Its version as written (`2.11.0+cu130`).
+    pub version: String,
+    /// The release numbers of the version (`[2, 11, 0]`), when it has plain ones.
+    pub release: Option<Vec<u64>>,
+    /// The `sys.path` entry that holds the `.dist-info` (a machine path).
+    pub site: PathBuf,
+    /// The `.dist-info` directory.
+    pub info: PathBuf,
+    /// The files its `RECORD` lists, as written there (relative to [`Dist::site`], or absolute).
+    pub files: Vec<String>,
+    /// Its `Requires-Dist` values, in order (`nvidia-cudnn-cu13==9.19.0.56; platform_system == "Linux"`).
+    pub requires: Vec<String>,
+}
+
+/// The normalised form of a distribution name (PEP 503): `Nvidia_CUDNN.cu12` → `nvidia-cudnn-cu12`.
+pub use crate::inspect::pep508::normalise;
+
+/// A Python environment as facts: its `sys.path` and the distributions installed on it. Nothing is run.
+#[derive(Debug, Clone, Serialize)]
+pub struct PyEnv {
+    /// `sys.path` of the interpreter, computed by `python::syspath::compute`.
+    pub syspath: SysPath,
+    /// Every distribution found in a `sys.path` entry, in `sys.path` order (within an entry, by name).
+    pub dists: Vec<Dist>,
+}
+
+impl PyEnv {
+    /// The distribution `importlib.metadata.distribution(name)` returns: the first on `sys.path` whose
+    /// normalised name is `name`'s.
+    pub fn dist(&self, name: &str) -> Option<&Dist> {
+        let key = normalise(name);
+        self.dists.iter().find(|d| d.key == key)
+    }
+
+    /// The `sys.path` entries that are directories of the machine (not `''`, not a zip), in order.
+    pub fn dirs(&self) -> impl Iterator<Item = &Path> {
+        self.syspath
+            .entries
+            .iter()
+            .map(|e| e.path.as_path())
+            .filter(|p| p.is_absolute() && p.extension().is_none_or(|x| x != "zip"))
+    }
+}
+
+/// GPUs of one compute capability visible to the process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gpu {
+    /// `NVIDIA H200 (CC 9.0)`.
+    pub label: String,
+    /// The compute capability.
+    pub cc: crate::matrix::Cc,
+}
+
+/// The driver the question is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Driver {
+    /// Its version.
+    pub version: crate::matrix::DriverVersion,
+    /// Where it was read (`/proc/driver/nvidia/version`, `--driver`).
+    pub source: String,
+}
+
+/// What every model is given: the machine, the process's environment, the Python environment, and the GPUs
+/// and driver the question is about.
+pub struct Ctx<'a> {
+    /// Every read goes through it.
+    pub root: &'a Root,
+    /// The environment the Python process starts with (`LD_LIBRARY_PATH`, `TORCH_USE_RTLD_GLOBAL`, …).
+    pub env: &'a Env,
+    /// The Python environment.
+    pub python: &'a PyEnv,
+    /// The GPUs visible to the process (by compute capability); empty when none is.
+    pub gpus: &'a [Gpu],
+    /// The driver, when known (the machine's, or `--driver`).
+    pub driver: Option<&'a Driver>,
+    /// The compatibility matrix (the CUDA a driver supports, for the frameworks' driver checks).
+    pub matrix: &'a crate::matrix::Matrix,
+}
+
+/// When a load happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum When {
+    /// During `import`.
+    Import,
+    /// At the first GPU use (the first CUDA tensor, the first cuDNN or NVRTC call).
+    FirstUse,
+}
+
+/// How a library came into the process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum LoadedHow {
+    /// Mapped when the interpreter starts: the program itself, or the dynamic loader.
+    Start,
+    /// Loaded by absolute path by a framework's own code (`ctypes.CDLL(path)`), from a directory the framework
+    /// found itself.
+    Preloaded {
+        /// The framework (`torch`).
+        by: String,
+        /// How it found the file, in its terms (`sys.path[3] nvidia/cudnn/lib/libcudnn.so.*[0-9]`).
+        search: String,
+        /// Opened with `RTLD_GLOBAL`: its symbols serve every later object.
+        global: bool,
+    },
+    /// An extension module Python's import system opened by path (`torch._C`).
+    Extension {
+        /// The module (`torch._C`).
+        module: String,
+    },
+    /// A DT_NEEDED entry of an object already in the process, found by the loader's search.
+    Needed {
+        /// The object that needed it (its path as loaded).
+        needed_by: String,
+        /// Where the loader found it.
+        found: crate::facts::loader::How,
+        /// For `found = rpath`: whose DT_RPATH it was, when not the requester's own.
+        via: Option<String>,
+    },
+    /// `dlopen(name)` by an object of the process, at run time, resolved from that caller.
+    Opened {
+        /// The name asked for (`libcudnn_ops.so.9`).
+        name: String,
+        /// The caller (its path as loaded).
+        caller: String,
+        /// Where the loader found it.
+        found: crate::facts::loader::How,
+    },
+}
+
+/// One object in the process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Loaded {
+    /// Its path as loaded (links not resolved): what `/proc/self/maps` shows is [`Loaded::realpath`].
+    pub path: String,
+    /// Its real path.
+    pub realpath: String,
+    /// Its DT_SONAME.
+    pub soname: Option<String>,
+    /// Its version, from the real file name (`9.19.0`).
+    pub version: Option<String>,
+    /// How it came in.
+    pub how: LoadedHow,
+    /// The import that brought it in (`torch`), or the framework whose first use did.
+    pub import: String,
+    /// At import or at first use.
+    pub when: When,
+}
+
+/// A load that fails, with the text the process would show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadError {
+    /// The name or path asked for.
+    pub name: String,
+    /// Who asked (a path as loaded, or the framework for a preload).
+    pub requester: String,
+    /// `dlerror()`'s text: `libcudnn.so.9: cannot open shared object file: No such file or directory`.
+    pub message: String,
+    /// The loader's record of the failed request, with its search trail.
+    pub library: Option<Box<crate::facts::loader::Library>>,
+}
+
+/// One process: the libraries loaded so far, and the loads a framework's code makes. Each load resolves the
+/// new object's DT_NEEDED entries (breadth-first, as `_dl_map_object_deps`) against the objects already there
+/// before any search, so the first copy of a soname wins.
+pub trait Process {
+    /// Every object loaded, in load order.
+    fn loaded(&self) -> &[Loaded];
+
+    /// `ctypes.CDLL(path, mode)`: opens `path` and its DT_NEEDED tree, on behalf of the import `by`.
+    /// `search` says how the framework found it, `global` whether the mode is `RTLD_GLOBAL`.
+    fn load_path(&mut self, by: &str, path: &Path, search: &str, global: bool) -> Result<usize, LoadError>;
+
+    /// Python's import of extension module `module` (a path on `sys.path`), on behalf of the import `by`.
+    fn load_extension(&mut self, by: &str, module: &str, path: &Path) -> Result<usize, LoadError>;
+
+    /// `dlopen(name)` by object `caller` (an index into [`Process::loaded`]): resolved from the caller, with
+    /// its RPATH or RUNPATH, `LD_LIBRARY_PATH` and `ld.so.cache`, unless an object already answers to `name`.
+    fn dlopen(&mut self, by: &str, caller: usize, name: &str, when: When) -> Result<usize, LoadError>;
+
+    /// The loads the objects already in the process make by their own data when the GPU is first used: the
+    /// CUDA runtime's `dlopen("libcuda.so.1")`, and every library name an object keeps for `dlopen` (NVML,
+    /// NVRTC's builtins, cuDNN's sub-libraries), each resolved from that object, on behalf of `by`.
+    fn runtime_loads(&mut self, by: &str);
+
+    /// The object that answers to `name` (a soname or a path as loaded), if one is loaded.
+    fn find(&self, name: &str) -> Option<usize> {
+        self.loaded().iter().position(|l| {
+            l.soname.as_deref() == Some(name) || l.path == name || l.path.rsplit('/').next() == Some(name)
+        })
+    }
+
+    /// Does any mapped file's real path contain `needle`, as a framework reading `/proc/self/maps` sees it?
+    fn maps_contain(&self, needle: &str) -> bool {
+        self.loaded().iter().any(|l| l.realpath.contains(needle))
+    }
+}
+
+/// What an import (or a first use) ends in, as the user sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Outcome {
+    /// It works and uses the GPU.
+    Gpu,
+    /// It works but runs on the CPU without raising: the GPU will not be used (an error finding).
+    CpuFallback {
+        /// What the framework prints, verbatim (`Unable to load cuDNN. Is it installed?`), when it prints.
+        message: Option<String>,
+        /// Why, in the model's terms.
+        because: String,
+    },
+    /// It raises: the exception as the user sees it (`ImportError: libcudnn.so.9: cannot open shared object
+    /// file: No such file or directory`).
+    Fails {
+        /// The exception's text.
+        message: String,
+        /// The failed load, when a load is the cause.
+        load: Option<LoadError>,
+    },
+}
+
+/// What one step of a model (the import, or the first use) gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// What the model did not model in this environment (a `.pth` that runs code, an unmodelled variable).
+    pub notes: Vec<String>,
+}
+
+/// A version range whose loading one model describes: `from` included, `until` excluded (`None`: open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Range {
+    /// The first version (`2.10`).
+    pub from: &'static str,
+    /// The first version not in the range (`2.14`), `None` for the newest model.
+    pub until: Option<&'static str>,
+    /// What is particular to it, for the report (`the whole list preloaded, required`).
+    pub about: &'static str,
+}
+
+/// The model chosen for an installed version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Selected {
+    /// The index of the model in the framework's [`Framework::models`].
+    pub index: usize,
+    /// The installed version, as written.
+    pub version: String,
+    /// Set when the version is outside every modelled range: it is judged with the nearest model, and the
+    /// report says so (`torch 2.16.0 is newer than every modelled version: judged as 2.14 and later`).
+    pub nearest: Option<String>,
+}
+
+/// Picks the model for `version` among `ranges` (in ascending order). A version inside a range gets it; one
+/// outside every range gets the nearest (below all: the first; above all: the last; between two: the one
+/// whose bound is closer, the older on a tie), with a note. `None` when `version` has no release numbers or
+/// `ranges` is empty.
+pub fn select(name: &str, version: &str, ranges: &[Range]) -> Option<Selected> {
+    let plain = version.split('+').next().unwrap_or(version);
+    let v = crate::facts::loader::release(plain)?;
+    let rel = |s: &str| crate::facts::loader::release(s).unwrap_or_default();
+    let cmp = |a: &[u64], b: &[u64]| {
+        let n = a.len().max(b.len());
+        let at = |x: &[u64], i: usize| x.get(i).copied().unwrap_or(0);
+        (0..n)
+            .map(|i| at(a, i).cmp(&at(b, i)))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    };
+    let inside =
+        |r: &Range| cmp(&v, &rel(r.from)).is_ge() && r.until.is_none_or(|u| cmp(&v, &rel(u)).is_lt());
+    if let Some(index) = ranges.iter().position(inside) {
+        return Some(Selected {
+            index,
+            version: version.to_string(),
+            nearest: None,
+        });
+    }
+    let label = |r: &Range| match r.until {
+        Some(u) => format!("{} up to {u} (excluded)", r.from),
+        None => format!("{} and later", r.from),
+    };
+    let first = ranges.first()?;
+    let index = if cmp(&v, &rel(first.from)).is_lt() {
+        0
+    } else {
+        // Above the range ending before it; the next range (if any) starts after it.
+        let below = ranges
+            .iter()
+            .rposition(|r| r.until.is_some_and(|u| cmp(&v, &rel(u)).is_ge()))
+            .unwrap_or(0);
+        match ranges.get(below + 1) {
+            Some(next)
+                if distance(&v, &rel(next.from))
+                    < distance(&v, &rel(ranges[below].until.unwrap_or(next.from))) =>
+            {
+                below + 1
+            }
+            _ => below,
+        }
+    };
+    let r = &ranges[index];
+    let side = if cmp(&v, &rel(r.from)).is_lt() {
+        "older"
+    } else {
+        "newer"
+    };
+    Some(Selected {
+        index,
+        version: version.to_string(),
+        nearest: Some(format!(
+            "{name} {version} is {side} than the nearest modelled version: judged with the model of {name} {}",
+            label(r)
+        )),
+    })
+}
+
+/// How far apart two releases are, component by component (major first), for [`select`]'s nearest model.
+fn distance(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let n = a.len().max(b.len());
+    let at = |x: &[u64], i: usize| x.get(i).copied().unwrap_or(0);
+    (0..n).map(|i| at(a, i).abs_diff(at(b, i))).collect()
+}
+
+/// One framework's model.
+pub trait Framework: Sync {
+    /// The module a user imports (`torch`): the name `cudadiag import` takes.
+    fn module(&self) -> &'static str;
+
+    /// The distributions that provide it, the one whose version selects the model first (`torch`; `jax`,
+    /// `jaxlib`, `jax-cuda12-plugin`, …). The framework is installed when the first is on `sys.path`.
+    fn distributions(&self) -> &'static [&'static str];
+
+    /// The version ranges whose loading differs, in ascending order: [`select`] picks among them.
+    fn models(&self) -> &'static [Range];
+
+    /// `import MODULE`, as model `m` does it: its preloads, its extension modules, its run-time `dlopen`s at
+    /// import, into `p`, which may already hold earlier imports' libraries.
+    fn import(&self, ctx: &Ctx, m: &Selected, p: &mut dyn Process) -> Step;
+
+    /// The first GPU use after a successful import (a CUDA tensor, a cuDNN operation): the driver, NVML,
+    /// NVRTC, the cuDNN sub-libraries the framework `dlopen`s then.
+    fn first_use(&self, ctx: &Ctx, m: &Selected, p: &mut dyn Process) -> Step;
+
+    /// The framework's run-time rules on what the process holds after [`Framework::first_use`] (cuDNN's
+    /// version rule, the driver check), each as a finding with the framework's exact message and the
+    /// operations that raise it.
+    fn checks(&self, ctx: &Ctx, m: &Selected, p: &dyn Process) -> Vec<Finding>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RANGES: &[Range] = &[
+        Range {
+            from: "2.6",
+            until: Some("2.9"),
+            about: "a",
+        },
+        Range {
+            from: "2.10",
+            until: Some("2.14"),
+            about: "b",
+        },
+        Range {
+            from: "2.14",
+            until: None,
+            about: "c",
+        },
+    ];
+
+    #[test]
+    fn a_version_inside_a_range_gets_its_model_without_a_note() {
+        let s = select("torch", "2.11.0+cu130", RANGES).unwrap();
+        assert_eq!((s.index, s.nearest), (1, None));
+        assert_eq!(select("torch", "2.15.0", RANGES).unwrap().index, 2);
+        assert_eq!(select("torch", "2.6", RANGES).unwrap().index, 0);
+    }
+
+    #[test]
+    fn a_version_outside_every_range_is_judged_with_the_nearest_and_says_so() {
+        let old = select("torch", "2.2.0", RANGES).unwrap();
+        assert_eq!(old.index, 0);
+        assert!(old.nearest.unwrap().contains("older"));
+        // 2.9.1 lies between 2.6–2.9 and 2.10–2.14: the end of the first is nearer.
+        let gap = select("torch", "2.9.1", RANGES).unwrap();
+        assert_eq!(gap.index, 0);
+        assert!(
+            gap.nearest
+                .unwrap()
+                .contains("judged with the model of torch 2.6 up to 2.9")
+        );
+        assert!(select("torch", "not a version", RANGES).is_none());
+        assert!(select("torch", "2.0", &[]).is_none());
+    }
+
+    #[test]
+    fn names_are_normalised_as_pep_503_does() {
+        assert_eq!(normalise("Nvidia_CUDNN.cu12"), "nvidia-cudnn-cu12");
+        assert_eq!(normalise("jax--cuda12__plugin"), "jax-cuda12-plugin");
+    }
+}

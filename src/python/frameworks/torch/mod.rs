@@ -1,0 +1,416 @@
+//! PyTorch: what `import torch` loads, as its `torch/__init__.py` does it per version, and what the first GPU
+//! use adds (`docs/python-frameworks.md`, "PyTorch", gives each step with its source).
+//!
+//! 1. `_load_global_deps()`: `ctypes.CDLL(torch/lib/libtorch_global_deps.so, RTLD_GLOBAL)`, whose DT_NEEDED
+//!    `libcudart.so.N` resolves through its DT_RPATH (`$ORIGIN/../../nvidia/…/lib`), `LD_LIBRARY_PATH`, then
+//!    `ld.so.cache`. Skipped when `TORCH_USE_RTLD_GLOBAL` is set.
+//! 2. When that load succeeds and `/proc/self/maps` shows a `libcudart.so`, torch preloads CUDA libraries by
+//!    path from the first `sys.path` entry holding each (2.6 to 2.9: NVRTC and nvJitLink; from 2.10: the whole
+//!    list, from 2.14 each best effort). When it fails with an error naming one of them, it preloads the whole
+//!    list, each required (`ValueError: … not found in the system path`), then loads it again.
+//! 3. `from torch._C import *`: the extension module and its DT_NEEDED tree, every soname already loaded by
+//!    steps 1-2 reused.
+//! 4. First GPU use: the CUDA runtime `dlopen`s the driver, NVML, NVRTC and cuDNN's sub-libraries are opened by
+//!    the names the libraries keep.
+
+mod checks;
+mod search;
+
+use super::{Ctx, Framework, LoadError, Outcome, Process, Range, Selected, Step};
+use crate::findings::Finding;
+use crate::system::read;
+use search::{Layouts, PreloadError};
+use std::path::{Path, PathBuf};
+
+/// The model of `import torch`.
+pub struct Torch;
+
+/// What torch does after `libtorch_global_deps.so` loads.
+#[derive(Debug, Clone, Copy)]
+enum After {
+    /// Preloads `libs` when `/proc/self/maps` contains `needle`; `required`: the first missing one raises
+    /// (and the `except Exception: pass` around it stops the rest silently); `nvtx`: then `libnvToolsExt`,
+    /// optional.
+    Preload {
+        needle: &'static str,
+        libs: &'static [(&'static str, &'static str)],
+        required: bool,
+        nvtx: bool,
+    },
+}
+
+/// One version range's loading.
+#[derive(Debug, Clone, Copy)]
+struct Loading {
+    after: After,
+    /// The list preloaded, each required, when `libtorch_global_deps.so` fails with an error naming one.
+    fallback: &'static [(&'static str, &'static str)],
+    /// `libnvToolsExt` is tried after the list, as optional.
+    nvtx_optional: bool,
+    /// Where each library is looked for in a `sys.path` entry.
+    layouts: Layouts,
+}
+
+const NVRTC: (&str, &str) = ("cuda_nvrtc", "libnvrtc.so.*[0-9]");
+const NVRTC_BUILTINS: (&str, &str) = ("cuda_nvrtc", "libnvrtc-builtins.so.*[0-9]");
+const NVJITLINK: (&str, &str) = ("nvjitlink", "libnvJitLink.so.*[0-9]");
+
+/// 2.6's fallback (`torch/__init__.py` 2.6.0 L342-356): nvtx is in the list, required.
+const LIST_2_6: &[(&str, &str)] = &[
+    ("cublas", "libcublas.so.*[0-9]"),
+    ("cudnn", "libcudnn.so.*[0-9]"),
+    NVRTC,
+    ("cuda_runtime", "libcudart.so.*[0-9]"),
+    ("cuda_cupti", "libcupti.so.*[0-9]"),
+    ("cufft", "libcufft.so.*[0-9]"),
+    ("curand", "libcurand.so.*[0-9]"),
+    NVJITLINK,
+    ("cusparse", "libcusparse.so.*[0-9]"),
+    ("cusparselt", "libcusparseLt.so.*[0-9]"),
+    ("cusolver", "libcusolver.so.*[0-9]"),
+    ("nccl", "libnccl.so.*[0-9]"),
+    ("nvtx", "libnvToolsExt.so.*[0-9]"),
+];
+
+/// 2.9 and 2.10's list (2.10.0 `_preload_cuda_deps`).
+const LIST_2_10: &[(&str, &str)] = &[
+    ("cublas", "libcublas.so.*[0-9]"),
+    ("cudnn", "libcudnn.so.*[0-9]"),
+    NVRTC,
+    NVRTC_BUILTINS,
+    ("cuda_runtime", "libcudart.so.*[0-9]"),
+    ("cuda_cupti", "libcupti.so.*[0-9]"),
+    ("cufft", "libcufft.so.*[0-9]"),
+    ("curand", "libcurand.so.*[0-9]"),
+    NVJITLINK,
+    ("cusparse", "libcusparse.so.*[0-9]"),
+    ("cusparselt", "libcusparseLt.so.*[0-9]"),
+    ("cusolver", "libcusolver.so.*[0-9]"),
+    ("nccl", "libnccl.so.*[0-9]"),
+    ("nvshmem", "libnvshmem_host.so.*[0-9]"),
+    ("cufile", "libcufile.so.*[0-9]"),
+];
+
+/// 2.11 to 2.14: cuBLASLt first, so that cuBLAS cannot pull another copy through its RUNPATH.
+const LIST_2_11: &[(&str, &str)] = &[
+    ("cublas", "libcublasLt.so.*[0-9]"),
+    ("cublas", "libcublas.so.*[0-9]"),
+    ("cudnn", "libcudnn.so.*[0-9]"),
+    NVRTC,
+    NVRTC_BUILTINS,
+    ("cuda_runtime", "libcudart.so.*[0-9]"),
+    ("cuda_cupti", "libcupti.so.*[0-9]"),
+    ("cufft", "libcufft.so.*[0-9]"),
+    ("curand", "libcurand.so.*[0-9]"),
+    NVJITLINK,
+    ("cusparse", "libcusparse.so.*[0-9]"),
+    ("cusparselt", "libcusparseLt.so.*[0-9]"),
+    ("cusolver", "libcusolver.so.*[0-9]"),
+    ("nccl", "libnccl.so.*[0-9]"),
+    ("nvshmem", "libnvshmem_host.so.*[0-9]"),
+    ("cufile", "libcufile.so.*[0-9]"),
+];
+
+/// 2.15: cuRAND left the list (2.15.0 L362-380).
+const LIST_2_15: &[(&str, &str)] = &[
+    ("cublas", "libcublasLt.so.*[0-9]"),
+    ("cublas", "libcublas.so.*[0-9]"),
+    ("cudnn", "libcudnn.so.*[0-9]"),
+    NVRTC,
+    NVRTC_BUILTINS,
+    ("cuda_runtime", "libcudart.so.*[0-9]"),
+    ("cuda_cupti", "libcupti.so.*[0-9]"),
+    ("cufft", "libcufft.so.*[0-9]"),
+    NVJITLINK,
+    ("cusparse", "libcusparse.so.*[0-9]"),
+    ("cusparselt", "libcusparseLt.so.*[0-9]"),
+    ("cusolver", "libcusolver.so.*[0-9]"),
+    ("nccl", "libnccl.so.*[0-9]"),
+    ("nvshmem", "libnvshmem_host.so.*[0-9]"),
+    ("cufile", "libcufile.so.*[0-9]"),
+];
+
+/// The version ranges, in the order of [`LOADINGS`].
+const RANGES: &[Range] = &[
+    Range {
+        from: "2.6",
+        until: Some("2.9"),
+        about: "NVRTC and nvJitLink preloaded when the wheel's libcudart is mapped",
+    },
+    Range {
+        from: "2.9",
+        until: Some("2.10"),
+        about: "NVRTC, its builtins and nvJitLink preloaded when any libcudart is mapped",
+    },
+    Range {
+        from: "2.10",
+        until: Some("2.11"),
+        about: "every CUDA wheel preloaded from sys.path, the first missing one stopping the rest",
+    },
+    Range {
+        from: "2.11",
+        until: Some("2.14"),
+        about: "every CUDA wheel preloaded from sys.path, cuBLASLt first, the first missing one stopping the rest",
+    },
+    Range {
+        from: "2.14",
+        until: Some("2.15"),
+        about: "every CUDA wheel preloaded from sys.path, each best effort",
+    },
+    Range {
+        from: "2.15",
+        until: Some("2.16"),
+        about: "every CUDA wheel preloaded from sys.path, each best effort, cuRAND no longer",
+    },
+];
+
+const LOADINGS: &[Loading] = &[
+    Loading {
+        after: After::Preload {
+            needle: "nvidia/cuda_runtime/lib/libcudart.so",
+            libs: &[NVRTC, NVJITLINK],
+            required: true,
+            nvtx: false,
+        },
+        fallback: LIST_2_6,
+        nvtx_optional: false,
+        layouts: Layouts::V2_6,
+    },
+    Loading {
+        after: After::Preload {
+            needle: "libcudart.so",
+            libs: &[NVRTC, NVRTC_BUILTINS, NVJITLINK],
+            required: true,
+            nvtx: false,
+        },
+        fallback: LIST_2_10,
+        nvtx_optional: true,
+        layouts: Layouts::V2_9,
+    },
+    Loading {
+        after: After::Preload {
+            needle: "libcudart.so",
+            libs: LIST_2_10,
+            required: true,
+            nvtx: true,
+        },
+        fallback: LIST_2_10,
+        nvtx_optional: true,
+        layouts: Layouts::V2_9,
+    },
+    Loading {
+        after: After::Preload {
+            needle: "libcudart.so",
+            libs: LIST_2_11,
+            required: true,
+            nvtx: true,
+        },
+        fallback: LIST_2_11,
+        nvtx_optional: true,
+        layouts: Layouts::V2_9,
+    },
+    Loading {
+        after: After::Preload {
+            needle: "libcudart.so",
+            libs: LIST_2_11,
+            required: false,
+            nvtx: true,
+        },
+        fallback: LIST_2_11,
+        nvtx_optional: true,
+        layouts: Layouts::V2_9,
+    },
+    Loading {
+        after: After::Preload {
+            needle: "libcudart.so",
+            libs: LIST_2_15,
+            required: false,
+            nvtx: true,
+        },
+        fallback: LIST_2_15,
+        nvtx_optional: true,
+        layouts: Layouts::V2_9,
+    },
+];
+
+/// The installed torch package: the first `sys.path` directory with `torch/__init__.py`, as Python's path
+/// finder takes it.
+fn package(ctx: &Ctx) -> Option<PathBuf> {
+    ctx.python
+        .dirs()
+        .map(|d| d.join("torch"))
+        .find(|p| ctx.root.exists(&p.join("__init__.py")))
+}
+
+/// `torch.version.cuda` from `torch/version.py` (`cuda: Optional[str] = '13.2'`): `Some(None)` for a CPU
+/// build (`= None`), `None` when the file says neither.
+fn version_cuda(ctx: &Ctx, pkg: &Path) -> Option<Option<String>> {
+    let text = ctx
+        .root
+        .read_to_string(&pkg.join("version.py"), read::PACKAGE_METADATA)
+        .ok()?;
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix("cuda")?;
+        let (_, value) = rest.split_once('=')?;
+        let value = value.trim();
+        if value == "None" {
+            return Some(None);
+        }
+        let v = value.trim_matches(|c| c == '\'' || c == '"');
+        (!v.is_empty() && v.len() + 2 == value.len()).then(|| Some(v.to_string()))
+    })
+}
+
+/// The extension module `torch._C` in `pkg`, by the suffixes CPython tries (`.cpython-311-x86_64-linux-gnu.so`,
+/// `.abi3.so`, `.so`).
+fn extension(ctx: &Ctx, pkg: &Path) -> Option<PathBuf> {
+    let names = ctx.root.read_dir(pkg).ok()?;
+    let name = |p: &PathBuf| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let rank = |n: &str| {
+        if n.starts_with("_C.cpython-") && n.ends_with(".so") {
+            Some(0)
+        } else if n == "_C.abi3.so" {
+            Some(1)
+        } else if n == "_C.so" {
+            Some(2)
+        } else {
+            None
+        }
+    };
+    names
+        .iter()
+        .filter_map(|p| rank(&name(p)).map(|r| (r, p)))
+        .min_by_key(|(r, _)| *r)
+        .map(|(_, p)| p.clone())
+}
+
+impl Torch {
+    /// The preloads of `libs` from `sys.path`. `required`: the first library found nowhere raises the
+    /// `ValueError` torch raises, and stops the rest.
+    fn preload(
+        ctx: &Ctx,
+        l: &Loading,
+        cuda_major: Option<&str>,
+        libs: &[(&str, &str)],
+        required: bool,
+        p: &mut dyn Process,
+    ) -> Result<(), PreloadError> {
+        for (folder, glob) in libs {
+            search::preload_one(ctx, l.layouts, cuda_major, folder, glob, required, p)?;
+        }
+        Ok(())
+    }
+}
+
+impl Framework for Torch {
+    fn module(&self) -> &'static str {
+        "torch"
+    }
+
+    fn distributions(&self) -> &'static [&'static str] {
+        &["torch"]
+    }
+
+    fn models(&self) -> &'static [Range] {
+        RANGES
+    }
+
+    fn import(&self, ctx: &Ctx, m: &Selected, p: &mut dyn Process) -> Step {
+        let l = &LOADINGS[m.index.min(LOADINGS.len() - 1)];
+        let mut notes = Vec::new();
+        let Some(pkg) = package(ctx) else {
+            return fails("ModuleNotFoundError: No module named 'torch'".into(), None, notes);
+        };
+        let cuda = version_cuda(ctx, &pkg).flatten();
+        let major = cuda
+            .as_deref()
+            .and_then(|c| c.split('.').next())
+            .map(str::to_string);
+        let rtld_global = ctx
+            .env
+            .get("TORCH_USE_RTLD_GLOBAL")
+            .is_some_and(|v| !v.is_empty());
+        if rtld_global {
+            notes.push("TORCH_USE_RTLD_GLOBAL is set: torch skips _load_global_deps and its preloads".into());
+        } else {
+            let deps = pkg.join("lib/libtorch_global_deps.so");
+            let search = "torch/lib/libtorch_global_deps.so, beside torch/__init__.py".to_string();
+            match p.load_path("torch", &deps, &search, true) {
+                Ok(_) => {
+                    let After::Preload {
+                        needle,
+                        libs,
+                        required,
+                        nvtx,
+                    } = l.after;
+                    if p.maps_contain(needle) {
+                        // `except Exception: pass`: a missing required one stops the rest, silently.
+                        let done = Self::preload(ctx, l, major.as_deref(), libs, required, p);
+                        if let Err(e) = done {
+                            notes.push(format!(
+                                "{}: torch stops preloading there and goes on (its except Exception: pass)",
+                                e.message
+                            ));
+                        } else if nvtx {
+                            let nvtx = [("nvtx", "libnvToolsExt.so.*[0-9]")];
+                            let _ = Self::preload(ctx, l, major.as_deref(), &nvtx, false, p);
+                        }
+                    }
+                }
+                Err(e) => {
+                    let named = l
+                        .fallback
+                        .iter()
+                        .any(|(_, g)| e.message.contains(g.split('.').next().unwrap_or(g)));
+                    if !named {
+                        return fails(format!("OSError: {}", e.message), Some(e), notes);
+                    }
+                    if let Err(v) = Self::preload(ctx, l, major.as_deref(), l.fallback, true, p) {
+                        return fails(v.message.clone(), Some(v.into_load()), notes);
+                    }
+                    if l.nvtx_optional {
+                        let nvtx = [("nvtx", "libnvToolsExt.so.*[0-9]")];
+                        let _ = Self::preload(ctx, l, major.as_deref(), &nvtx, false, p);
+                    }
+                    if let Err(e) = p.load_path("torch", &deps, &search, true) {
+                        return fails(format!("OSError: {}", e.message), Some(e), notes);
+                    }
+                }
+            }
+        }
+        let Some(c) = extension(ctx, &pkg) else {
+            return fails(
+                "ModuleNotFoundError: No module named 'torch._C'".into(),
+                None,
+                notes,
+            );
+        };
+        if let Err(e) = p.load_extension("torch", "torch._C", &c) {
+            return fails(format!("ImportError: {}", e.message), Some(e), notes);
+        }
+        Step {
+            outcome: Outcome::Gpu,
+            notes,
+        }
+    }
+
+    fn first_use(&self, ctx: &Ctx, _m: &Selected, p: &mut dyn Process) -> Step {
+        checks::first_use(ctx, p)
+    }
+
+    fn checks(&self, ctx: &Ctx, _m: &Selected, p: &dyn Process) -> Vec<Finding> {
+        checks::checks(ctx, p)
+    }
+}
+
+/// An import that raises `message`.
+fn fails(message: String, load: Option<LoadError>, notes: Vec<String>) -> Step {
+    Step {
+        outcome: Outcome::Fails { message, load },
+        notes,
+    }
+}
