@@ -30,6 +30,7 @@ pub mod cache;
 pub mod copies;
 pub mod dlopen;
 pub mod foreign;
+pub mod name;
 pub mod object;
 pub mod origin;
 pub mod platform;
@@ -39,29 +40,3 @@ pub mod search;
 
 pub use object::Files;
 pub use resolve::{MainSymbols, resolve, resolve_alongside, resolve_with};
-
-/// Reads the version at the end of a file name: `libcudart.so.12.4.127` → `12.4.127`.
-pub fn version_from_name(path: &str) -> Option<String> {
-    let name = path.rsplit('/').next()?;
-    let (_, tail) = name.split_once(".so.")?;
-    (!tail.is_empty()
-        && tail
-            .split('.')
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
-    .then(|| tail.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions_from_names() {
-        assert_eq!(
-            version_from_name("/x/libcudart.so.12.4.127").as_deref(),
-            Some("12.4.127")
-        );
-        assert_eq!(version_from_name("/x/libcuda.so").as_deref(), None);
-        assert_eq!(version_from_name("libfoo.so.1.x").as_deref(), None);
-    }
-}

@@ -26,7 +26,7 @@ pub use crate::rules::{
 
 /// The GPUs and the driver a judgement is made for, as the rules read them from the host facts (`import`
 /// models the frameworks' imports on them).
-pub use crate::rules::compat::{driver_of, targets as gpu_targets};
+pub use crate::rules::target::{driver_of, targets as gpu_targets};
 use std::sync::atomic::AtomicUsize;
 
 /// A tool failure: bad arguments, unreadable input, output I/O. Exit 2.

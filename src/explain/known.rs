@@ -5,9 +5,9 @@
 //! votes. The phrases are the tools' own (PyTorch's `torch/cuda/__init__.py`, XLA's `cuda_dnn.cc`, the NVIDIA
 //! Container Toolkit, nvidia-smi, the kernel module's `NVRM:` lines); docs/explain.md lists them with sources.
 
-use super::Hit;
 use super::read::Read;
 use super::sonames::{self, Identified, Kind};
+use super::vote::{Hit, resolve};
 use crate::matrix::Matrix;
 
 fn hit(slug: &'static str, score: u32, why: impl Into<String>, check: impl Into<String>) -> Hit {
@@ -58,7 +58,7 @@ pub(super) fn parse_phrases(text: &str) -> Result<Vec<Phrase>, String> {
         return Err(format!("schema_version {} is not 1", f.meta.schema_version));
     }
     for p in &f.phrase {
-        if super::resolve(&p.slug).is_none() {
+        if resolve(&p.slug).is_none() {
             return Err(format!("{}: neither a finding nor a cause", p.slug));
         }
         if p.all.is_empty() || p.all.iter().any(|n| n.is_empty() || n.to_ascii_lowercase() != *n) {
@@ -97,7 +97,7 @@ pub(super) fn recognise(r: &Read, m: &Matrix, out: &mut Vec<Hit>) {
     let t = r.lower.as_str();
     for p in phrases() {
         if p.all.iter().all(|n| t.contains(n.as_str()))
-            && let Some((slug, _, _)) = super::resolve(&p.slug)
+            && let Some((slug, _, _)) = resolve(&p.slug)
         {
             out.push(hit(slug, p.score, p.why.as_str(), p.check.as_str()));
         }
@@ -148,7 +148,7 @@ fn errors(r: &Read, m: &Matrix, out: &mut Vec<Hit>) {
                     continue;
                 };
                 for (j, slug) in row.findings.iter().enumerate() {
-                    let Some(slug) = super::resolve(slug).map(|s| s.0) else {
+                    let Some(slug) = resolve(slug).map(|s| s.0) else {
                         continue;
                     };
                     let score = if j == 0 { base } else { base.saturating_sub(18 + 5 * j as u32) };
@@ -486,7 +486,7 @@ fn messages(t: &str, m: &Matrix, out: &mut Vec<Hit>) {
             continue;
         }
         for (j, slug) in msg.findings.iter().enumerate() {
-            let Some(slug) = super::resolve(slug).map(|s| s.0) else {
+            let Some(slug) = resolve(slug).map(|s| s.0) else {
                 continue;
             };
             let score = if j == 0 { 60 } else { 42 };

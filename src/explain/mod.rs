@@ -12,10 +12,11 @@ pub mod causes;
 mod known;
 pub mod read;
 pub mod sonames;
+mod vote;
 
-use crate::findings;
 use crate::matrix::Matrix;
 use serde::Serialize;
+use vote::{Hit, resolve};
 
 /// How strongly the text points at a candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -69,16 +70,6 @@ pub struct Diagnosis {
     pub read: read::Read,
     /// The candidates, best first.
     pub candidates: Vec<Candidate>,
-}
-
-/// One recogniser's vote.
-#[derive(Debug, Clone)]
-struct Hit {
-    slug: &'static str,
-    score: u32,
-    why: String,
-    check: String,
-    libraries: Vec<sonames::Identified>,
 }
 
 /// Reads `text` and ranks the causes it fits. Pure: no I/O.
@@ -138,14 +129,6 @@ fn rank(hits: Vec<Hit>) -> Vec<Candidate> {
         }
     }
     out
-}
-
-/// The slug's catalogue entry or cause: its static slug, finding code and CUDA error.
-fn resolve(slug: &str) -> Option<(&'static str, Option<&'static str>, Option<u32>)> {
-    if let Some(c) = findings::lookup(slug) {
-        return Some((c.slug, Some(c.code), c.cuda_error));
-    }
-    causes::lookup(slug).map(|c| (c.slug, None, c.cuda_error))
 }
 
 #[cfg(test)]

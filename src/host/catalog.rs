@@ -11,7 +11,6 @@
 //! trap it), and records unreadable directories and loops as problems instead of failing.
 
 use super::libcuda;
-use crate::facts::host::LibraryEntry;
 use crate::loader::cache::LdCache;
 use crate::python::envs::{conda_prefixes, glob_dirs, python_sites};
 use crate::system::{Env, Root};
@@ -309,13 +308,14 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
     (found, problems)
 }
 
-/// Walks every scan root (on up to eight threads) and returns every CUDA library found, with problems met.
-pub fn scan(
+/// Walks every scan root (on up to eight threads) and returns every CUDA library file found, with problems met;
+/// `library::describe` looks up their owners and versions.
+pub(super) fn scan(
     root: &Root,
     env: &Env,
     cache: Option<&LdCache>,
     progress: Option<&AtomicUsize>,
-) -> (Vec<LibraryEntry>, Vec<String>) {
+) -> (Vec<Found>, Vec<String>) {
     // One walk per real directory: `/usr/local/cuda` and `/usr/local/cuda-12.4` are the same tree.
     let mut seen = Vec::new();
     let mut roots = Vec::new();
@@ -352,7 +352,7 @@ pub fn scan(
         .collect();
     // Walks run in any order on any thread: sort, so that two runs on one machine give the same facts.
     problems.sort();
-    (super::library::describe(root, found), problems)
+    (found, problems)
 }
 
 #[cfg(test)]

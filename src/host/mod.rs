@@ -105,8 +105,8 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         });
     }
     if !opts.skip_catalog {
-        let (libraries, scan_problems) = catalog::scan(root, env, cache.as_ref(), opts.progress);
-        facts.libraries = libraries;
+        let (found, scan_problems) = catalog::scan(root, env, cache.as_ref(), opts.progress);
+        facts.libraries = library::describe(root, found);
         problems.extend(scan_problems);
     }
     facts.problems = problems;

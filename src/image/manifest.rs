@@ -9,9 +9,24 @@
 //! platform `unknown/unknown`) are not images and are passed over.
 
 use super::store::Store;
-use super::{ImageError, Limits, RunConfig};
+use super::{ImageError, Limits};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+
+/// The parts of the config the inspection uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunConfig {
+    /// `Env`.
+    pub env: Vec<String>,
+    /// `Entrypoint`.
+    pub entrypoint: Vec<String>,
+    /// `Cmd`.
+    pub cmd: Vec<String>,
+    /// `WorkingDir`.
+    pub working_dir: String,
+    /// `User`.
+    pub user: String,
+}
 
 /// Indexes followed inside indexes.
 const MAX_DEPTH: usize = 4;

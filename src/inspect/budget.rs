@@ -48,7 +48,7 @@ pub struct Budget {
     reused: AtomicU64,
     refused: AtomicU64,
     hasher: std::hash::RandomState,
-    decoded: Mutex<HashMap<Key, Arc<OnceLock<super::fatbin::Decoded>>>>,
+    decoded: Mutex<HashMap<Key, Arc<OnceLock<Decoded>>>>,
 }
 
 /// A payload's identity: a hash keyed per run (not predictable by whoever made the file), its length, and
@@ -116,8 +116,8 @@ impl Budget {
         stored: &[u8],
         declared: u64,
         what: u8,
-        decode: impl FnOnce() -> super::fatbin::Decoded,
-    ) -> super::fatbin::Decoded {
+        decode: impl FnOnce() -> Decoded,
+    ) -> Decoded {
         let mut h = self.hasher.build_hasher();
         h.write(stored);
         let key = (h.finish(), stored.len(), declared, what);
@@ -135,6 +135,17 @@ impl Budget {
         }
         value.clone()
     }
+}
+
+/// What reading one payload gave (`fatbin`), as the run remembers it.
+#[derive(Debug, Clone)]
+pub(super) enum Decoded {
+    Cubin(crate::facts::CubinFacts),
+    Ptx(crate::facts::PtxFacts),
+    Nothing,
+    Damaged(String),
+    /// Not read: the run's decompression budget said no.
+    Unread(String),
 }
 
 #[cfg(test)]

@@ -11,8 +11,10 @@
 //! recorded as a [`Problem`] with the offset, and the walk resumes at the next 8-aligned container magic when it
 //! can. Payloads are read only when a question needs them (see [`Depth`]), and decompressed with a hard bound.
 
+use super::budget::{self, Decoded};
 use super::input::Input;
-use super::{Depth, InspectOptions, budget, cubin, decompress, ptx};
+use super::options::{Depth, InspectOptions};
+use super::{cubin, decompress, ptx};
 use crate::facts::{BinaryFacts, CodeKind, Compression, DeviceCode, FatbinContainer, Problem, ProblemKind};
 
 /// Container magic (`FATBIN_MAGIC`).
@@ -583,17 +585,6 @@ pub struct Pending {
     index: usize,
     start: usize,
     len: usize,
-}
-
-/// What reading one payload gave.
-#[derive(Debug, Clone)]
-pub(super) enum Decoded {
-    Cubin(crate::facts::CubinFacts),
-    Ptx(crate::facts::PtxFacts),
-    Nothing,
-    Damaged(String),
-    /// Not read: the run's decompression budget said no.
-    Unread(String),
 }
 
 /// Decompresses (bounded, within the run's budget, once per distinct payload) and parses one entry's

@@ -16,6 +16,7 @@ pub mod fatbin;
 pub mod guard;
 pub mod input;
 pub mod nccl;
+mod options;
 pub mod pep508;
 pub mod ptx;
 pub mod ptxas;
@@ -24,44 +25,8 @@ pub mod wheel;
 
 use crate::facts::{BinaryFacts, CodeKind, Compression, DeviceCode, Format, Problem, ProblemKind};
 use input::Input;
+pub use options::{Depth, InspectOptions};
 use std::path::Path;
-
-/// How much of each device-code payload to read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Depth {
-    /// Headers everywhere; uncompressed payloads; one compressed cubin per container for the toolkit.
-    #[default]
-    Headers,
-    /// Decompress and parse every payload (kernel names, PTX directives, every toolkit note).
-    Full,
-    /// No device code at all: the host ELF's facts only (for questions about loading, not running).
-    NoDeviceCode,
-}
-
-/// Knobs for [`path`] and [`bytes`]. Clones share one [`budget::Budget`]: make one per run.
-#[derive(Debug, Clone)]
-pub struct InspectOptions {
-    /// How much of each payload to read.
-    pub depth: Depth,
-    /// Largest uncompressed size accepted for one entry; larger declarations are reported as damage.
-    pub max_decompressed: u64,
-    /// The run's allowance for inflating fatbin payloads and wheel members, and its memory of payloads
-    /// already read.
-    pub budget: std::sync::Arc<budget::Budget>,
-    /// Work done so far (files inspected, payloads inflated), shared by clones, for a progress line.
-    pub done: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Default for InspectOptions {
-    fn default() -> Self {
-        InspectOptions {
-            depth: Depth::Headers,
-            max_decompressed: 256 << 20,
-            budget: std::sync::Arc::default(),
-            done: std::sync::Arc::default(),
-        }
-    }
-}
 
 /// Failure to read an input at all.
 #[derive(Debug)]

@@ -112,7 +112,7 @@ pub fn fill_with(root: &Root, env: &Env, platform: &Platform, res: &mut Resoluti
             copies.push(Copy {
                 path: p.clone(),
                 same_name,
-                version: super::version_from_name(&real).or_else(|| super::version_from_name(p)),
+                version: super::name::version_from_name(&real).or_else(|| super::name::version_from_name(p)),
                 unusable,
                 in_ld_so_conf: conf
                     .iter()

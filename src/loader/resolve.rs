@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 fn object_from(path: String, realpath: String, origin: String, e: &ElfFacts, role: Role) -> LoadedObject {
     LoadedObject {
-        version: super::version_from_name(&realpath),
+        version: super::name::version_from_name(&realpath),
         path,
         realpath,
         origin,
@@ -156,7 +156,7 @@ impl State<'_> {
                         how,
                         path: path.clone(),
                         realpath: cand.realpath.clone(),
-                        version: super::version_from_name(&cand.realpath),
+                        version: super::name::version_from_name(&cand.realpath),
                     })
                 } else {
                     intended(self)

@@ -629,7 +629,7 @@ impl Context<'_> {
             .flatten()
             .map(|(path, c)| Intended {
                 how: own.how,
-                version: super::version_from_name(&c.realpath),
+                version: super::name::version_from_name(&c.realpath),
                 realpath: c.realpath.clone(),
                 path,
             });

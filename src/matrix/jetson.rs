@@ -3,47 +3,8 @@
 //! driver is part of Jetson Linux, so the L4T release in `/etc/nv_tegra_release` says which CUDA it supports,
 //! as a driver branch does elsewhere (`docs/jetson.md`).
 
-use super::version::{Cc, CudaVersion};
-use super::{Matrix, Row};
-use serde::Serialize;
-
-/// A Jetson SoC and its integrated GPU.
-#[derive(Debug, Clone, Serialize)]
-pub struct TegraSoc {
-    /// The device-tree name (`tegra234`, from `nvidia,tegra234`).
-    pub soc: String,
-    /// The SoC and the modules that carry it (`Orin (Jetson AGX Orin, Orin NX, Orin Nano)`).
-    pub name: String,
-    /// Its GPU's compute capability.
-    pub cc: Cc,
-    /// Provenance.
-    pub row: Row,
-}
-
-/// A JetPack release line and the Jetson Linux releases it covers.
-#[derive(Debug, Clone, Serialize)]
-pub struct JetpackRow {
-    /// `6.1`.
-    pub jetpack: String,
-    /// The leading components of the L4T releases it covers (`[36, 4]` covers 36.4.0 to 36.4.4).
-    pub l4t: Vec<u32>,
-    /// The CUDA version its driver supports.
-    pub cuda: CudaVersion,
-    /// The SoCs it supports.
-    pub socs: Vec<String>,
-    /// Newer CUDA runs on it through the cuda-compat package.
-    pub cuda_compat: bool,
-    /// Provenance.
-    pub row: Row,
-}
-
-impl JetpackRow {
-    /// `R36.4`: the L4T releases the row covers, as NVIDIA writes them.
-    pub fn l4t_label(&self) -> String {
-        let parts: Vec<String> = self.l4t.iter().map(u32::to_string).collect();
-        format!("R{}", parts.join("."))
-    }
-}
+use super::model::{JetpackRow, Matrix, TegraSoc};
+use super::version::CudaVersion;
 
 /// `36.4.3` (or `36.4`, `32`) as numbers; `None` for anything else.
 pub fn parse_l4t(s: &str) -> Option<Vec<u32>> {

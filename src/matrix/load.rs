@@ -4,9 +4,11 @@
 //! [`MatrixError`] naming the file and the line of the offending row. Rows are read as `toml::Spanned` so a
 //! semantic error (a version out of order, a missing source) points at its row, like a syntax error does.
 
+use super::model::*;
 use super::raw::*;
 use super::version::{Cc, CudaVersion, DriverVersion};
-use super::*;
+use super::{jetson, query};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// A matrix that does not parse or does not validate.
@@ -730,5 +732,33 @@ impl Ctx<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The bundled matrix text.
+pub const BUNDLED: &str = include_str!("../../data/compat.toml");
+
+impl Matrix {
+    /// The bundled matrix. It is validated by the test suite, so an error here is a build defect; it is still
+    /// returned, never unwrapped.
+    pub fn bundled() -> Result<Matrix, MatrixError> {
+        Matrix::parse(BUNDLED, "data/compat.toml (bundled)")
+    }
+
+    /// Parses and validates matrix text; `origin` names it in errors and citations.
+    pub fn parse(text: &str, origin: &str) -> Result<Matrix, MatrixError> {
+        parse(text, origin)
+    }
+
+    /// Reads, parses and validates a matrix file (`--matrix FILE`).
+    pub fn from_file(path: &std::path::Path) -> Result<Matrix, MatrixError> {
+        let text = crate::system::read::read_to_string(path, crate::system::read::MATRIX).map_err(|e| {
+            MatrixError {
+                origin: path.display().to_string(),
+                line: None,
+                message: format!("cannot read: {e}"),
+            }
+        })?;
+        Matrix::parse(&text, &path.display().to_string())
     }
 }

@@ -1,7 +1,8 @@
 //! Questions the rules and `cudadiag matrix` ask the matrix. Each answer carries the row it came from, so the
 //! caller can cite it.
 
-use super::*;
+use super::model::*;
+use super::version::{Cc, CudaVersion, DriverVersion};
 
 /// What CUDA version a driver supports, and how that was decided.
 #[derive(Debug, Clone)]

@@ -16,6 +16,7 @@
 pub mod child;
 pub mod cuda;
 pub mod kernel;
+pub mod library;
 pub mod maps;
 pub mod nvml;
 pub mod runtime;

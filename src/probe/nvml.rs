@@ -5,7 +5,7 @@
 //! instances, and only those named in `CUDA_VISIBLE_DEVICES` (`MIG-…`): worth knowing when a device is
 //! missing. Prototypes: NVIDIA's `nvml.h`; `nvmlReturn_t` is a C enum (`int`), `nvmlDevice_t` a pointer.
 
-use super::child::{Lines, open};
+use super::library::{Lines, open};
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
@@ -35,7 +35,7 @@ unsafe fn sym<T: Copy>(lib: &Library, name: &str) -> Result<T, String> {
     // SAFETY: the caller's `T` is `name`'s prototype and `lib` stays loaded, so the copied pointer stays
     // valid.
     unsafe { lib.get::<T>(cname.as_bytes()).map(|s| *s) }
-        .map_err(|e| format!("symbol not found: {name} ({})", super::child::error_text(&e)))
+        .map_err(|e| format!("symbol not found: {name} ({})", super::library::error_text(&e)))
 }
 
 impl Nvml {

@@ -5,7 +5,7 @@
 //! The runtime loads `libcuda.so.1` itself, by the same name and search as the driver probe before it, so in
 //! this child it shares the driver the driver probe loaded. Prototypes: `cuda_runtime_api.h` (CUDA 13.0).
 
-use super::child::{Lines, open};
+use super::library::{Lines, open};
 use crate::facts::probe::{Call, CudaError, CudartRequest, RuntimeProbe};
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int};
@@ -39,7 +39,7 @@ fn get_int(lib: &Library, name: &str, lines: &mut Lines<'_>, calls: &mut Vec<Cal
             result: None,
             error: Some(format!(
                 "symbol not found: {name} ({})",
-                super::child::error_text(&e)
+                super::library::error_text(&e)
             )),
             elapsed_us: 0,
         },

@@ -19,8 +19,8 @@
 //! version come from a dynamic `libcudart.so.N` name (major only) or the toolkit note of the binary's device
 //! code (`.note.nv.tkinfo`), which is only a hint: the code was built by that toolkit.
 
-use super::compat::{Driver, Target};
 use super::process::Process;
+use super::target::{Driver, Target};
 use crate::facts::loader::LoadedObject;
 use crate::facts::{BinaryFacts, CodeKind, Compression, CudartLinkage};
 use crate::findings::{Code, Finding};

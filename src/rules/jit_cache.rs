@@ -8,8 +8,8 @@
 //! which only the driver can tell: a warning. With the cache off (`CUDA_CACHE_DISABLE=1`), missing or empty,
 //! it fails: CUDA error 223 (`cudaErrorJitCompilationDisabled`), or 209 from a direct module load.
 
-use super::compat::Target;
 use super::kernel_image::{Image, select};
+use super::target::Target;
 use crate::facts::{BinaryFacts, HostFacts};
 use crate::findings::{Code, Finding};
 use crate::matrix::Matrix;

@@ -18,7 +18,7 @@
 //! NVIDIA documents no such fallback, so it is used only as the last resort and the finding says it was
 //! observed, not documented.
 
-use super::compat::{Driver, Target};
+use super::target::{Driver, Target};
 use crate::facts::{BinaryFacts, CodeKind, DeviceCode};
 use crate::findings::{Code, Finding};
 use crate::matrix::{Cc, CudaVersion, Matrix};

@@ -13,7 +13,7 @@
 //!
 //! Libraries loaded with `dlopen` stay one finding each, as warnings: one may be optional.
 
-use super::loader::{fix_for_missing, trail_short};
+use super::not_found::{LIBCUDA, LIBNVML, dir_of, fix_for_missing, trail_short};
 use super::packages;
 use crate::facts::loader::{How, Library, Resolution};
 use crate::facts::loader::{Installed, PipDist};
@@ -38,7 +38,7 @@ pub fn library_not_found(r: &Resolution, driver_here: bool) -> Vec<Finding> {
     let libcuda_found = r
         .libraries
         .iter()
-        .any(|l| l.soname == super::loader::LIBCUDA && l.how != How::NotFound);
+        .any(|l| l.soname == LIBCUDA && l.how != How::NotFound);
     let tried = fallbacks_found(r);
     let mut groups: Vec<(Cause, Vec<&Library>)> = Vec::new();
     for l in r.libraries.iter().filter(|l| l.how == How::NotFound) {
@@ -54,12 +54,12 @@ pub fn library_not_found(r: &Resolution, driver_here: bool) -> Vec<Finding> {
         }
         // The driver library is the driver rules' question (`libcuda-not-found`, `no-driver`): they know whether
         // this machine is meant to have one. Its resolution and trail stay in the facts for them to cite.
-        if l.dlopen && l.soname == super::loader::LIBCUDA {
+        if l.dlopen && l.soname == LIBCUDA {
             continue;
         }
         // NVML comes with the driver too: without libcuda as well, the driver is absent and that is the finding.
         // (NVML alone missing is real: a container given the `compute` capability but not `utility`.)
-        if l.dlopen && l.soname == super::loader::LIBNVML && !libcuda_found {
+        if l.dlopen && l.soname == LIBNVML && !libcuda_found {
             continue;
         }
         // A bare `libX.so` in `.rodata` is a stem the library completes with a version before it calls dlopen
@@ -140,11 +140,6 @@ fn declared_by<'d>(d: &'d PipDist, soname: &str) -> Option<&'d crate::facts::loa
             .and_then(|req| t.cuda_dependency(&req))
             .is_some_and(|dep| dep.sonames.iter().any(|s| s == soname))
     })
-}
-
-fn dir_of(p: &str) -> &str {
-    p.rsplit_once('/')
-        .map_or(".", |(d, _)| if d.is_empty() { "/" } else { d })
 }
 
 /// The SONAMEs of a group, each once, in request order.

@@ -36,6 +36,7 @@ pub mod loader;
 pub mod missing;
 pub mod nccl;
 pub mod node;
+pub mod not_found;
 pub mod packages;
 mod pins;
 pub mod policy;
@@ -43,6 +44,7 @@ pub mod probe;
 pub mod process;
 pub mod ptxas;
 pub mod secure_boot;
+pub mod target;
 pub mod visibility;
 pub mod wheel;
 

@@ -254,7 +254,7 @@ fn a_missing_library_shows_the_aarch64_search() {
     assert_eq!(copy.path, "/opt/x86/libgone.so.2");
     assert_eq!(copy.unusable.as_deref(), Some("wrong machine: x86_64"));
     assert_eq!(slugs(&r), ["library-not-found"]);
-    let fix = cudadiag::rules::loader::fix_for_missing(l);
+    let fix = cudadiag::rules::not_found::fix_for_missing(l);
     assert!(!fix.contains("LD_LIBRARY_PATH=/opt/x86"), "{fix}");
     agrees_with_glibc(&r, root, &main);
 }

@@ -19,9 +19,18 @@
 //! cycle; and `facts` names no other module of the crate (it is the data every stage shares).
 //! `cargo test --test it layering::module_graph -- --nocapture` prints the graph, one edge a line, so that a
 //! change to it can be read in review (with `CUDADIAG_GRAPH_SRC=DIR`, the graph of another checkout's `src`).
+//!
+//! Inside a module the same holds file by file: no file imports, directly or through others, a file that
+//! imports it (shared types live in leaf files; a `mod.rs` declares, re-exports and calls its children, and
+//! no child calls back up). `cargo test --test it layering::file_graph -- --nocapture` prints the file graph,
+//! each edge with the first path that makes it, and its knots. The paths are read by `source.rs` beside
+//! this file, which tests its own reading of raw strings, char literals, lifetimes and `super::` paths below.
 
+mod source;
+
+use source::Crate;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The allowed layering, lowest first. A module not listed here fails the test: place it when you add it.
 const LAYERS: &[&[&str]] = &[
@@ -51,147 +60,159 @@ const LAYERS: &[&[&str]] = &[
     &["cli", "commands", "fuzzing"],
 ];
 
-/// Edges between the top-level modules of `src/`, from the `crate::` paths in each file (comments and unit
-/// tests aside).
+/// The `src` whose graph is drawn: this checkout's, or `CUDADIAG_GRAPH_SRC=/other/checkout/src` for a
+/// before/after comparison.
+fn src_dir() -> PathBuf {
+    std::env::var_os("CUDADIAG_GRAPH_SRC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// The top-level module a file belongs to: `rules` for `rules/compat.rs`, `loader` for `loader.rs`.
+fn top_of(file: &Path) -> String {
+    let first = file
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned());
+    first.unwrap_or_default().trim_end_matches(".rs").to_string()
+}
+
+/// Edges between the top-level modules of `src/`: `from -> to` when a file of `from` names a path into `to`
+/// (the module it names, as written: a re-export by `to` of another module's item is still an edge to `to`).
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    // `CUDADIAG_GRAPH_SRC=/other/checkout/src` prints another tree's graph, for a before/after comparison.
-    let src = std::env::var_os("CUDADIAG_GRAPH_SRC")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    graph_of(&Crate::read(&src_dir()))
+}
+
+fn graph_of(krate: &Crate) -> BTreeMap<String, BTreeSet<String>> {
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut stack = vec![src.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("src is readable") {
-            let path = entry.expect("src entry").path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let rel = path.strip_prefix(&src).expect("under src");
-            let first = rel
-                .components()
-                .next()
-                .expect("a component")
-                .as_os_str()
-                .to_string_lossy();
-            let from = first.trim_end_matches(".rs").to_string();
-            if from == "lib" || from == "main" || path.file_name().is_some_and(|n| n == "tests.rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).expect("source is UTF-8");
-            let text = without_test_modules(&text);
-            for to in named_modules(&text) {
-                if to != from {
-                    edges.entry(from.clone()).or_default().insert(to);
-                }
-            }
+    for r in &krate.references {
+        let from = top_of(&r.file);
+        let Some(to) = krate
+            .resolve(&r.scope, &r.segments, 0)
+            .and_then(|t| t.named.first().cloned())
+        else {
+            continue;
+        };
+        if from != "lib" && to != from {
+            edges.entry(from).or_default().insert(to);
         }
     }
     edges
 }
 
-/// The source without its `#[cfg(test)] mod … { … }` blocks: unit tests may reach across layers to build their
-/// inputs. Braces are counted outside string literals and comments.
-fn without_test_modules(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("#[cfg(test)]") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i..];
-        let Some(open) = after.find(['{', ';']) else {
-            return out;
+/// How one file reaches another: the first path (with its line) that makes the edge.
+type FileEdges = BTreeMap<String, BTreeMap<String, String>>;
+
+/// Edges between the files of `src/` (relative names, `rules/compat.rs`): `from -> to` when `from` names an
+/// item that `to` defines (re-exports followed to the defining file), or module `to` itself.
+fn file_graph(krate: &Crate) -> FileEdges {
+    let mut edges = FileEdges::new();
+    for r in &krate.references {
+        let Some(t) = krate.resolve(&r.scope, &r.segments, 0) else {
+            continue;
         };
-        if after.as_bytes()[open] == b';' {
-            rest = &after[open + 1..];
+        if t.file == r.file {
             continue;
         }
-        let (mut depth, mut in_str, mut escaped, mut end) = (0usize, false, false, after.len());
-        let mut chars = after[open..].char_indices().peekable();
-        while let Some((j, c)) = chars.next() {
-            if in_str {
-                match c {
-                    _ if escaped => escaped = false,
-                    '\\' => escaped = true,
-                    '"' => in_str = false,
-                    _ => {}
-                }
-                continue;
-            }
-            match c {
-                '"' => in_str = true,
-                '/' if chars.peek().is_some_and(|(_, n)| *n == '/') => {
-                    while chars.next_if(|(_, n)| *n != '\n').is_some() {}
-                }
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = open + j + 1;
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        rest = &after[end..];
+        let (from, to) = (r.file.display().to_string(), t.file.display().to_string());
+        let evidence = format!("line {}: {}", r.line, r.segments.join("::"));
+        edges.entry(from).or_default().entry(to).or_insert(evidence);
     }
-    out.push_str(rest);
-    out
+    edges
 }
 
-/// Top-level modules named by `crate::X` or inside `use crate::{X, Y::…}`, outside comments.
-fn named_modules(text: &str) -> BTreeSet<String> {
-    let code: String = text
-        .lines()
-        .map(|l| match l.find("//") {
-            Some(i) => &l[..i],
-            None => l,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let mut out = BTreeSet::new();
-    let mut rest = code.as_str();
-    while let Some(i) = rest.find("crate::") {
-        let preceded = rest[..i].chars().next_back();
-        rest = &rest[i + "crate::".len()..];
-        if preceded.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
-            continue;
+/// The knots of a graph: its strongly connected components of more than one node (Tarjan's algorithm), each
+/// sorted, in the order of their smallest node.
+fn knots(g: &FileEdges) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        g: &'a FileEdges,
+        index: BTreeMap<&'a str, (usize, usize)>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, n: &'a str) {
+        let i = w.index.len();
+        w.index.insert(n, (i, i));
+        w.stack.push(n);
+        w.on_stack.insert(n);
+        for m in w.g.get(n).into_iter().flat_map(|e| e.keys()) {
+            if !w.index.contains_key(m.as_str()) {
+                visit(w, m);
+                let low = w.index[m.as_str()].1;
+                let e = w.index.get_mut(n).expect("indexed");
+                e.1 = e.1.min(low);
+            } else if w.on_stack.contains(m.as_str()) {
+                let idx = w.index[m.as_str()].0;
+                let e = w.index.get_mut(n).expect("indexed");
+                e.1 = e.1.min(idx);
+            }
         }
-        if let Some(group) = rest.strip_prefix('{') {
-            // `use crate::{a::b, c, d::{e, f}}`: the first identifier of each item at depth one.
-            let (mut depth, mut expecting, mut ident) = (1, true, String::new());
-            for c in group.chars() {
-                let word = c.is_alphanumeric() || c == '_';
-                if depth == 1 && expecting && word {
-                    ident.push(c);
-                    continue;
-                }
-                if !ident.is_empty() {
-                    out.insert(std::mem::take(&mut ident));
-                    expecting = false;
-                }
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 1 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 1 => expecting = true,
-                    _ => {}
+        let (idx, low) = w.index[n];
+        if idx == low {
+            let mut knot = Vec::new();
+            while let Some(m) = w.stack.pop() {
+                w.on_stack.remove(m);
+                knot.push(m.to_string());
+                if m == n {
+                    break;
                 }
             }
-        } else {
-            let ident: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            if !ident.is_empty() {
-                out.insert(ident);
+            if knot.len() > 1 {
+                knot.sort();
+                w.out.push(knot);
             }
         }
     }
-    out
+    let mut w = Walk {
+        g,
+        index: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for n in g.keys() {
+        if !w.index.contains_key(n.as_str()) {
+            visit(&mut w, n);
+        }
+    }
+    w.out.sort();
+    w.out
+}
+
+/// The shortest circle through the first file of `knot`, each step with the path that makes it:
+/// `a.rs -> b.rs (line 3: super::b::X)`.
+fn circle(g: &FileEdges, knot: &[String]) -> Vec<String> {
+    let start = knot[0].as_str();
+    let mut came_from: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([start]);
+    while let Some(n) = queue.pop_front() {
+        for m in g.get(n).into_iter().flat_map(|e| e.keys()) {
+            if !knot.contains(m) || came_from.contains_key(m.as_str()) {
+                continue;
+            }
+            came_from.insert(m, n);
+            if m == start {
+                queue.clear();
+                break;
+            }
+            queue.push_back(m);
+        }
+    }
+    let mut path = vec![start];
+    let mut at = came_from.get(start).copied();
+    while let Some(n) = at {
+        if n == start {
+            break;
+        }
+        path.push(n);
+        at = came_from.get(n).copied();
+    }
+    path.push(start);
+    path.reverse();
+    path.windows(2)
+        .map(|w| format!("{} -> {} ({})", w[0], w[1], g[w[0]][w[1]]))
+        .collect()
 }
 
 fn layer_of(module: &str) -> Option<usize> {
@@ -291,18 +312,222 @@ fn facts_depend_on_serde_alone() {
     );
 }
 
+/// Prints the file graph, `from -> to (line N: the path)` a line, then its knots (files that import each other
+/// in a circle), each with one circle through it.
+#[test]
+fn file_graph_prints() {
+    let g = file_graph(&Crate::read(&src_dir()));
+    let mut text = String::new();
+    for (from, tos) in &g {
+        for (to, evidence) in tos {
+            text.push_str(&format!("{from} -> {to} ({evidence})\n"));
+        }
+    }
+    let knots = knots(&g);
+    text.push_str(&format!(
+        "{} knots of files importing each other in a circle\n",
+        knots.len()
+    ));
+    for knot in &knots {
+        text.push_str(&format!("knot of {}: {}\n", knot.len(), knot.join(", ")));
+    }
+    // The graph is this test's output (shown with --nocapture); the test harness captures it otherwise.
+    #[allow(clippy::disallowed_macros)]
+    {
+        print!("{text}");
+    }
+    let edges: usize = g.values().map(BTreeMap::len).sum();
+    assert!(edges > 300, "the walk found the crate's files ({edges} edges)");
+}
+
+/// No file imports, directly or through others, a file that imports it: each circle is printed as the paths
+/// that make it, so that it can be broken where it is weakest (a shared type moved to a leaf module).
+#[test]
+fn no_import_circle_between_files() {
+    let g = file_graph(&Crate::read(&src_dir()));
+    let failing: Vec<String> = knots(&g)
+        .into_iter()
+        .map(|k| {
+            format!(
+                "knot of {} files: {}\n  {}",
+                k.len(),
+                k.join(", "),
+                circle(&g, &k).join("\n  ")
+            )
+        })
+        .collect();
+    assert!(
+        failing.is_empty(),
+        "{} import circles between files:\n{}",
+        failing.len(),
+        failing.join("\n")
+    );
+}
+
+/// Every path that starts at this crate (`crate::`, `self::`, `super::`) leads to a module the walk found, so
+/// that the graphs above cannot lose an edge to a path the resolver did not understand.
+#[test]
+fn every_path_into_the_crate_resolves() {
+    let krate = Crate::read(&src_dir());
+    let mut lost = Vec::new();
+    let mut checked = 0;
+    for r in &krate.references {
+        if !matches!(r.segments[0].as_str(), "crate" | "self" | "super") {
+            continue;
+        }
+        checked += 1;
+        if krate.resolve(&r.scope, &r.segments, 0).is_none() {
+            lost.push(format!(
+                "{}:{}: {}",
+                r.file.display(),
+                r.line,
+                r.segments.join("::")
+            ));
+        }
+    }
+    assert!(checked > 1000, "the walk read the crate's paths ({checked})");
+    assert!(
+        lost.is_empty(),
+        "paths the resolver does not follow:\n{}",
+        lost.join("\n")
+    );
+}
+
+/// `rules` judges and returns one judgement; `report` presents it and `commands` glue: neither names a rule
+/// module, so that no judgement is re-derived where it is shown.
+#[test]
+fn report_and_commands_name_no_rules_module() {
+    let krate = Crate::read(&src_dir());
+    let mut bad = Vec::new();
+    for r in &krate.references {
+        let top = top_of(&r.file);
+        if top != "report" && top != "commands" {
+            continue;
+        }
+        if krate
+            .resolve(&r.scope, &r.segments, 0)
+            .is_some_and(|t| t.named.first().is_some_and(|m| m == "rules"))
+        {
+            bad.push(format!(
+                "{}:{}: {}",
+                r.file.display(),
+                r.line,
+                r.segments.join("::")
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "report/ and commands/ name rules:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The modules each module of a one-file crate names (by the module its path walks to), for the parser's tests.
+fn names(src: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let krate = Crate::from_text(src);
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for r in &krate.references {
+        if let Some(t) = krate.resolve(&r.scope, &r.segments, 0)
+            && t.named != r.scope
+        {
+            out.entry(r.scope.join("::"))
+                .or_default()
+                .insert(t.named.join("::"));
+        }
+    }
+    out
+}
+
+fn expect(pairs: &[(&str, &[&str])]) -> BTreeMap<String, BTreeSet<String>> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
+        .collect()
+}
+
 #[test]
 fn test_modules_are_left_out_and_what_follows_them_is_not() {
-    let src = "use crate::a;\n#[cfg(test)]\nmod tests {\n    use crate::b;\n    fn f() { let s = \"}\"; }\n}\nuse crate::c;\n";
-    let names: Vec<_> = named_modules(&without_test_modules(src)).into_iter().collect();
-    assert_eq!(names, ["a", "c"]);
+    let src = "mod a {} mod b {} mod c {}\nmod m {\n use crate::a;\n #[cfg(test)]\n mod tests {\n use crate::b;\n fn f() { let s = \"}\"; }\n }\n use crate::c;\n}\n";
+    assert_eq!(names(src), expect(&[("m", &["a", "c"])]));
 }
 
 #[test]
 fn the_parser_reads_grouped_uses() {
-    let names = named_modules(
-        "use crate::{facts::X, loader, host::{a, b}};\n// crate::report\nlet x = crate::rules::f();",
+    let src = "mod facts { pub mod x {} } mod loader {} mod host { pub mod a {} pub mod b {} } mod rules {}\nmod m {\n use crate::{facts::x, loader, host::{a, b}};\n // crate::report\n fn f() { let x = crate::rules::f(); }\n}";
+    assert_eq!(
+        names(src),
+        expect(&[("m", &["facts::x", "host::a", "host::b", "loader", "rules"])])
     );
-    let names: Vec<_> = names.into_iter().collect();
-    assert_eq!(names, ["facts", "host", "loader", "rules"]);
+}
+
+#[test]
+fn paths_in_field_types_and_attributes_are_read_and_extern_paths_are_not() {
+    let src = "mod a { pub struct A; } mod b { pub const V: &str = \"\"; } mod c {}\nmod m {\n #[command(version = crate::b::V)]\n struct S { x: crate::a::A, y: ::c::D }\n}";
+    assert_eq!(names(src), expect(&[("m", &["a", "b"])]));
+}
+
+#[test]
+fn raw_strings_hide_their_paths() {
+    // A raw string holds quotes and backslashes that an escaped-string reader would take for its end.
+    let src = "mod a {} mod b {} mod c {}\nmod m {\n fn f() {\n let s = r#\"crate::b::g() \"# ; let t = r\"\\\"; let u = br##\"crate::c\"#\"##;\n crate::a::f();\n }\n}";
+    assert_eq!(names(src), expect(&[("m", &["a"])]));
+}
+
+#[test]
+fn char_literals_are_not_braces_or_quotes_and_lifetimes_are_not_chars() {
+    let src = "mod a {} mod b {}\nmod m {\n #[cfg(test)]\n mod tests {\n fn f() { let c = '{'; let q = '\"'; }\n }\n struct S<'a>(&'a u8);\n fn g<'b>(x: &'b str) -> char { crate::a::f(); '\\'' }\n fn h() { let q = '\"'; crate::b::f(); }\n}";
+    assert_eq!(names(src), expect(&[("m", &["a", "b"])]));
+}
+
+#[test]
+fn super_and_self_paths_resolve_to_the_module_they_name() {
+    let src = "mod a {\n pub fn f() {}\n pub mod inner {\n pub fn h() { super::super::b::g(); self::x(); super::f(); }\n fn x() {}\n }\n}\nmod b {\n use super::a::inner as i;\n pub fn g() { i::h(); }\n}";
+    assert_eq!(
+        names(src),
+        expect(&[("a::inner", &["a", "b"]), ("b", &["a::inner"])])
+    );
+}
+
+#[test]
+fn a_re_export_leads_to_the_module_that_defines_the_item() {
+    let src = "mod facts {\n mod binary { pub struct Facts; }\n pub use binary::*;\n pub use self::host::Host as H;\n pub mod host { pub struct Host; }\n}\nmod rules { use crate::facts::{Facts, H}; }";
+    let krate = Crate::from_text(src);
+    let defined: BTreeSet<String> = krate
+        .references
+        .iter()
+        .filter(|r| r.scope == ["rules"])
+        .filter_map(|r| krate.resolve(&r.scope, &r.segments, 0))
+        .map(|t| format!("{} in {}", t.named.join("::"), t.defined_in.join("::")))
+        .collect();
+    let want: BTreeSet<String> = ["facts in facts::binary", "facts in facts::host"]
+        .map(String::from)
+        .into();
+    assert_eq!(defined, want);
+}
+
+#[test]
+fn a_circle_is_found_and_printed_with_the_paths_that_make_it() {
+    let mut g = FileEdges::new();
+    for (from, to) in [
+        ("a.rs", "b.rs"),
+        ("b.rs", "c.rs"),
+        ("c.rs", "a.rs"),
+        ("c.rs", "d.rs"),
+        ("d.rs", "e.rs"),
+    ] {
+        g.entry(from.into())
+            .or_default()
+            .insert(to.into(), format!("line 1: {}", to.trim_end_matches(".rs")));
+    }
+    let k = knots(&g);
+    assert_eq!(k, [["a.rs", "b.rs", "c.rs"]]);
+    assert_eq!(
+        circle(&g, &k[0]),
+        [
+            "a.rs -> b.rs (line 1: b)",
+            "b.rs -> c.rs (line 1: c)",
+            "c.rs -> a.rs (line 1: a)"
+        ]
+    );
 }

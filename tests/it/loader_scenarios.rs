@@ -416,7 +416,7 @@ fn a_directory_only_ld_so_conf_lists_needs_the_cache() {
     std::fs::create_dir_all(root.join("etc/ld.so.conf.d")).unwrap();
     std::fs::write(root.join("etc/ld.so.conf"), "include /etc/ld.so.conf.d/*.conf\n").unwrap();
     std::fs::write(root.join("etc/ld.so.conf.d/bar.conf"), "/opt/bar/lib\n").unwrap();
-    let fix = |r: &Resolution| cudadiag::rules::loader::fix_for_missing(first(r, "libbar.so.1"));
+    let fix = |r: &Resolution| cudadiag::rules::not_found::fix_for_missing(first(r, "libbar.so.1"));
 
     // No cache: the cache step is skipped, and the directory is never searched.
     let r = resolve_with(&Root::at(root), &main, &[]);
@@ -625,7 +625,7 @@ fn dlopen_stems_cudnn_completes_its_own_and_others_list_their_versions() {
     assert_eq!((cupti.how, cupti.dlopen), (How::NotFound, true));
     assert_eq!(cupti.completions, ["libcupti.so.13"]);
     assert!(r.libraries.iter().all(|l| l.soname != "libcupti.so.13"));
-    let fix = cudadiag::rules::loader::fix_for_missing(cupti);
+    let fix = cudadiag::rules::not_found::fix_for_missing(cupti);
     assert!(fix.contains("ln -s libcupti.so.13 libcupti.so"), "{fix}");
 
     // Two versions: both listed in search order, neither loaded (the library's code picks one).
@@ -641,7 +641,7 @@ fn dlopen_stems_cudnn_completes_its_own_and_others_list_their_versions() {
     // install a library that is only ever loaded on demand.
     let none = first(&r, "libnvrtc.so");
     assert!(none.completions.is_empty());
-    let fix = cudadiag::rules::loader::fix_for_missing(none);
+    let fix = cudadiag::rules::not_found::fix_for_missing(none);
     assert!(
         fix.contains("only on demand") && fix.contains("if the program uses it"),
         "{fix}"

@@ -4,37 +4,9 @@
 //! `lib-dynload`), and the first entries of `sys.path`: `PYTHONPATH`, `pythonXY.zip`, `pythonX.Y`,
 //! `lib-dynload` (CPython's `Modules/getpath.py`, 3.11+; `Modules/getpath.c` before, same order).
 
-use super::{Entry, NotModelled, Request, SysPathError, Target, Vars, Venv, Why, abspath};
+use super::model::{Entry, NotModelled, PyVersion, Request, SysPathError, Target, Vars, Venv, Why, abspath};
 use crate::system::{Env, Root, read};
 use std::path::{Path, PathBuf};
-
-/// A Python `major.minor`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-pub struct PyVersion {
-    /// 3.
-    pub major: u32,
-    /// 11 in 3.11.
-    pub minor: u32,
-}
-
-impl PyVersion {
-    /// `3.11` (or `3.11.7`, `3.12.1.final.0`) → 3.11.
-    pub fn parse(text: &str) -> Option<PyVersion> {
-        let mut it = text.trim().split('.');
-        let major = it.next()?.parse().ok()?;
-        let minor = it.next()?.parse().ok()?;
-        Some(PyVersion { major, minor })
-    }
-
-    /// The version in an interpreter's file name: `python3.11` → 3.11 (`python3` says too little).
-    fn from_name(name: &str) -> Option<PyVersion> {
-        PyVersion::parse(name.strip_prefix("python")?)
-    }
-
-    fn dotted(self) -> String {
-        format!("{}.{}", self.major, self.minor)
-    }
-}
 
 /// What `getpath` hands to `site`.
 pub(super) struct Config {

@@ -5,7 +5,7 @@
 //! files whose names start with a dot.
 
 use super::getpath::Config;
-use super::{
+use super::model::{
     Entry, Main, NotModelled, Request, SiteKind, SysPath, UserSite, UserSiteOff, Vars, Why, abspath,
 };
 use crate::system::{Env, Root, read};

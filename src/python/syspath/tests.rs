@@ -1,8 +1,10 @@
 //! Layouts no test machine has (a conda environment, Debian's and Fedora's system Pythons, a Debian venv),
 //! built as plain directory trees under a root: nothing in them runs.
 
+use super::model::abspath;
 use super::*;
 use crate::system::put;
+use std::path::{Path, PathBuf};
 
 fn link(root: &Path, path: &str, target: &str) {
     let p = root.join(path.trim_start_matches('/'));
