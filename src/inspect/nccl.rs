@@ -6,7 +6,7 @@
 //! `.rodata` is searched (half a megabyte of a library of hundreds), through a map of the file; a library
 //! without a `.rodata` section header is not searched at all.
 
-use super::{elf, elfparse, source};
+use super::{elf, source};
 use crate::facts::loader::Resolution;
 use crate::facts::nccl::NcclBuild;
 use crate::system::Root;
@@ -17,16 +17,7 @@ const PREFIX: &[u8] = b"NCCL version ";
 /// NCCL's version and the CUDA it was built with (`("2.21.5", "12.4")`), from the string in the `.rodata` of
 /// the ELF file `data`.
 pub fn build(data: &[u8]) -> Option<(String, String)> {
-    let (parsed, _) = elfparse::parse(data).ok()?;
-    parsed
-        .section_headers
-        .iter()
-        .filter(|sh| elf::section_name(&parsed, sh) == ".rodata")
-        .find_map(|sh| {
-            let start = usize::try_from(sh.sh_offset).ok()?;
-            let end = start.checked_add(usize::try_from(sh.sh_size).ok()?)?;
-            version_string(data.get(start..end)?)
-        })
+    elf::find_in_rodata(data, version_string)
 }
 
 /// The first `NCCL version X.Y.Z[suffix]+cudaA.B` in `bytes`.

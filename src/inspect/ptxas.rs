@@ -7,7 +7,7 @@
 //! `Unsupported .version X.Y; current version is 'A.B'` and a newer GPU with `Value 'sm_NN' is not defined for
 //! option 'gpu-name'`. Only `.rodata` is searched, through a map.
 
-use super::{elf, elfparse, source};
+use super::{elf, source};
 use crate::facts::ptxas::Ptxas;
 use crate::system::Root;
 use std::path::Path;
@@ -16,16 +16,7 @@ const BANNER: &[u8] = b"Cuda compilation tools, release ";
 
 /// The release (`12.9`) in the `.rodata` of the ELF file `data`.
 pub fn release(data: &[u8]) -> Option<String> {
-    let (parsed, _) = elfparse::parse(data).ok()?;
-    parsed
-        .section_headers
-        .iter()
-        .filter(|sh| elf::section_name(&parsed, sh) == ".rodata")
-        .find_map(|sh| {
-            let start = usize::try_from(sh.sh_offset).ok()?;
-            let end = start.checked_add(usize::try_from(sh.sh_size).ok()?)?;
-            banner_release(data.get(start..end)?)
-        })
+    elf::find_in_rodata(data, banner_release)
 }
 
 /// The first `Cuda compilation tools, release A.B,` with digits in `bytes`.
