@@ -575,6 +575,22 @@ pub fn runtime_version_constant(code: &[u8]) -> Option<(u32, usize)> {
 #[path = "../../tests/it/support/tiny_runtime.rs"]
 mod shared_builder;
 
+/// The first answer `find` gives for the bytes of a `.rodata` section of the ELF file `data` (a constant
+/// string a tool prints: NCCL's version, ptxas's banner), without reading anything else; none for a file this
+/// parser refuses or without such a section header.
+pub fn find_in_rodata<T>(data: &[u8], find: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
+    let (parsed, _) = super::elfparse::parse(data).ok()?;
+    parsed
+        .section_headers
+        .iter()
+        .filter(|sh| section_name(&parsed, sh) == ".rodata")
+        .find_map(|sh| {
+            let start = usize::try_from(sh.sh_offset).ok()?;
+            let end = start.checked_add(usize::try_from(sh.sh_size).ok()?)?;
+            find(data.get(start..end)?)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -678,20 +694,4 @@ mod tests {
             assert!(checked > 100, "only {checked} imports compared");
         }
     }
-}
-
-/// The first answer `find` gives for the bytes of a `.rodata` section of the ELF file `data` (a constant
-/// string a tool prints: NCCL's version, ptxas's banner), without reading anything else; none for a file this
-/// parser refuses or without such a section header.
-pub fn find_in_rodata<T>(data: &[u8], find: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
-    let (parsed, _) = super::elfparse::parse(data).ok()?;
-    parsed
-        .section_headers
-        .iter()
-        .filter(|sh| section_name(&parsed, sh) == ".rodata")
-        .find_map(|sh| {
-            let start = usize::try_from(sh.sh_offset).ok()?;
-            let end = start.checked_add(usize::try_from(sh.sh_size).ok()?)?;
-            find(data.get(start..end)?)
-        })
 }
