@@ -49,6 +49,15 @@ pub enum Kind {
 /// One SONAME number of a library: the number, the CUDA majors that ship it, the releases in words.
 type Number = (u32, &'static [u32], &'static str);
 
+/// SONAME majors 10 (CUDA 10.1 and 10.2) to 13, the toolkit's major from 11 on: cuBLAS, cuBLASLt, NVBLAS and
+/// nvJPEG share them.
+const MAJORS_10_TO_13: &[Number] = &[
+    (10, &[10], "CUDA 10.1 and 10.2"),
+    (11, &[11], ""),
+    (12, &[12], ""),
+    (13, &[13], ""),
+];
+
 const TOOLKIT: &[(&str, &str, &[Number])] = &[
     (
         "libcudart",
@@ -59,36 +68,9 @@ const TOOLKIT: &[(&str, &str, &[Number])] = &[
             (13, &[13], ""),
         ],
     ),
-    (
-        "libcublas",
-        "cuBLAS",
-        &[
-            (10, &[10], "CUDA 10.1 and 10.2"),
-            (11, &[11], ""),
-            (12, &[12], ""),
-            (13, &[13], ""),
-        ],
-    ),
-    (
-        "libcublasLt",
-        "cuBLASLt",
-        &[
-            (10, &[10], "CUDA 10.1 and 10.2"),
-            (11, &[11], ""),
-            (12, &[12], ""),
-            (13, &[13], ""),
-        ],
-    ),
-    (
-        "libnvblas",
-        "NVBLAS",
-        &[
-            (10, &[10], "CUDA 10.1 and 10.2"),
-            (11, &[11], ""),
-            (12, &[12], ""),
-            (13, &[13], ""),
-        ],
-    ),
+    ("libcublas", "cuBLAS", MAJORS_10_TO_13),
+    ("libcublasLt", "cuBLASLt", MAJORS_10_TO_13),
+    ("libnvblas", "NVBLAS", MAJORS_10_TO_13),
     (
         "libcufft",
         "cuFFT",
@@ -156,16 +138,7 @@ const TOOLKIT: &[(&str, &str, &[Number])] = &[
         "CUPTI",
         &[(11, &[11], ""), (12, &[12], ""), (13, &[13], "")],
     ),
-    (
-        "libnvjpeg",
-        "nvJPEG",
-        &[
-            (10, &[10], "CUDA 10.1 and 10.2"),
-            (11, &[11], ""),
-            (12, &[12], ""),
-            (13, &[13], ""),
-        ],
-    ),
+    ("libnvjpeg", "nvJPEG", MAJORS_10_TO_13),
     ("libnvToolsExt", "NVTX", &[(1, &[9, 10, 11, 12], "CUDA 9 to 12")]),
     ("libnvtx3interop", "NVTX", &[(1, &[12, 13], "")]),
 ];
