@@ -37,6 +37,19 @@ pub fn framework(module: &str) -> Option<&'static dyn Framework> {
     known().iter().copied().find(|f| f.module() == module)
 }
 
+/// The modules of the frameworks installed in `env` (a distribution of theirs is on its `sys.path`), in
+/// [`known`]'s order, each once: what `inspect` of an environment, `doctor` and `fleet` import.
+pub fn installed(env: &PyEnv) -> Vec<&'static str> {
+    let mut modules: Vec<&'static str> = Vec::new();
+    for fw in known() {
+        let module = fw.module().split('.').next().unwrap_or(fw.module());
+        if !modules.contains(&module) && fw.distributions().iter().any(|n| env.dist(n).is_some()) {
+            modules.push(module);
+        }
+    }
+    modules
+}
+
 /// One import, modelled.
 #[derive(Debug, Clone, Serialize)]
 pub struct Imported {
