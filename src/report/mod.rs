@@ -5,6 +5,7 @@
 //! `println!` elsewhere).
 
 pub mod diff;
+pub mod env;
 pub mod fleet;
 mod github;
 mod human;

@@ -24,6 +24,7 @@ mod hostile_output;
 mod image;
 mod image_hostile;
 mod image_run;
+mod inspect_env;
 mod jetson;
 mod layering;
 mod loader_cache;
