@@ -162,7 +162,7 @@ pub fn machine_lines(py: &Frameworks, p: Paint, out: &mut dyn Write) -> io::Resu
     let label = p.dim(&format!("{:<10}", "python"));
     let because = Sane(&py.python.because);
     if let Some(problem) = &py.problem {
-        return writeln!(out, "{label}none: {} ({because})", Sane(problem));
+        return writeln!(out, "{label}no environment: {} ({because})", Sane(problem));
     }
     let exe = py.executable.as_deref().unwrap_or_default();
     let version = py
