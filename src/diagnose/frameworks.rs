@@ -100,10 +100,13 @@ pub fn locate(root: &Root, dir: &Path) -> Result<(Chosen, Kind), ToolError> {
             Kind::SitePackages,
         ));
     }
-    let tried: Vec<PathBuf> = [version_dir.as_str(), "python3", "python"]
-        .iter()
-        .map(|n| prefix.join("bin").join(n))
-        .collect();
+    let mut tried: Vec<PathBuf> = Vec::new();
+    for name in [version_dir.as_str(), "python3", "python"] {
+        let exe = prefix.join("bin").join(name);
+        if !tried.contains(&exe) {
+            tried.push(exe);
+        }
+    }
     match tried.iter().find(|p| is_file(p)) {
         Some(exe) => Ok((chosen(Target::Interpreter(exe.clone())), Kind::SitePackages)),
         None => Err(ToolError(format!(
@@ -442,5 +445,44 @@ pub fn active(
             fw.problem = Some(e.0);
             (fw, Vec::new())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(root: &Path, path: &str) {
+        let p = root.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "").unwrap();
+    }
+
+    #[test]
+    fn a_site_packages_directory_gets_the_interpreter_of_its_prefix_or_says_why_not() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::at(t.path());
+        touch(t.path(), "/opt/py/bin/python3.12");
+        touch(t.path(), "/opt/py/lib/python3.12/site-packages/x.py");
+        touch(t.path(), "/usr/lib/python3/dist-packages/x.py");
+        touch(t.path(), "/srv/site-packages/x.py");
+        let (c, kind) = locate(&root, Path::new("/opt/py/lib/python3.12/site-packages")).unwrap();
+        assert_eq!(
+            (c.target, kind),
+            (
+                Target::Interpreter("/opt/py/bin/python3.12".into()),
+                Kind::SitePackages
+            )
+        );
+        // Debian's dist-packages without an interpreter: the error names every one looked for.
+        let e = locate(&root, Path::new("/usr/lib/python3/dist-packages")).unwrap_err();
+        assert!(
+            e.0.contains("none of /usr/bin/python3, /usr/bin/python exists"),
+            "{e}"
+        );
+        let e = locate(&root, Path::new("/srv/site-packages")).unwrap_err();
+        assert!(e.0.contains("not under PREFIX/lib/pythonX.Y/"), "{e}");
+        let e = locate(&root, Path::new("/opt/py")).unwrap_err();
+        assert!(e.0.contains("not a Python environment"), "{e}");
     }
 }

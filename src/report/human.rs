@@ -38,7 +38,7 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
         super::human_host::render(h, p, verbose, out)?;
     }
     if let Some(py) = &report.python {
-        super::env::machine_lines(py, p, out)?;
+        super::human_python::machine_lines(py, p, out)?;
     }
     if let Some(probe) = &report.facts.probe {
         probe_section(probe, verbose, p, out)?;

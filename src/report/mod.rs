@@ -11,6 +11,7 @@ mod github;
 mod human;
 mod human_host;
 mod human_image;
+mod human_python;
 mod human_wheel;
 pub mod import;
 pub mod json;
