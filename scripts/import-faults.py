@@ -135,6 +135,9 @@ def agrees(r):
     cudnn_pred = any("cudnn" in m.lower() and sev in ("warning", "error") and slug != "framework-cpu-fallback"
                      for slug, sev, m in r["predicted_findings"])
     objects = not r["predicted_not_mapped"] and not r["mapped_libraries_not_predicted"]
+    if r["first_use"] and not real_fail:
+        # The convolution ran on the GPU exactly when the first use is predicted to use it.
+        same = same and (steps.get("conv2d") == "ok") == ((r["predicted_first_use"] or {}).get("kind") == "gpu")
     return same and (cudnn_raises == cudnn_pred or real_fail) and objects
 
 
