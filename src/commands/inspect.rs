@@ -69,6 +69,9 @@ fn environment_dir(args: &InspectArgs) -> Result<Option<PathBuf>, ToolError> {
             },
             None => std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
         }
+        // `venv/` and `venv` name one environment: the report shows it without the slash.
+        .components()
+        .collect()
     };
     let dirs: Vec<PathBuf> = args
         .paths
