@@ -58,7 +58,8 @@ pub enum Command {
         cudadiag inspect --image oci-dir/ --gpu 9.0 --driver 535.104.05 /usr/local/bin/app\n  \
         cudadiag inspect --image app.tar --facts node.json --gpus '\"device=0,1\"'   (as `docker run --gpus`)\n  \
         cudadiag inspect --image app.tar --facts node.json --gpus none   (no GPU request: as the image asks)\n  \
-        cudadiag inspect --image app.tar --facts node.json --device nvidia.com/gpu=all   (CDI)"
+        cudadiag inspect --image app.tar --facts node.json --device nvidia.com/gpu=all   (CDI)\n  \
+        cudadiag inspect --image app.tar --facts node.json --import torch   (will `import torch` use the GPU there?)"
     )]
     Inspect(InspectArgs),
     /// Diagnose the machine alone: driver, GPUs, device nodes, environment, every CUDA library.
@@ -412,6 +413,14 @@ pub struct InspectArgs {
     /// driver, and no NVIDIA_REQUIRE_* is checked. Repeatable.
     #[arg(long = "device", value_name = "nvidia.com/gpu=ID", requires = "image", conflicts_with = "run_gpus", value_parser = crate::container::run::parse_cdi)]
     pub cdi: Vec<String>,
+    /// With --image: model `import MODULE` (torch, jax, tensorflow, cupy, onnxruntime) in one Python process
+    /// of the image, in the order given, as `cudadiag import` does: the interpreter is the image's
+    /// Entrypoint when it runs Python, else the image's VIRTUAL_ENV, CONDA_PREFIX or `python3` on its PATH;
+    /// the node's driver libraries are there when the container toolkit injects them. Without it, an image
+    /// whose program is Python is judged by what it imports (`-m MODULE`) or the frameworks it has installed.
+    /// Repeatable.
+    #[arg(long = "import", value_name = "MODULE", requires = "image")]
+    pub imports: Vec<String>,
     /// Show every device-code entry, the ELF details, the loader tree and every step of a missing library's
     /// search (shown in short without it). Kernel names are counted with their first few; with --deep, all.
     #[arg(short, long)]

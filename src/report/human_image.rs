@@ -39,6 +39,17 @@ pub fn render(i: &ImageFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> i
         Some(prog) => writeln!(out, ": runs {}", Sane(prog))?,
         None => writeln!(out)?,
     }
+    if let Some(im) = &i.imports {
+        let modules: Vec<String> = im.modules.iter().map(|m| format!("import {m}")).collect();
+        writeln!(
+            out,
+            "    judged as Python: {} with {} ({}); {}",
+            Sane(&modules.join("; ")),
+            Sane(&im.python),
+            Sane(&im.because),
+            Sane(&im.why)
+        )?;
+    }
     if verbose {
         for s in &i.program_steps {
             writeln!(out, "    {}", Sane(s))?;

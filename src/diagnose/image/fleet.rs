@@ -81,7 +81,8 @@ pub fn judge_all(
             usize::MAX,
             || tree.facts.clone(),
             |facts, &i| {
-                let (findings, verdicts) = tree::judge(facts, &tree, &program, staged[i].as_ref(), matrix);
+                let (findings, verdicts) =
+                    tree::judge(facts, &tree, &program, staged[i].as_ref(), &[], matrix);
                 facts.host = None;
                 done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Prediction::of(&findings, &verdicts)
