@@ -43,7 +43,7 @@ pub fn render(i: &ImageFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> i
         let modules: Vec<String> = im.modules.iter().map(|m| format!("import {m}")).collect();
         writeln!(
             out,
-            "    judged as Python: {} with {} ({}); {}",
+            "    judged as Python: {} in {} ({}): {}",
             Sane(&modules.join("; ")),
             Sane(&im.python),
             Sane(&im.because),

@@ -320,3 +320,52 @@ fn fleet_artifact_venv_groups_nodes_by_import_outcome() {
         .unwrap();
     assert_eq!(old["prediction"]["codes"][0], "driver-insufficient", "{old:#}");
 }
+
+/// `fleet --image` of an image whose program is `python -m torch.distributed.run`, on two nodes: the image asks
+/// for no CUDA version (no `NVIDIA_REQUIRE_CUDA`), so the toolkit starts it on both; torch's own driver check
+/// fails on the node with a CUDA 12.4 driver. Before, both nodes judged the interpreter alone.
+#[test]
+fn fleet_image_python_entrypoint_is_judged_by_its_imports_on_each_node() {
+    let t = tempfile::tempdir().unwrap();
+    let root = venv_root(t.path(), &[]);
+    let img = Image::new(vec![system_layer(), layer_of(&root)])
+        .env("NVIDIA_VISIBLE_DEVICES=all")
+        .env("NVIDIA_DRIVER_CAPABILITIES=compute,utility")
+        .entrypoint(&["/venv/bin/python3", "-m", "torch.distributed.run", "train.py"]);
+    let tar = t.path().join("app.tar");
+    img.docker_save(&tar, Pack::None);
+    let nodes = t.path().join("nodes");
+    std::fs::create_dir_all(&nodes).unwrap();
+    let good = crate::fleet::snapshot("h200-nix-open-580");
+    let mut old = good.clone();
+    old["facts"]["host"]["driver"]["version"] = json!("550.90.07");
+    std::fs::write(nodes.join("new.json"), serde_json::to_vec(&good).unwrap()).unwrap();
+    std::fs::write(nodes.join("old.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["--color", "never", "fleet", "--format", "json", "--image"])
+        .arg(&tar)
+        .arg(&nodes)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(1), "{doc:#}");
+    let prediction = |name: &str| {
+        doc["per_node"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == name)
+            .unwrap()["prediction"]
+            .clone()
+    };
+    let old = prediction("old");
+    assert_eq!(
+        (old["outcome"].as_str(), old["codes"][0].as_str()),
+        (Some("fails"), Some("driver-insufficient")),
+        "{old:#}"
+    );
+    assert!(old["reason"].as_str().unwrap().contains("torch"), "{old:#}");
+    assert_ne!(prediction("new")["outcome"], "fails", "{doc:#}");
+}

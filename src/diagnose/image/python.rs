@@ -25,6 +25,7 @@ use crate::python::syspath::Target;
 use std::path::{Path, PathBuf};
 
 /// The imports to judge: the interpreter, the modules and why those.
+#[derive(Clone)]
 pub struct Plan {
     chosen: Chosen,
     modules: Vec<String>,
@@ -51,7 +52,7 @@ pub fn plan(img: &Image, program: &Program, asked: &[String]) -> Result<Option<P
         return Ok(Some(Plan {
             chosen: choose(&program.env, None, None),
             modules: asked.to_vec(),
-            why: "--import".into(),
+            why: "as --import names them".into(),
             asked: true,
         }));
     }
@@ -118,7 +119,7 @@ pub fn judge(
     let Plan {
         chosen,
         modules,
-        why,
+        mut why,
         asked,
     } = plan;
     let report = match crate::imports::run(&root, &env, chosen, &modules, &machine, matrix) {
@@ -134,8 +135,15 @@ pub fn judge(
     });
     let mut detail = detail;
     super::tree::inside_value(&mut detail, &img.dir().to_string_lossy());
+    let mut findings = report.findings;
+    if staged.is_none() {
+        // No node (`--no-host`, a machine without NVIDIA): the image's files are judged, not whether a GPU
+        // will be used, which depends on the node.
+        findings.retain(|f| f.code != crate::findings::Code::FrameworkCpuFallback);
+        why.push_str("; no node is judged, so whether the GPU is used is not either");
+    }
     Ok(Some(Judged {
-        findings: report.findings,
+        findings,
         facts: ImageImports {
             python: report.python.path.display().to_string(),
             because: report.python.because,
@@ -144,6 +152,56 @@ pub fn judge(
             detail,
         },
     }))
+}
+
+/// A plan's findings for many nodes (`fleet --image`): one judgement per machine a container gets (its
+/// driver and GPUs), on the tree as mounted now; [`PerMachine::clear`] when the mounts change.
+pub struct PerMachine {
+    plan: Plan,
+    done: std::sync::Mutex<std::collections::HashMap<String, Vec<Finding>>>,
+}
+
+impl PerMachine {
+    /// No judgement made yet.
+    pub fn new(plan: Plan) -> PerMachine {
+        PerMachine {
+            plan,
+            done: Default::default(),
+        }
+    }
+
+    /// The findings of the imports on the node `staged`, judged once per machine the container gets. A plan
+    /// that cannot be modelled gives none: the interpreter is judged alone, as `inspect --image` does.
+    pub fn findings(
+        &self,
+        img: &Image,
+        program: &Program,
+        staged: Option<&Staged>,
+        matrix: &Matrix,
+    ) -> Vec<Finding> {
+        let (gpus, driver) = container_machine(staged, matrix);
+        let labels: Vec<&str> = gpus.iter().map(|g| g.label.as_str()).collect();
+        let key = format!("{:?} {labels:?} {}", driver.map(|d| d.version), staged.is_some());
+        if let Some(f) = self.done.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return f;
+        }
+        let f = judge(img, program, staged, self.plan.clone(), matrix)
+            .ok()
+            .flatten()
+            .map(|j| j.findings)
+            .unwrap_or_default();
+        if let Ok(mut m) = self.done.lock() {
+            m.insert(key, f.clone());
+        }
+        f
+    }
+
+    /// Forgets the judgements: the tree's mounts are about to change.
+    pub fn clear(&self) {
+        if let Ok(mut m) = self.done.lock() {
+            m.clear();
+        }
+    }
 }
 
 /// The interpreter an entrypoint starts, as it was opened (a venv's `bin/python3` is the venv's).
