@@ -30,8 +30,11 @@ pub struct EnvArtefact {
     /// started by).
     dir: PathBuf,
     /// Judgements made, by driver version and GPUs.
-    judged: Mutex<HashMap<(Option<String>, Vec<String>), Prediction>>,
+    judged: Mutex<HashMap<Machine, Prediction>>,
 }
+
+/// What a node's outcome depends on: its driver version and its GPUs.
+type Machine = (Option<String>, Vec<String>);
 
 /// Is `p` a Python environment directory: a venv (`pyvenv.cfg`) or a conda environment (`conda-meta/`)?
 pub fn is_env(p: &Path) -> bool {
