@@ -66,7 +66,7 @@ fn dist_info(site: &Path, name: &str, version: &str, requires: &[&str], files: &
 
 /// The environment: `/usr/bin/python3.11` with its standard library, and a venv at `/venv` without system
 /// site-packages. Returns the venv's site-packages (a host path).
-fn interpreter_and_venv(root: &Path) -> PathBuf {
+pub(crate) fn interpreter_and_venv(root: &Path) -> PathBuf {
     bare(&root.join("usr/bin"), "python3.11", &[], &[]);
     write(&root.join("usr/lib/python3.11/os.py"), "");
     std::fs::create_dir_all(root.join("usr/lib/python3.11/lib-dynload")).unwrap();
@@ -84,7 +84,7 @@ fn interpreter_and_venv(root: &Path) -> PathBuf {
 /// torch `version` in `site`: `libtorch_global_deps.so` (NEEDED `libcudart.so.13`), `_C` → `libtorch_cuda.so`
 /// (NEEDED cudart, cuBLAS, cuDNN), all with torch's DT_RPATH, its `version.py` and dist-info pinning cuDNN
 /// 9.26.0.51.
-fn torch(t: &Path, site: &Path, version: &str) {
+pub(crate) fn torch(t: &Path, site: &Path, version: &str) {
     let scratch = t.join("scratch");
     let stub = |s: &str| bare(&scratch, s, &[], &[]);
     let (cudart, cublas, cudnn) = (
@@ -120,7 +120,7 @@ fn torch(t: &Path, site: &Path, version: &str) {
 
 /// The NVIDIA wheels in `site` (skipping `except`): each library, cuBLAS needing cuBLASLt through its own
 /// RUNPATH `$ORIGIN` as the wheel's does, and the dist-infos (cuDNN's at 9.26.0.51, as torch pins it).
-fn wheels(t: &Path, site: &Path, except: &[&str]) {
+pub(crate) fn wheels(t: &Path, site: &Path, except: &[&str]) {
     let scratch = t.join("scratch-wheels");
     let lt = bare(&scratch, "libcublasLt.so.13", &[], &[]);
     for (dir, soname) in WHEELS.iter().filter(|(_, s)| !except.contains(s)) {
