@@ -326,12 +326,7 @@ pub fn fatbin_regions(elf: &Elf<'_>, input: &Input<'_>) -> (Vec<Region>, Vec<(us
                 section_name(elf, sh),
                 ".nvFatBinSegment" | ".nv_fatbin" | "__nv_relfatbin"
             )
-        }) || {
-            let syms = super::elfparse::RawDynsyms::new(elf, data);
-            (0..syms.len()).filter_map(|i| syms.get(i)).any(|s| {
-                super::elfparse::dynstr_starts_with(elf, data, s.name as usize, "__cudaRegisterFatBinary")
-            })
-        }
+        }) || registers_fatbins(elf, input)
     };
     if regions.is_empty() && cuda_evidence() {
         let mut budget = SCAN_LIMIT;
@@ -369,6 +364,33 @@ pub fn fatbin_regions(elf: &Elf<'_>, input: &Input<'_>) -> (Vec<Region>, Vec<(us
     }
     regions.sort_by_key(|r| r.start);
     (regions, problems)
+}
+
+/// Does a dynamic symbol of this ELF start with `__cudaRegisterFatBinary` (nvcc's host code calls it for every
+/// fatbin)? The dynamic string table is first searched for the name with positioned reads: a C++ library's
+/// (5 MB for `libtorch_cpu.so`) would otherwise become resident through the map, a page at a time, only to
+/// say no.
+fn registers_fatbins(elf: &Elf<'_>, input: &Input<'_>) -> bool {
+    const NAME: &str = "__cudaRegisterFatBinary";
+    let data = input.as_slice();
+    let dynstr = elf
+        .section_headers
+        .iter()
+        .find(|sh| section_name(elf, sh) == ".dynstr")
+        .and_then(|sh| file_range(sh, data.len()));
+    if let Some((start, end)) = dynstr {
+        let finder = memchr::memmem::Finder::new(NAME);
+        if input
+            .chunks(start, end, 1 << 20, NAME.len(), |_, c| finder.find(c).map(|_| ()))
+            .is_none()
+        {
+            return false;
+        }
+    }
+    let syms = super::elfparse::RawDynsyms::new(elf, data);
+    (0..syms.len())
+        .filter_map(|i| syms.get(i))
+        .any(|s| super::elfparse::dynstr_starts_with(elf, data, s.name as usize, NAME))
 }
 
 /// How the binary links the CUDA runtime and, where it can be read, which version.
