@@ -172,10 +172,23 @@ impl<'a> Input<'a> {
         mut f: impl FnMut(usize, &[u8]) -> Option<T>,
     ) -> Option<T> {
         let end = end.min(self.bytes.len());
+        // One buffer for every chunk: a fresh 1 MiB allocation per chunk is an `mmap`, 256 zeroed pages and a
+        // `munmap` each time.
+        let mut buf = Vec::new();
         let mut off = start;
         while off < end {
             let len = chunk.min(end - off);
-            let data = self.read_upto(off, len);
+            let data = match self.file {
+                Some((file, base)) if len > WINDOW / 2 => {
+                    buf.resize(len, 0);
+                    match file.read_exact_at(&mut buf, base + off as u64) {
+                        Ok(()) => Cow::Borrowed(&buf[..]),
+                        // The file changed under us: the map's view, as for any read.
+                        Err(_) => Cow::Borrowed(&self.bytes[off..off + len]),
+                    }
+                }
+                _ => self.read_upto(off, len),
+            };
             if let Some(t) = f(off, &data) {
                 return Some(t);
             }
