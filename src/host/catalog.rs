@@ -14,6 +14,7 @@ use super::libcuda;
 use crate::loader::cache::LdCache;
 use crate::python::envs::{conda_prefixes, glob_dirs, python_sites};
 use crate::system::{Env, Root};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -217,18 +218,18 @@ fn site_roots(root: &Root, site: &Path, roots: &mut Vec<ScanRoot>) {
     let Ok(site) = root.resolve(site) else {
         return;
     };
-    let Ok(entries) = root.read_dir(&site) else {
+    // Metadata directories and modules hold no libraries: passed over by name, before a path is made.
+    let package = |n: &std::ffi::OsStr| {
+        let name = n.to_string_lossy();
+        !(name.ends_with(".dist-info") || name.ends_with(".egg-info") || name.ends_with(".py"))
+    };
+    let Ok(names) = root.read_dir_names(&site, package) else {
         return;
     };
     let place = Place::Site(site.clone());
-    for e in entries {
-        let name = e
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if name.ends_with(".dist-info") || name.ends_with(".egg-info") || name.ends_with(".py") {
-            continue;
-        }
+    for n in names {
+        let e = site.join(&n);
+        let name = n.to_string_lossy();
         if name == "nvidia" {
             roots.push(ScanRoot {
                 dir: e,
@@ -328,7 +329,7 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
         let Some((base, suffix)) = lib_name(&name) else {
             continue;
         };
-        let Ok(rel) = entry.path().strip_prefix(&host_dir) else {
+        let Some(rel) = relative(entry.path(), &host_dir) else {
             continue;
         };
         let path = sr.dir.join(rel);
@@ -368,6 +369,24 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
         });
     }
     (found, problems)
+}
+
+/// `path` below `dir`, as `Path::strip_prefix` gives it: walkdir names each entry by joining names onto the
+/// directory it was given, so the bytes of `dir` begin it, which is one comparison instead of a walk over the
+/// components of both (a long `--root` has many); anything else (an empty or `.` component, which
+/// `strip_prefix` drops) takes `strip_prefix`.
+fn relative<'a>(path: &'a Path, dir: &Path) -> Option<&'a Path> {
+    let rest = path
+        .as_os_str()
+        .as_bytes()
+        .strip_prefix(dir.as_os_str().as_bytes());
+    let dir_ends_in_slash = dir.as_os_str().as_bytes().ends_with(b"/");
+    match rest.and_then(|r| r.strip_prefix(b"/").or(dir_ends_in_slash.then_some(r))) {
+        Some(r) if r.split(|&b| b == b'/').all(|c| !c.is_empty() && c != b".") => {
+            Some(Path::new(std::ffi::OsStr::from_bytes(r)))
+        }
+        _ => path.strip_prefix(dir).ok(),
+    }
 }
 
 /// Walks every scan root (on up to eight threads) and returns every CUDA library file found, with problems met;
@@ -564,5 +583,41 @@ mod tests {
             matched += usize::from(want.is_some());
         }
         assert!(matched > 200, "{matched} of {} names match", names.len());
+    }
+
+    #[test]
+    fn relative_is_strip_prefix() {
+        let dirs = [
+            "/r/usr/lib",
+            "/r/usr/lib/",
+            "/r//usr/lib",
+            "/r/./usr",
+            "/",
+            "rel/dir",
+            "/r/usr/li",
+        ];
+        let paths = [
+            "/r/usr/lib",
+            "/r/usr/lib/x",
+            "/r/usr/lib/a/b.so",
+            "/r/usr/libx/y",
+            "/r//usr/lib/x",
+            "/r/./usr/x",
+            "/x",
+            "rel/dir/x",
+            "/r/usr/lib//x",
+            "/r/usr/lib/./x",
+            "/r/usr/li/b",
+        ];
+        for d in dirs {
+            for p in paths {
+                let (d, p) = (Path::new(d), Path::new(p));
+                assert_eq!(
+                    relative(p, d).map(|r| r.join("f")),
+                    p.strip_prefix(d).ok().map(|r| r.join("f")),
+                    "{p:?} under {d:?}"
+                );
+            }
+        }
     }
 }
