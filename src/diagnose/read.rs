@@ -198,10 +198,17 @@ pub fn binaries_and_libraries(
 /// The machine's path of `path`, a file read on this host: itself (made absolute) on this machine, the part
 /// under the root's directory with `--root` or an image; `None` for a file outside the root.
 fn machine_path(root: &crate::system::Root, path: &std::path::Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
     if root.is_host() {
-        return std::path::absolute(path).ok();
+        return Some(absolute);
     }
-    let rel = path.strip_prefix(root.dir()).ok()?;
+    let rel = match path.strip_prefix(root.dir()) {
+        Ok(rel) => rel.to_path_buf(),
+        Err(_) => absolute
+            .strip_prefix(std::path::absolute(root.dir()).ok()?)
+            .ok()?
+            .to_path_buf(),
+    };
     Some(std::path::Path::new("/").join(rel))
 }
 

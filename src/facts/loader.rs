@@ -308,7 +308,8 @@ pub struct Library {
     /// Loaded at run time with `dlopen`, not through DT_NEEDED.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dlopen: bool,
-    /// An LD_PRELOAD (or `/etc/ld.so.preload`) entry.
+    /// An LD_PRELOAD (or `/etc/ld.so.preload`) entry, or a library a Python framework loads before the
+    /// inspected file of its own (with `dlopen` set; [`Library::reason`] says which framework and how).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub preload: bool,
     /// Why the request exists, for `dlopen`s and preloads.
