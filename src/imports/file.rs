@@ -49,8 +49,9 @@ pub fn loading(
     }
     let selecting = fw.distributions().iter().find_map(|n| py.dist(n))?;
     let model = select(fw.module(), &selecting.version, fw.models())?;
-    let (loaded, fix) = framework_process(root, env, &py, fw, &model, files)?;
-    let earlier = before(&loaded, &real.to_string_lossy(), file);
+    let real = real.to_string_lossy();
+    let (loaded, fix) = framework_process(root, env, &py, fw, &model, &real, files)?;
+    let earlier = before(&loaded, &real, file);
     let dist = py.dist(&key)?;
     let load = FrameworkLoad {
         module: fw.module().to_string(),
@@ -64,9 +65,10 @@ pub fn loading(
     Some((load, earlier))
 }
 
-/// The framework's import, then its first GPU use when the import works, in one process of the environment's
-/// interpreter: every object loaded, in order, and the framework's own advice when the model does not reach
-/// the GPU for a reason of its own (ONNX Runtime's CUDA provider not loading). The GPU and the driver are
+/// The framework's import, then its first GPU use when the import works and has not loaded the file (real
+/// path `real`) yet, in one process of the environment's interpreter: every object loaded, in order, and the
+/// framework's own advice when the model does not reach the GPU for a reason of its own (ONNX Runtime's CUDA
+/// provider not loading). The GPU and the driver are
 /// left undeclared, the driver's libraries taken as provided: the question is what the framework loads, not
 /// whether this machine runs it (the file's own judgement answers that).
 fn framework_process(
@@ -75,6 +77,7 @@ fn framework_process(
     py: &PyEnv,
     fw: &'static dyn Framework,
     model: &Selected,
+    real: &str,
     files: &mut Files,
 ) -> Option<(Vec<Loaded>, Option<String>)> {
     let matrix = crate::matrix::Matrix::bundled().ok()?;
@@ -93,7 +96,8 @@ fn framework_process(
         let mut p = PyProcess::new(img);
         p.begin(fw.module(), When::Import);
         let mut outcome = fw.import(&ctx, model, &mut p).outcome;
-        if matches!(outcome, Outcome::Gpu) {
+        // What comes after the file is not asked for: the first use only matters to a file it loads.
+        if matches!(outcome, Outcome::Gpu) && !p.loaded().iter().any(|l| l.realpath == real) {
             p.begin(fw.module(), When::FirstUse);
             outcome = fw.first_use(&ctx, model, &mut p).outcome;
         }
