@@ -39,4 +39,4 @@ pub mod resolve;
 pub mod search;
 
 pub use object::Files;
-pub use resolve::{MainSymbols, resolve, resolve_alongside, resolve_with};
+pub use resolve::{Earlier, MainSymbols, resolve, resolve_after, resolve_alongside, resolve_with};
