@@ -215,16 +215,7 @@ impl Files {
         let Some(parts) = &b.strings else {
             return Vec::new();
         };
-        let mut list: Vec<(String, u64)> = Vec::new();
-        for (s, off) in parts.wait(&self.pool) {
-            match list.iter_mut().find(|(x, _)| *x == s) {
-                // The first occurrence in the file, whichever part saw it.
-                Some(e) => e.1 = e.1.min(off),
-                None => list.push((s, off)),
-            }
-        }
-        list.sort_by_key(|&(_, off)| off);
-        list
+        first_occurrences(parts.wait(&self.pool))
     }
 
     /// The symbols of a loaded object read with [`Files::read_loaded`] (waiting for them, helping the pool).
@@ -471,11 +462,44 @@ impl Files {
     }
 }
 
+/// The strings the parts of a `.rodata` search found, each once (at its first offset in the file, whichever
+/// part saw it), in file order.
+pub(super) fn first_occurrences(found: impl IntoIterator<Item = (String, u64)>) -> Vec<(String, u64)> {
+    let mut list: Vec<(String, u64)> = Vec::new();
+    for (s, off) in found {
+        match list.iter_mut().find(|(x, _)| *x == s) {
+            Some(e) => e.1 = e.1.min(off),
+            None => list.push((s, off)),
+        }
+    }
+    list.sort_by_key(|&(_, off)| off);
+    list
+}
+
+/// Parts of a megabyte: one object's search spreads over the cores.
+const PIECE: u64 = 1 << 20;
+
+/// [`search_rodata`] on this thread, without the table: what the search finds in `view`'s `.rodata` (of the
+/// file at `host`). For the table's generator and its test.
+#[cfg(test)]
+pub(super) fn search_now(view: &LoaderView, host: &Path) -> Vec<(String, u64)> {
+    let Ok((file, _)) = crate::system::read::open_regular(host) else {
+        return Vec::new();
+    };
+    first_occurrences(
+        view.rodata
+            .iter()
+            .flat_map(|&(start, size)| inspect::rodata_parts(start, size, PIECE))
+            .flat_map(|part| inspect::rodata_strings(&file, part, DLOPEN_NEEDLES)),
+    )
+}
+
 /// Starts the search of `view`'s `.rodata` (of the file at `host`) for `dlopen` names on `pool`, in parts of
 /// 1 MB: one object's search spreads over the cores (the run-time loads found in one object are resolved, and
-/// their own objects searched, before the next). `None` when there is nothing to search.
+/// their own objects searched, before the next). `None` when there is nothing to search. A library the
+/// bundled table knows ([`super::dlopen_table`]: NVIDIA's, by build ID) is not searched: the table holds
+/// what the search finds in it.
 fn search_rodata(pool: &mut Pool, view: &LoaderView, host: &Path) -> Option<Arc<Parts<(String, u64)>>> {
-    const PIECE: u64 = 1 << 20;
     let parts: Vec<inspect::RodataPart> = view
         .rodata
         .iter()
@@ -483,6 +507,11 @@ fn search_rodata(pool: &mut Pool, view: &LoaderView, host: &Path) -> Option<Arc<
         .collect();
     if parts.is_empty() {
         return None;
+    }
+    if let Some(strings) = super::dlopen_table::known(view) {
+        let found = Arc::new(Parts::new(1));
+        found.add(strings);
+        return Some(found);
     }
     // One open for all the parts (a path lookup per megabyte added up to a hundred opens for PyTorch's tree).
     let Ok(file) = crate::system::read::open_regular(host).map(|(f, _)| Arc::new(f)) else {
