@@ -58,7 +58,8 @@ pub enum Command {
         cudadiag inspect --image oci-dir/ --gpu 9.0 --driver 535.104.05 /usr/local/bin/app\n  \
         cudadiag inspect --image app.tar --facts node.json --gpus '\"device=0,1\"'   (as `docker run --gpus`)\n  \
         cudadiag inspect --image app.tar --facts node.json --gpus none   (no GPU request: as the image asks)\n  \
-        cudadiag inspect --image app.tar --facts node.json --device nvidia.com/gpu=all   (CDI)"
+        cudadiag inspect --image app.tar --facts node.json --device nvidia.com/gpu=all   (CDI)\n  \
+        cudadiag inspect --image app.tar --facts node.json --import torch   (will `import torch` use the GPU there?)"
     )]
     Inspect(InspectArgs),
     /// Diagnose the machine alone: driver, GPUs, device nodes, environment, every CUDA library.
@@ -174,7 +175,9 @@ pub enum Command {
         cudadiag's are counted and listed with -v, never fatal.\n\n\
         With --artifact, the program, library, directory or wheel is read once and judged against each node's \
         recorded facts, as `inspect --facts NODE.json ARTIFACT` would: will it run there, and why not. The \
-        loader tree is not predicted (a node's report does not hold its filesystem).\n\n\
+        loader tree is not predicted (a node's report does not hold its filesystem). An --artifact that is a \
+        Python environment (a venv with pyvenv.cfg, a conda env with conda-meta/) is judged by `import` of each \
+        framework installed there, as `cudadiag import --venv ENV --facts NODE.json --clear-env` would.\n\n\
         With --image, the image's program (its Entrypoint/Cmd) is judged on each node as `inspect --image IMAGE \
         --facts NODE.json` judges it: the NVIDIA Container Toolkit's refusal first (container-requirement-unmet), \
         then the node's driver libraries the toolkit mounts and the image's own libraries, loader tree included. \
@@ -183,7 +186,8 @@ pub enum Command {
         Examples:\n  cudadiag fleet reports/\n  cudadiag fleet -v reports/ | less\n  \
         cudadiag fleet reports/ --format json | jq '.findings[\"driver-library-mismatch\"]'\n  \
         cudadiag fleet reports/ --artifact ./app    (exit 1 when it fails on any node)\n  \
-        cudadiag fleet reports/ --image app.tar     (a `docker save` or OCI image)\n\n\
+        cudadiag fleet reports/ --image app.tar     (a `docker save` or OCI image)\n  \
+        cudadiag fleet reports/ --artifact ~/venvs/train   (will `import torch` there use each node's GPU?)\n\n\
         Exit status: without --artifact or --image, 1 when a node has a finding at or above --fail-on (default: \
         error); with either, 1 when the artefact or image fails on any node (--fail-on never: 0); 2 on usage or I/O errors, or when \
         no node was read."
@@ -412,6 +416,14 @@ pub struct InspectArgs {
     /// driver, and no NVIDIA_REQUIRE_* is checked. Repeatable.
     #[arg(long = "device", value_name = "nvidia.com/gpu=ID", requires = "image", conflicts_with = "run_gpus", value_parser = crate::container::run::parse_cdi)]
     pub cdi: Vec<String>,
+    /// With --image: model `import MODULE` (torch, jax, tensorflow, cupy, onnxruntime) in one Python process
+    /// of the image, in the order given, as `cudadiag import` does: the interpreter is the image's
+    /// Entrypoint when it runs Python, else the image's VIRTUAL_ENV, CONDA_PREFIX or `python3` on its PATH;
+    /// the node's driver libraries are there when the container toolkit injects them. Without it, an image
+    /// whose program is Python is judged by what it imports (`-m MODULE`) or the frameworks it has installed.
+    /// Repeatable.
+    #[arg(long = "import", value_name = "MODULE", requires = "image")]
+    pub imports: Vec<String>,
     /// Show every device-code entry, the ELF details, the loader tree and every step of a missing library's
     /// search (shown in short without it). Kernel names are counted with their first few; with --deep, all.
     #[arg(short, long)]
@@ -565,7 +577,8 @@ pub struct FleetArgs {
     /// Node reports or snapshots, or directories of them (walked for `*.json`).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// A program, library, directory or wheel to judge on every node (read once).
+    /// A program, library, directory or wheel to judge on every node (read once); a Python environment (venv,
+    /// conda env) is judged by importing its frameworks.
     #[arg(long = "artifact", value_name = "PATH", conflicts_with = "image")]
     pub artifact: Vec<PathBuf>,
     /// A container image whose program (its Entrypoint/Cmd) to judge on every node, as `inspect --image IMAGE

@@ -23,6 +23,7 @@ mod host_rules;
 mod hostile_output;
 mod image;
 mod image_hostile;
+mod image_import;
 mod image_run;
 mod jetson;
 mod layering;

@@ -66,7 +66,7 @@ fn dist_info(site: &Path, name: &str, version: &str, requires: &[&str], files: &
 
 /// The environment: `/usr/bin/python3.11` with its standard library, and a venv at `/venv` without system
 /// site-packages. Returns the venv's site-packages (a host path).
-fn interpreter_and_venv(root: &Path) -> PathBuf {
+pub(crate) fn interpreter_and_venv(root: &Path) -> PathBuf {
     bare(&root.join("usr/bin"), "python3.11", &[], &[]);
     write(&root.join("usr/lib/python3.11/os.py"), "");
     std::fs::create_dir_all(root.join("usr/lib/python3.11/lib-dynload")).unwrap();
@@ -84,7 +84,7 @@ fn interpreter_and_venv(root: &Path) -> PathBuf {
 /// torch `version` in `site`: `libtorch_global_deps.so` (NEEDED `libcudart.so.13`), `_C` → `libtorch_cuda.so`
 /// (NEEDED cudart, cuBLAS, cuDNN), all with torch's DT_RPATH, its `version.py` and dist-info pinning cuDNN
 /// 9.26.0.51.
-fn torch(t: &Path, site: &Path, version: &str) {
+pub(crate) fn torch(t: &Path, site: &Path, version: &str) {
     let scratch = t.join("scratch");
     let stub = |s: &str| bare(&scratch, s, &[], &[]);
     let (cudart, cublas, cudnn) = (
@@ -120,7 +120,7 @@ fn torch(t: &Path, site: &Path, version: &str) {
 
 /// The NVIDIA wheels in `site` (skipping `except`): each library, cuBLAS needing cuBLASLt through its own
 /// RUNPATH `$ORIGIN` as the wheel's does, and the dist-infos (cuDNN's at 9.26.0.51, as torch pins it).
-fn wheels(t: &Path, site: &Path, except: &[&str]) {
+pub(crate) fn wheels(t: &Path, site: &Path, except: &[&str]) {
     let scratch = t.join("scratch-wheels");
     let lt = bare(&scratch, "libcublasLt.so.13", &[], &[]);
     for (dir, soname) in WHEELS.iter().filter(|(_, s)| !except.contains(s)) {
@@ -415,6 +415,45 @@ fn a_missing_cudnn_wheel_with_an_older_system_copy_is_a_version_check_warning_no
     let evidence = f["evidence"].to_string();
     assert!(
         evidence.contains("cuDNN version incompatibility: PyTorch was compiled  against (9, 26, 0) but found runtime version (9, 1, 0)"),
+        "{evidence}"
+    );
+}
+
+/// An older cuDNN wheel laid out as a symbolic-link copy (`cp -as`, a Spack view): `site-packages/nvidia/cudnn/lib`
+/// holds links into a store, so the library's real path is outside every `sys.path` entry. Its version is the
+/// distribution's whose `RECORD` lists it by the name torch opened, and torch's cuDNN rule applies. Measured:
+/// `scripts/import-faults.py` (torch 2.15, nvidia-cudnn-cu13 9.13.1.26 in place of 9.26.0.51) raised
+/// `cuDNN version incompatibility` from `torch.backends.cudnn.version()` while cudadiag said nothing.
+#[test]
+fn an_older_cudnn_wheel_through_links_into_a_store_is_the_version_check_warning() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let site = interpreter_and_venv(&root);
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &["libcudnn.so.9"]);
+    let lib = site.join("nvidia/cudnn/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    for (soname, file) in cudnn(&root.join("store/cudnn-9.13.1/lib"), "") {
+        let inside = format!("/{}", file.strip_prefix(&root).unwrap().display());
+        std::os::unix::fs::symlink(inside, lib.join(&soname)).unwrap();
+    }
+    dist_info(
+        &site,
+        "nvidia-cudnn-cu13",
+        "9.13.1.26",
+        &[],
+        &["nvidia/cudnn/lib/libcudnn.so.9".into()],
+    );
+    driver_and_cache(&root, &[]);
+    let (code, doc) = import(&root, &[], &[]);
+    assert_eq!(
+        (code, slugs(&doc)),
+        (0, vec!["framework-version-check".to_string()]),
+        "{doc:#}"
+    );
+    let evidence = doc["findings"][0]["evidence"].to_string();
+    assert!(
+        evidence.contains("compiled  against (9, 26, 0) but found runtime version (9, 13, 1)"),
         "{evidence}"
     );
 }
