@@ -11,8 +11,18 @@
 //! answer is therefore the search's own, byte for byte: a test compares the table with the search on every
 //! listed library found on the machine.
 
-use super::object::DLOPEN_NEEDLES;
 use crate::inspect::LoaderView;
+
+/// Strings searched in `.rodata` for `dlopen` names (see [`super::dlopen`]); the table says which it was made with.
+pub const DLOPEN_NEEDLES: &[&[u8]] = &[
+    b"libcuda.so",
+    b"libnvidia-ml.so",
+    b"libnvrtc-builtins",
+    b"libnvJitLink.so",
+    b"libcudnn",
+    b"libnvrtc.so",
+    b"libcupti.so",
+];
 
 /// The bundled table: a header (`# needles: …`) and one JSON object per library.
 const TABLE: &str = include_str!("../../data/dlopen_names.jsonl");
@@ -138,6 +148,38 @@ fn gnu_build_id(mut notes: &[u8]) -> Option<String> {
         notes = notes.get(desc_end..)?;
     }
     None
+}
+
+/// The strings the parts of a `.rodata` search found, each once (at its first offset in the file, whichever
+/// part saw it), in file order.
+pub fn first_occurrences(found: impl IntoIterator<Item = (String, u64)>) -> Vec<(String, u64)> {
+    let mut list: Vec<(String, u64)> = Vec::new();
+    for (s, off) in found {
+        match list.iter_mut().find(|(x, _)| *x == s) {
+            Some(e) => e.1 = e.1.min(off),
+            None => list.push((s, off)),
+        }
+    }
+    list.sort_by_key(|&(_, off)| off);
+    list
+}
+
+/// Parts of a megabyte: one object's search spreads over the cores.
+pub(super) const PIECE: u64 = 1 << 20;
+
+/// The loader's search (`object::search_rodata`) on this thread, without the table: what it finds in
+/// `view`'s `.rodata` (of the file at `host`). For the table's generator and its test.
+#[cfg(test)]
+pub(super) fn search_now(view: &LoaderView, host: &std::path::Path) -> Vec<(String, u64)> {
+    let Ok((file, _)) = crate::system::read::open_regular(host) else {
+        return Vec::new();
+    };
+    first_occurrences(
+        view.rodata
+            .iter()
+            .flat_map(|&(start, size)| crate::inspect::rodata_parts(start, size, PIECE))
+            .flat_map(|part| crate::inspect::rodata_strings(&file, part, DLOPEN_NEEDLES)),
+    )
 }
 
 #[cfg(test)]

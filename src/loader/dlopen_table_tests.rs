@@ -1,5 +1,4 @@
 use super::*;
-use crate::loader::object::search_now;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -205,13 +204,22 @@ fn wheel_of(path: &Path) -> String {
 }
 
 /// The generator (`scripts/gen-dlopen-table`): the libraries of NVIDIA's wheels (files under a `nvidia/`
-/// package directory) under the directories of `DLOPEN_TABLE_FROM`, searched, into `DLOPEN_TABLE_OUT`.
+/// package directory) under the directories of `DLOPEN_TABLE_FROM`, searched, into `DLOPEN_TABLE_OUT`, with
+/// the entries the file already has (when they were made for today's needles): tables made from the wheels
+/// of several machines add up.
 #[test]
 #[ignore = "writes data/dlopen_names.jsonl: run through scripts/gen-dlopen-table"]
 fn generate() {
     let dirs = dirs_from("DLOPEN_TABLE_FROM");
     let out = std::env::var_os("DLOPEN_TABLE_OUT").expect("DLOPEN_TABLE_OUT");
     let mut entries: std::collections::BTreeMap<(String, String), Entry> = Default::default();
+    let old = std::fs::read_to_string(&out).unwrap_or_default();
+    if old.lines().any(|l| l == needles_line()) {
+        for line in old.lines().filter(|l| !l.starts_with('#')) {
+            let e: Entry = serde_json::from_str(line).unwrap();
+            entries.insert((e.soname.clone(), e.build_id.clone()), e);
+        }
+    }
     for (path, view, id) in libraries(&dirs, true) {
         let Some(soname) = view.elf.as_ref().and_then(|e| e.soname.clone()) else {
             continue;

@@ -19,16 +19,8 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Strings searched in `.rodata` for `dlopen` names (see [`super::dlopen`]).
-pub const DLOPEN_NEEDLES: &[&[u8]] = &[
-    b"libcuda.so",
-    b"libnvidia-ml.so",
-    b"libnvrtc-builtins",
-    b"libnvJitLink.so",
-    b"libcudnn",
-    b"libnvrtc.so",
-    b"libcupti.so",
-];
+pub use super::dlopen_table::DLOPEN_NEEDLES;
+use super::dlopen_table::{PIECE, first_occurrences};
 
 /// The verdict on one candidate file.
 #[derive(Debug, Clone)]
@@ -460,38 +452,6 @@ impl Files {
         self.seen.insert(real_s, c.clone());
         Verdict::Ok(c)
     }
-}
-
-/// The strings the parts of a `.rodata` search found, each once (at its first offset in the file, whichever
-/// part saw it), in file order.
-pub(super) fn first_occurrences(found: impl IntoIterator<Item = (String, u64)>) -> Vec<(String, u64)> {
-    let mut list: Vec<(String, u64)> = Vec::new();
-    for (s, off) in found {
-        match list.iter_mut().find(|(x, _)| *x == s) {
-            Some(e) => e.1 = e.1.min(off),
-            None => list.push((s, off)),
-        }
-    }
-    list.sort_by_key(|&(_, off)| off);
-    list
-}
-
-/// Parts of a megabyte: one object's search spreads over the cores.
-const PIECE: u64 = 1 << 20;
-
-/// [`search_rodata`] on this thread, without the table: what the search finds in `view`'s `.rodata` (of the
-/// file at `host`). For the table's generator and its test.
-#[cfg(test)]
-pub(super) fn search_now(view: &LoaderView, host: &Path) -> Vec<(String, u64)> {
-    let Ok((file, _)) = crate::system::read::open_regular(host) else {
-        return Vec::new();
-    };
-    first_occurrences(
-        view.rodata
-            .iter()
-            .flat_map(|&(start, size)| inspect::rodata_parts(start, size, PIECE))
-            .flat_map(|part| inspect::rodata_strings(&file, part, DLOPEN_NEEDLES)),
-    )
 }
 
 /// Starts the search of `view`'s `.rodata` (of the file at `host`) for `dlopen` names on `pool`, in parts of
