@@ -50,10 +50,13 @@ pub enum Command {
         kind, architecture (sm_90a, compute_100f), PTX ISA, compression and producing toolkit, and how the CUDA \
         runtime is linked. Accepts executables, shared libraries, objects, static archives (every member), and raw \
         .fatbin, .cubin and .ptx files. Nothing is executed or loaded, unless --probe asks: then a child process \
-        loads the driver's libcuda.so.1 and hands it each fatbin as data.\n\n\
+        loads the driver's libcuda.so.1 and hands it each fatbin as data. A Python environment given alone (a \
+        venv, a conda environment or a site-packages directory) has every framework installed in it judged as \
+        `cudadiag import` models it: each alone, then all together in one process.\n\n\
         Examples:\n  cudadiag inspect ./app\n  cudadiag inspect -v --deep libkern.so   (decompress every entry: kernel \
         names, PTX entries)\n  cudadiag inspect --format json build/*.so | jq '.binaries[].device_code[].arch'\n  \
         cudadiag inspect --gpu 9.0 --driver 580.159.04 ./app   (would it run on an H-class GPU with that driver?)\n  \
+        cudadiag inspect /opt/venv              (will torch, JAX… in this venv use the GPU here?)\n  \
         cudadiag inspect --image app.tar --facts node.json     (will this image's entrypoint run on that node?)\n  \
         cudadiag inspect --image oci-dir/ --gpu 9.0 --driver 535.104.05 /usr/local/bin/app\n  \
         cudadiag inspect --image app.tar --facts node.json --gpus '\"device=0,1\"'   (as `docker run --gpus`)\n  \
@@ -67,7 +70,9 @@ pub enum Command {
         long_about = "Reads the machine from files alone, without loading the driver or running anything: the \
         kernel module (/proc/driver/nvidia/version), GPUs (procfs and the PCI bus), /dev/nvidia* and their \
         permissions, nouveau, WSL2, containers, CUDA_VISIBLE_DEVICES and the other CUDA variables, which \
-        libcuda.so.1 the loader would pick, and every CUDA library on disk with its version and owner.\n\n\
+        libcuda.so.1 the loader would pick, and every CUDA library on disk with its version and owner. The \
+        active Python environment (VIRTUAL_ENV, CONDA_PREFIX, else python3 on PATH) has each framework installed \
+        in it judged as `cudadiag import` models it, one line each.\n\n\
         Examples:\n  cudadiag doctor\n  cudadiag doctor -v                      (list every library copy)\n  \
         cudadiag doctor --root /mnt/image --clear-env --env LD_LIBRARY_PATH=/usr/local/cuda/lib64\n  \
         cudadiag doctor --facts case.json       (a snapshot taken elsewhere)"
@@ -386,8 +391,9 @@ impl SystemArgs {
 /// `cudadiag inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// Files to inspect. With --root or --image, a path may be written as the path inside that root
-    /// (`/usr/bin/app`); with --image it always is.
+    /// Files to inspect, or one Python environment: a venv (with pyvenv.cfg), a conda environment (with
+    /// conda-meta/) or a site-packages/dist-packages directory. With --root or --image, a path may be written as
+    /// the path inside that root (`/usr/bin/app`); with --image it always is.
     #[arg(required_unless_present = "image", value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Inspect a container image: a `docker save` tarball, an OCI image layout (directory or tar), or either

@@ -9,6 +9,7 @@
 //! enough to be worth showing, the command passes a [`Progress`] that shows it.
 
 pub mod env_fleet;
+pub mod frameworks;
 pub mod image;
 pub mod machine;
 pub mod read;

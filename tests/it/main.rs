@@ -25,6 +25,7 @@ mod image;
 mod image_hostile;
 mod image_import;
 mod image_run;
+mod inspect_env;
 mod jetson;
 mod layering;
 mod loader_cache;

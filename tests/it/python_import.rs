@@ -41,19 +41,19 @@ const WHEELS: &[(&str, &str)] = &[
 const TORCH_RPATH: &str = "-Wl,-rpath,$ORIGIN/../../nvidia/cudnn/lib:$ORIGIN/../../nvidia/nvshmem/lib:\
 $ORIGIN/../../nvidia/nccl/lib:$ORIGIN/../../nvidia/cusparselt/lib:$ORIGIN/../../nvidia/cu13/lib:$ORIGIN";
 
-fn bare(dir: &Path, soname: &str, deps: &[&Path], flags: &[&str]) -> PathBuf {
+pub(crate) fn bare(dir: &Path, soname: &str, deps: &[&Path], flags: &[&str]) -> PathBuf {
     let mut all = vec!["-nostdlib"];
     all.extend_from_slice(flags);
     build::lib(dir, soname, "f", deps, &all)
 }
 
-fn write(path: &Path, text: &str) {
+pub(crate) fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
 }
 
 /// A `.dist-info` for `name`-`version` in `site`, with `requires` and a RECORD of `files`.
-fn dist_info(site: &Path, name: &str, version: &str, requires: &[&str], files: &[String]) {
+pub(crate) fn dist_info(site: &Path, name: &str, version: &str, requires: &[&str], files: &[String]) {
     let info = site.join(format!("{}-{version}.dist-info", name.replace('-', "_")));
     let mut metadata = format!("Metadata-Version: 2.4\nName: {name}\nVersion: {version}\n");
     for r in requires {
@@ -175,7 +175,7 @@ fn cudnn(dir: &Path, suffix: &str) -> Vec<(String, PathBuf)> {
 }
 
 /// The driver's `libcuda.so.1` at `/usr/lib/x86_64-linux-gnu`, in the root's `ld.so.cache` with `extra`.
-fn driver_and_cache(root: &Path, extra: &[(&str, &str)]) {
+pub(crate) fn driver_and_cache(root: &Path, extra: &[(&str, &str)]) {
     let dir = root.join("usr/lib/x86_64-linux-gnu");
     bare(&dir, "libcuda.so.1", &[], &[]);
     let mut entries = vec![(
