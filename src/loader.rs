@@ -29,6 +29,7 @@
 pub mod cache;
 pub mod copies;
 pub mod dlopen;
+pub mod dlopen_table;
 pub mod foreign;
 pub mod name;
 pub mod object;
