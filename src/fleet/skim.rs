@@ -102,10 +102,7 @@ impl<'a> Skim<'a> {
     /// value, which `member` must step over ([`Skim::value`], or [`Skim::object`] to walk it). `None` where
     /// the text is not an object, a key holds an escape (`serde_json` compares keys unescaped), or `member`
     /// says `None`.
-    pub fn object(
-        &mut self,
-        mut member: impl FnMut(&'a str, &mut Skim<'a>) -> Option<()>,
-    ) -> Option<()> {
+    pub fn object(&mut self, mut member: impl FnMut(&'a str, &mut Skim<'a>) -> Option<()>) -> Option<()> {
         let b = self.text.as_bytes();
         if self.peek()? != b'{' {
             return None;
@@ -339,11 +336,7 @@ fn container_end(b: &[u8], start: usize) -> Option<usize> {
                 false
             }
             (Want::CommaOrClose, b',') => {
-                want = if *open.last()? {
-                    Want::Key
-                } else {
-                    Want::Value
-                };
+                want = if *open.last()? { Want::Key } else { Want::Value };
                 i += 1;
                 false
             }

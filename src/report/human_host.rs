@@ -441,9 +441,15 @@ mod tests {
         libs.insert(0, other);
         let text = render(&libs, false);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "libraries 3 files (4 paths) in 2 groups (-v lists each file)");
+        assert_eq!(
+            lines[0],
+            "libraries 3 files (4 paths) in 2 groups (-v lists each file)"
+        );
         assert!(lines[1].ends_with("[pip nvidia-cudnn-cu13 9.19.0]"), "{text}");
-        assert!(lines[2].contains("(2 files) /usr/lib  [deb libcudnn9-cuda-13]"), "{text}");
+        assert!(
+            lines[2].contains("(2 files) /usr/lib  [deb libcudnn9-cuda-13]"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -17,11 +17,11 @@
 use crate::diagnose::image::program::{Program, Staged};
 use crate::facts::HostFacts;
 use crate::findings::Severity;
+use crate::fleet::head::Head;
 use crate::fleet::judge::{Artefact, Prediction};
 use crate::fleet::{GpuCount, Node, NodeFinding, SkipKind, Skipped, SourceKind, Standing};
 use crate::matrix::Matrix;
 use crate::system::read::Limit;
-use crate::fleet::head::Head;
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
