@@ -24,18 +24,32 @@ import sys
 
 PROBE = r"""
 import json, sys
-import torch
-if sys.argv[1] == "1":
-    x = torch.ones(1, 1, 8, 8, device="cuda")
-    torch.nn.functional.conv2d(x, torch.ones(1, 1, 3, 3, device="cuda"))
-    torch.cuda.synchronize()
-maps = set()
-with open("/proc/self/maps") as f:
-    for line in f:
-        parts = line.split(None, 5)
-        if len(parts) == 6 and ".so" in parts[5]:
-            maps.add(parts[5].strip())
-print(json.dumps(sorted(maps)))
+def maps():
+    found = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) == 6 and ".so" in parts[5]:
+                found.add(parts[5].strip())
+    return sorted(found)
+steps, at_import = [], None
+try:
+    import torch
+    steps.append(["import", "ok"])
+    at_import = maps()
+    # torch's cuDNN version rule, which needs no GPU (its libraries are not compared: maps taken before).
+    try:
+        steps.append(["cudnn.version()", "ok %s" % torch.backends.cudnn.version()])
+    except Exception as e:
+        steps.append(["cudnn.version()", "%s: %s" % (type(e).__name__, e)])
+    if sys.argv[1] == "1":
+        x = torch.ones(1, 1, 8, 8, device="cuda")
+        torch.nn.functional.conv2d(x, torch.ones(1, 1, 3, 3, device="cuda"))
+        torch.cuda.synchronize()
+        steps.append(["conv2d", "ok"])
+except Exception as e:
+    steps.append(["import" if not steps else "first use", "%s: %s" % (type(e).__name__, e)])
+print(json.dumps({"steps": steps, "maps": maps() if sys.argv[1] == "1" or at_import is None else at_import}))
 """
 
 
@@ -62,28 +76,22 @@ def is_extension_module(p):
     return "/lib-dynload/" in p or ".cpython-" in name or name.endswith(".abi3.so")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--venv", required=True, help="the environment (its bin/python runs the real import)")
-    ap.add_argument("--cudadiag", default=os.path.join(os.path.dirname(__file__), "..", "target", "debug", "cudadiag"))
-    ap.add_argument("--first-use", action="store_true", help="also a CUDA tensor and a cuDNN convolution (needs a GPU)")
-    ap.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    a = ap.parse_args()
-    py = os.path.join(a.venv, "bin", "python")
+def compare(cudadiag, venv, first_use=False, env=(), extra=()):
+    """Predicted against real for `import torch` in `venv`, with `env` (KEY=VALUE pairs) given to both.
+    Returns the comparison as a dict, or raises RuntimeError when either side could not run."""
+    py = os.path.join(venv, "bin", "python")
     if not os.path.exists(py):
-        print(f"{py}: no interpreter", file=sys.stderr)
-        return 2
-    out = subprocess.run(
-        [a.cudadiag, "import", "torch", "--venv", a.venv, "--format", "json", "--fail-on", "never"],
-        capture_output=True, text=True, check=False,
-    )
+        raise RuntimeError(f"{py}: no interpreter")
+    args = [cudadiag, "import", "torch", "--venv", venv, "--format", "json", "--fail-on", "never", *extra]
+    for kv in env:
+        args += ["--env", kv]
+    out = subprocess.run(args, capture_output=True, text=True, check=False)
     if out.returncode != 0:
-        print(out.stderr, file=sys.stderr)
-        return 2
+        raise RuntimeError(out.stderr)
     report = json.loads(out.stdout)
     predicted = {
         real(l["realpath"]) for l in report["loaded"]
-        if (a.first_use or l["when"] == "import") and l["how"]["kind"] != "start"
+        if (first_use or l["when"] == "import") and l["how"]["kind"] != "start"
     }
     # The interpreter's start-up objects are in the real process too: compare them as well.
     # (The program itself is no `.so` in the maps: left out.)
@@ -91,11 +99,20 @@ def main():
         real(l["realpath"]) for l in report["loaded"]
         if l["how"]["kind"] == "start" and ".so" in os.path.basename(l["realpath"])
     }
-    run = subprocess.run([py, "-c", PROBE, "1" if a.first_use else "0"], capture_output=True, text=True, check=False)
-    if run.returncode != 0:
-        print(run.stderr[-2000:], file=sys.stderr)
-        return 2
-    mapped = {real(p) for p in json.loads(run.stdout.strip().splitlines()[-1])}
+    penv = dict(os.environ)
+    for kv in env:
+        k, _, v = kv.partition("=")
+        if v or "=" in kv:
+            penv[k] = v
+        else:
+            penv.pop(k, None)
+    run = subprocess.run([py, "-c", PROBE, "1" if first_use else "0"], capture_output=True, text=True,
+                         check=False, env=penv)
+    try:
+        probe = json.loads(run.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise RuntimeError(run.stderr[-2000:])
+    mapped = {real(p) for p in probe["maps"]}
     everything = predicted | start
     both = sorted(everything & mapped)
     predicted_only = sorted(everything - mapped)
@@ -107,9 +124,15 @@ def main():
         theirs |= needed(m)
     module_deps = [p for p in unpredicted if not is_extension_module(p) and soname(p) in theirs]
     missed = [p for p in unpredicted if not is_extension_module(p) and p not in module_deps]
-    result = {
-        "venv": a.venv,
-        "first_use": a.first_use,
+    imp = report["imports"][0]
+    return {
+        "venv": venv,
+        "env": list(env),
+        "first_use": first_use,
+        "real_steps": probe["steps"],
+        "predicted_import": imp["import"]["outcome"],
+        "predicted_first_use": (imp.get("first_use") or {}).get("outcome"),
+        "predicted_findings": [[f["slug"], f["severity"], f["message"]] for f in report["findings"]],
         "mapped": len(mapped),
         "predicted": len(everything),
         "predicted_and_mapped": len(both),
@@ -118,20 +141,40 @@ def main():
         "mapped_libraries_of_those_modules": module_deps,
         "mapped_libraries_not_predicted": missed,
     }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--venv", required=True, help="the environment (its bin/python runs the real import)")
+    ap.add_argument("--cudadiag", default=os.path.join(os.path.dirname(__file__), "..", "target", "debug", "cudadiag"))
+    ap.add_argument("--first-use", action="store_true", help="also a CUDA tensor and a cuDNN convolution (needs a GPU)")
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                    help="set for both the prediction (--env) and the real process (repeatable)")
+    ap.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    a = ap.parse_args()
+    try:
+        r = compare(a.cudadiag, a.venv, a.first_use, a.env)
+    except RuntimeError as e:
+        print(e, file=sys.stderr)
+        return 2
     if a.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(r, indent=2))
     else:
-        print(f"{a.venv}: {len(mapped)} shared objects mapped, {len(everything)} predicted, "
-              f"{len(both)} predicted and mapped at the same path")
-        print(f"  predicted, not mapped: {len(predicted_only)}")
-        for p in predicted_only:
+        print(f"{a.venv}: {r['mapped']} shared objects mapped, {r['predicted']} predicted, "
+              f"{r['predicted_and_mapped']} predicted and mapped at the same path")
+        print(f"  real: {'; '.join(': '.join(s) for s in r['real_steps'])}")
+        print(f"  predicted: import {r['predicted_import']['kind']}; findings: "
+              f"{', '.join(f[0] for f in r['predicted_findings']) or 'none'}")
+        print(f"  predicted, not mapped: {len(r['predicted_not_mapped'])}")
+        for p in r["predicted_not_mapped"]:
             print(f"    {p}")
-        print(f"  mapped, not predicted (libraries): {len(missed)}")
-        for p in missed:
+        print(f"  mapped, not predicted (libraries): {len(r['mapped_libraries_not_predicted'])}")
+        for p in r["mapped_libraries_not_predicted"]:
             print(f"    {p}")
-        print(f"  mapped, not predicted (extension modules torch's Python code imports, not modelled): {len(modules)}, "
-              f"with {len(module_deps)} libraries of their own")
-    return 0 if not predicted_only and not missed else 1
+        print(f"  mapped, not predicted (extension modules torch's Python code imports, not modelled): "
+              f"{len(r['mapped_extension_modules_not_modelled'])}, "
+              f"with {len(r['mapped_libraries_of_those_modules'])} libraries of their own")
+    return 0 if not r["predicted_not_mapped"] and not r["mapped_libraries_not_predicted"] else 1
 
 
 if __name__ == "__main__":

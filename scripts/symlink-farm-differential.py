@@ -168,4 +168,5 @@ def main():
         shutil.rmtree(farm, ignore_errors=True)
 
 
-sys.exit(main())
+if __name__ == '__main__':
+    sys.exit(main())

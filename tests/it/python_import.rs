@@ -419,6 +419,45 @@ fn a_missing_cudnn_wheel_with_an_older_system_copy_is_a_version_check_warning_no
     );
 }
 
+/// An older cuDNN wheel laid out as a symbolic-link copy (`cp -as`, a Spack view): `site-packages/nvidia/cudnn/lib`
+/// holds links into a store, so the library's real path is outside every `sys.path` entry. Its version is the
+/// distribution's whose `RECORD` lists it by the name torch opened, and torch's cuDNN rule applies. Measured:
+/// `scripts/import-faults.py` (torch 2.15, nvidia-cudnn-cu13 9.13.1.26 in place of 9.26.0.51) raised
+/// `cuDNN version incompatibility` from `torch.backends.cudnn.version()` while cudadiag said nothing.
+#[test]
+fn an_older_cudnn_wheel_through_links_into_a_store_is_the_version_check_warning() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let site = interpreter_and_venv(&root);
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &["libcudnn.so.9"]);
+    let lib = site.join("nvidia/cudnn/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    for (soname, file) in cudnn(&root.join("store/cudnn-9.13.1/lib"), "") {
+        let inside = format!("/{}", file.strip_prefix(&root).unwrap().display());
+        std::os::unix::fs::symlink(inside, lib.join(&soname)).unwrap();
+    }
+    dist_info(
+        &site,
+        "nvidia-cudnn-cu13",
+        "9.13.1.26",
+        &[],
+        &["nvidia/cudnn/lib/libcudnn.so.9".into()],
+    );
+    driver_and_cache(&root, &[]);
+    let (code, doc) = import(&root, &[], &[]);
+    assert_eq!(
+        (code, slugs(&doc)),
+        (0, vec!["framework-version-check".to_string()]),
+        "{doc:#}"
+    );
+    let evidence = doc["findings"][0]["evidence"].to_string();
+    assert!(
+        evidence.contains("compiled  against (9, 26, 0) but found runtime version (9, 13, 1)"),
+        "{evidence}"
+    );
+}
+
 /// `LD_LIBRARY_PATH` holding another `libcublasLt.so.13`: cuBLAS needs it through its RUNPATH, which loses to
 /// `LD_LIBRARY_PATH`. torch 2.10 preloads cuBLAS first, so that copy wins; from 2.11 torch preloads cuBLASLt
 /// first, from its wheel, and the variable's copy is never mapped.

@@ -255,10 +255,14 @@ fn runtime_cudnn(ctx: &Ctx, l: &Loaded) -> Option<([u64; 3], String)> {
     if let Some(v) = l.version.as_deref().and_then(from) {
         return Some((v, format!("{} (version from its file name)", l.realpath)));
     }
+    // By the name it was opened by first: through a symbolic-link copy of site-packages (`cp -as`, a Spack
+    // view) the real path lies outside every `sys.path` entry, while the name is the RECORD's.
     ctx.python.dists.iter().find_map(|d| {
-        let rel = std::path::Path::new(&l.realpath).strip_prefix(&d.site).ok()?;
-        let rel = rel.to_string_lossy();
-        d.files.iter().any(|f| *f == rel).then_some(())?;
+        [&l.path, &l.realpath].into_iter().find(|p| {
+            std::path::Path::new(p)
+                .strip_prefix(&d.site)
+                .is_ok_and(|rel| d.files.iter().any(|f| *f == rel.to_string_lossy()))
+        })?;
         let v = from(
             d.release
                 .as_ref()
