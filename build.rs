@@ -8,9 +8,13 @@
 //!   happens to be unpacked inside some other repository), it is `unknown`. A build never fails for want of git.
 //! - `CUDADIAG_TARGET`: the target triple cargo builds for (`TARGET`; `cargo zigbuild`'s `.2.17` glibc suffix
 //!   is not part of it).
-//! - `CUDADIAG_MATRIX_VERSION`, `CUDADIAG_MATRIX_DATE`: `version` and `date` of the `[meta]` table of the
-//!   bundled `data/compat.toml`, read here with a line scan so that `--version` is a constant and costs no
-//!   parse; a unit test in `build_info` checks they are what the matrix loader reads.
+//! - `$OUT_DIR/compat.rs`: the bundled `data/compat.toml`, parsed and validated here by the matrix loader's own
+//!   parser (`src/matrix/parse.rs` and the modules it uses, compiled into this script too) and written as Rust
+//!   code (`build/compat.rs`), so that the binary builds its matrix without a TOML parse. A matrix that does
+//!   not validate fails the build with its file and line. (Which findings a `[[cuda_error]]` or `[[message]]`
+//!   row names is checked against the catalogue by the test that compares these tables with a run-time parse.)
+//! - `CUDADIAG_MATRIX_VERSION`, `CUDADIAG_MATRIX_DATE`: `version` and `date` of its `[meta]` table, so that
+//!   `--version` is a constant.
 
 // Cargo reads a build script's instructions from its standard output: printing is the protocol here.
 #![allow(clippy::disallowed_macros)]
@@ -18,8 +22,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The matrix's model and parser, as the crate has them (`build/matrix.rs`).
+#[path = "build/matrix.rs"]
+mod matrix;
+
+#[path = "build/compat.rs"]
+mod compat;
+
 /// The paths whose content is the binary: a change in them makes the build `+dirty`.
-const BUILD_INPUTS: &[&str] = &["src", "data", "Cargo.toml", "Cargo.lock", "build.rs"];
+const BUILD_INPUTS: &[&str] = &["src", "data", "Cargo.toml", "Cargo.lock", "build.rs", "build"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
@@ -36,10 +47,30 @@ fn main() {
     let target = std::env::var("TARGET").unwrap_or_else(|_| "unknown".to_string());
     println!("cargo:rustc-env=CUDADIAG_TARGET={target}");
 
-    let compat = std::fs::read_to_string(manifest.join("data/compat.toml")).unwrap_or_default();
-    let meta = |key: &str| meta_value(&compat, key).unwrap_or_else(|| "unknown".to_string());
-    println!("cargo:rustc-env=CUDADIAG_MATRIX_VERSION={}", meta("version"));
-    println!("cargo:rustc-env=CUDADIAG_MATRIX_DATE={}", meta("date"));
+    let m = compiled_matrix(&manifest);
+    let meta = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_string());
+    println!("cargo:rustc-env=CUDADIAG_MATRIX_VERSION={}", meta(&m.version));
+    println!("cargo:rustc-env=CUDADIAG_MATRIX_DATE={}", meta(&m.date));
+}
+
+/// Parses and validates `data/compat.toml` and writes it as Rust to `$OUT_DIR/compat.rs`; a matrix that cannot be
+/// read or does not validate stops the build, saying where.
+fn compiled_matrix(manifest: &Path) -> matrix::model::Matrix {
+    let file = manifest.join("data/compat.toml");
+    let fail = |message: String| -> ! {
+        eprintln!("{message}");
+        std::process::exit(1)
+    };
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| fail(format!("cannot read {}: {e}", file.display())));
+    // The origin the run-time parse gives the bundled text (rows cite it, errors name it).
+    let m = matrix::parse::parse(&text, "data/compat.toml (bundled)", &|_| true)
+        .unwrap_or_else(|e| fail(e.to_string()));
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default()).join("compat.rs");
+    if let Err(e) = std::fs::write(&out, compat::rust(&m)) {
+        fail(format!("cannot write {}: {e}", out.display()));
+    }
+    m
 }
 
 /// Runs git in `dir`; `None` when git is missing or fails.
@@ -79,27 +110,4 @@ fn git_commit(manifest: &Path) -> Option<String> {
     status.extend_from_slice(BUILD_INPUTS);
     let dirty = git(manifest, &status).is_some_and(|s| !s.is_empty());
     Some(if dirty { format!("{hash}+dirty") } else { hash })
-}
-
-/// The string value of `key` in the `[meta]` table of a TOML text (`key = "value"` on one line).
-fn meta_value(toml: &str, key: &str) -> Option<String> {
-    let mut in_meta = false;
-    for line in toml.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            in_meta = line == "[meta]";
-            continue;
-        }
-        if !in_meta {
-            continue;
-        }
-        let Some((k, v)) = line.split_once('=') else {
-            continue;
-        };
-        if k.trim() == key {
-            let v = v.trim();
-            return v.strip_prefix('"')?.split('"').next().map(str::to_string);
-        }
-    }
-    None
 }

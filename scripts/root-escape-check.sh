@@ -3,7 +3,9 @@
 # links to the host's /proc, /sys, /dev and /etc, link loops, a self-including ld.so.conf, canary libraries
 # outside the root), runs doctor, inspect and snapshot on it under strace, and lists every path outside the root
 # that was opened, stat'ed or read as a link successfully (cudadiag's own runtime files excepted: its shared
-# libraries and their cache at start, /proc/self, the cgroup and CPU files the runtime reads for a thread count).
+# libraries and their cache at start, /proc/self, the cgroup and CPU files the runtime reads for a thread count,
+# /proc/sys/vm/overcommit_memory, which glibc's malloc reads the first time it may give a thread arena's memory
+# back, so only on some runs: the list of tests/it/host.rs `runtime_paths`).
 # Usage: scripts/root-escape-check.sh [CUDADIAG_BINARY]   (default: target/release/cudadiag, built if absent;
 # SELF_INCLUDES=N sets the number of `include /etc/ld.so.conf` lines, 10 by default, 0 to look at walks alone)
 # Exit 0 when nothing escaped, 1 otherwise. tests/it/host.rs `nothing_outside_the_root_is_read` is the same check.
@@ -33,7 +35,7 @@ cp fixtures/cuda13/cudart_shared "$t/app"
 machine=(--root "$R" --clear-env --env HOME=/home/user --env "LD_LIBRARY_PATH=/opt/lib:/../../..:/loop-a:/proc/self"
          --env PATH=/opt/bin:/usr/local/bin --env CUDA_HOME=/opt)
 allowed=("$(realpath "$t")/root" "$t/root" "$t/app" "$t/trace" "$bin" /etc/ld.so.cache /etc/ld.so.preload /proc/self /proc/thread-self
-         /sys/fs/cgroup /sys/devices/system/cpu /dev/null)
+         /sys/fs/cgroup /sys/devices/system/cpu /proc/sys/vm/overcommit_memory /dev/null)
 for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do allowed+=("$lib" "$(realpath "$lib")"); done
 status=0
 for cmd in "doctor --format json" "inspect --format json $t/app" "snapshot -o -"; do

@@ -79,7 +79,7 @@ mod tests {
 
     #[test]
     fn the_stamped_matrix_is_the_one_the_loader_reads() {
-        // build.rs reads [meta] with a line scan; the loader with serde. They must agree.
+        // build.rs stamps [meta] from its own parse of the matrix; the one the binary carries must agree.
         let m = crate::matrix::Matrix::bundled().unwrap();
         assert_eq!(m.version.as_deref(), Some(MATRIX_VERSION));
         assert_eq!(m.date.as_deref(), Some(MATRIX_DATE));

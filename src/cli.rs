@@ -50,15 +50,19 @@ pub enum Command {
         kind, architecture (sm_90a, compute_100f), PTX ISA, compression and producing toolkit, and how the CUDA \
         runtime is linked. Accepts executables, shared libraries, objects, static archives (every member), and raw \
         .fatbin, .cubin and .ptx files. Nothing is executed or loaded, unless --probe asks: then a child process \
-        loads the driver's libcuda.so.1 and hands it each fatbin as data.\n\n\
+        loads the driver's libcuda.so.1 and hands it each fatbin as data. A Python environment given alone (a \
+        venv, a conda environment or a site-packages directory) has every framework installed in it judged as \
+        `cudadiag import` models it: each alone, then all together in one process.\n\n\
         Examples:\n  cudadiag inspect ./app\n  cudadiag inspect -v --deep libkern.so   (decompress every entry: kernel \
         names, PTX entries)\n  cudadiag inspect --format json build/*.so | jq '.binaries[].device_code[].arch'\n  \
         cudadiag inspect --gpu 9.0 --driver 580.159.04 ./app   (would it run on an H-class GPU with that driver?)\n  \
+        cudadiag inspect /opt/venv              (will torch, JAX… in this venv use the GPU here?)\n  \
         cudadiag inspect --image app.tar --facts node.json     (will this image's entrypoint run on that node?)\n  \
         cudadiag inspect --image oci-dir/ --gpu 9.0 --driver 535.104.05 /usr/local/bin/app\n  \
         cudadiag inspect --image app.tar --facts node.json --gpus '\"device=0,1\"'   (as `docker run --gpus`)\n  \
         cudadiag inspect --image app.tar --facts node.json --gpus none   (no GPU request: as the image asks)\n  \
-        cudadiag inspect --image app.tar --facts node.json --device nvidia.com/gpu=all   (CDI)"
+        cudadiag inspect --image app.tar --facts node.json --device nvidia.com/gpu=all   (CDI)\n  \
+        cudadiag inspect --image app.tar --facts node.json --import torch   (will `import torch` use the GPU there?)"
     )]
     Inspect(InspectArgs),
     /// Diagnose the machine alone: driver, GPUs, device nodes, environment, every CUDA library.
@@ -66,7 +70,9 @@ pub enum Command {
         long_about = "Reads the machine from files alone, without loading the driver or running anything: the \
         kernel module (/proc/driver/nvidia/version), GPUs (procfs and the PCI bus), /dev/nvidia* and their \
         permissions, nouveau, WSL2, containers, CUDA_VISIBLE_DEVICES and the other CUDA variables, which \
-        libcuda.so.1 the loader would pick, and every CUDA library on disk with its version and owner.\n\n\
+        libcuda.so.1 the loader would pick, and every CUDA library on disk with its version and owner. The \
+        active Python environment (VIRTUAL_ENV, CONDA_PREFIX, else python3 on PATH) has each framework installed \
+        in it judged as `cudadiag import` models it, one line each.\n\n\
         Examples:\n  cudadiag doctor\n  cudadiag doctor -v                      (list every library copy)\n  \
         cudadiag doctor --root /mnt/image --clear-env --env LD_LIBRARY_PATH=/usr/local/cuda/lib64\n  \
         cudadiag doctor --facts case.json       (a snapshot taken elsewhere)"
@@ -174,7 +180,9 @@ pub enum Command {
         cudadiag's are counted and listed with -v, never fatal.\n\n\
         With --artifact, the program, library, directory or wheel is read once and judged against each node's \
         recorded facts, as `inspect --facts NODE.json ARTIFACT` would: will it run there, and why not. The \
-        loader tree is not predicted (a node's report does not hold its filesystem).\n\n\
+        loader tree is not predicted (a node's report does not hold its filesystem). An --artifact that is a \
+        Python environment (a venv with pyvenv.cfg, a conda env with conda-meta/) is judged by `import` of each \
+        framework installed there, as `cudadiag import --venv ENV --facts NODE.json --clear-env` would.\n\n\
         With --image, the image's program (its Entrypoint/Cmd) is judged on each node as `inspect --image IMAGE \
         --facts NODE.json` judges it: the NVIDIA Container Toolkit's refusal first (container-requirement-unmet), \
         then the node's driver libraries the toolkit mounts and the image's own libraries, loader tree included. \
@@ -183,7 +191,8 @@ pub enum Command {
         Examples:\n  cudadiag fleet reports/\n  cudadiag fleet -v reports/ | less\n  \
         cudadiag fleet reports/ --format json | jq '.findings[\"driver-library-mismatch\"]'\n  \
         cudadiag fleet reports/ --artifact ./app    (exit 1 when it fails on any node)\n  \
-        cudadiag fleet reports/ --image app.tar     (a `docker save` or OCI image)\n\n\
+        cudadiag fleet reports/ --image app.tar     (a `docker save` or OCI image)\n  \
+        cudadiag fleet reports/ --artifact ~/venvs/train   (will `import torch` there use each node's GPU?)\n\n\
         Exit status: without --artifact or --image, 1 when a node has a finding at or above --fail-on (default: \
         error); with either, 1 when the artefact or image fails on any node (--fail-on never: 0); 2 on usage or I/O errors, or when \
         no node was read."
@@ -382,8 +391,9 @@ impl SystemArgs {
 /// `cudadiag inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// Files to inspect. With --root or --image, a path may be written as the path inside that root
-    /// (`/usr/bin/app`); with --image it always is.
+    /// Files to inspect, or one Python environment: a venv (with pyvenv.cfg), a conda environment (with
+    /// conda-meta/) or a site-packages/dist-packages directory. With --root or --image, a path may be written as
+    /// the path inside that root (`/usr/bin/app`); with --image it always is.
     #[arg(required_unless_present = "image", value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Inspect a container image: a `docker save` tarball, an OCI image layout (directory or tar), or either
@@ -412,6 +422,14 @@ pub struct InspectArgs {
     /// driver, and no NVIDIA_REQUIRE_* is checked. Repeatable.
     #[arg(long = "device", value_name = "nvidia.com/gpu=ID", requires = "image", conflicts_with = "run_gpus", value_parser = crate::container::run::parse_cdi)]
     pub cdi: Vec<String>,
+    /// With --image: model `import MODULE` (torch, jax, tensorflow, cupy, onnxruntime) in one Python process
+    /// of the image, in the order given, as `cudadiag import` does: the interpreter is the image's
+    /// Entrypoint when it runs Python, else the image's VIRTUAL_ENV, CONDA_PREFIX or `python3` on its PATH;
+    /// the node's driver libraries are there when the container toolkit injects them. Without it, an image
+    /// whose program is Python is judged by what it imports (`-m MODULE`) or the frameworks it has installed.
+    /// Repeatable.
+    #[arg(long = "import", value_name = "MODULE", requires = "image")]
+    pub imports: Vec<String>,
     /// Show every device-code entry, the ELF details, the loader tree and every step of a missing library's
     /// search (shown in short without it). Kernel names are counted with their first few; with --deep, all.
     #[arg(short, long)]
@@ -565,7 +583,8 @@ pub struct FleetArgs {
     /// Node reports or snapshots, or directories of them (walked for `*.json`).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// A program, library, directory or wheel to judge on every node (read once).
+    /// A program, library, directory or wheel to judge on every node (read once); a Python environment (venv,
+    /// conda env) is judged by importing its frameworks.
     #[arg(long = "artifact", value_name = "PATH", conflicts_with = "image")]
     pub artifact: Vec<PathBuf>,
     /// A container image whose program (its Entrypoint/Cmd) to judge on every node, as `inspect --image IMAGE

@@ -1,8 +1,10 @@
-//! `cudadiag doctor`: the machine alone, judged.
+//! `cudadiag doctor`: the machine alone, judged, and the active Python environment's frameworks.
 //!
 //! Collects [`HostFacts`](crate::facts::HostFacts) (or reads them from a snapshot), runs the rules and renders
 //! the report. The library catalogue walks directories; when that takes more than a second on a terminal, a
-//! progress line on stderr says so (`report::progress`).
+//! progress line on stderr says so (`report::progress`). On the machine itself (not `--facts`), the
+//! environment `cudadiag import` would choose is read and each framework installed in it judged
+//! (`diagnose::frameworks::active`): its findings join the machine's.
 
 use super::outcome::{Outcome, Terminal};
 use crate::cli::DoctorArgs;
@@ -14,15 +16,19 @@ use std::io::Write;
 
 pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let matrix = targets::load_matrix(args.matrix.as_deref())?;
-    let mut host = match &args.facts {
-        Some(path) => snapshot::load_host(path)?,
+    let system = args.system.lower();
+    let (mut host, root) = match &args.facts {
+        Some(path) => (snapshot::load_host(path)?, None),
         None => {
-            let system = args.system.lower();
             let root = machine::checked_root(&system)?;
-            machine::collect(&root, &system.env(), args.no_catalog, &Terminal)
+            let host = machine::collect(&root, &system.env(), args.no_catalog, &Terminal);
+            (host, Some(root))
         }
     };
     crate::host::enrich::with_matrix(&mut host, &matrix);
+    // A snapshot is another machine: this machine's Python environment is not its.
+    let python =
+        root.map(|root| crate::diagnose::frameworks::active(&root, &system.env(), Some(&host), &matrix));
     let facts = Facts {
         host: Some(host),
         ..Facts::default()
@@ -32,5 +38,14 @@ pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
     } else {
         crate::report::Detail::Short
     };
-    super::outcome::evaluate_and_render(facts, &matrix, &args.output, paint, detail, out)
+    let judgement = crate::diagnose::judge(&facts, &matrix);
+    let mut report = crate::report::Report::new(facts, judgement);
+    if let Some((frameworks, findings)) = python {
+        report.findings.extend(findings);
+        report.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        report.python = Some(frameworks);
+    }
+    let outcome = super::outcome::render(&report, &args.output, paint, detail, out);
+    crate::parallel::discard(report);
+    outcome
 }

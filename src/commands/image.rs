@@ -26,7 +26,7 @@ pub fn run(args: &InspectArgs, path: &Path, paint: Paint, out: &mut dyn Write) -
         cdi: args.cdi.clone(),
     };
     let (facts, judgement) =
-        crate::diagnose::image::diagnose(&img, &super::inspect::reading(args), run, &matrix)?;
+        crate::diagnose::image::diagnose(&img, &super::inspect::reading(args), run, &args.imports, &matrix)?;
     let report = crate::report::Report::new(facts, judgement);
     let outcome = super::outcome::render(&report, &args.output, paint, super::inspect::detail(args), out);
     // The unpacked tree is removed here, before the exit (never handed to `parallel::discard`, which leaks).

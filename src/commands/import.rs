@@ -3,8 +3,7 @@
 
 use super::outcome::Outcome;
 use crate::cli::ImportArgs;
-use crate::diagnose::{Quiet, ToolError, machine, snapshot, targets};
-use crate::facts::Facts;
+use crate::diagnose::{ToolError, frameworks, targets};
 use crate::report::{Detail, Paint};
 use std::io::Write;
 
@@ -13,30 +12,8 @@ pub fn run(args: &ImportArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
     let matrix = targets::load_matrix(args.target.matrix.as_deref())?;
     let (system, target) = (args.system.lower(), args.target.lower());
     let (root, env) = (system.root(), system.env());
-    let mut facts = Facts::default();
-    if let Some(snapshot) = &args.facts {
-        let mut host = snapshot::load_host(snapshot)?;
-        crate::host::enrich::with_matrix(&mut host, &matrix);
-        facts.host = Some(host);
-    } else if !target.what_if() {
-        let checked = machine::checked_root(&system)?;
-        let mut host = machine::collect(&checked, &env, true, &Quiet);
-        crate::host::enrich::with_matrix(&mut host, &matrix);
-        facts.host = Some(host);
-    }
-    targets::apply(&target, &mut facts, &matrix)?;
-    let gpus: Vec<crate::python::frameworks::Gpu> =
-        crate::diagnose::gpu_targets(facts.host.as_ref(), &matrix)
-            .into_iter()
-            .map(|t| crate::python::frameworks::Gpu {
-                label: t.label,
-                cc: t.cc,
-            })
-            .collect();
-    let driver = crate::diagnose::driver_of(facts.host.as_ref()).map(|d| crate::python::frameworks::Driver {
-        version: d.version,
-        source: d.source,
-    });
+    let facts = frameworks::machine_facts(&system, &target, args.facts.as_deref(), &matrix)?;
+    let (gpus, driver) = frameworks::machine_of(facts.host.as_ref(), &matrix);
     let chosen = crate::python::frameworks::env::choose(&env, args.python.as_deref(), args.venv.as_deref());
     let report = crate::imports::run(
         &root,

@@ -8,6 +8,8 @@
 //! what it returns: no clap type travels into the engine, and the engine never prints. Where a stage runs long
 //! enough to be worth showing, the command passes a [`Progress`] that shows it.
 
+pub mod env_fleet;
+pub mod frameworks;
 pub mod image;
 pub mod machine;
 pub mod read;

@@ -66,6 +66,27 @@ pub struct ImageFacts {
     /// Why the image's `User` gives no identity (`image::entry::lookup`); absent when it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_problem: Option<UserProblem>,
+    /// The Python imports judged in the image (`--import`, or a program that runs Python); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imports: Option<ImageImports>,
+}
+
+/// The Python imports judged in an image: which interpreter, which modules and why those, and what the model
+/// of the process found (each import's outcome, every library of the process with how it came in).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageImports {
+    /// The interpreter or environment, as a path inside the image.
+    pub python: String,
+    /// Why that one (`VIRTUAL_ENV`, `the image's Entrypoint`).
+    pub because: String,
+    /// The modules imported, in order.
+    pub modules: Vec<String>,
+    /// Why those modules (`--import`, `python -m torch.distributed.run`, the frameworks installed).
+    pub why: String,
+    /// `sys.path` as computed, each import's outcome and the process's libraries (`cudadiag import`'s report
+    /// fields `sys_path`, `imports` and `loaded`).
+    #[serde(default)]
+    pub detail: serde_json::Value,
 }
 
 /// Why the image's `User` could not be resolved to an identity.

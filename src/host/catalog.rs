@@ -14,18 +14,79 @@ use super::libcuda;
 use crate::loader::cache::LdCache;
 use crate::python::envs::{conda_prefixes, glob_dirs, python_sites};
 use crate::system::{Env, Root};
-use regex::Regex;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// File names of CUDA libraries: the base name, an optional auditwheel hash, the version suffix.
-pub(super) static LIB_NAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r"^(lib(?:cuda|cudart|nvidia-ml|nvrtc|nvrtc-builtins|cublas|cublasLt|cufft|cufftw|curand|cusolver|cusolverMg|cusparse|cusparseLt|cudnn[a-z_]*|nvJitLink|nvjitlink|nccl|nvToolsExt|cupti|npp[a-z]*|nvjpeg|cufile|cufile_rdma|nvidia-ptxjitcompiler|nvvm|cudla|nvshmem[a-z_]*|cudss|cutensor[a-zA-Z]*|nvblas|cudadebugger))(-[0-9a-f]{8})?\.so((?:\.[0-9]+)*)$",
-    )
-    .ok()
-});
+/// A CUDA library's file name, as (base name, version suffix): `lib`, one of the libraries below, an optional
+/// auditwheel hash, `.so`, numeric version components (`libcudart-d0da41ae.so.11.0` → `libcudart`, `.11.0`).
+/// Asked of every file of every directory the catalogue walks (thousands in `/usr/lib/x86_64-linux-gnu`): a
+/// few comparisons, where the regular expression it replaces took a compilation and a search each (the test
+/// `library_names_are_the_patterns` holds that pattern and compares them).
+pub(super) fn lib_name(name: &str) -> Option<(&str, &str)> {
+    // No base name and no hash holds a `.`: the first one starts `.so`.
+    let (stem, rest) = name.split_at(name.find('.')?);
+    let suffix = rest.strip_prefix(".so")?;
+    let numeric = |c: &str| !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit());
+    if !suffix.is_empty()
+        && !suffix
+            .strip_prefix('.')
+            .is_some_and(|v| v.split('.').all(numeric))
+    {
+        return None;
+    }
+    // An auditwheel hash (`-d0da41ae`) cannot end a base name (no base name ends in `-` and 8 hex digits),
+    // so at most one of the two readings holds.
+    let hashed = stem.len().checked_sub(9).and_then(|i| {
+        let (base, hash) = (stem.get(..i)?, stem.get(i..)?);
+        let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+        (hash.strip_prefix('-')?.bytes().all(hex) && known_base(base)).then_some(base)
+    });
+    let base = hashed.or_else(|| known_base(stem).then_some(stem))?;
+    Some((base, suffix))
+}
+
+/// `lib` and a CUDA library's name (`libcublasLt`, `libcudnn_ops`, `libnppial`, `libnvshmem_host`).
+fn known_base(base: &str) -> bool {
+    let Some(b) = base.strip_prefix("lib") else {
+        return false;
+    };
+    let tail = |prefix: &str, ok: fn(u8) -> bool| b.strip_prefix(prefix).is_some_and(|t| t.bytes().all(ok));
+    matches!(
+        b,
+        "cuda"
+            | "cudart"
+            | "nvidia-ml"
+            | "nvrtc"
+            | "nvrtc-builtins"
+            | "cublas"
+            | "cublasLt"
+            | "cufft"
+            | "cufftw"
+            | "curand"
+            | "cusolver"
+            | "cusolverMg"
+            | "cusparse"
+            | "cusparseLt"
+            | "nvJitLink"
+            | "nvjitlink"
+            | "nccl"
+            | "nvToolsExt"
+            | "cupti"
+            | "nvjpeg"
+            | "cufile"
+            | "cufile_rdma"
+            | "nvidia-ptxjitcompiler"
+            | "nvvm"
+            | "cudla"
+            | "cudss"
+            | "nvblas"
+            | "cudadebugger"
+    ) || tail("cudnn", |c| c.is_ascii_lowercase() || c == b'_')
+        || tail("npp", |c| c.is_ascii_lowercase())
+        || tail("nvshmem", |c| c.is_ascii_lowercase() || c == b'_')
+        || tail("cutensor", |c| c.is_ascii_alphabetic())
+}
 
 /// Directory names never worth descending into inside a toolkit or package.
 const SKIP_DIRS: &[&str] = &[
@@ -106,7 +167,11 @@ fn scan_roots(root: &Root, env: &Env, cache: Option<&LdCache>) -> Vec<ScanRoot> 
         loader_roots.push(loader(PathBuf::from(d)));
     }
     for e in cache.map_or(&[][..], |c| &c.entries) {
-        if let Some(d) = Path::new(&e.path).parent() {
+        // Hundreds of entries, most in one directory: a run of them is one scan root (`scan` would pass
+        // over the others).
+        if let Some(d) = Path::new(&e.path).parent()
+            && loader_roots.last().is_none_or(|l| l.dir.as_path() != d)
+        {
             loader_roots.push(loader(d.to_path_buf()));
         }
     }
@@ -153,18 +218,18 @@ fn site_roots(root: &Root, site: &Path, roots: &mut Vec<ScanRoot>) {
     let Ok(site) = root.resolve(site) else {
         return;
     };
-    let Ok(entries) = root.read_dir(&site) else {
+    // Metadata directories and modules hold no libraries: passed over by name, before a path is made.
+    let package = |n: &std::ffi::OsStr| {
+        let name = n.to_string_lossy();
+        !(name.ends_with(".dist-info") || name.ends_with(".egg-info") || name.ends_with(".py"))
+    };
+    let Ok(names) = root.read_dir_names(&site, package) else {
         return;
     };
     let place = Place::Site(site.clone());
-    for e in entries {
-        let name = e
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if name.ends_with(".dist-info") || name.ends_with(".egg-info") || name.ends_with(".py") {
-            continue;
-        }
+    for n in names {
+        let e = site.join(&n);
+        let name = n.to_string_lossy();
         if name == "nvidia" {
             roots.push(ScanRoot {
                 dir: e,
@@ -233,9 +298,6 @@ pub(super) struct Found {
 
 fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Found>, Vec<String>) {
     let (mut found, mut problems) = (Vec::new(), Vec::new());
-    let Some(re) = LIB_NAME.as_ref() else {
-        return (found, problems);
-    };
     let host_dir = root.host_path(&sr.dir);
     let walker = walkdir::WalkDir::new(&host_dir)
         .max_depth(sr.depth)
@@ -264,26 +326,27 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
             continue;
         }
         let name = entry.file_name().to_string_lossy();
-        let Some(caps) = re.captures(&name) else {
+        let Some((base, suffix)) = lib_name(&name) else {
             continue;
         };
-        let Ok(rel) = entry.path().strip_prefix(&host_dir) else {
+        let Some(rel) = relative(entry.path(), &host_dir) else {
             continue;
         };
         let path = sr.dir.join(rel);
-        // Scan roots are resolved and the walk follows no links, so only a link entry needs resolving.
+        // Scan roots are resolved and the walk follows no links, so only a link entry needs resolving; a
+        // link to a sibling file ends at a real path that `sibling_target` saw is a regular file.
         let resolved = if entry.path_is_symlink() {
             match sibling_target(root, &path) {
-                Some(real) => Ok(real),
-                None => root.resolve(&path),
+                Some(real) => Ok((real, true)),
+                None => root.resolve(&path).map(|r| (r, false)),
             }
         } else {
-            Ok(path.clone())
+            Ok((path.clone(), entry.file_type().is_file()))
         };
         let real = match resolved {
-            Ok(r) if entry.file_type().is_file() || root.metadata(&r).is_ok_and(|m| m.is_file()) => r,
-            Ok(r) if root.metadata(&r).is_ok_and(|m| m.is_file()) => r,
-            Ok(r) => {
+            Ok((r, true)) => r,
+            Ok((r, false)) if root.metadata(&r).is_ok_and(|m| m.is_file()) => r,
+            Ok((r, _)) => {
                 problems.push(format!(
                     "{}: points to {}, not a file",
                     path.display(),
@@ -299,13 +362,31 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
         found.push(Found {
             path,
             real,
-            base: caps.get(1).map_or("", |m| m.as_str()).to_string(),
-            suffix: caps.get(3).map_or("", |m| m.as_str()).to_string(),
+            base: base.to_string(),
+            suffix: suffix.to_string(),
             place: sr.place.clone(),
             scan_root: sr.dir.clone(),
         });
     }
     (found, problems)
+}
+
+/// `path` below `dir`, as `Path::strip_prefix` gives it: walkdir names each entry by joining names onto the
+/// directory it was given, so the bytes of `dir` begin it, which is one comparison instead of a walk over the
+/// components of both (a long `--root` has many); anything else (an empty or `.` component, which
+/// `strip_prefix` drops) takes `strip_prefix`.
+fn relative<'a>(path: &'a Path, dir: &Path) -> Option<&'a Path> {
+    let rest = path
+        .as_os_str()
+        .as_bytes()
+        .strip_prefix(dir.as_os_str().as_bytes());
+    let dir_ends_in_slash = dir.as_os_str().as_bytes().ends_with(b"/");
+    match rest.and_then(|r| r.strip_prefix(b"/").or(dir_ends_in_slash.then_some(r))) {
+        Some(r) if r.split(|&b| b == b'/').all(|c| !c.is_empty() && c != b".") => {
+            Some(Path::new(std::ffi::OsStr::from_bytes(r)))
+        }
+        _ => path.strip_prefix(dir).ok(),
+    }
 }
 
 /// Walks every scan root (on up to eight threads) and returns every CUDA library file found, with problems met;
@@ -319,7 +400,13 @@ pub(super) fn scan(
     // One walk per real directory: `/usr/local/cuda` and `/usr/local/cuda-12.4` are the same tree.
     let mut seen = Vec::new();
     let mut roots = Vec::new();
+    // A directory named twice (every `ld.so.cache` entry names its own: hundreds of `/lib/x86_64-linux-gnu`)
+    // resolves to the same real one, which the first has walked or found missing: resolved once.
+    let mut named = std::collections::HashSet::new();
     for mut sr in scan_roots(root, env, cache) {
+        if !named.insert(sr.dir.clone()) {
+            continue;
+        }
         let Ok(real) = root.resolve(&sr.dir) else {
             continue;
         };
@@ -361,7 +448,6 @@ mod tests {
 
     #[test]
     fn library_names() {
-        let re = LIB_NAME.as_ref().unwrap();
         for (name, base, suffix) in [
             ("libcudart.so.12.4.127", "libcudart", ".12.4.127"),
             ("libcudart.so", "libcudart", ""),
@@ -370,8 +456,7 @@ mod tests {
             ("libcudnn_ops.so.9", "libcudnn_ops", ".9"),
             ("libnvidia-ml.so.550.90.07", "libnvidia-ml", ".550.90.07"),
         ] {
-            let c = re.captures(name).unwrap();
-            assert_eq!((&c[1], &c[3]), (base, suffix), "{name}");
+            assert_eq!(lib_name(name), Some((base, suffix)), "{name}");
         }
         for name in [
             "libcudart_static.a",
@@ -379,10 +464,160 @@ mod tests {
             "libfoo.so",
             "libcudart.so.12~",
         ] {
-            assert!(re.captures(name).is_none(), "{name}");
+            assert_eq!(lib_name(name), None, "{name}");
         }
         assert_eq!(kind_of_name("libcublasLt"), "cublas");
         assert_eq!(kind_of_name("libnvidia-ml"), "nvml");
         assert_eq!(kind_of_name("libcudnn_ops"), "cudnn");
+    }
+
+    /// The pattern `lib_name` replaced: what it matched, and its captures, are `lib_name`'s answers.
+    const PATTERN: &str = r"^(lib(?:cuda|cudart|nvidia-ml|nvrtc|nvrtc-builtins|cublas|cublasLt|cufft|cufftw|curand|cusolver|cusolverMg|cusparse|cusparseLt|cudnn[a-z_]*|nvJitLink|nvjitlink|nccl|nvToolsExt|cupti|npp[a-z]*|nvjpeg|cufile|cufile_rdma|nvidia-ptxjitcompiler|nvvm|cudla|nvshmem[a-z_]*|cudss|cutensor[a-zA-Z]*|nvblas|cudadebugger))(-[0-9a-f]{8})?\.so((?:\.[0-9]+)*)$";
+
+    #[test]
+    fn library_names_are_the_patterns() {
+        let re = regex::Regex::new(PATTERN).unwrap();
+        let mut names = Vec::new();
+        let bases = [
+            "cuda",
+            "cudart",
+            "nvidia-ml",
+            "nvrtc",
+            "nvrtc-builtins",
+            "cublas",
+            "cublasLt",
+            "cufft",
+            "cufftw",
+            "curand",
+            "cusolver",
+            "cusolverMg",
+            "cusparse",
+            "cusparseLt",
+            "cudnn",
+            "cudnn_ops",
+            "cudnn_adv_infer",
+            "cudnnX",
+            "cudnn9",
+            "nvJitLink",
+            "nvjitlink",
+            "nccl",
+            "nvToolsExt",
+            "cupti",
+            "npp",
+            "nppial",
+            "nppiAl",
+            "nvjpeg",
+            "cufile",
+            "cufile_rdma",
+            "nvidia-ptxjitcompiler",
+            "nvvm",
+            "cudla",
+            "nvshmem",
+            "nvshmem_host",
+            "nvshmem-host",
+            "cudss",
+            "cutensor",
+            "cutensorMg",
+            "cutensor_mg",
+            "nvblas",
+            "cudadebugger",
+            "cu",
+            "nv",
+            "nvidia",
+            "cublaslt",
+            "CUDA",
+            "cudart-d0da41ae",
+            "",
+            "ü",
+        ];
+        let hashes = [
+            "",
+            "-d0da41ae",
+            "-D0DA41AE",
+            "-d0da41a",
+            "-d0da41aeb",
+            "-d0da41ag",
+            "d0da41ae1",
+        ];
+        let suffixes = [
+            "",
+            ".12",
+            ".12.4.127",
+            ".",
+            ".12.",
+            ".12..4",
+            ".a",
+            "~",
+            ".so",
+            ".1x",
+            "\n",
+            ".١٢",
+        ];
+        for pre in ["lib", "Lib", "", "liblib"] {
+            for b in bases {
+                for h in hashes {
+                    for s in suffixes {
+                        names.push(format!("{pre}{b}{h}.so{s}"));
+                    }
+                    names.push(format!("{pre}{b}{h}"));
+                    names.push(format!("{pre}{b}{h}.sox"));
+                }
+            }
+        }
+        for dir in [
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib64",
+            "/usr/local/lib",
+            "/usr/lib",
+        ] {
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                names.push(e.file_name().to_string_lossy().into_owned());
+            }
+        }
+        let mut matched = 0;
+        for n in &names {
+            let want = re
+                .captures(n)
+                .map(|c| (c.get(1).unwrap().as_str(), c.get(3).unwrap().as_str()));
+            assert_eq!(lib_name(n), want, "{n:?}");
+            matched += usize::from(want.is_some());
+        }
+        assert!(matched > 200, "{matched} of {} names match", names.len());
+    }
+
+    #[test]
+    fn relative_is_strip_prefix() {
+        let dirs = [
+            "/r/usr/lib",
+            "/r/usr/lib/",
+            "/r//usr/lib",
+            "/r/./usr",
+            "/",
+            "rel/dir",
+            "/r/usr/li",
+        ];
+        let paths = [
+            "/r/usr/lib",
+            "/r/usr/lib/x",
+            "/r/usr/lib/a/b.so",
+            "/r/usr/libx/y",
+            "/r//usr/lib/x",
+            "/r/./usr/x",
+            "/x",
+            "rel/dir/x",
+            "/r/usr/lib//x",
+            "/r/usr/lib/./x",
+            "/r/usr/li/b",
+        ];
+        for d in dirs {
+            for p in paths {
+                let (d, p) = (Path::new(d), Path::new(p));
+                assert_eq!(
+                    relative(p, d).map(|r| r.join("f")),
+                    p.strip_prefix(d).ok().map(|r| r.join("f")),
+                    "{p:?} under {d:?}"
+                );
+            }
+        }
     }
 }

@@ -26,6 +26,7 @@ use crate::loader::object::{Verdict, check_header};
 use crate::loader::platform::{Platform, default_interpreter, own_machine};
 use crate::system::{Env, Root};
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The built-in directories of Debian/Ubuntu (multiarch) and Red Hat (lib64) glibc builds, for both common
@@ -145,7 +146,12 @@ fn other_loader(root: &Root, real: &Path, p: &Platform) -> bool {
 
 /// The kind of a driver library, from where it lives.
 pub fn kind_of(path: &Path, real: &Path) -> LibKind {
-    let has = |p: &Path, name: &str| p.components().any(|c| c.as_os_str() == name);
+    // A component is a run of bytes between separators (`.` runs aside, which are never these names).
+    let has = |p: &Path, name: &str| {
+        (p.as_os_str().as_bytes())
+            .split(|&b| b == b'/')
+            .any(|c| c == name.as_bytes())
+    };
     if has(path, "stubs") || has(real, "stubs") {
         LibKind::Stub
     } else if has(path, "compat") || has(real, "compat") {

@@ -7,7 +7,7 @@
 //! (`libcudart.so.12.4.127`); and, for a libcudart, the constant its `cudaRuntimeGetVersion` stores, read from
 //! its code (`inspect::elf::version_from_function`).
 
-use super::catalog::{Found, LIB_NAME, Place, kind_of_name};
+use super::catalog::{Found, Place, kind_of_name, lib_name};
 use super::libcuda::{self, kind_of};
 use super::owners::{self, OwnerMap};
 use crate::facts::host::{LibKind, LibraryEntry, Owner};
@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 /// Owners and versions for every found file.
 pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
-    let dpkg = owners::dpkg(root);
+    // dpkg's records (a listing of thousands of `*.list` files) only once a library needs them.
+    let mut dpkg: Option<OwnerMap> = None;
     let mut pip: HashMap<PathBuf, OwnerMap> = HashMap::new();
     let mut conda: HashMap<PathBuf, OwnerMap> = HashMap::new();
     let mut toolkits: HashMap<PathBuf, Option<owners::ToolkitVersions>> = HashMap::new();
@@ -52,7 +53,7 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
             ),
             _ => None,
         }
-        .or_else(|| lookup(&dpkg));
+        .or_else(|| lookup(dpkg.get_or_insert_with(|| owners::dpkg(root))));
         let tk = match &f.place {
             Place::Toolkit(t) => toolkits
                 .entry(t.clone())
@@ -66,11 +67,8 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let name_version = LIB_NAME
-            .as_ref()
-            .and_then(|re| re.captures(&real_name))
-            .and_then(|c| c.get(3))
-            .map(|m| m.as_str().trim_start_matches('.').to_string())
+        let name_version = lib_name(&real_name)
+            .map(|(_, suffix)| suffix.trim_start_matches('.').to_string())
             .filter(|v| !v.is_empty());
         let mut version = None;
         if driver_library(&name_kind) {

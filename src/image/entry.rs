@@ -24,8 +24,14 @@ const MAX_WRAPPERS: usize = 8;
 pub struct Program {
     /// Its path inside the image, links resolved.
     pub path: PathBuf,
+    /// Its path as `execvp` opened it, links not resolved (`/venv/bin/python3`, a link to the base
+    /// interpreter: a venv is found from the name the interpreter was started by).
+    pub invoked: PathBuf,
     /// How it was found, one line each.
     pub steps: Vec<String>,
+    /// The arguments it is given (what follows it in `Entrypoint` + `Cmd`, wrappers passed over): for an
+    /// interpreter, what it runs (`-m torch.distributed.run`).
+    pub args: Vec<String>,
 }
 
 /// What to tell the user who must name the program.
@@ -75,7 +81,7 @@ pub fn program(root: &Root, config: &RunConfig, env: &Env) -> Result<Program, St
             i = 0;
             continue;
         }
-        let path = find(root, &word, config, env).map_err(pass_a_path)?;
+        let (invoked, path) = find(root, &word, config, env).map_err(pass_a_path)?;
         if let Some(next) = wrapped(&base, &argv[i + 1..]) {
             steps.push(format!(
                 "{} is the wrapper {base}: it runs what follows it",
@@ -114,7 +120,13 @@ pub fn program(root: &Root, config: &RunConfig, env: &Env) -> Result<Program, St
                  ELF dependencies; name them as paths inside the image to judge them"
             ));
         }
-        return Ok(Program { path, steps });
+        let args = argv[i + 1..].to_vec();
+        return Ok(Program {
+            path,
+            invoked,
+            steps,
+            args,
+        });
     }
     Err(pass_a_path(format!("{shown}: more than {MAX_WRAPPERS} wrappers")))
 }
@@ -167,8 +179,8 @@ fn plain_command(text: &str) -> Option<Vec<String>> {
 }
 
 /// Finds `word` as `execvp` does: a name with `/` from the working directory, else each `PATH` entry in turn,
-/// the first executable regular file.
-fn find(root: &Root, word: &str, config: &RunConfig, env: &Env) -> Result<PathBuf, String> {
+/// the first executable regular file. Returns its path as opened and its real path.
+fn find(root: &Root, word: &str, config: &RunConfig, env: &Env) -> Result<(PathBuf, PathBuf), String> {
     let workdir = if config.working_dir.is_empty() {
         "/"
     } else {
@@ -176,14 +188,16 @@ fn find(root: &Root, word: &str, config: &RunConfig, env: &Env) -> Result<PathBu
     };
     if word.contains('/') {
         let p = Path::new("/").join(workdir).join(word);
-        return executable(root, &p).ok_or_else(|| format!("{word}: no such executable in the image"));
+        return executable(root, &p)
+            .map(|real| (p, real))
+            .ok_or_else(|| format!("{word}: no such executable in the image"));
     }
     let path = env.get("PATH").unwrap_or(DEFAULT_PATH);
     for dir in path.split(':') {
         let dir = if dir.is_empty() { workdir } else { dir };
         let p = Path::new("/").join(workdir).join(dir).join(word);
         if let Some(real) = executable(root, &p) {
-            return Ok(real);
+            return Ok((p, real));
         }
     }
     Err(format!("{word}: not found in the image's PATH ({path})"))

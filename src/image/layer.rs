@@ -457,6 +457,31 @@ fn wanted(head: &[u8], rel: &Path) -> bool {
         || s.contains(".dist-info/")
         || s.ends_with("version.json")
         || s.ends_with("version.txt")
+        || python_env_file(&s)
+}
+
+/// The files of a Python environment its `sys.path` and the frameworks' loading models read
+/// (`python::syspath`, `python::frameworks`): a venv's `pyvenv.cfg`, `.pth` files, the standard library's
+/// landmark `os.py` and its `site.py`, `sitecustomize.py`/`usercustomize.py` (reported as not modelled), a
+/// package's `__init__.py` (what makes it importable), and the modules whose constants the models read
+/// (torch's `version.py`, TensorFlow's `build_info.py`, ONNX Runtime's `build_and_package_info.py`). Small
+/// text files; the rest of the Python code stays out.
+fn python_env_file(s: &str) -> bool {
+    let name = s.rsplit('/').next().unwrap_or(s);
+    name == "pyvenv.cfg"
+        || name.ends_with(".pth")
+        || (s.contains("/python3")
+            && matches!(
+                name,
+                "os.py"
+                    | "site.py"
+                    | "sitecustomize.py"
+                    | "usercustomize.py"
+                    | "__init__.py"
+                    | "version.py"
+                    | "build_info.py"
+                    | "build_and_package_info.py"
+            ))
 }
 
 /// The entry's path relative to the image's `/`: a leading `/` or `./` dropped, `None` for the top itself; a

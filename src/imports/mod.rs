@@ -134,11 +134,6 @@ pub fn run(
     machine: &Machine,
     matrix: &crate::matrix::Matrix,
 ) -> Result<ImportReport, ImportError> {
-    let Machine {
-        gpus,
-        driver,
-        declared,
-    } = *machine;
     let frameworks = modules
         .iter()
         .map(|m| framework(m).ok_or_else(|| ImportError::Unknown(m.clone())))
@@ -149,12 +144,53 @@ pub fn run(
         &crate::python::frameworks::env::request(env, &chosen),
     )
     .map_err(ImportError::SysPath)?;
+    let Modelled {
+        imports,
+        loaded,
+        findings,
+    } = model(root, env, &py, &frameworks, machine, matrix)?;
+    Ok(ImportReport {
+        python: chosen,
+        env: py,
+        imports,
+        loaded,
+        findings,
+    })
+}
+
+/// What [`model`] gives: each import, the process's objects, the findings (most severe first).
+#[derive(Debug, Clone)]
+pub struct Modelled {
+    /// The imports, in order.
+    pub imports: Vec<Imported>,
+    /// Every object of the process at the end, in load order.
+    pub loaded: Vec<Loaded>,
+    /// Findings, most severe first.
+    pub findings: Vec<Finding>,
+}
+
+/// [`run`] on an environment already collected: `import F` for each of `frameworks` in order in one process of
+/// `py`'s interpreter, then their first GPU uses and checks. `inspect` of an environment models each
+/// framework alone and then all together on one collection.
+pub fn model(
+    root: &Root,
+    env: &crate::system::Env,
+    py: &PyEnv,
+    frameworks: &[&'static dyn Framework],
+    machine: &Machine,
+    matrix: &crate::matrix::Matrix,
+) -> Result<Modelled, ImportError> {
+    let Machine {
+        gpus,
+        driver,
+        declared,
+    } = *machine;
     let exe = root.host_path(&py.syspath.executable);
     let provides = |soname: &str| declared && crate::container::is_driver_library(soname);
     let ctx = Ctx {
         root,
         env,
-        python: &py,
+        python: py,
         gpus,
         driver,
         matrix,
@@ -163,7 +199,7 @@ pub fn run(
     let mut files = crate::loader::Files::default();
     let (_, body) = crate::loader::process::process(root, env, &exe, &mut files, |img| {
         let mut p = PyProcess::new(img);
-        let (imports, findings) = in_process(&ctx, &frameworks, &mut p);
+        let (imports, findings) = in_process(&ctx, frameworks, &mut p);
         (
             imports,
             findings,
@@ -174,9 +210,7 @@ pub fn run(
     crate::parallel::discard(files);
     let (imports, mut findings, loaded) = body.ok_or(ImportError::NotElf(exe))?;
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    Ok(ImportReport {
-        python: chosen,
-        env: py,
+    Ok(Modelled {
         imports,
         loaded,
         findings,

@@ -4,7 +4,8 @@
 //! copied out of goblin into [`ElfFacts`] for the loader emulation. Fatbins are found three ways, as
 //! `docs/fatbin-format.md` ("Sections") describes: the `.nv_fatbin` and `__nv_relfatbin` sections, the
 //! `__fatBinC_Wrapper_t` records of `.nvFatBinSegment` (whose pointers may name containers elsewhere), and, only
-//! when neither exists, a bounded scan of the other data sections for the container magic.
+//! when neither exists in a file that registers fatbins, a bounded scan of the other data sections for the
+//! container magic.
 
 use super::fatbin::{self, Region, WRAPPER_MAGIC};
 use super::input::Input;
@@ -315,22 +316,17 @@ pub fn fatbin_regions(elf: &Elf<'_>, input: &Input<'_>) -> (Vec<Region>, Vec<(us
         }
     }
     // Unusual layouts: look for the container magic in the other data sections, within a bound, but only in
-    // files that show they are CUDA programs (they register fatbins or link the runtime): scanning every
-    // large host library for a magic number would cost more than everything else cudadiag does.
+    // files that show they register fatbins: a `__cudaRegisterFatBinary*` symbol (what nvcc's host stubs call)
+    // or one of the sections nvcc writes. Linking the runtime is no such sign: `libtorch_cpu.so` needs
+    // `libcudart.so` and carries no fatbin, and scanning its 67 MB for a magic number was a quarter of a
+    // default `inspect` of PyTorch. A file without section headers has no sections to scan.
     let cuda_evidence = || {
-        elf.libraries
-            .iter()
-            .any(|l| l.starts_with("libcudart.so") || l.starts_with("libcuda.so"))
-            || {
-                let syms = super::elfparse::RawDynsyms::new(elf, data);
-                (0..syms.len()).filter_map(|i| syms.get(i)).any(|s| {
-                    super::elfparse::dynstr_starts_with(elf, data, s.name as usize, "__cudaRegisterFatBinary")
-                })
-            }
-            || elf
-                .section_headers
-                .iter()
-                .any(|sh| section_name(elf, sh) == ".nvFatBinSegment")
+        elf.section_headers.iter().any(|sh| {
+            matches!(
+                section_name(elf, sh),
+                ".nvFatBinSegment" | ".nv_fatbin" | "__nv_relfatbin"
+            )
+        }) || registers_fatbins(elf, input)
     };
     if regions.is_empty() && cuda_evidence() {
         let mut budget = SCAN_LIMIT;
@@ -368,6 +364,33 @@ pub fn fatbin_regions(elf: &Elf<'_>, input: &Input<'_>) -> (Vec<Region>, Vec<(us
     }
     regions.sort_by_key(|r| r.start);
     (regions, problems)
+}
+
+/// Does a dynamic symbol of this ELF start with `__cudaRegisterFatBinary` (nvcc's host code calls it for every
+/// fatbin)? The dynamic string table is first searched for the name with positioned reads: a C++ library's
+/// (5 MB for `libtorch_cpu.so`) would otherwise become resident through the map, a page at a time, only to
+/// say no.
+fn registers_fatbins(elf: &Elf<'_>, input: &Input<'_>) -> bool {
+    const NAME: &str = "__cudaRegisterFatBinary";
+    let data = input.as_slice();
+    let dynstr = elf
+        .section_headers
+        .iter()
+        .find(|sh| section_name(elf, sh) == ".dynstr")
+        .and_then(|sh| file_range(sh, data.len()));
+    if let Some((start, end)) = dynstr {
+        let finder = memchr::memmem::Finder::new(NAME);
+        if input
+            .chunks(start, end, 1 << 20, NAME.len(), |_, c| finder.find(c).map(|_| ()))
+            .is_none()
+        {
+            return false;
+        }
+    }
+    let syms = super::elfparse::RawDynsyms::new(elf, data);
+    (0..syms.len())
+        .filter_map(|i| syms.get(i))
+        .any(|s| super::elfparse::dynstr_starts_with(elf, data, s.name as usize, NAME))
 }
 
 /// How the binary links the CUDA runtime and, where it can be read, which version.

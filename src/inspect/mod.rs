@@ -63,8 +63,9 @@ fn inspect_source(
     map: &source::Source,
     opts: &InspectOptions,
 ) -> Result<Vec<BinaryFacts>, InspectError> {
+    let window = input::Window::new();
     let input = match file {
-        Some(f) => Input::file(map, f, 0),
+        Some(f) => Input::file(map, f, 0, &window),
         None => Input::bytes(map),
     };
     let facts = inspect_input(&display, &input, opts);
@@ -86,7 +87,8 @@ pub fn open_file(
     opts: &InspectOptions,
 ) -> std::io::Result<Vec<BinaryFacts>> {
     let map = source::map_open(file)?;
-    Ok(inspect_input(name, &Input::file(&map, file, 0), opts))
+    let window = input::Window::new();
+    Ok(inspect_input(name, &Input::file(&map, file, 0, &window), opts))
 }
 
 /// Inspects bytes already in memory, named `name` in the facts.

@@ -78,6 +78,20 @@ impl DriverVersion {
         })
     }
 
+    /// A version of these components, written `text`: for the matrix `build.rs` compiles, whose versions
+    /// were parsed when it was built.
+    pub(super) fn from_parts(parts: &[u32], text: &str) -> DriverVersion {
+        DriverVersion {
+            parts: parts.to_vec(),
+            text: text.to_string(),
+        }
+    }
+
+    /// The numeric components (`[535, 104, 5]`).
+    pub fn parts(&self) -> &[u32] {
+        &self.parts
+    }
+
     /// The branch (`535` for `535.104.05`).
     pub fn branch(&self) -> u32 {
         self.parts.first().copied().unwrap_or(0)

@@ -9,14 +9,13 @@ use std::path::{Path, PathBuf};
 /// conda: every file listed by the CUDA-related `conda-meta/*.json` of an environment prefix.
 pub fn records(root: &Root, prefix: &Path) -> HashMap<PathBuf, Owner> {
     let mut map = HashMap::new();
-    for f in root.read_dir(&prefix.join("conda-meta")).unwrap_or_default() {
-        let Some(name) = f.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-            continue;
-        };
-        if !name.ends_with(".json") || !super::cuda_related(&name) {
-            continue;
-        }
-        let Ok(text) = root.read_to_string(&f, read::PACKAGE_METADATA) else {
+    let meta = prefix.join("conda-meta");
+    let related = |n: &std::ffi::OsStr| {
+        let name = n.to_string_lossy();
+        name.ends_with(".json") && super::cuda_related(&name)
+    };
+    for name in root.read_dir_names(&meta, related).unwrap_or_default() {
+        let Ok(text) = root.read_to_string(&meta.join(name), read::PACKAGE_METADATA) else {
             continue;
         };
         let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text) else {

@@ -37,6 +37,9 @@ pub fn render(report: &Report, opts: &RenderOptions, out: &mut dyn Write) -> io:
     if let Some(h) = report.facts.host.as_ref().filter(|h| h.observed) {
         super::human_host::render(h, p, verbose, out)?;
     }
+    if let Some(py) = &report.python {
+        super::human_python::machine_lines(py, p, out)?;
+    }
     if let Some(probe) = &report.facts.probe {
         probe_section(probe, verbose, p, out)?;
     }
@@ -157,7 +160,7 @@ fn fixes(report: &Report, p: Paint, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-fn count(n: usize, what: &str, p: Paint) -> String {
+pub(super) fn count(n: usize, what: &str, p: Paint) -> String {
     let text = format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     match (n, what) {
         (0, _) => text,

@@ -39,6 +39,20 @@ pub fn render(i: &ImageFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> i
         Some(prog) => writeln!(out, ": runs {}", Sane(prog))?,
         None => writeln!(out)?,
     }
+    if let Some(im) = &i.imports {
+        let modules: Vec<String> = im.modules.iter().map(|m| format!("import {m}")).collect();
+        writeln!(
+            out,
+            "    judged as Python: {} in {} ({}): {}",
+            Sane(&modules.join("; ")),
+            Sane(&im.python),
+            Sane(&im.because),
+            Sane(&im.why)
+        )?;
+        for one in im.detail["imports"].as_array().into_iter().flatten() {
+            import_line(one, out)?;
+        }
+    }
     if verbose {
         for s in &i.program_steps {
             writeln!(out, "    {}", Sane(s))?;
@@ -55,4 +69,33 @@ pub fn render(i: &ImageFacts, p: Paint, verbose: bool, out: &mut dyn Write) -> i
         }
     }
     Ok(())
+}
+
+/// One import of `image.imports.detail` (`imports::Imported` as JSON): `import torch (torch 2.15.0): works;
+/// first GPU use: uses the GPU`.
+fn import_line(one: &serde_json::Value, out: &mut dyn Write) -> io::Result<()> {
+    let said = |step: &serde_json::Value| -> Option<String> {
+        let o = &step["outcome"];
+        Some(match o["kind"].as_str()? {
+            "gpu" => "works".to_string(),
+            "cpu_fallback" => format!(
+                "runs on the CPU, the GPU unused ({})",
+                o["because"].as_str().unwrap_or_default()
+            ),
+            "fails" => format!("fails: {}", o["message"].as_str().unwrap_or_default()),
+            other => other.to_string(),
+        })
+    };
+    let module = one["module"].as_str().unwrap_or_default();
+    let installed = one["installed"]
+        .as_str()
+        .map(|d| format!(" ({d})"))
+        .unwrap_or_default();
+    let mut line = format!("import {module}{installed}: ");
+    line.push_str(&said(&one["import"]).unwrap_or_else(|| "not modelled".into()));
+    if let Some(first) = said(&one["first_use"]) {
+        line.push_str("; first GPU use: ");
+        line.push_str(&first.replace("works", "uses the GPU"));
+    }
+    writeln!(out, "      {}", Sane(&line))
 }

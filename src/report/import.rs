@@ -133,7 +133,7 @@ fn human(r: &ImportReport, p: Paint, detail: Detail, out: &mut dyn Write) -> io:
     Ok(())
 }
 
-fn imported(i: &Imported, p: Paint, out: &mut dyn Write) -> io::Result<()> {
+pub(super) fn imported(i: &Imported, p: Paint, out: &mut dyn Write) -> io::Result<()> {
     let installed = i.installed.as_deref().unwrap_or("not installed");
     writeln!(out, "\nimport {} ({})", p.bold(&i.module), Sane(installed))?;
     if let Some(about) = &i.model_about {
@@ -163,7 +163,7 @@ fn step(what: &str, s: &Step, p: Paint, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// `preloaded by torch: sys.path[3] …`, `needed by libtorch_cuda.so, rpath`, `opened by name by libcudart.so.13`.
-fn how(l: &Loaded) -> String {
+pub(super) fn how(l: &Loaded) -> String {
     let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
     let at = match l.when {
         crate::python::frameworks::When::Import => "",
@@ -194,7 +194,7 @@ fn how(l: &Loaded) -> String {
 }
 
 /// One thing CPython would run at start-up, in words.
-fn not_modelled(n: &crate::python::syspath::NotModelled) -> String {
+pub(super) fn not_modelled(n: &crate::python::syspath::NotModelled) -> String {
     use crate::python::syspath::NotModelled as N;
     match n {
         N::PthImport { pth, line, .. } => {

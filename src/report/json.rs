@@ -36,6 +36,12 @@ struct Wire<'a> {
     /// platform, config digest, Entrypoint/Cmd and the program inspected for them (`image::ImageFacts`).
     #[serde(skip_serializing_if = "Option::is_none")]
     image: Option<&'a crate::image::ImageFacts>,
+    /// The Python environment's frameworks (`inspect` of an environment, `doctor`; additive): the interpreter
+    /// and why (`python`), `kind`, and per framework its `installed` version and verdicts (`alone`, and
+    /// `together` in `order` when several), each `{"kind": "gpu" | "cpu" | "fails", …}`; `inspect` adds every
+    /// modelled process (`runs`). `docs/python-frameworks.md`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    python: Option<&'a crate::diagnose::frameworks::Frameworks>,
     /// One verdict per binary and GPU (additive to the contract; empty when no GPU is known).
     verdicts: &'a [crate::diagnose::Verdict],
     /// The outcome of each inspected program, read from the same findings as the verdicts (additive): one per
@@ -373,6 +379,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         findings: &report.findings,
         wheels: &report.facts.wheels,
         image: report.facts.image.as_ref(),
+        python: report.python.as_ref(),
         verdicts: &report.verdicts,
         headlines: &report.headlines,
         summary: report.summary(),

@@ -5,11 +5,13 @@
 //! `println!` elsewhere).
 
 pub mod diff;
+pub mod env;
 pub mod fleet;
 mod github;
 mod human;
 mod human_host;
 mod human_image;
+mod human_python;
 mod human_wheel;
 pub mod import;
 pub mod json;

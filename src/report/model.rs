@@ -46,6 +46,9 @@ pub struct Report {
     pub fixes: Fixes,
     /// The rules' glibc floor of each binary's whole process.
     pub glibc_floors: crate::diagnose::GlibcFloors,
+    /// The Python environment's frameworks, each judged (`inspect` of an environment, `doctor`); their
+    /// findings are among [`Report::findings`].
+    pub python: Option<crate::diagnose::frameworks::Frameworks>,
 }
 
 impl Report {
@@ -65,6 +68,7 @@ impl Report {
             headlines,
             fixes,
             glibc_floors,
+            python: None,
         }
     }
 }

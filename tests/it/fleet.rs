@@ -38,7 +38,7 @@ fn doctor_report(case: &str) -> Value {
 }
 
 /// The case's snapshot.
-fn snapshot(case: &str) -> Value {
+pub(crate) fn snapshot(case: &str) -> Value {
     let t = tempfile::tempdir().unwrap();
     let file = t.path().join("s.json");
     cudadiag()

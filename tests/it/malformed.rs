@@ -358,6 +358,51 @@ fn containers_found_through_wrappers_and_by_scan() {
     assert!(b.device_code.is_empty());
 }
 
+/// Issue 32: `libtorch_cpu.so` links `libcudart.so` and registers no fatbin, and the fallback magic scan read
+/// 49 MB of it (a quarter of a default `inspect` of PyTorch) to find nothing. Linking the runtime is no reason to
+/// scan; importing `__cudaRegisterFatBinary` still is. Both libraries here carry a container in `.rodata` and
+/// need `libcudart.so.13`; only the one that registers fatbins is scanned.
+#[test]
+fn a_library_that_links_cudart_without_registering_fatbins_is_not_scanned() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    let cudart = loader_build::lib_from(
+        dir,
+        "libcudart.so.13",
+        "void **__cudaRegisterFatBinary(void *f) { return (void **)f; }\n",
+        &[],
+        &[],
+    );
+    let bytes: Vec<String> = container(&good_entries(), None)
+        .iter()
+        .map(|b| b.to_string())
+        .collect();
+    let blob = format!(
+        "__attribute__((aligned(8))) const unsigned char blob[] = {{{}}};\n",
+        bytes.join(",")
+    );
+    let read_lib = |name: &str, extra: &str| {
+        let lib = loader_build::lib_from(dir, name, &format!("{blob}{extra}"), &[&cudart], &[]);
+        read(&std::fs::read(lib).unwrap(), &deep())
+    };
+    let links = read_lib("liblinks.so", "int f(void) { return blob[0]; }\n");
+    assert!(
+        links
+            .elf
+            .as_ref()
+            .is_some_and(|e| e.needed.iter().any(|n| n == "libcudart.so.13"))
+    );
+    assert!(links.device_code.is_empty(), "{:?}", archs(&links));
+    assert!(links.fatbins.is_empty());
+    // The near miss: the same library calling the registration function is scanned, and the container found.
+    let registers = read_lib(
+        "libregisters.so",
+        "void **__cudaRegisterFatBinary(void *);\nvoid **f(void) { return __cudaRegisterFatBinary((void *)blob); }\n",
+    );
+    assert_eq!(archs(&registers), ["sm_80", "compute_90", "sm_90"]);
+    assert!(registers.fatbins[0].found_by_scan);
+}
+
 /// Issue 19, case 4: an 8 KB fatbin whose zstd entry inflates to 256 MiB cost 256 MiB and 0.25 s without
 /// `--deep` (the toolkit sample inflated it whole). Now nothing is inflated, and the entry says why.
 #[test]

@@ -26,15 +26,15 @@ fn lib(dir: &Path, soname: &str, deps: &[&Path]) -> PathBuf {
 
 /// A machine with a Python 3.12 at `/usr`, a venv at `/venv` on it, and a driver's `libcuda.so.1` in
 /// `/usr/lib64` when `driver`.
-struct Machine {
+pub(crate) struct Machine {
     _t: tempfile::TempDir,
-    root: PathBuf,
+    pub(crate) root: PathBuf,
     /// Libraries to link against that the machine does not hold.
     scratch: PathBuf,
 }
 
 impl Machine {
-    fn new(driver: bool) -> Machine {
+    pub(crate) fn new(driver: bool) -> Machine {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().join("root");
         let scratch = t.path().join("scratch");
@@ -63,7 +63,7 @@ impl Machine {
         Machine { _t: t, root, scratch }
     }
 
-    fn site(&self) -> PathBuf {
+    pub(crate) fn site(&self) -> PathBuf {
         self.root.join(SITE)
     }
 
@@ -391,7 +391,7 @@ const ORT: &str = "1.31.1";
 
 /// `onnxruntime-gpu` 1.31.1, a CUDA 13 build: its pybind module, the provider bridge, and the CUDA provider
 /// with the real DT_NEEDED and no RPATH.
-fn ort(m: &Machine) {
+pub(crate) fn ort(m: &Machine) {
     let site = m.site();
     let capi = site.join("onnxruntime/capi");
     lib(
@@ -436,7 +436,7 @@ fn ort(m: &Machine) {
 }
 
 /// The CUDA 13 wheels of `[cuda,cudnn]` (and cuBLAS), all in `nvidia/cu13/lib` but `skip`.
-fn cuda13(m: &Machine, skip: &[&str]) {
+pub(crate) fn cuda13(m: &Machine, skip: &[&str]) {
     let all = [
         "libcublasLt.so.13",
         "libcublas.so.13",

@@ -41,19 +41,19 @@ const WHEELS: &[(&str, &str)] = &[
 const TORCH_RPATH: &str = "-Wl,-rpath,$ORIGIN/../../nvidia/cudnn/lib:$ORIGIN/../../nvidia/nvshmem/lib:\
 $ORIGIN/../../nvidia/nccl/lib:$ORIGIN/../../nvidia/cusparselt/lib:$ORIGIN/../../nvidia/cu13/lib:$ORIGIN";
 
-fn bare(dir: &Path, soname: &str, deps: &[&Path], flags: &[&str]) -> PathBuf {
+pub(crate) fn bare(dir: &Path, soname: &str, deps: &[&Path], flags: &[&str]) -> PathBuf {
     let mut all = vec!["-nostdlib"];
     all.extend_from_slice(flags);
     build::lib(dir, soname, "f", deps, &all)
 }
 
-fn write(path: &Path, text: &str) {
+pub(crate) fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
 }
 
 /// A `.dist-info` for `name`-`version` in `site`, with `requires` and a RECORD of `files`.
-fn dist_info(site: &Path, name: &str, version: &str, requires: &[&str], files: &[String]) {
+pub(crate) fn dist_info(site: &Path, name: &str, version: &str, requires: &[&str], files: &[String]) {
     let info = site.join(format!("{}-{version}.dist-info", name.replace('-', "_")));
     let mut metadata = format!("Metadata-Version: 2.4\nName: {name}\nVersion: {version}\n");
     for r in requires {
@@ -66,7 +66,7 @@ fn dist_info(site: &Path, name: &str, version: &str, requires: &[&str], files: &
 
 /// The environment: `/usr/bin/python3.11` with its standard library, and a venv at `/venv` without system
 /// site-packages. Returns the venv's site-packages (a host path).
-fn interpreter_and_venv(root: &Path) -> PathBuf {
+pub(crate) fn interpreter_and_venv(root: &Path) -> PathBuf {
     bare(&root.join("usr/bin"), "python3.11", &[], &[]);
     write(&root.join("usr/lib/python3.11/os.py"), "");
     std::fs::create_dir_all(root.join("usr/lib/python3.11/lib-dynload")).unwrap();
@@ -84,7 +84,7 @@ fn interpreter_and_venv(root: &Path) -> PathBuf {
 /// torch `version` in `site`: `libtorch_global_deps.so` (NEEDED `libcudart.so.13`), `_C` → `libtorch_cuda.so`
 /// (NEEDED cudart, cuBLAS, cuDNN), all with torch's DT_RPATH, its `version.py` and dist-info pinning cuDNN
 /// 9.26.0.51.
-fn torch(t: &Path, site: &Path, version: &str) {
+pub(crate) fn torch(t: &Path, site: &Path, version: &str) {
     let scratch = t.join("scratch");
     let stub = |s: &str| bare(&scratch, s, &[], &[]);
     let (cudart, cublas, cudnn) = (
@@ -120,7 +120,7 @@ fn torch(t: &Path, site: &Path, version: &str) {
 
 /// The NVIDIA wheels in `site` (skipping `except`): each library, cuBLAS needing cuBLASLt through its own
 /// RUNPATH `$ORIGIN` as the wheel's does, and the dist-infos (cuDNN's at 9.26.0.51, as torch pins it).
-fn wheels(t: &Path, site: &Path, except: &[&str]) {
+pub(crate) fn wheels(t: &Path, site: &Path, except: &[&str]) {
     let scratch = t.join("scratch-wheels");
     let lt = bare(&scratch, "libcublasLt.so.13", &[], &[]);
     for (dir, soname) in WHEELS.iter().filter(|(_, s)| !except.contains(s)) {
@@ -175,7 +175,7 @@ fn cudnn(dir: &Path, suffix: &str) -> Vec<(String, PathBuf)> {
 }
 
 /// The driver's `libcuda.so.1` at `/usr/lib/x86_64-linux-gnu`, in the root's `ld.so.cache` with `extra`.
-fn driver_and_cache(root: &Path, extra: &[(&str, &str)]) {
+pub(crate) fn driver_and_cache(root: &Path, extra: &[(&str, &str)]) {
     let dir = root.join("usr/lib/x86_64-linux-gnu");
     bare(&dir, "libcuda.so.1", &[], &[]);
     let mut entries = vec![(

@@ -6,6 +6,7 @@ mod read;
 use super::outcome::Outcome;
 use crate::cli::FleetArgs;
 use crate::diagnose::ToolError;
+use crate::diagnose::env_fleet::EnvArtefact;
 use crate::diagnose::image::fleet as image;
 use crate::fleet::judge::{Artefact, ImageJudged};
 use crate::fleet::{self, Files};
@@ -17,8 +18,13 @@ pub fn run(args: &FleetArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     // The artefact (or the image) is read once, while the matrix loads; then every node is judged against its
     // facts.
     let platform = args.platform.as_deref();
+    // A Python environment as the artefact: its frameworks' imports are judged on each node.
+    let env = EnvArtefact::detect(&args.artifact)
+        .transpose()
+        .map_err(ToolError)?;
     let (matrix, artefact, opened) = std::thread::scope(|s| {
-        let artefact = (!args.artifact.is_empty()).then(|| s.spawn(|| Artefact::read(&args.artifact)));
+        let artefact =
+            (!args.artifact.is_empty() && env.is_none()).then(|| s.spawn(|| Artefact::read(&args.artifact)));
         let opened = args
             .image
             .as_ref()
@@ -33,10 +39,11 @@ pub fn run(args: &FleetArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     let matrix = matrix?;
     let artefact = artefact.transpose().map_err(ToolError)?;
     let opened = opened.transpose()?;
-    let judge = match (&artefact, &opened) {
-        (Some(a), _) => read::Judge::Artefact(a),
-        (None, Some(o)) => read::Judge::Image(&o.program),
-        (None, None) => read::Judge::Nothing,
+    let judge = match (&artefact, &opened, &env) {
+        (Some(a), _, _) => read::Judge::Artefact(a),
+        (None, _, Some(e)) => read::Judge::Env(e),
+        (None, Some(o), None) => read::Judge::Image(&o.program),
+        (None, None, None) => read::Judge::Nothing,
     };
     let done = std::sync::atomic::AtomicUsize::new(0);
     let read = crate::report::progress::while_running("reading node reports…", "files", &done, || {
@@ -98,7 +105,9 @@ pub fn run(args: &FleetArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcom
     fleet::unique_names(&mut nodes);
     let paths = match &judged_image {
         Some(i) => Some(vec![i.path.clone()]),
-        None => artefact.map(|a| a.paths),
+        None => artefact
+            .map(|a| a.paths)
+            .or_else(|| env.as_ref().map(|e| vec![e.path.display().to_string()])),
     };
     let mut fleet = fleet::group(nodes, files, paths);
     if let Some(a) = &mut fleet.artefact {

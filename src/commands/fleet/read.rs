@@ -163,6 +163,9 @@ pub enum Judge<'a> {
     /// An artefact (`--artifact`): predicted on each node as soon as its facts are decoded, so that no node's
     /// whole facts are kept.
     Artefact(&'a Artefact),
+    /// A Python environment (`--artifact ENV`): its frameworks' imports predicted on each node as soon as its
+    /// facts are decoded (nodes with the same driver and GPUs share one judgement).
+    Env(&'a crate::diagnose::env_fleet::EnvArtefact),
     /// An image's program (`--image`): each node staged ([`Program::stage`]), keeping of its facts only what
     /// the container shares.
     Image(&'a Program),
@@ -215,6 +218,10 @@ fn judge_node(
     match (judge, scratch) {
         (Judge::Artefact(a), Some(facts)) => {
             node.prediction = Some(a.predict(host, facts, matrix));
+            None
+        }
+        (Judge::Env(e), _) => {
+            node.prediction = Some(e.predict(host, matrix));
             None
         }
         (Judge::Image(program), _) => match host {

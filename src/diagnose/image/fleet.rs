@@ -63,6 +63,8 @@ pub fn judge_all(
     // device code of the libraries they load.
     let reading = Reading::default();
     let img = tree;
+    // A Python entrypoint is judged by its imports too, as `inspect --image` judges it.
+    let imports = super::python::plan(&img, &program, &[])?.map(super::python::PerMachine::new);
     let mount_sets = groups.len();
     for (n, (plan, members)) in groups.into_iter().enumerate() {
         if n >= MAX_GROUPS {
@@ -81,7 +83,12 @@ pub fn judge_all(
             usize::MAX,
             || tree.facts.clone(),
             |facts, &i| {
-                let (findings, verdicts) = tree::judge(facts, &tree, &program, staged[i].as_ref(), matrix);
+                let extra = imports
+                    .as_ref()
+                    .map(|m| m.findings(&img, &program, staged[i].as_ref(), matrix))
+                    .unwrap_or_default();
+                let (findings, verdicts) =
+                    tree::judge(facts, &tree, &program, staged[i].as_ref(), &extra, matrix);
                 facts.host = None;
                 done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Prediction::of(&findings, &verdicts)
@@ -92,6 +99,9 @@ pub fn judge_all(
         }
         // The next group's mounts go on the image's own tree.
         img.unmount().map_err(|e| ToolError(e.to_string()))?;
+        if let Some(m) = &imports {
+            m.clear();
+        }
     }
     drop(img);
     Ok((1, mount_sets.min(MAX_GROUPS)))

@@ -12,6 +12,7 @@ pub mod audit;
 pub mod fleet;
 mod ldconfig;
 pub mod program;
+pub mod python;
 pub mod tree;
 
 use super::ToolError;
@@ -26,12 +27,14 @@ use program::Program;
 use tree::Tree;
 
 /// An image's program judged on its node, as `inspect --image` asks: `r` is what its flags say to read (its
-/// paths are named inside the image; none: the entrypoint's program), `run` how the container is started.
+/// paths are named inside the image; none: the entrypoint's program), `run` how the container is started,
+/// `imports` the Python modules `--import` names (none: those a Python entrypoint imports, [`python`]).
 /// Returns the facts (the image's among them, `facts.image`) and the rules' judgement of them.
 pub fn diagnose(
     img: &Image,
     r: &Reading,
     run: Run,
+    imports: &[String],
     matrix: &Matrix,
 ) -> Result<(Facts, Judgement), ToolError> {
     let mut program = Program::read(img, &r.system, &r.paths)?;
@@ -48,8 +51,21 @@ pub fn diagnose(
         program::mount(img, &program, &s.plan)?;
     }
     let tree = Tree::read(img, &program, r)?;
+    // The Python imports, modelled in the same tree (the toolkit's mounts made).
+    let judged = match python::plan(img, &program, imports)? {
+        Some(plan) => python::judge(img, &program, staged.as_ref(), plan, matrix)?,
+        None => None,
+    };
+    let import_findings = judged.as_ref().map(|j| j.findings.as_slice()).unwrap_or_default();
     let mut facts = tree.facts.clone();
-    let (findings, verdicts) = tree::judge(&mut facts, &tree, &program, staged.as_ref(), matrix);
+    let (findings, verdicts) = tree::judge(
+        &mut facts,
+        &tree,
+        &program,
+        staged.as_ref(),
+        import_findings,
+        matrix,
+    );
     facts.host_note = note;
     let mut about = img.facts.clone();
     if r.paths.is_empty() {
@@ -57,6 +73,7 @@ pub fn diagnose(
         about.program_steps = program.steps.clone();
     }
     about.toolkit = staged.as_ref().and_then(|s| serde_json::to_value(&s.view).ok());
+    about.imports = judged.map(|j| j.facts);
     facts.image = Some(about);
     let judgement = Judgement::of(&facts, findings, verdicts);
     Ok((facts, judgement))

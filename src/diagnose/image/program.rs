@@ -21,6 +21,9 @@ pub struct Program {
     pub programs: Vec<PathBuf>,
     /// How the entrypoint's program was found (none when PATHs were given).
     pub steps: Vec<String>,
+    /// The entrypoint's program as `execvp` opened it (links not resolved) and the arguments it is given
+    /// (none when PATHs were given): what a Python entrypoint runs ([`super::python`]).
+    pub entry: Option<(PathBuf, Vec<String>)>,
     /// The container's user (the image's `User`), as the image's `/etc/passwd` names it.
     pub(super) user: Option<crate::facts::host::Identity>,
     /// What the image's own rules read (`rules::image`: its `User` and why it gives no identity).
@@ -41,7 +44,7 @@ impl Program {
     /// entrypoint's program.
     pub fn read(img: &Image, system: &System, paths: &[PathBuf]) -> Result<Program, ToolError> {
         let env = environment(img, system);
-        let (programs, steps) = programs(img, paths, &env)?;
+        let (programs, steps, entry) = programs(img, paths, &env)?;
         let root = img.root();
         let compat: Vec<String> = root
             .read_dir(Path::new(COMPAT_DIR))
@@ -71,6 +74,7 @@ impl Program {
             env,
             programs,
             steps,
+            entry,
             run: Run::default(),
         })
     }
@@ -218,14 +222,17 @@ fn environment(img: &Image, system: &System) -> Env {
     env
 }
 
+/// What [`programs`] finds: the files, the steps, the entrypoint's program as opened and its arguments.
+type Found = (Vec<PathBuf>, Vec<String>, Option<(PathBuf, Vec<String>)>);
+
 /// The files to inspect, as real paths inside the image: the PATHs given, else the entrypoint's program.
-fn programs(img: &Image, paths: &[PathBuf], env: &Env) -> Result<(Vec<PathBuf>, Vec<String>), ToolError> {
+fn programs(img: &Image, paths: &[PathBuf], env: &Env) -> Result<Found, ToolError> {
     let root = img.root();
     let shown = img.facts.path.as_str();
     if paths.is_empty() {
         let p =
             image::entry::program(&root, &img.config, env).map_err(|e| ToolError(format!("{shown}: {e}")))?;
-        return Ok((vec![p.path], p.steps));
+        return Ok((vec![p.path], p.steps, Some((p.invoked, p.args))));
     }
     let mut out = Vec::new();
     for p in paths {
@@ -234,5 +241,5 @@ fn programs(img: &Image, paths: &[PathBuf], env: &Env) -> Result<(Vec<PathBuf>, 
                 .map_err(|e| ToolError(format!("{shown}: {e}")))?,
         );
     }
-    Ok((out, Vec::new()))
+    Ok((out, Vec::new(), None))
 }

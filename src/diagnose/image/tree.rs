@@ -40,13 +40,15 @@ impl Tree {
 
 /// Judges the program on one node: `facts` (a copy of the tree's) gets the container's host facts
 /// ([`container_host`]) and the rules run, the toolkit's effect on the verdicts among them
-/// (`rules::container_verdict`). Without a node (`--no-host`, a machine without NVIDIA), the binaries are
+/// (`rules::container_verdict`), with the findings of the program's Python imports (`imports`, from
+/// [`super::python`]). Without a node (`--no-host`, a machine without NVIDIA), the binaries are
 /// judged alone.
 pub fn judge(
     facts: &mut Facts,
     tree: &Tree,
     program: &Program,
     staged: Option<&Staged>,
+    imports: &[crate::findings::Finding],
     matrix: &crate::matrix::Matrix,
 ) -> (Vec<crate::findings::Finding>, Vec<crate::rules::Verdict>) {
     if let Some(s) = staged {
@@ -58,35 +60,21 @@ pub fn judge(
             matrix,
         ));
     }
-    let toolkit = staged.map(|s| s.view.findings.as_slice()).unwrap_or_default();
-    crate::rules::container_verdict::evaluate(facts, matrix, toolkit, &program.about)
+    // The imports' findings (a framework's own failure to load, its fall-back to the CPU) are the process's:
+    // they come with the toolkit's, ahead of the machine's rules, and the verdicts are computed from all.
+    let mut before: Vec<crate::findings::Finding> =
+        staged.map(|s| s.view.findings.clone()).unwrap_or_default();
+    before.extend_from_slice(imports);
+    crate::rules::container_verdict::evaluate(facts, matrix, &before, &program.about)
 }
 
 /// Rewrites the temporary directory's paths in the binaries' facts and loader trees as the image's own
 /// (`/tmp/cudadiag-image-x/usr/bin/app` is `/usr/bin/app`).
 fn inside_paths(facts: &mut Facts, dir: &Path) {
     let prefix = dir.to_string_lossy().into_owned();
-    fn walk(v: &mut serde_json::Value, prefix: &str) {
-        match v {
-            serde_json::Value::String(s) => {
-                if let Some(rest) = s.strip_prefix(prefix)
-                    && (rest.is_empty() || rest.starts_with('/'))
-                {
-                    *s = if rest.is_empty() {
-                        "/".into()
-                    } else {
-                        rest.to_string()
-                    };
-                }
-            }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| walk(x, prefix)),
-            serde_json::Value::Object(o) => o.values_mut().for_each(|x| walk(x, prefix)),
-            _ => {}
-        }
-    }
     fn rewrite<T: serde::Serialize + serde::de::DeserializeOwned>(x: &mut T, prefix: &str) {
         if let Ok(mut v) = serde_json::to_value(&*x) {
-            walk(&mut v, prefix);
+            inside_value(&mut v, prefix);
             if let Ok(back) = serde_json::from_value(v) {
                 *x = back;
             }
@@ -95,6 +83,26 @@ fn inside_paths(facts: &mut Facts, dir: &Path) {
     rewrite(&mut facts.binaries, &prefix);
     rewrite(&mut facts.libraries, &prefix);
     rewrite(&mut facts.loaded, &prefix);
+}
+
+/// Rewrites every string of `v` that is a path under `prefix` (the unpacked tree) as the image's own path.
+pub(super) fn inside_value(v: &mut serde_json::Value, prefix: &str) {
+    match v {
+        serde_json::Value::String(s) => {
+            if let Some(rest) = s.strip_prefix(prefix)
+                && (rest.is_empty() || rest.starts_with('/'))
+            {
+                *s = if rest.is_empty() {
+                    "/".into()
+                } else {
+                    rest.to_string()
+                };
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| inside_value(x, prefix)),
+        serde_json::Value::Object(o) => o.values_mut().for_each(|x| inside_value(x, prefix)),
+        _ => {}
+    }
 }
 
 /// The machine the program sees: the image's files (`files`, read by [`Tree::read`]) (libraries, `ld.so.cache`, a cuda-compat `libcuda`, its

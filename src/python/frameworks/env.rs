@@ -62,12 +62,23 @@ pub fn request(env: &Env, chosen: &Chosen) -> Request {
 
 /// The environment of `req`: its `sys.path`, then the distributions of each of its directories.
 pub fn collect(root: &Root, env: &Env, req: &Request) -> Result<PyEnv, SysPathError> {
+    collect_within(root, env, req, MAX_RECORD_BYTES)
+}
+
+/// [`collect`], reading at most `record_bytes` of `RECORD`s: 0 lists the distributions without their files,
+/// which is all `doctor` needs to see that an environment holds no framework (one `METADATA` read each).
+pub fn collect_within(
+    root: &Root,
+    env: &Env,
+    req: &Request,
+    record_bytes: u64,
+) -> Result<PyEnv, SysPathError> {
     let syspath = syspath::compute(root, env, req)?;
     let mut py = PyEnv {
         syspath,
         dists: Vec::new(),
     };
-    let mut budget = MAX_RECORD_BYTES;
+    let mut budget = record_bytes;
     let dirs: Vec<PathBuf> = py.dirs().map(Path::to_path_buf).collect();
     let mut seen: Vec<PathBuf> = Vec::new();
     for dir in dirs {

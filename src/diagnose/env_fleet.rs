@@ -1,0 +1,158 @@
+//! `fleet --artifact ENV` where ENV is a Python environment (a venv or a conda environment): will `import`
+//! of each framework installed there use the GPU on each node? The question `cudadiag import --venv ENV
+//! --facts NODE.json --clear-env` answers for one node, through the same model (`imports::run`).
+//!
+//! The environment is read once (its `sys.path` and distributions, which frameworks are installed). A node's
+//! outcome depends on its facts only through its driver and its GPUs, so nodes with the same driver version
+//! and GPUs share one judgement: a fleet has a handful of such machines, and each judgement is one emulated
+//! process. Each node's recorded facts are a declared machine: its driver provides `libcuda.so.1` and NVML
+//! (`imports::Machine::declared`), as on the node itself. The variables of this shell are not the nodes'
+//! jobs': the environment is judged with none (`--clear-env`), as a job that activates it runs.
+
+use crate::facts::HostFacts;
+use crate::fleet::judge::{Outcome, Prediction};
+use crate::matrix::Matrix;
+use crate::python::frameworks::env::Chosen;
+use crate::python::frameworks::{Driver, Gpu};
+use crate::python::syspath::Target;
+use crate::system::{Env, Root};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// A Python environment judged on every node.
+pub struct EnvArtefact {
+    /// The directory, as given.
+    pub path: PathBuf,
+    /// The modules imported on each node, in `imports::known`'s order: every framework installed.
+    pub modules: Vec<String>,
+    /// The environment, as an absolute path (links kept: a venv is found from the name its interpreter is
+    /// started by).
+    dir: PathBuf,
+    /// Judgements made, by driver version and GPUs.
+    judged: Mutex<HashMap<Machine, Prediction>>,
+}
+
+/// What a node's outcome depends on: its driver version and its GPUs.
+type Machine = (Option<String>, Vec<String>);
+
+/// Is `p` a Python environment directory: a venv (`pyvenv.cfg`) or a conda environment (`conda-meta/`)?
+pub fn is_env(p: &Path) -> bool {
+    p.is_dir() && (p.join("pyvenv.cfg").is_file() || p.join("conda-meta").is_dir())
+}
+
+impl EnvArtefact {
+    /// The artefact when `paths` is one Python environment directory, read (`Err` when it holds no modelled
+    /// framework, or its interpreter cannot be found); `None` when it is not one.
+    pub fn detect(paths: &[PathBuf]) -> Option<Result<EnvArtefact, String>> {
+        match paths {
+            [p] if is_env(p) => Some(EnvArtefact::read(p)),
+            _ => None,
+        }
+    }
+
+    /// Reads the environment: which frameworks it has installed.
+    pub fn read(path: &Path) -> Result<EnvArtefact, String> {
+        let shown = path.display();
+        let dir = std::path::absolute(path).map_err(|e| format!("--artifact {shown}: {e}"))?;
+        let env = Env::empty();
+        let chosen = chosen(&dir);
+        let req = crate::python::frameworks::env::request(&env, &chosen);
+        let py = crate::python::frameworks::env::collect(&Root::host(), &env, &req)
+            .map_err(|e| format!("--artifact {shown}: {e}"))?;
+        let modules: Vec<String> = crate::imports::installed(&py)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        if modules.is_empty() {
+            let known: Vec<&str> = crate::imports::known().iter().map(|f| f.module()).collect();
+            return Err(format!(
+                "--artifact {shown}: a Python environment with no modelled framework installed (modelled: {})",
+                known.join(", ")
+            ));
+        }
+        Ok(EnvArtefact {
+            path: path.to_path_buf(),
+            modules,
+            dir,
+            judged: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The outcome of importing every installed framework, in one process, on the node whose facts are
+    /// `host`: it fails on the first error finding (a library the loader cannot find, the GPU not used, a
+    /// framework's own check), runs when there is none and the node has a GPU.
+    pub fn predict(&self, host: Option<HostFacts>, matrix: &Matrix) -> Prediction {
+        let Some(mut host) = host else {
+            return Prediction::no_host();
+        };
+        crate::host::enrich::with_matrix(&mut host, matrix);
+        let gpus: Vec<Gpu> = crate::diagnose::gpu_targets(Some(&host), matrix)
+            .into_iter()
+            .map(|t| Gpu {
+                label: t.label,
+                cc: t.cc,
+            })
+            .collect();
+        let driver = crate::diagnose::driver_of(Some(&host)).map(|d| Driver {
+            version: d.version,
+            source: d.source,
+        });
+        let key = (
+            host.driver.as_ref().map(|d| d.version.clone()),
+            gpus.iter().map(|g| g.label.clone()).collect::<Vec<_>>(),
+        );
+        if let Some(p) = self.judged.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return p;
+        }
+        let p = self.judge(&gpus, driver.as_ref(), matrix);
+        if let Ok(mut m) = self.judged.lock() {
+            m.insert(key, p.clone());
+        }
+        p
+    }
+
+    /// One judgement: the imports modelled for a declared machine with `gpus` and `driver`.
+    fn judge(&self, gpus: &[Gpu], driver: Option<&Driver>, matrix: &Matrix) -> Prediction {
+        let machine = crate::imports::Machine {
+            gpus,
+            driver,
+            declared: true,
+        };
+        let env = Env::empty();
+        let report = match crate::imports::run(
+            &Root::host(),
+            &env,
+            chosen(&self.dir),
+            &self.modules,
+            &machine,
+            matrix,
+        ) {
+            Ok(r) => r,
+            Err(e) => return Prediction::not_judged(format!("not judged: {e}")),
+        };
+        let p = Prediction::of(&report.findings, &[]);
+        if p.outcome == Outcome::Fails {
+            return p;
+        }
+        if gpus.is_empty() {
+            return Prediction::not_judged(
+                "no GPU in the node's facts: the imports' GPU use cannot be judged".into(),
+            );
+        }
+        Prediction {
+            outcome: Outcome::Runs,
+            reason: String::new(),
+            codes: Vec::new(),
+        }
+    }
+}
+
+/// The environment directory as `cudadiag import --venv DIR` names it.
+fn chosen(dir: &Path) -> Chosen {
+    Chosen {
+        target: Target::Environment(dir.to_path_buf()),
+        path: dir.to_path_buf(),
+        because: "--artifact".into(),
+    }
+}

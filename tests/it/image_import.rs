@@ -1,0 +1,366 @@
+//! Python in container images (issue 31): `inspect --image IMG --import torch`, an image whose program is
+//! `python -m torch.distributed.run` or `python train.py`, and `fleet --artifact ENV` for a venv. The images
+//! hold the synthetic torch venv of `python_import` (an interpreter, `pyvenv.cfg`, torch's layout, the NVIDIA
+//! wheels) over the test machine's libc, as a `docker save` tarball; the node is declared (`--gpu`,
+//! `--driver`) and the NVIDIA Container Toolkit's mounts bring its `libcuda.so.1` into the container.
+//!
+//! Before this, `inspect --image` judged a Python entrypoint by the interpreter's ELF tree alone ("will run"
+//! whatever its venv held), had no `--import`, and `fleet --artifact` read a venv as a directory of ELF files.
+
+use crate::python_import::{interpreter_and_venv, torch, wheels};
+use crate::support::image::{Image, Layer, Pack, system_layer};
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// Every file, link and directory under `dir` as a layer, paths relative to it, modes kept.
+fn layer_of(dir: &Path) -> Layer {
+    fn walk(l: Layer, dir: &Path, base: &Path) -> Layer {
+        let mut l = l;
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            let rel = p.strip_prefix(base).unwrap().to_str().unwrap().to_string();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.file_type().is_symlink() {
+                let to = std::fs::read_link(&p).unwrap();
+                l = l.symlink(&rel, to.to_str().unwrap());
+            } else if meta.is_dir() {
+                l = walk(l.dir(&rel), &p, base);
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                let bytes = std::fs::read(&p).unwrap();
+                l = if meta.permissions().mode() & 0o111 != 0 {
+                    l.exe(&rel, &bytes)
+                } else {
+                    l.file(&rel, &bytes)
+                };
+            }
+        }
+        l
+    }
+    walk(Layer::new(), dir, dir)
+}
+
+/// A torch 2.15 venv at `/venv` (its NVIDIA wheels but `missing`) in a root under `t`: the root.
+fn venv_root(t: &Path, missing: &[&str]) -> PathBuf {
+    let root = t.join("root");
+    let site = interpreter_and_venv(&root);
+    torch(t, &site, "2.15.0");
+    wheels(t, &site, missing);
+    root
+}
+
+/// The image of `root` over the system layer, with `VIRTUAL_ENV=/venv` and its `PATH` first, written as a
+/// `docker save` tarball under `t`; `cuda` sets the variables NVIDIA's CUDA images set for the toolkit.
+fn image_of(t: &Path, root: &Path, cuda: bool, program: &[&str]) -> PathBuf {
+    let mut img = Image::new(vec![system_layer(), layer_of(root)])
+        .env("VIRTUAL_ENV=/venv")
+        .env("PATH=/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    if cuda {
+        img = img.cuda13();
+    }
+    if !program.is_empty() {
+        img = img.entrypoint(program);
+    }
+    let out = t.join("app.tar");
+    img.docker_save(&out, Pack::None);
+    out
+}
+
+/// `cudadiag inspect --image IMG --gpu 9.0 --driver 580.65.06 ARGS --format json`: exit code and report.
+fn inspect(img: &Path, args: &[&str]) -> (i32, Value) {
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["--color", "never", "inspect", "--image"])
+        .arg(img)
+        .args(["--gpu", "9.0", "--driver", "580.65.06"])
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap_or(-1), doc)
+}
+
+/// The errors and warnings (the interpreter's note that it carries no device code of its own aside).
+fn slugs(doc: &Value) -> Vec<String> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "note")
+        .map(|f| f["slug"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// The outcome kind of the first import's `step` (`import`, `first_use`).
+fn outcome<'d>(doc: &'d Value, step: &str) -> &'d str {
+    doc["image"]["imports"]["detail"]["imports"][0][step]["outcome"]["kind"]
+        .as_str()
+        .unwrap_or("none")
+}
+
+/// The report honours the JSON contract (DESIGN.md), checked by the contract checker beside the checkout.
+fn contract(doc: &Value) {
+    let Some(checker) = crate::support::skip::contract_checker() else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("r.json");
+    std::fs::write(&f, serde_json::to_vec(doc).unwrap()).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(checker)
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// The healthy venv in a CUDA image on an H200 node with driver 580: the toolkit mounts the driver's
+/// `libcuda.so.1`, torch preloads its wheels from the venv, the first GPU use finds the driver: no finding,
+/// the verdict runs, and the interpreter judged is the image's `VIRTUAL_ENV`.
+#[test]
+fn image_import_torch_healthy_venv_uses_the_gpu_on_a_node_with_the_driver() {
+    let t = tempfile::tempdir().unwrap();
+    let root = venv_root(t.path(), &[]);
+    let img = image_of(t.path(), &root, true, &["/venv/bin/python3", "-c", "pass"]);
+    let (code, doc) = inspect(&img, &["--import", "torch"]);
+    assert_eq!((code, slugs(&doc)), (0, Vec::<String>::new()), "{doc:#}");
+    let im = &doc["image"]["imports"];
+    assert_eq!(
+        (im["python"].as_str(), im["because"].as_str()),
+        (Some("/venv"), Some("VIRTUAL_ENV")),
+        "{im:#}"
+    );
+    assert_eq!(im["modules"], json!(["torch"]));
+    assert_eq!(
+        (outcome(&doc, "import"), outcome(&doc, "first_use")),
+        ("gpu", "gpu"),
+        "{im:#}"
+    );
+    // The driver's library is the toolkit's mount, at the image's own path (not the unpacked tree's).
+    let loaded = im["detail"]["loaded"].as_array().unwrap();
+    let cuda = loaded
+        .iter()
+        .find(|l| l["soname"] == "libcuda.so.1")
+        .expect("libcuda loaded");
+    assert!(
+        cuda["path"]
+            .as_str()
+            .unwrap()
+            .starts_with("/usr/lib/x86_64-linux-gnu/"),
+        "{cuda:#}"
+    );
+    let lt = loaded
+        .iter()
+        .find(|l| l["soname"] == "libcublasLt.so.13")
+        .unwrap();
+    assert_eq!(
+        lt["path"], "/venv/lib/python3.11/site-packages/nvidia/cu13/lib/libcublasLt.so.13",
+        "{im:#}"
+    );
+    contract(&doc);
+}
+
+/// The same image without the cuDNN wheel: `import torch` fails, naming the library.
+#[test]
+fn image_import_torch_with_a_missing_wheel_fails_naming_it() {
+    let t = tempfile::tempdir().unwrap();
+    let root = venv_root(t.path(), &["libcudnn.so.9"]);
+    let img = image_of(t.path(), &root, true, &["/venv/bin/python3", "-c", "pass"]);
+    let (code, doc) = inspect(&img, &["--import", "torch"]);
+    assert_eq!(code, 1, "{doc:#}");
+    let f = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["slug"] == "library-not-found")
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert!(f["message"].as_str().unwrap().contains("libcudnn.so.9"), "{f:#}");
+    assert_eq!(outcome(&doc, "import"), "fails");
+    assert!(
+        doc["verdicts"]
+            .as_array()
+            .is_none_or(|v| v.iter().all(|v| v["outcome"] != "runs")),
+        "{doc:#}"
+    );
+    contract(&doc);
+}
+
+/// An image that does not ask the toolkit for GPUs (no `NVIDIA_VISIBLE_DEVICES`), run with no GPU request:
+/// nothing mounts the driver's `libcuda.so.1`, so torch imports and runs on the CPU: the GPU is not used.
+#[test]
+fn image_import_torch_without_the_toolkits_injection_falls_back_to_the_cpu() {
+    let t = tempfile::tempdir().unwrap();
+    let root = venv_root(t.path(), &[]);
+    let img = image_of(t.path(), &root, false, &["/venv/bin/python3", "-c", "pass"]);
+    let (code, doc) = inspect(&img, &["--import", "torch", "--gpus", "none"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert!(
+        slugs(&doc).contains(&"framework-cpu-fallback".to_string()),
+        "{doc:#}"
+    );
+    assert_eq!(
+        (outcome(&doc, "import"), outcome(&doc, "first_use")),
+        ("gpu", "cpu_fallback")
+    );
+    // The near miss: the same image run with every GPU gets the driver.
+    let (code, doc) = inspect(&img, &["--import", "torch", "--gpus", "all"]);
+    assert_eq!((code, slugs(&doc)), (0, Vec::<String>::new()), "{doc:#}");
+}
+
+/// `ENTRYPOINT ["python", "-m", "torch.distributed.run", "train.py"]`: judged as `import torch` in the venv
+/// the entrypoint's interpreter belongs to. With the cuDNN wheel missing it fails; before, the interpreter's
+/// ELF tree alone was judged and it "ran".
+#[test]
+fn image_python_m_torch_distributed_run_entrypoint_is_judged_as_import_torch() {
+    let t = tempfile::tempdir().unwrap();
+    let root = venv_root(t.path(), &["libcudnn.so.9"]);
+    let program = [
+        "python3",
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "8",
+        "train.py",
+    ];
+    let img = image_of(t.path(), &root, true, &program);
+    let (code, doc) = inspect(&img, &[]);
+    let im = &doc["image"]["imports"];
+    assert_eq!(im["modules"], json!(["torch"]), "{doc:#}");
+    assert_eq!(im["python"], "/venv/bin/python3");
+    assert!(
+        im["why"].as_str().unwrap().contains("-m torch.distributed.run"),
+        "{im:#}"
+    );
+    assert_eq!(code, 1, "{doc:#}");
+    assert!(slugs(&doc).contains(&"library-not-found".to_string()));
+    contract(&doc);
+}
+
+/// `python train.py`: the script is not read; the frameworks installed in the interpreter's environment are
+/// judged (torch here), and the report says so.
+#[test]
+fn image_python_script_entrypoint_judges_the_installed_frameworks_and_says_so() {
+    let t = tempfile::tempdir().unwrap();
+    let root = venv_root(t.path(), &[]);
+    let img = image_of(t.path(), &root, true, &["python3", "train.py"]);
+    let (code, doc) = inspect(&img, &[]);
+    assert_eq!((code, slugs(&doc)), (0, Vec::<String>::new()), "{doc:#}");
+    let im = &doc["image"]["imports"];
+    assert_eq!(im["modules"], json!(["torch"]), "{doc:#}");
+    let why = im["why"].as_str().unwrap();
+    assert!(
+        why.contains("train.py") && why.contains("installed") && why.contains("--import"),
+        "{why}"
+    );
+    assert_eq!(outcome(&doc, "first_use"), "gpu");
+}
+
+/// `fleet --artifact VENV` over two nodes' snapshots: an H200 with driver 580 runs the venv's torch; the
+/// same node with a CUDA 12.4 driver fails torch's driver check. Grouped by outcome.
+#[test]
+fn fleet_artifact_venv_groups_nodes_by_import_outcome() {
+    let t = tempfile::tempdir().unwrap();
+    let root = venv_root(t.path(), &[]);
+    // The venv on this machine: its base interpreter is the root's, named by its host path.
+    let base = root.join("usr/bin");
+    std::fs::write(
+        root.join("venv/pyvenv.cfg"),
+        format!(
+            "home = {}\ninclude-system-site-packages = false\nversion = 3.11.7\n",
+            base.display()
+        ),
+    )
+    .unwrap();
+    std::fs::remove_file(root.join("venv/bin/python3")).unwrap();
+    std::os::unix::fs::symlink(base.join("python3.11"), root.join("venv/bin/python3")).unwrap();
+    let nodes = t.path().join("nodes");
+    std::fs::create_dir_all(&nodes).unwrap();
+    let good = crate::fleet::snapshot("h200-nix-open-580");
+    let mut old = good.clone();
+    old["facts"]["host"]["driver"]["version"] = json!("550.90.07");
+    std::fs::write(nodes.join("new.json"), serde_json::to_vec(&good).unwrap()).unwrap();
+    std::fs::write(nodes.join("old.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["--color", "never", "fleet", "--format", "json", "--artifact"])
+        .arg(root.join("venv"))
+        .arg(&nodes)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(1), "{doc:#}");
+    let a = &doc["artifact"];
+    let names = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| a.iter().map(|n| n.as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(names(&a["outcomes"]["runs"]), ["new"], "{a:#}");
+    assert_eq!(names(&a["outcomes"]["fails"]), ["old"], "{a:#}");
+    let old = doc["per_node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "old")
+        .unwrap();
+    assert_eq!(old["prediction"]["codes"][0], "driver-insufficient", "{old:#}");
+}
+
+/// `fleet --image` of an image whose program is `python -m torch.distributed.run`, on two nodes: the image asks
+/// for no CUDA version (no `NVIDIA_REQUIRE_CUDA`), so the toolkit starts it on both; torch's own driver check
+/// fails on the node with a CUDA 12.4 driver. Before, both nodes judged the interpreter alone.
+#[test]
+fn fleet_image_python_entrypoint_is_judged_by_its_imports_on_each_node() {
+    let t = tempfile::tempdir().unwrap();
+    let root = venv_root(t.path(), &[]);
+    let img = Image::new(vec![system_layer(), layer_of(&root)])
+        .env("NVIDIA_VISIBLE_DEVICES=all")
+        .env("NVIDIA_DRIVER_CAPABILITIES=compute,utility")
+        .entrypoint(&["/venv/bin/python3", "-m", "torch.distributed.run", "train.py"]);
+    let tar = t.path().join("app.tar");
+    img.docker_save(&tar, Pack::None);
+    let nodes = t.path().join("nodes");
+    std::fs::create_dir_all(&nodes).unwrap();
+    let good = crate::fleet::snapshot("h200-nix-open-580");
+    let mut old = good.clone();
+    old["facts"]["host"]["driver"]["version"] = json!("550.90.07");
+    std::fs::write(nodes.join("new.json"), serde_json::to_vec(&good).unwrap()).unwrap();
+    std::fs::write(nodes.join("old.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    let out = Command::cargo_bin("cudadiag")
+        .unwrap()
+        .args(["--color", "never", "fleet", "--format", "json", "--image"])
+        .arg(&tar)
+        .arg(&nodes)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(1), "{doc:#}");
+    let prediction = |name: &str| {
+        doc["per_node"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == name)
+            .unwrap()["prediction"]
+            .clone()
+    };
+    let old = prediction("old");
+    assert_eq!(
+        (old["outcome"].as_str(), old["codes"][0].as_str()),
+        (Some("fails"), Some("driver-insufficient")),
+        "{old:#}"
+    );
+    assert!(old["reason"].as_str().unwrap().contains("torch"), "{old:#}");
+    assert_ne!(prediction("new")["outcome"], "fails", "{doc:#}");
+}

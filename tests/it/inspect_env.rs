@@ -1,0 +1,383 @@
+//! `cudadiag inspect DIR` of a Python environment (a venv, a conda environment, a `site-packages` directory)
+//! and `doctor`'s lines for the active environment (issue 31): every framework installed judged alone, and
+//! all together in one process when there are several. The environments are the small synthetic ones of
+//! `python_import` (torch) and `python_cupy_ort` (ONNX Runtime), built under a `--root`.
+//!
+//! Before this, `inspect DIR` stopped at "is a directory, not a regular file" and `doctor` said nothing of
+//! Python.
+
+use crate::python_cupy_ort as ort;
+use crate::python_import::{bare, driver_and_cache, interpreter_and_venv, torch, wheels, write};
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+
+/// `cudadiag --color never ARGS --root ROOT --clear-env ENV…`: exit code, stdout, stderr.
+fn cudadiag(root: &Path, args: &[&str], env: &[&str]) -> (i32, String, String) {
+    let mut cmd = Command::cargo_bin("cudadiag").unwrap();
+    cmd.args(["--color", "never"])
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .arg("--clear-env");
+    for e in env {
+        cmd.args(["--env", e]);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `inspect DIR --gpu 9.0 --driver 580.65.06 --format json` under `root`: the exit code and the report, which
+/// the JSON contract's own checker accepts.
+fn inspect_json(root: &Path, dir: &str) -> (i32, Value) {
+    let args = [
+        "inspect",
+        dir,
+        "--gpu",
+        "9.0",
+        "--driver",
+        "580.65.06",
+        "--format",
+        "json",
+    ];
+    let (code, out, err) = cudadiag(root, &args, &[]);
+    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    contract(&out);
+    (code, doc)
+}
+
+/// The JSON contract's checker (`../shared/contract/check_report.py`, which CI provides) accepts `report`.
+fn contract(report: &str) {
+    let checker = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/contract/check_report.py");
+    assert!(checker.exists(), "CI provides {}", checker.display());
+    let mut py = std::process::Command::new("python3")
+        .arg(&checker)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    py.stdin.take().unwrap().write_all(report.as_bytes()).unwrap();
+    let out = py.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+fn slugs(doc: &Value) -> Vec<&str> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap())
+        .collect()
+}
+
+/// `(module, installed, alone's kind, together's kind)` of each framework.
+fn verdicts(doc: &Value) -> Vec<(String, String, String, Option<String>)> {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    doc["python"]["frameworks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                s(&f["module"]),
+                s(&f["installed"]),
+                s(&f["alone"]["kind"]),
+                f["together"]["kind"].as_str().map(String::from),
+            )
+        })
+        .collect()
+}
+
+/// A root with `/venv` holding torch 2.15 and its NVIDIA wheels but `missing`, and the driver's libcuda.
+fn torch_venv(t: &Path, missing: &[&str]) -> std::path::PathBuf {
+    let root = t.join("root");
+    let site = interpreter_and_venv(&root);
+    torch(t, &site, "2.15.0");
+    wheels(t, &site, missing);
+    driver_and_cache(&root, &[]);
+    root
+}
+
+#[test]
+fn inspect_of_a_healthy_torch_venv_says_torch_will_use_the_gpu() {
+    let t = tempfile::tempdir().unwrap();
+    let root = torch_venv(t.path(), &[]);
+    let (code, doc) = inspect_json(&root, "/venv");
+    assert_eq!((code, slugs(&doc)), (0, vec![]), "{doc:#}");
+    assert_eq!(
+        verdicts(&doc),
+        [("torch".into(), "torch 2.15.0".into(), "gpu".into(), None)]
+    );
+    assert_eq!(doc["python"]["kind"], "venv");
+    assert_eq!(doc["python"]["runs"][0]["modules"], serde_json::json!(["torch"]));
+    // The human report answers first, one line per framework; the root's path as given works too.
+    let venv = root.join("venv");
+    let args = [
+        "inspect",
+        venv.to_str().unwrap(),
+        "--gpu",
+        "9.0",
+        "--driver",
+        "580.65.06",
+    ];
+    let (code, out, err) = cudadiag(&root, &args, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.lines().next(),
+        Some("torch 2.15.0: will use the GPU"),
+        "{out}"
+    );
+}
+
+#[test]
+fn inspect_of_a_venv_missing_the_cudnn_wheel_says_torch_fails_and_names_the_library() {
+    let t = tempfile::tempdir().unwrap();
+    let root = torch_venv(t.path(), &["libcudnn.so.9"]);
+    let (code, doc) = inspect_json(&root, "/venv");
+    assert_eq!(code, 1, "{doc:#}");
+    let v = &doc["python"]["frameworks"][0]["alone"];
+    assert_eq!(
+        (v["kind"].as_str(), v["at"].as_str()),
+        (Some("fails"), Some("import")),
+        "{v:#}"
+    );
+    assert!(v["message"].as_str().unwrap().contains("libcudnn.so.9"), "{v:#}");
+    let f = &doc["findings"][0];
+    assert_eq!(f["slug"], "library-not-found");
+    assert!(f["message"].as_str().unwrap().contains("libcudnn.so.9"), "{f:#}");
+    // The evidence names the run and the environment.
+    let evidence = f["evidence"].to_string();
+    assert!(
+        evidence.contains("`import torch` alone, in the environment /venv"),
+        "{evidence}"
+    );
+    // `--fail-on never`: the same report, exit 0.
+    let args = [
+        "inspect",
+        "/venv",
+        "--gpu",
+        "9.0",
+        "--driver",
+        "580.65.06",
+        "--fail-on",
+        "never",
+    ];
+    let (code, out, _) = cudadiag(&root, &args, &[]);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("torch 2.15.0: fails at import: ImportError: libcudnn.so.9"),
+        "{out}"
+    );
+}
+
+#[test]
+fn inspect_of_a_site_packages_directory_uses_the_interpreter_of_its_prefix() {
+    let t = tempfile::tempdir().unwrap();
+    let root = torch_venv(t.path(), &[]);
+    let (code, doc) = inspect_json(&root, "/venv/lib/python3.11/site-packages");
+    assert_eq!((code, slugs(&doc)), (0, vec![]), "{doc:#}");
+    assert_eq!(doc["python"]["kind"], "site-packages");
+    assert_eq!(doc["python"]["executable"], "/venv/bin/python3");
+    assert_eq!(verdicts(&doc)[0].2, "gpu");
+    // A prefix that is no venv: `/usr/lib/python3.11/site-packages` is judged with `/usr/bin/python3.11`.
+    let usr_site = root.join("usr/lib/python3.11/site-packages");
+    torch(t.path(), &usr_site, "2.15.0");
+    wheels(t.path(), &usr_site, &[]);
+    let (code, doc) = inspect_json(&root, "/usr/lib/python3.11/site-packages");
+    assert_eq!(
+        (code, doc["python"]["executable"].as_str()),
+        (0, Some("/usr/bin/python3.11")),
+        "{doc:#}"
+    );
+    assert_eq!(verdicts(&doc)[0].2, "gpu");
+    // A directory that is none of these says what inspect takes.
+    let (code, _, err) = cudadiag(&root, &["inspect", "/usr/lib"], &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("a venv (with pyvenv.cfg), a conda environment (with conda-meta/)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn inspect_of_a_conda_environment_judges_its_frameworks() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let env = root.join("opt/conda/envs/ml");
+    bare(&env.join("bin"), "python3.11", &[], &[]);
+    std::os::unix::fs::symlink("python3.11", env.join("bin/python3")).unwrap();
+    write(&env.join("lib/python3.11/os.py"), "");
+    std::fs::create_dir_all(env.join("lib/python3.11/lib-dynload")).unwrap();
+    write(&env.join("conda-meta/history"), "");
+    let site = env.join("lib/python3.11/site-packages");
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &["libcudnn.so.9"]);
+    driver_and_cache(&root, &[]);
+    let (code, doc) = inspect_json(&root, "/opt/conda/envs/ml");
+    assert_eq!(doc["python"]["kind"], "conda", "{doc:#}");
+    assert_eq!((code, verdicts(&doc)[0].2.as_str()), (1, "fails"));
+    assert_eq!(slugs(&doc), ["library-not-found"]);
+}
+
+/// torch and ONNX Runtime in one venv: each alone (ONNX Runtime without `preload_dlls()` falls back to the
+/// CPU, torch uses the GPU), then both in one process in the stated order; the fall-back is one finding.
+#[test]
+fn inspect_of_a_venv_with_two_frameworks_judges_each_alone_and_both_in_one_process() {
+    let m = ort::Machine::new(true);
+    let site = m.site();
+    let t = tempfile::tempdir().unwrap();
+    // ONNX Runtime's CUDA 13 wheels first: torch's (cuDNN with its sub-libraries) replace the same files.
+    ort::ort(&m);
+    ort::cuda13(&m, &[]);
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &[]);
+    let (code, doc) = inspect_json(&m.root, "/venv");
+    let got = verdicts(&doc);
+    assert_eq!(
+        got.iter()
+            .map(|v| (v.0.as_str(), v.2.as_str()))
+            .collect::<Vec<_>>(),
+        [("torch", "gpu"), ("onnxruntime", "cpu")],
+        "{doc:#}"
+    );
+    assert!(got.iter().all(|v| v.3.is_some()), "{got:?}");
+    assert_eq!(
+        doc["python"]["order"],
+        serde_json::json!(["torch", "onnxruntime"])
+    );
+    let runs: Vec<&Value> = doc["python"]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["modules"])
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            &serde_json::json!(["torch"]),
+            &serde_json::json!(["onnxruntime"]),
+            &serde_json::json!(["torch", "onnxruntime"])
+        ]
+    );
+    assert_eq!(code, 1);
+    // Alone, ONNX Runtime's provider misses cuBLASLt; after torch preloaded cuBLASLt it misses cuRAND, which
+    // torch 2.15 no longer preloads: two findings, each naming its process.
+    let fallbacks: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["slug"] == "framework-cpu-fallback")
+        .collect();
+    let said = |f: &Value| (f["message"].to_string(), f["evidence"].to_string());
+    assert_eq!(fallbacks.len(), 2, "{doc:#}");
+    let (alone, together) = (said(fallbacks[0]), said(fallbacks[1]));
+    assert!(
+        alone.0.contains("libcublasLt.so.13") && alone.1.contains("`import onnxruntime` alone"),
+        "{alone:?}"
+    );
+    assert!(
+        together.0.contains("libcurand.so.10")
+            && together
+                .1
+                .contains("`import torch; import onnxruntime` in one process"),
+        "{together:?}"
+    );
+    let (_, out, _) = cudadiag(
+        &m.root,
+        &["inspect", "/venv", "--gpu", "9.0", "--driver", "580.65.06"],
+        &[],
+    );
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some("torch 2.15.0: will use the GPU"), "{out}");
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("onnxruntime-gpu 1.31.1: runs on the CPU: "),
+        "{out}"
+    );
+    let line = lines.next().unwrap();
+    assert!(
+        line.starts_with(
+            "  in one process with the others (import torch; import onnxruntime): runs on the CPU: "
+        ) && line.contains("libcurand.so.10"),
+        "{out}"
+    );
+}
+
+#[test]
+fn doctor_with_virtual_env_lists_its_frameworks_and_their_findings() {
+    let t = tempfile::tempdir().unwrap();
+    let root = torch_venv(t.path(), &["libcudnn.so.9"]);
+    let (code, out, err) = cudadiag(&root, &["doctor", "--format", "json"], &["VIRTUAL_ENV=/venv"]);
+    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    contract(&out);
+    assert_eq!(code, 1);
+    assert_eq!(
+        doc["python"]["python"]["because"], "VIRTUAL_ENV",
+        "{:#}",
+        doc["python"]
+    );
+    assert_eq!(verdicts(&doc)[0].0, "torch");
+    assert_eq!(verdicts(&doc)[0].2, "fails");
+    assert!(
+        doc["python"].get("runs").is_none(),
+        "doctor leaves the processes out"
+    );
+    let f = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["slug"] == "library-not-found")
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert!(
+        f["evidence"]
+            .to_string()
+            .contains("in the environment /venv (VIRTUAL_ENV)"),
+        "{f:#}"
+    );
+    let (_, out, _) = cudadiag(&root, &["doctor"], &["VIRTUAL_ENV=/venv"]);
+    assert!(
+        out.contains("python    /venv/bin/python3 (Python 3.11, VIRTUAL_ENV): 1 framework"),
+        "{out}"
+    );
+    assert!(
+        out.contains("torch 2.15.0: fails at import: ImportError: libcudnn.so.9"),
+        "{out}"
+    );
+}
+
+#[test]
+fn doctor_without_an_environment_or_a_framework_says_so_quietly() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    interpreter_and_venv(&root);
+    // No VIRTUAL_ENV and no python3 on an empty PATH: a quiet line, no finding.
+    let (_, out, _) = cudadiag(&root, &["doctor", "--format", "json"], &[]);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        doc["python"]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("no Python interpreter"),
+        "{doc:#}"
+    );
+    assert_eq!(slugs(&doc), ["no-driver"]);
+    // A venv without a framework: listed, nothing judged.
+    let (_, out, _) = cudadiag(&root, &["doctor"], &["VIRTUAL_ENV=/venv"]);
+    assert!(
+        out.contains(
+            "python    /venv/bin/python3 (Python 3.11, VIRTUAL_ENV): no framework installed (0 distributions)"
+        ),
+        "{out}"
+    );
+    let (_, out, _) = cudadiag(&root, &["doctor", "--format", "json"], &["VIRTUAL_ENV=/venv"]);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["python"]["frameworks"], serde_json::json!([]));
+    assert_eq!(slugs(&doc), ["no-driver"]);
+}
