@@ -29,6 +29,7 @@
 pub mod cache;
 pub mod copies;
 pub mod dlopen;
+pub mod dlopen_table;
 pub mod foreign;
 pub mod name;
 pub mod object;
@@ -39,4 +40,4 @@ pub mod resolve;
 pub mod search;
 
 pub use object::Files;
-pub use resolve::{MainSymbols, resolve, resolve_alongside, resolve_with};
+pub use resolve::{Earlier, MainSymbols, resolve, resolve_after, resolve_alongside, resolve_with};

@@ -38,13 +38,10 @@ pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
     } else {
         crate::report::Detail::Short
     };
-    let judgement = crate::diagnose::judge(&facts, &matrix);
+    let (frameworks, findings) = python.map_or((None, Vec::new()), |(p, f)| (Some(p), f));
+    let judgement = crate::diagnose::judge(&facts, &matrix).with(&facts, findings);
     let mut report = crate::report::Report::new(facts, judgement);
-    if let Some((frameworks, findings)) = python {
-        report.findings.extend(findings);
-        report.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-        report.python = Some(frameworks);
-    }
+    report.python = frameworks;
     let outcome = super::outcome::render(&report, &args.output, paint, detail, out);
     crate::parallel::discard(report);
     outcome

@@ -152,13 +152,22 @@ pub fn binaries_and_libraries(
             let mut binaries = None;
             let resolution = r.libraries.then(|| {
                 files.prepare(root);
-                crate::loader::resolve_alongside(root, env, path, &mut files, || {
+                // A file of a Python framework's distribution is resolved in the process its import builds.
+                let framework = machine_path(root, path).and_then(|m| {
+                    crate::imports::file::loading(root, env, &m, crate::imports::known(), &mut files)
+                });
+                let earlier = framework.as_ref().map_or(&[][..], |(_, e)| &e[..]);
+                let mut res = crate::loader::resolve_after(root, env, path, &mut files, earlier, || {
                     let b = binaries.insert(inspected.take().map(crate::parallel::join));
                     match b {
                         Some(Ok(list)) if list.len() == 1 => crate::loader::MainSymbols::of(&list[0]),
                         _ => crate::loader::MainSymbols::default(),
                     }
-                })
+                });
+                if let Some(res) = &mut res {
+                    res.framework = framework.map(|(load, _)| load);
+                }
+                res
             });
             let binaries = binaries
                 .flatten()
@@ -184,6 +193,23 @@ pub fn binaries_and_libraries(
     // the run, about to report and exit, does not wait for it.
     crate::parallel::discard(files);
     Ok(facts)
+}
+
+/// The machine's path of `path`, a file read on this host: itself (made absolute) on this machine, the part
+/// under the root's directory with `--root` or an image; `None` for a file outside the root.
+fn machine_path(root: &crate::system::Root, path: &std::path::Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    if root.is_host() {
+        return Some(absolute);
+    }
+    let rel = match path.strip_prefix(root.dir()) {
+        Ok(rel) => rel.to_path_buf(),
+        Err(_) => absolute
+            .strip_prefix(std::path::absolute(root.dir()).ok()?)
+            .ok()?
+            .to_path_buf(),
+    };
+    Some(std::path::Path::new("/").join(rel))
 }
 
 /// Does the machine show any NVIDIA GPU or driver (a GPU on the bus, the kernel module, `/proc/driver/nvidia`,

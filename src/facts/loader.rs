@@ -308,7 +308,8 @@ pub struct Library {
     /// Loaded at run time with `dlopen`, not through DT_NEEDED.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dlopen: bool,
-    /// An LD_PRELOAD (or `/etc/ld.so.preload`) entry.
+    /// An LD_PRELOAD (or `/etc/ld.so.preload`) entry, or a library a Python framework loads before the
+    /// inspected file of its own (with `dlopen` set; [`Library::reason`] says which framework and how).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub preload: bool,
     /// Why the request exists, for `dlopen`s and preloads.
@@ -464,6 +465,34 @@ pub struct Resolution {
     /// Set when the machine (or root) cannot load the binary's architecture: its libraries were not looked up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub foreign: Option<Foreign>,
+    /// Set when the binary belongs to a Python framework's distribution and was resolved in the process that
+    /// framework's import builds: what it loads by path first was already loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framework: Option<FrameworkLoad>,
+}
+
+/// How a Python framework loads a file of its own distribution (`torch/_C*.so`, `torch/lib/libtorch_cuda.so`,
+/// the CUDA provider of ONNX Runtime): the libraries its Python code loads by path (or opens by name) before
+/// the file, which the file's own DT_NEEDED entries then find loaded instead of searching for them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameworkLoad {
+    /// The module imported (`torch`).
+    pub module: String,
+    /// The distribution that owns the file, and its version (`torch 2.15.0`).
+    pub installed: String,
+    /// What the model of that version does (`every CUDA wheel preloaded from sys.path, each best effort`).
+    pub model: String,
+    /// Set when the version is outside every modelled range: the nearest model was used, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nearest: Option<String>,
+    /// The `sys.path` entry the distribution is installed in (a machine path).
+    pub site: String,
+    /// The libraries the framework loads before the file, in order (their paths as loaded).
+    pub before: Vec<String>,
+    /// What the framework itself says to do when its import or first GPU use, modelled, does not reach the
+    /// GPU (ONNX Runtime: call `onnxruntime.preload_dlls()`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
 }
 
 /// A binary the machine cannot load: another architecture than the root's.

@@ -10,6 +10,7 @@
 //! `framework-cpu-fallback`. An outcome that raises for another reason (the driver check) comes with the
 //! model's own finding from [`crate::python::frameworks::Framework::checks`].
 
+pub mod file;
 pub mod process;
 
 use crate::findings::{Code, Finding};

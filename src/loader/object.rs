@@ -19,16 +19,8 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Strings searched in `.rodata` for `dlopen` names (see [`super::dlopen`]).
-pub const DLOPEN_NEEDLES: &[&[u8]] = &[
-    b"libcuda.so",
-    b"libnvidia-ml.so",
-    b"libnvrtc-builtins",
-    b"libnvJitLink.so",
-    b"libcudnn",
-    b"libnvrtc.so",
-    b"libcupti.so",
-];
+pub use super::dlopen_table::DLOPEN_NEEDLES;
+use super::dlopen_table::{PIECE, first_occurrences};
 
 /// The verdict on one candidate file.
 #[derive(Debug, Clone)]
@@ -215,16 +207,7 @@ impl Files {
         let Some(parts) = &b.strings else {
             return Vec::new();
         };
-        let mut list: Vec<(String, u64)> = Vec::new();
-        for (s, off) in parts.wait(&self.pool) {
-            match list.iter_mut().find(|(x, _)| *x == s) {
-                // The first occurrence in the file, whichever part saw it.
-                Some(e) => e.1 = e.1.min(off),
-                None => list.push((s, off)),
-            }
-        }
-        list.sort_by_key(|&(_, off)| off);
-        list
+        first_occurrences(parts.wait(&self.pool))
     }
 
     /// The symbols of a loaded object read with [`Files::read_loaded`] (waiting for them, helping the pool).
@@ -473,9 +456,10 @@ impl Files {
 
 /// Starts the search of `view`'s `.rodata` (of the file at `host`) for `dlopen` names on `pool`, in parts of
 /// 1 MB: one object's search spreads over the cores (the run-time loads found in one object are resolved, and
-/// their own objects searched, before the next). `None` when there is nothing to search.
+/// their own objects searched, before the next). `None` when there is nothing to search. A library the
+/// bundled table knows ([`super::dlopen_table`]: NVIDIA's, by build ID) is not searched: the table holds
+/// what the search finds in it.
 fn search_rodata(pool: &mut Pool, view: &LoaderView, host: &Path) -> Option<Arc<Parts<(String, u64)>>> {
-    const PIECE: u64 = 1 << 20;
     let parts: Vec<inspect::RodataPart> = view
         .rodata
         .iter()
@@ -483,6 +467,11 @@ fn search_rodata(pool: &mut Pool, view: &LoaderView, host: &Path) -> Option<Arc<
         .collect();
     if parts.is_empty() {
         return None;
+    }
+    if let Some(strings) = super::dlopen_table::known(view) {
+        let found = Arc::new(Parts::new(1));
+        found.add(strings);
+        return Some(found);
     }
     // One open for all the parts (a path lookup per megabyte added up to a hundred opens for PyTorch's tree).
     let Ok(file) = crate::system::read::open_regular(host).map(|(f, _)| Arc::new(f)) else {

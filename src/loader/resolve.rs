@@ -367,7 +367,31 @@ pub fn resolve_alongside(
     files: &mut Files,
     main: impl FnOnce() -> MainSymbols,
 ) -> Option<Resolution> {
-    let (res, _) = session(root, env, path, files, |st| {
+    resolve_after(root, env, path, files, &[], main)
+}
+
+/// An object a process loaded before it opened the one resolved: a library a Python framework loads by path
+/// (`ctypes.CDLL`) or opens by name before the file of its own that is inspected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Earlier {
+    /// Its path as the process opened it (a machine path).
+    pub path: String,
+    /// Who loaded it and how (`torch loads it by path: …`), kept as the request's reason.
+    pub reason: String,
+}
+
+/// [`resolve_alongside`] for an object opened into a process that already holds `earlier` (each with its own
+/// DT_NEEDED tree, loaded in order): a soname one of them answers to is not searched for again, as
+/// `_dl_map_object` finds it with `_dl_lookup_map`. With `earlier` empty, [`resolve_alongside`] itself.
+pub fn resolve_after(
+    root: &Root,
+    env: &Env,
+    path: &Path,
+    files: &mut Files,
+    earlier: &[Earlier],
+    main: impl FnOnce() -> MainSymbols,
+) -> Option<Resolution> {
+    let (res, _) = session_after(root, env, path, files, earlier, |st| {
         let main = main();
         st.res.objects[0].needs = main.versioned_undefined;
         st.runtime_loads(0, main.cudart_static);
@@ -385,6 +409,18 @@ pub(super) fn session<R>(
     env: &Env,
     path: &Path,
     files: &mut Files,
+    body: impl FnOnce(&mut State) -> R,
+) -> Option<(Resolution, Option<R>)> {
+    session_after(root, env, path, files, &[], body)
+}
+
+/// [`session`] of an object opened into a process that holds `earlier` first ([`State::after`]).
+fn session_after<R>(
+    root: &Root,
+    env: &Env,
+    path: &Path,
+    files: &mut Files,
+    earlier: &[Earlier],
     body: impl FnOnce(&mut State) -> R,
 ) -> Option<(Resolution, Option<R>)> {
     // The binary's `.rodata` is searched whatever it is: its own strings are worth reading.
@@ -453,6 +489,7 @@ pub(super) fn session<R>(
             libraries: Vec::new(),
             origins: Vec::new(),
             foreign: None,
+            framework: None,
         },
         by_name: HashMap::from_iter([(main_path, 0)]),
         ids: vec![file_id(path)],
@@ -465,7 +502,7 @@ pub(super) fn session<R>(
     if let Some(s) = &e.soname {
         st.name(0, s);
     }
-    st.start(env, &platform, secure);
+    st.start(env, &platform, secure, earlier);
     let out = body(&mut st);
     Some((st.finish(root, env, &platform), Some(out)))
 }
@@ -473,7 +510,7 @@ pub(super) fn session<R>(
 impl State<'_> {
     /// What ld.so maps before the program runs: the interpreter (in the list from the start), `LD_PRELOAD`
     /// (space or colon separated) then `/etc/ld.so.preload`, then the DT_NEEDED tree.
-    fn start(&mut self, env: &Env, platform: &super::platform::Platform, secure: bool) {
+    fn start(&mut self, env: &Env, platform: &super::platform::Platform, secure: bool, earlier: &[Earlier]) {
         let root = self.ctx.root;
         if let Verdict::Ok(c) = self.files.verify(root, platform, &platform.interpreter)
             && let Some(ie) = &c.view.elf
@@ -489,6 +526,7 @@ impl State<'_> {
             names.extend(o.soname.clone());
             self.load(o, names, c.clone());
         }
+        let preloaded_from = self.res.objects.len();
         let mut preloads: Vec<(String, String)> = Vec::new();
         if let Some(p) = env.get("LD_PRELOAD") {
             for n in p.split([' ', ':']).filter(|s| !s.is_empty()) {
@@ -511,7 +549,35 @@ impl State<'_> {
             self.request(0, &n, Kind::Preload, Some(format!("listed in {why}")));
         }
         self.read_ahead(0);
-        self.deps_from(0);
+        if earlier.is_empty() {
+            self.deps_from(0);
+        } else {
+            self.after(preloaded_from, earlier);
+        }
+    }
+
+    /// The process an interpreter built before it opened the object at index 0: the trees of the LD_PRELOAD
+    /// objects (from index `from`), mapped as it started; then each of `earlier` with its tree, in order, as
+    /// `dlopen` maps them (no `l_loader`, so their dependencies do not inherit anyone's RPATH), each request
+    /// marked as a preload with its reason; then the object's own DT_NEEDED tree, breadth-first, which finds
+    /// every soname already loaded without a search.
+    fn after(&mut self, from: usize, earlier: &[Earlier]) {
+        self.deps_from(from);
+        for e in earlier {
+            let (objects, at) = (self.res.objects.len(), self.res.libraries.len());
+            self.request(0, &e.path, Kind::Dlopen, Some(e.reason.clone()));
+            if let Some(l) = self.res.libraries.get_mut(at) {
+                l.preload = true;
+            }
+            if self.res.objects.len() > objects {
+                self.deps_from(objects);
+            }
+        }
+        let own = self.res.objects.len();
+        for n in self.res.objects[0].needed.clone() {
+            self.request(0, &n, Kind::Needed, None);
+        }
+        self.deps_from(own);
     }
 
     /// Every object, in load order.

@@ -50,9 +50,8 @@ pub struct Owned {
 pub struct Records {
     /// Directory → its `.dist-info` entries (empty for most directories).
     infos: HashMap<PathBuf, Vec<PathBuf>>,
-    /// `.dist-info` → the paths its `RECORD` lists inside its install directory, `None` when it could not be
-    /// read.
-    records: HashMap<PathBuf, Option<HashSet<String>>>,
+    /// `.dist-info` → its `RECORD`'s text, `None` when it could not be read ([`record_lists`] searches it).
+    records: HashMap<PathBuf, Option<String>>,
     /// Bytes of `RECORD`s read so far.
     bytes: u64,
     /// File → its owner, once asked.
@@ -90,7 +89,8 @@ impl Records {
             if !infos.is_empty() {
                 let words = words_of(&rel);
                 // Most matching first; a distribution sharing no word with the path comes last.
-                infos.sort_by_key(|i| std::cmp::Reverse(score(i, &words)));
+                // Each name scored once (a comparison sort scores a name at each of its comparisons).
+                infos.sort_by_cached_key(|i| std::cmp::Reverse(score(i, &words)));
                 for info in infos {
                     if !self.records.contains_key(&info)
                         && (self.records.len() >= MAX_RECORDS || self.bytes >= MAX_RECORD_BYTES)
@@ -126,10 +126,10 @@ impl Records {
                     .read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA)
                     .ok()?;
                 *bytes += text.len() as u64;
-                Some(record_paths(&text))
+                Some(text)
             })
-            .as_ref()
-            .is_some_and(|paths| paths.contains(rel))
+            .as_deref()
+            .is_some_and(|text| record_lists(text, rel))
     }
 }
 
@@ -175,27 +175,80 @@ fn score(info: &Path, words: &[String]) -> (usize, usize) {
 /// line's first CSV field, quoted when it holds a comma or a quote; a path through `.` or `..` is taken
 /// lexically (scripts and data files installed elsewhere, `../../../bin/x`, stay outside and are left out).
 pub fn record_paths(text: &str) -> HashSet<String> {
-    text.lines()
-        .filter_map(first_field)
-        .filter_map(|f| {
-            if f.split('/').any(|c| c == ".." || c == ".") {
-                Some(normal(&f)).filter(|n| !n.starts_with(".."))
-            } else {
-                Some(f.into_owned())
-            }
-        })
-        .collect()
+    // Sized once (torch's RECORD has twelve thousand lines: growing the set rehashed them all, again and again).
+    let mut paths = HashSet::with_capacity(memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1);
+    paths.extend(text.lines().filter_map(first_field).filter_map(record_path));
+    paths
 }
 
-/// Does a `RECORD`'s text list `rel` (a `/`-separated path relative to the install directory)?
+/// A `RECORD` line's first field as a path inside the install directory (`None`: it leads outside).
+fn record_path(f: std::borrow::Cow<'_, str>) -> Option<String> {
+    // Only a path with a `.` component (which begins the path or follows a `/`) is taken apart.
+    let dotted = (f.starts_with('.') || f.contains("/.")) && f.split('/').any(|c| c == ".." || c == ".");
+    if dotted {
+        Some(normal(&f)).filter(|n| !n.starts_with(".."))
+    } else {
+        Some(f.into_owned())
+    }
+}
+
+/// [`record_paths`], sorted: a sort and a pass for duplicates, no hashing (for the whole list of a
+/// distribution's files; torch's hashed and then sorted cost 20 M instructions of `cudadiag import torch`).
+pub fn record_paths_sorted(text: &str) -> Vec<String> {
+    let mut paths: Vec<String> = text
+        .lines()
+        .filter_map(first_field)
+        .filter_map(record_path)
+        .collect();
+    paths.sort_unstable();
+    paths.dedup();
+    paths
+}
+
+/// Does a `RECORD`'s text list `rel` (a `/`-separated path relative to the install directory)? The same
+/// answer as `record_paths(text).contains(rel)`, by one search of the text for a line that begins with `rel`
+/// (torch's `RECORD` has twelve thousand lines, and hashing each was most of the loader's reading of it); only
+/// the lines a plain search cannot judge (quoted fields, paths through `.` or `..`) are parsed.
 pub fn record_lists(text: &str, rel: &str) -> bool {
-    record_paths(text).contains(rel)
+    // `record_paths` holds no path with a `.` or `..` component (but leading `..`s, which it leaves out).
+    if rel.split('/').any(|c| c == "." || c == "..") {
+        return false;
+    }
+    let bytes = text.as_bytes();
+    let ends_field = |at: usize| match bytes.get(at) {
+        None | Some(b',' | b'\n') => true,
+        Some(b'\r') => bytes.get(at + 1) == Some(&b'\n'),
+        _ => false,
+    };
+    // A name with a comma or a line break, or one that begins with a quote (never a real file's), is left to
+    // the parse of every line.
+    if rel.is_empty() || rel.contains([',', '\n', '\r']) || rel.starts_with('"') {
+        return record_paths(text).contains(rel);
+    }
+    for at in memchr::memmem::find_iter(bytes, rel.as_bytes()) {
+        if (at == 0 || bytes[at - 1] == b'\n') && ends_field(at + rel.len()) {
+            return true;
+        }
+    }
+    // Most RECORDs have no line the plain search cannot judge: one pass over the text says so.
+    let odd = |l: &str| l.starts_with('"') || l.starts_with('.') || l.contains("/.");
+    if !(odd(text) || text.contains("\n\"") || text.contains("\n.") || text.contains("/.")) {
+        return false;
+    }
+    text.lines().filter(|l| odd(l)).filter_map(first_field).any(|f| {
+        if f.split('/').any(|c| c == ".." || c == ".") {
+            normal(&f) == rel
+        } else {
+            f == rel
+        }
+    })
 }
 
 /// The first field of a CSV line (RFC 4180 quoting, as Python's `csv` module writes it).
 fn first_field(line: &str) -> Option<std::borrow::Cow<'_, str>> {
     let Some(rest) = line.strip_prefix('"') else {
-        return Some(line.split(',').next().unwrap_or(line).into());
+        let end = memchr::memchr(b',', line.as_bytes()).unwrap_or(line.len());
+        return Some(line[..end].into());
     };
     let mut out = String::new();
     let mut chars = rest.chars().peekable();
@@ -260,6 +313,55 @@ pub fn dist_infos(root: &Root, dir: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn record_lists_answers_as_the_set_of_record_paths() {
+        let text = "torch/lib/libc10.so,sha256=x,1\r\ntorch/lib/libc10.so.1,,\nx/libonly.so\n\
+                    \"odd,name/libx.so\",,\n\"quoted/plain.so\",,\n./dot/lib.so,,\na/./b/../libq.so,,\n\
+                    ../../../bin/tool,,\nlone/cr.so\r,,\ntorch/lib/libc10.soX,,\n  torch/lib/sp.so,,\n\
+                    .hidden/lib.so,,\nlast/no_newline.so\r";
+        let paths = record_paths(text);
+        let mut asked: Vec<String> = paths.iter().cloned().collect();
+        for line in text.lines() {
+            asked.push(line.to_string());
+            asked.extend(line.split(',').map(str::to_string));
+        }
+        asked.extend(
+            [
+                "torch/lib",
+                "torch/lib/libc10",
+                "lib/libc10.so",
+                "bin/tool",
+                "../../../bin/tool",
+                "a/./libq.so",
+            ]
+            .map(String::from),
+        );
+        asked.extend(
+            [
+                "dot/lib.so",
+                "a/libq.so",
+                "quoted/plain.so",
+                "lone/cr.so",
+                "last/no_newline.so",
+                "",
+            ]
+            .map(String::from),
+        );
+        let with_empty_line = format!("{text}\n\nz.so,,\n");
+        assert_eq!(
+            record_lists(&with_empty_line, ""),
+            record_paths(&with_empty_line).contains("")
+        );
+        for rel in &asked {
+            assert_eq!(record_lists(text, rel), paths.contains(rel.as_str()), "{rel:?}");
+        }
+        // A path listed twice is one path.
+        let twice = format!("{text}\ntorch/lib/libc10.so,,\n");
+        let mut sorted: Vec<String> = record_paths(&twice).into_iter().collect();
+        sorted.sort();
+        assert_eq!(record_paths_sorted(&twice), sorted);
+    }
 
     #[test]
     fn record_fields_quoted_and_relative() {

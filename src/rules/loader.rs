@@ -39,8 +39,43 @@ pub fn evaluate_on(
         out.extend(super::glibc::glibc_too_old(r, host, machine));
         out.extend(symbol_version_missing(r, glibc.as_ref()));
         out.extend(multiple_cuda_majors(r));
+        out.extend(loaded_by_framework(r));
     }
     out
+}
+
+/// `loaded-by-framework` (a note): the binary belongs to a Python framework's distribution and was judged in
+/// the process that framework's import builds, after the libraries it loads first (`imports::file`), not
+/// alone; the note says which framework, which model of its loading, and what came first.
+pub fn loaded_by_framework(r: &Resolution) -> Option<Finding> {
+    let fw = r.framework.as_ref()?;
+    let before = match fw.before.len() {
+        0 => "nothing loaded before it".to_string(),
+        1 => "1 library loaded before it".to_string(),
+        n => format!("{n} libraries loaded before it"),
+    };
+    let help = fw.fix.clone().unwrap_or_else(|| {
+        format!(
+            "`cudadiag import {}` models the whole import and its first GPU use, with how each library came in",
+            fw.module
+        )
+    });
+    let mut f = Finding::new(
+        Code::LoadedByFramework,
+        format!(
+            "{}: judged as `import {}` loads it ({}: {}; {before}): docs/python-frameworks.md",
+            r.binary, fw.module, fw.installed, fw.model
+        ),
+        help,
+    )
+    .at(&r.binary);
+    if let Some(n) = &fw.nearest {
+        f = f.because(n.clone());
+    }
+    for path in &fw.before {
+        f = f.because(format!("loaded first by {}: {path}", fw.module));
+    }
+    Some(f)
 }
 
 /// One-line fixes of missing libraries, by binary, requester and name.

@@ -95,6 +95,21 @@ impl Judgement {
     }
 }
 
+impl Judgement {
+    /// This judgement with `more` findings joined (the frameworks' of the active Python environment, for
+    /// `doctor`): most severe first again, and the headlines made again, so that the first line, the findings
+    /// and the exit status still agree.
+    pub fn with(mut self, facts: &Facts, more: Vec<Finding>) -> Judgement {
+        if more.is_empty() {
+            return self;
+        }
+        self.findings.extend(more);
+        self.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        self.headlines = headlines(facts, &self.findings, &self.verdicts);
+        self
+    }
+}
+
 /// Judges the facts for a machine (real or what-if): [`evaluate`], then [`verdicts`] from its findings.
 pub fn judge(facts: &Facts, matrix: &Matrix) -> Judgement {
     let findings = evaluate(facts, matrix);

@@ -278,6 +278,14 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "loaded-by-framework",
+        Case::Elsewhere {
+            fire: "python_inspect_file.rs::a_torch_extension_is_judged_with_the_wheels_torch_preloads",
+            miss: "python_inspect_file.rs::a_framework_file_outside_any_environment_is_judged_alone",
+            why: "needs a venv with torch's layout, its NVIDIA wheels and an interpreter, libraries built with cc",
+        },
+    ),
+    (
         "no-driver",
         Case::Run {
             fire: &["doctor", "@host:nouveau"],

@@ -341,7 +341,23 @@ fn doctor_with_virtual_env_lists_its_frameworks_and_their_findings() {
             .contains("in the environment /venv (VIRTUAL_ENV)"),
         "{f:#}"
     );
-    let (_, out, _) = cudadiag(&root, &["doctor"], &["VIRTUAL_ENV=/venv"]);
+    let (code, out, _) = cudadiag(&root, &["doctor"], &["VIRTUAL_ENV=/venv"]);
+    // The first line agrees with the findings and the exit status: a machine whose environment's torch
+    // fails at import is not "no error found" (it was, while the exit status was 1).
+    // The first line counts every error, the framework's too (it counted the machine's alone).
+    let errors = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .count();
+    let headline = out.lines().next().unwrap_or_default();
+    assert!(
+        code == 1
+            && headline.contains("will fail")
+            && headline.contains(&format!("(and {} more errors)", errors - 1)),
+        "{errors} errors: {out}"
+    );
     assert!(
         out.contains("python    /venv/bin/python3 (Python 3.11, VIRTUAL_ENV): 1 framework"),
         "{out}"

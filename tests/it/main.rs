@@ -44,6 +44,7 @@ mod ptxas;
 mod python_cupy_ort;
 mod python_env;
 mod python_import;
+mod python_inspect_file;
 mod python_syspath;
 mod secure_boot;
 mod verdict_agreement;

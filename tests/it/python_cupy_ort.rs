@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 const SITE: &str = "venv/lib/python3.12/site-packages";
 
 /// A library with SONAME `soname`, no libc, linked against `deps` (their sonames become its DT_NEEDED).
-fn lib(dir: &Path, soname: &str, deps: &[&Path]) -> PathBuf {
+pub(crate) fn lib(dir: &Path, soname: &str, deps: &[&Path]) -> PathBuf {
     build::lib(dir, soname, "f", deps, &["-nostdlib"])
 }
 

@@ -107,10 +107,7 @@ fn dist(root: &Root, site: &Path, info: &Path, budget: &mut u64) -> Option<Dist>
         && let Ok(record) = root.read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA)
     {
         *budget = budget.saturating_sub(record.len() as u64);
-        files = crate::python::dist_info::record_paths(&record)
-            .into_iter()
-            .collect();
-        files.sort();
+        files = crate::python::dist_info::record_paths_sorted(&record);
     }
     Some(Dist {
         key: super::normalise(&m.name),
