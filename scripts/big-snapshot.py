@@ -22,8 +22,13 @@ def main():
     libs = host.get("libraries") or []
     if not libs:
         sys.exit(f"{base} has no library catalogue to repeat (take it without --no-catalog)")
-    one = len(json.dumps(libs, indent=2).encode())
-    copies = max(1, int(size_mb * 1e6 / one))
+    # The size of one copy as written (at its depth in the file's indentation): the file with the catalogue
+    # once, less the file without it.
+    host["libraries"] = []
+    empty = len(json.dumps(snap, indent=2).encode())
+    host["libraries"] = libs
+    one = len(json.dumps(snap, indent=2).encode()) - empty
+    copies = max(1, int((size_mb * 1e6 - empty) / one))
     grown = []
     for i in range(copies):
         for lib in libs:

@@ -90,6 +90,20 @@ pub fn snapshot(text: &str) {
     }
 }
 
+/// A node file's head as `fleet` decodes it (`fleet::head`, the skim) against `serde_json`'s whole decode:
+/// where `serde_json` gives a head the skim gives the same one, and where the skim refuses the text
+/// `serde_json` does too, with the same message. (The one chosen difference, damage inside a report's
+/// library catalogue, only ever makes the skim accept.)
+pub fn fleet_head(text: &str) {
+    let whole = serde_json::from_str::<crate::fleet::head::Head<'_>>(text);
+    match (crate::fleet::head::decode(text), whole) {
+        (Ok(skim), Ok(whole)) => assert_eq!(skim, whole),
+        (Err(skim), Err(whole)) => assert_eq!(skim.to_string(), whole.to_string()),
+        (Err(skim), Ok(_)) => panic!("the skim refused what serde_json reads: {skim}"),
+        (Ok(_), Err(_)) => {}
+    }
+}
+
 /// `snapshot --redact` replayed: the input's first line is a host name, its second a user name, the rest a
 /// snapshot. The snapshot is redacted as `snapshot --redact` does it (the names, the homes its strings
 /// mention) and must read back as a snapshot: redaction rewrites data, never structure, whatever the names.

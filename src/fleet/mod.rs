@@ -11,7 +11,9 @@
 //! (and the files it could not use, with why), [`group`] turns nodes into a [`Fleet`]; `report::fleet`
 //! renders it. Nothing here reads a file or prints.
 
+pub mod head;
 pub mod judge;
+pub mod skim;
 
 use crate::findings::Severity;
 use judge::{ImageJudged, Outcome};

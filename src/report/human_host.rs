@@ -6,6 +6,8 @@ use super::paint::Paint;
 use super::sane::Sane;
 use crate::facts::HostFacts;
 use crate::facts::host::{Flavour, LibCandidate, LibraryEntry};
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
 /// A row whose value is data (paths, versions, environment values): shown escaped.
@@ -87,22 +89,26 @@ struct Group<'a> {
 
 fn groups<'a>(files: &[&'a LibraryEntry]) -> Vec<Group<'a>> {
     let mut out: Vec<Group<'a>> = Vec::new();
+    // Each group's place in `out` by its key (groups stay in the order first seen, as the sort below is
+    // stable): one look-up per file, where a search of the groups made this quadratic in directories.
+    let mut place: HashMap<(&'a str, &'a str, &'a str, String), usize> = HashMap::new();
     for f in files {
         let dir = f.real_path.rsplit_once('/').map_or(".", |(d, _)| d);
         let version = f.version.as_deref().unwrap_or("?");
         let owner = owner(f);
-        match out
-            .iter_mut()
-            .find(|g| g.kind == f.kind && g.version == version && g.dir == dir && g.owner == owner)
-        {
-            Some(g) => g.files.push(f),
-            None => out.push(Group {
-                kind: &f.kind,
-                version,
-                dir,
-                owner,
-                files: vec![f],
-            }),
+        match place.entry((f.kind.as_str(), version, dir, owner)) {
+            Entry::Occupied(at) => out[*at.get()].files.push(f),
+            Entry::Vacant(slot) => {
+                let owner = slot.key().3.clone();
+                slot.insert(out.len());
+                out.push(Group {
+                    kind: &f.kind,
+                    version,
+                    dir,
+                    owner,
+                    files: vec![f],
+                });
+            }
         }
     }
     // By family, then place: the catalogue's order is the walk's.
@@ -111,13 +117,13 @@ fn groups<'a>(files: &[&'a LibraryEntry]) -> Vec<Group<'a>> {
 }
 
 fn libraries(out: &mut dyn Write, p: Paint, libs: &[LibraryEntry], verbose: bool) -> io::Result<()> {
-    // One line per real file: the links to it add nothing but names.
-    let mut files: Vec<&LibraryEntry> = Vec::new();
-    for l in libs {
-        if !files.iter().any(|f| f.real_path == l.real_path) {
-            files.push(l);
-        }
-    }
+    // One line per real file: the links to it add nothing but names. A set, not a search of the list per
+    // entry: a catalogue of 69,000 entries (a 79 MB snapshot) took minutes that way.
+    let mut seen: HashSet<&str> = HashSet::with_capacity(libs.len());
+    let files: Vec<&LibraryEntry> = libs
+        .iter()
+        .filter(|l| seen.insert(l.real_path.as_str()))
+        .collect();
     if files.is_empty() {
         return row(out, p, "libraries", "no CUDA library found on disk");
     }
@@ -412,6 +418,38 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.lines().count(), 3 + 10, "{text}");
+    }
+
+    /// The set and the map that replaced two searches keep what the searches gave: a link counted as a path
+    /// but not as a file, and groups that sort alike (family, place, version; owners differ) in the order
+    /// first seen.
+    #[test]
+    fn links_fold_into_their_files_and_groups_keep_their_first_order() {
+        let mut link = file("cudnn", "9.19.0", "/usr/lib/libcudnn.so.9");
+        link.real_path = "/usr/lib/libcudnn.so.9.19.0".into();
+        let mut libs = vec![
+            file("cudnn", "9.19.0", "/usr/lib/libcudnn.so.9.19.0"),
+            link,
+            file("cudnn", "9.19.0", "/usr/lib/libcudnn_ops.so.9.19.0"),
+        ];
+        let mut other = file("cudnn", "9.19.0", "/usr/lib/libcudnn_cnn.so.9.19.0");
+        other.owner = Some(Owner {
+            kind: "pip".into(),
+            name: "nvidia-cudnn-cu13".into(),
+            version: Some("9.19.0".into()),
+        });
+        libs.insert(0, other);
+        let text = render(&libs, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "libraries 3 files (4 paths) in 2 groups (-v lists each file)"
+        );
+        assert!(lines[1].ends_with("[pip nvidia-cudnn-cu13 9.19.0]"), "{text}");
+        assert!(
+            lines[2].contains("(2 files) /usr/lib  [deb libcudnn9-cuda-13]"),
+            "{text}"
+        );
     }
 
     #[test]

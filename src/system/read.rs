@@ -283,6 +283,50 @@ pub fn read(path: &Path, limit: Limit) -> Result<Vec<u8>, ReadError> {
     read_open(file, &meta, limit)
 }
 
+/// [`read`] into `buffer`, which a caller reading many files (`fleet`'s thousands of node reports) reuses from
+/// one to the next: no new allocation per file, and a file of the size `fstat` states is read in one `read`
+/// (of that size and one byte more), where [`read`] reads on until a `read` returns nothing. A read that
+/// returns fewer bytes than asked, once the stated size is there, is the end of a regular file; a file that
+/// states no size (procfs) or is still short is read on until a `read` returns nothing, at most `limit + 1`
+/// bytes as [`read`]. The text is the start of `buffer`, which keeps its size for the next file.
+pub fn read_into<'b>(path: &Path, limit: Limit, buffer: &'b mut Vec<u8>) -> Result<&'b [u8], ReadError> {
+    let (mut file, meta) = open_regular(path)?;
+    if meta.len() > limit.bytes {
+        return Err(ReadError::TooLarge {
+            size: Some(meta.len()),
+            limit,
+        });
+    }
+    let most = usize::try_from(limit.bytes.saturating_add(1)).unwrap_or(usize::MAX);
+    let stated = usize::try_from(meta.len()).unwrap_or(0);
+    if buffer.len() < stated + 1 {
+        buffer.resize(stated + 1, 0);
+    }
+    let mut n = 0;
+    loop {
+        if n == buffer.len() {
+            if n >= most {
+                return Err(ReadError::TooLarge { size: None, limit });
+            }
+            buffer.resize(n.saturating_mul(2).clamp(8 << 10, most), 0);
+        }
+        let asked = buffer.len() - n;
+        let got = match file.read(&mut buffer[n..]) {
+            Ok(got) => got,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        n += got;
+        if got == 0 || (stated > 0 && n >= stated && got < asked) {
+            break;
+        }
+    }
+    if n as u64 > limit.bytes {
+        return Err(ReadError::TooLarge { size: None, limit });
+    }
+    Ok(&buffer[..n])
+}
+
 /// [`read`], as UTF-8 text.
 pub fn read_to_string(path: &Path, limit: Limit) -> Result<String, ReadError> {
     let bytes = read(path, limit)?;
@@ -399,6 +443,39 @@ mod tests {
             }
             .is_not_found()
         );
+    }
+
+    #[test]
+    fn read_into_reuses_its_buffer_and_keeps_the_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let (big, small) = (dir.path().join("big"), dir.path().join("small"));
+        std::fs::write(&big, [b'x'; 40]).unwrap();
+        std::fs::write(&small, b"0123456789").unwrap();
+        let mut buffer = Vec::new();
+        let limit = Limit {
+            bytes: 64,
+            what: "a test file",
+        };
+        assert_eq!(read_into(&big, limit, &mut buffer).unwrap(), &[b'x'; 40][..]);
+        assert_eq!(read_into(&small, limit, &mut buffer).unwrap(), b"0123456789");
+        assert!(buffer.len() >= 41, "kept for the next file");
+        assert!(matches!(
+            read_into(&big, TINY, &mut buffer),
+            Err(ReadError::TooLarge { size: Some(40), .. })
+        ));
+        // procfs states no size: read on to the end, within the limit.
+        if Path::new("/proc/self/status").exists() {
+            let text = read_into(Path::new("/proc/self/status"), KERNEL_TEXT, &mut buffer).unwrap();
+            assert!(text.ends_with(b"\n") && text.len() > 100, "{}", text.len());
+            assert!(matches!(
+                read_into(Path::new("/proc/self/status"), TINY, &mut buffer),
+                Err(ReadError::TooLarge { size: None, .. })
+            ));
+        }
+        assert!(matches!(
+            read_into(dir.path(), limit, &mut buffer),
+            Err(ReadError::NotRegular { .. })
+        ));
     }
 
     #[test]

@@ -1,25 +1,28 @@
 //! Reading node files: directories walked (bounded), files read in parallel, each decoded only as far as the
 //! grouping needs.
 //!
-//! A real node's `doctor --format json` report is about 130 KiB, most of it the catalogue of CUDA libraries
+//! A real node's `doctor --format json` report is about 160 KB, most of it the catalogue of CUDA libraries
 //! under `host.facts`; the grouping needs a few hundred bytes of it (driver, GPU models, finding slugs, host
-//! name). So a report is decoded into borrowed structs that skip every other value ([`IgnoredAny`]) without
-//! building it: no `serde_json::Value`, no owned strings for what is not kept. Only a snapshot (which holds
-//! facts, not findings) or a node an artefact is judged against is decoded whole, into the facts model.
+//! name). So a report's head is decoded into borrowed structs and every other value stepped over without
+//! being built (`fleet::head`): no `serde_json::Value`, no owned strings for what is not kept. Only a
+//! snapshot (which holds facts, not findings) or a node an artefact is judged against is decoded whole, into
+//! the facts model. Each thread reads its files into one buffer (`system::read::read_into`: one `read` of the
+//! size `fstat` states).
 //!
 //! Bounds: at most [`MAX_FILES`] files and [`MAX_DEPTH`] directory levels per walk, links not followed inside a
 //! directory, each file at most [`NODE_FILE`] bytes (read through `system::read`, which refuses FIFOs and
-//! devices without blocking), and memory per node of what is kept, not of the file.
+//! devices without blocking), a thread's buffer kept only up to [`KEPT_BUFFER`], and memory per node of what
+//! is kept, not of the file.
 
 use crate::diagnose::image::program::{Program, Staged};
 use crate::facts::HostFacts;
 use crate::findings::Severity;
+use crate::fleet::head::Head;
 use crate::fleet::judge::{Artefact, Prediction};
 use crate::fleet::{GpuCount, Node, NodeFinding, SkipKind, Skipped, SourceKind, Standing};
 use crate::matrix::Matrix;
 use crate::system::read::Limit;
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
@@ -168,6 +171,9 @@ pub enum Judge<'a> {
     Image(&'a Program),
 }
 
+/// The largest read buffer a thread keeps for the next file (a node's report is about 160 KiB).
+const KEPT_BUFFER: usize = 4 << 20;
+
 /// A thread's scratch for judging: a copy of the artefact's facts (its host replaced per node).
 type Scratch = Option<crate::facts::Facts>;
 
@@ -182,12 +188,19 @@ pub fn read_all(
     crate::parallel::map_with(
         files,
         usize::MAX,
-        || match judge {
-            Judge::Artefact(a) => Some(a.judge_facts()),
-            _ => None,
+        || {
+            let scratch = match judge {
+                Judge::Artefact(a) => Some(a.judge_facts()),
+                _ => None,
+            };
+            (scratch, Vec::new())
         },
-        |scratch, path| {
-            let r = read_node(path, matrix, judge, scratch);
+        |(scratch, buffer), path| {
+            let r = read_node(path, buffer, matrix, judge, scratch);
+            if buffer.len() > KEPT_BUFFER {
+                // One large file does not keep its size of memory for the rest of the run.
+                *buffer = Vec::new();
+            }
             done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             r
         },
@@ -223,76 +236,6 @@ fn judge_node(
         },
         _ => None,
     }
-}
-
-/// The host part of a report (`host`) or of a snapshot's facts (`facts.host`): both carry `driver.version`
-/// and `gpus[].name`; the host name may be on either level (`host.hostname`, `host.facts.hostname`).
-#[derive(Deserialize)]
-struct HostHead<'a> {
-    #[serde(default)]
-    hostname: Option<HostNameField>,
-    #[serde(borrow, default)]
-    driver: Option<DriverHead<'a>>,
-    #[serde(borrow, default)]
-    gpus: Vec<GpuHead<'a>>,
-    #[serde(default)]
-    facts: Option<NameHead>,
-}
-
-#[derive(Deserialize)]
-struct DriverHead<'a> {
-    #[serde(borrow, default)]
-    version: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct GpuHead<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct NameHead {
-    #[serde(default)]
-    hostname: Option<HostNameField>,
-}
-
-/// A host name as a snapshot records it (`{"name": "gpu-a1", "source": "/etc/hostname"}`), or a plain string.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum HostNameField {
-    Named { name: String },
-    Plain(String),
-}
-
-impl HostNameField {
-    fn name(&self) -> &str {
-        match self {
-            HostNameField::Named { name } | HostNameField::Plain(name) => name,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct FindingHead<'a> {
-    #[serde(borrow)]
-    code: Cow<'a, str>,
-    #[serde(borrow)]
-    slug: Cow<'a, str>,
-    severity: Severity,
-}
-
-/// The top of any node file: enough to tell a report from a snapshot and to group a report's node.
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(default)]
-    schema_version: Option<IgnoredAny>,
-    #[serde(default)]
-    snapshot_version: Option<serde_json::Value>,
-    #[serde(borrow, default)]
-    host: Option<HostHead<'a>>,
-    #[serde(borrow, default)]
-    findings: Option<Vec<FindingHead<'a>>>,
 }
 
 /// A snapshot's host facts, decoded whole (its other facts, binaries', skipped).
@@ -331,12 +274,19 @@ fn skipped(path: &Path, kind: SkipKind, reason: impl Into<String>) -> Skipped {
 
 /// Reads one node file: a report's node from its head alone, a snapshot's from its facts with the rules run
 /// over them; with an artefact, its predicted outcome too.
-fn read_node(path: &Path, matrix: &Matrix, judge: Judge<'_>, scratch: &mut Scratch) -> Read {
-    let bytes = crate::system::read::read(path, NODE_FILE)
+/// `buffer` is the thread's, reused from one file to the next.
+fn read_node(
+    path: &Path,
+    buffer: &mut Vec<u8>,
+    matrix: &Matrix,
+    judge: Judge<'_>,
+    scratch: &mut Scratch,
+) -> Read {
+    let bytes = crate::system::read::read_into(path, NODE_FILE, buffer)
         .map_err(|e| skipped(path, SkipKind::Unreadable, e.to_string()))?;
-    let text = std::str::from_utf8(&bytes)
+    let text = std::str::from_utf8(bytes)
         .map_err(|_| skipped(path, SkipKind::NotJson, "not JSON: not UTF-8 text"))?;
-    let head: Head<'_> = serde_json::from_str(text).map_err(|e| {
+    let head = crate::fleet::head::decode(text).map_err(|e| {
         // A syntax error is "not JSON"; JSON of the wrong shape is not a cudadiag file.
         let kind = if e.is_data() {
             SkipKind::NotCudadiag
