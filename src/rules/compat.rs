@@ -165,14 +165,36 @@ pub fn verdicts(facts: &Facts, findings: &[Finding], m: &Matrix) -> Vec<Verdict>
                 .copied()
                 .filter(|f| f.gpu.as_deref().is_none_or(|g| g == t.label))
                 .collect();
-            out.push(verdict(&p, t, &here));
+            out.push(verdict(
+                &p,
+                t,
+                &here,
+                super::process::python_imports(facts, &b.path),
+            ));
         }
     }
     out
 }
 
+/// Did every judged import, and its first GPU use, end on the GPU (`cudadiag import`'s outcome kinds)?
+fn all_use_the_gpu(py: &crate::facts::image::ImageImports) -> bool {
+    let Some(imports) = py.detail.get("imports").and_then(|i| i.as_array()) else {
+        return false;
+    };
+    let on_gpu = |step: &serde_json::Value| step["outcome"]["kind"] == "gpu";
+    !imports.is_empty()
+        && imports
+            .iter()
+            .all(|i| on_gpu(&i["import"]) && on_gpu(&i["first_use"]))
+}
+
 /// The verdict on one GPU from the findings that hold there, most severe first.
-fn verdict(p: &super::process::Process<'_>, t: &Target, fs: &[&Finding]) -> Verdict {
+fn verdict(
+    p: &super::process::Process<'_>,
+    t: &Target,
+    fs: &[&Finding],
+    python: Option<&crate::facts::image::ImageImports>,
+) -> Verdict {
     // What the verdict rests on: what stops the process, and its caveats (warnings); not notes, not a release
     // policy's own checks.
     let behind: Vec<&Finding> = fs
@@ -203,6 +225,16 @@ fn verdict(p: &super::process::Process<'_>, t: &Target, fs: &[&Finding]) -> Verd
         (Outcome::Fails, e.message.clone())
     } else if behind.iter().any(|f| f.code == Code::PtxJitRequired) {
         (Outcome::RunsAfterJit, caveats())
+    } else if let Some(py) = python.filter(|py| !has_loadable_code(p.binary) && all_use_the_gpu(py)) {
+        // An interpreter judged by its imports: nothing stops them, so their first GPU use runs there.
+        let mut reason = format!(
+            "judged as Python: `import {}` uses the GPU (docs/python-frameworks.md)",
+            py.modules.join("`, `import ")
+        );
+        if !behind.is_empty() {
+            reason = format!("{reason}; {}", caveats());
+        }
+        (Outcome::Runs, reason)
     } else if !has_loadable_code(p.binary) && p.libraries.is_empty() {
         (
             Outcome::NoDeviceCode,

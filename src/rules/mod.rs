@@ -136,7 +136,9 @@ pub fn evaluate(facts: &Facts, matrix: &Matrix) -> Vec<Finding> {
         findings.extend(binary::malformed(b));
         findings.extend(binary::unrecognized(b));
         findings.extend(binary::unreadable(b));
-        findings.extend(binary::no_device_code(b, &p.libraries));
+        if process::python_imports(facts, &b.path).is_none() {
+            findings.extend(binary::no_device_code(b, &p.libraries));
+        }
     }
     findings.extend(compat::findings(facts, matrix));
     findings.extend(loader::evaluate_on(

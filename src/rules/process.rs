@@ -147,6 +147,16 @@ impl<'f> FindingIndex<'f> {
     }
 }
 
+/// The Python imports judged for `binary` when it is an image's program run as Python (`inspect --image
+/// --import`, `python -m torch…`): the interpreter carries no device code, the frameworks it imports do, and
+/// their outcomes are findings of their own (`library-not-found`, `framework-cpu-fallback`).
+pub fn python_imports<'f>(facts: &'f Facts, binary: &str) -> Option<&'f crate::facts::image::ImageImports> {
+    let image = facts.image.as_ref()?;
+    (image.program.as_deref() == Some(binary))
+        .then_some(image.imports.as_ref())
+        .flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

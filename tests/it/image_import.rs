@@ -89,7 +89,7 @@ fn inspect(img: &Path, args: &[&str]) -> (i32, Value) {
     (out.status.code().unwrap_or(-1), doc)
 }
 
-/// The errors and warnings (the interpreter's note that it carries no device code of its own aside).
+/// The errors and warnings.
 fn slugs(doc: &Value) -> Vec<String> {
     doc["findings"]
         .as_array()
@@ -133,6 +133,25 @@ fn image_import_torch_healthy_venv_uses_the_gpu_on_a_node_with_the_driver() {
     let img = image_of(t.path(), &root, true, &["/venv/bin/python3", "-c", "pass"]);
     let (code, doc) = inspect(&img, &["--import", "torch"]);
     assert_eq!((code, slugs(&doc)), (0, Vec::<String>::new()), "{doc:#}");
+    // The interpreter is judged by its imports: it runs, and no note says there is nothing to run on a GPU
+    // (it said "no verdict: no device code of its own" above a `no-device-code` note).
+    assert_eq!(
+        (
+            doc["verdicts"][0]["outcome"].as_str(),
+            doc["findings"].as_array().map(Vec::len)
+        ),
+        (Some("runs"), Some(0)),
+        "{:#}",
+        doc["verdicts"]
+    );
+    assert!(
+        doc["verdicts"][0]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("`import torch` uses the GPU"),
+        "{:#}",
+        doc["verdicts"]
+    );
     let im = &doc["image"]["imports"];
     assert_eq!(
         (im["python"].as_str(), im["because"].as_str()),

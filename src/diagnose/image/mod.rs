@@ -56,25 +56,27 @@ pub fn diagnose(
         Some(plan) => python::judge(img, &program, staged.as_ref(), plan, matrix)?,
         None => None,
     };
-    let import_findings = judged.as_ref().map(|j| j.findings.as_slice()).unwrap_or_default();
+    let (import_findings, import_facts) = judged.map(|j| (j.findings, j.facts)).unzip();
     let mut facts = tree.facts.clone();
-    let (findings, verdicts) = tree::judge(
-        &mut facts,
-        &tree,
-        &program,
-        staged.as_ref(),
-        import_findings,
-        matrix,
-    );
-    facts.host_note = note;
+    // What the image is and runs, in the facts before they are judged: the rules judge an interpreter by the
+    // imports modelled for it (`rules::python_imports`).
     let mut about = img.facts.clone();
     if r.paths.is_empty() {
         about.program = program.programs.first().map(|p| p.display().to_string());
         about.program_steps = program.steps.clone();
     }
     about.toolkit = staged.as_ref().and_then(|s| serde_json::to_value(&s.view).ok());
-    about.imports = judged.map(|j| j.facts);
+    about.imports = import_facts;
     facts.image = Some(about);
+    let (findings, verdicts) = tree::judge(
+        &mut facts,
+        &tree,
+        &program,
+        staged.as_ref(),
+        import_findings.as_deref().unwrap_or_default(),
+        matrix,
+    );
+    facts.host_note = note;
     let judgement = Judgement::of(&facts, findings, verdicts);
     Ok((facts, judgement))
 }
