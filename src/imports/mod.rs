@@ -237,13 +237,16 @@ fn in_process(
                 p.begin(fw.module(), When::Import);
                 fw.import(ctx, m, p)
             }
-            (None, None) => Step {
-                outcome: Outcome::Fails {
-                    message: format!("ModuleNotFoundError: No module named '{}'", fw.module()),
-                    load: None,
-                },
-                notes: vec![format!("no {} distribution on sys.path", fw.distributions()[0])],
-            },
+            (None, None) => {
+                findings.push(not_installed(ctx, *fw));
+                Step {
+                    outcome: Outcome::Fails {
+                        message: format!("ModuleNotFoundError: No module named '{}'", fw.module()),
+                        load: None,
+                    },
+                    notes: vec![format!("no {} distribution on sys.path", fw.distributions()[0])],
+                }
+            }
             (None, Some(d)) => Step {
                 outcome: Outcome::Gpu,
                 notes: vec![format!(
@@ -281,6 +284,29 @@ fn in_process(
         }
     }
     (imports, findings)
+}
+
+/// `import M` of a framework no distribution of which is on `sys.path`: Python raises `ModuleNotFoundError`.
+fn not_installed(ctx: &Ctx, fw: &dyn Framework) -> Finding {
+    let module = fw.module().split('.').next().unwrap_or(fw.module());
+    let dist = fw.distributions()[0];
+    let python = ctx.python.syspath.executable.display();
+    let mut f = Finding::new(
+        Code::FrameworkNotInstalled,
+        format!("`import {module}` will fail: ModuleNotFoundError: No module named '{module}'"),
+        format!(
+            "install it into this environment (`{python} -m pip install {dist}`), or point cudadiag at the \
+             environment that has it (--venv DIR, --python PATH)"
+        ),
+    )
+    .because(format!(
+        "no distribution of {} is installed in a sys.path entry of {python}",
+        fw.distributions().join(", ")
+    ));
+    for dir in ctx.python.dirs() {
+        f = f.because(format!("sys.path: {}", dir.display()));
+    }
+    f
 }
 
 /// The finding an outcome is, when it is one of its own: a failed load, or a fall-back to the CPU.

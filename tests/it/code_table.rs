@@ -286,6 +286,14 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "framework-not-installed",
+        Case::Elsewhere {
+            fire: "python_import.rs::a_venv_without_torch_is_framework_not_installed_and_fails",
+            miss: "python_import.rs::a_venv_without_torch_is_framework_not_installed_and_fails",
+            why: "needs a venv with an interpreter, libraries built with cc, and an ld.so.cache",
+        },
+    ),
+    (
         "no-driver",
         Case::Run {
             fire: &["doctor", "@host:nouveau"],

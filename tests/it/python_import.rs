@@ -419,6 +419,35 @@ fn a_missing_cudnn_wheel_with_an_older_system_copy_is_a_version_check_warning_no
     );
 }
 
+/// `cudadiag import torch` in a venv without torch: Python raises `ModuleNotFoundError`, and the report said
+/// "import: fails" above "no finding" with exit status 0.
+#[test]
+fn a_venv_without_torch_is_framework_not_installed_and_fails() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let site = interpreter_and_venv(&root);
+    driver_and_cache(&root, &[]);
+    let (code, doc) = import(&root, &[], &[]);
+    assert_eq!(
+        (code, slugs(&doc)),
+        (1, vec!["framework-not-installed".to_string()]),
+        "{doc:#}"
+    );
+    let f = &doc["findings"][0];
+    assert!(
+        f["help"].as_str().unwrap().contains("-m pip install torch"),
+        "{f:#}"
+    );
+    // The near miss: torch installed there.
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &[]);
+    let (_, doc) = import(&root, &[], &[]);
+    assert!(
+        !slugs(&doc).contains(&"framework-not-installed".to_string()),
+        "{doc:#}"
+    );
+}
+
 /// An older cuDNN wheel laid out as a symbolic-link copy (`cp -as`, a Spack view): `site-packages/nvidia/cudnn/lib`
 /// holds links into a store, so the library's real path is outside every `sys.path` entry. Its version is the
 /// distribution's whose `RECORD` lists it by the name torch opened, and torch's cuDNN rule applies. Measured:
