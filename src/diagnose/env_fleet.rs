@@ -87,17 +87,7 @@ impl EnvArtefact {
             return Prediction::no_host();
         };
         crate::host::enrich::with_matrix(&mut host, matrix);
-        let gpus: Vec<Gpu> = crate::diagnose::gpu_targets(Some(&host), matrix)
-            .into_iter()
-            .map(|t| Gpu {
-                label: t.label,
-                cc: t.cc,
-            })
-            .collect();
-        let driver = crate::diagnose::driver_of(Some(&host)).map(|d| Driver {
-            version: d.version,
-            source: d.source,
-        });
+        let (gpus, driver) = super::frameworks::machine_of(Some(&host), matrix);
         let key = (
             host.driver.as_ref().map(|d| d.version.clone()),
             gpus.iter().map(|g| g.label.clone()).collect::<Vec<_>>(),

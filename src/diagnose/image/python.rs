@@ -297,18 +297,7 @@ fn container_machine(staged: Option<&Staged>, matrix: &Matrix) -> (Vec<Gpu>, Opt
             .map(|(_, g)| g)
             .collect();
     }
-    let gpus = crate::diagnose::gpu_targets(Some(&node), matrix)
-        .into_iter()
-        .map(|t| Gpu {
-            label: t.label,
-            cc: t.cc,
-        })
-        .collect();
-    let driver = crate::diagnose::driver_of(Some(&node)).map(|d| Driver {
-        version: d.version,
-        source: d.source,
-    });
-    (gpus, driver)
+    crate::diagnose::frameworks::machine_of(Some(&node), matrix)
 }
 
 /// `p` as a path inside the image.
