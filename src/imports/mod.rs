@@ -38,12 +38,18 @@ pub fn framework(module: &str) -> Option<&'static dyn Framework> {
     known().iter().copied().find(|f| f.module() == module)
 }
 
+/// The top-level package of `fw`'s module (`onnxruntime` for `onnxruntime.preload_dlls`): what `import`
+/// finds on `sys.path`.
+fn package(fw: &dyn Framework) -> &'static str {
+    fw.module().split('.').next().unwrap_or(fw.module())
+}
+
 /// The modules of the frameworks installed in `env` (a distribution of theirs is on its `sys.path`), in
 /// [`known`]'s order, each once: what `inspect` of an environment, `doctor` and `fleet` import.
 pub fn installed(env: &PyEnv) -> Vec<&'static str> {
     let mut modules: Vec<&'static str> = Vec::new();
     for fw in known() {
-        let module = fw.module().split('.').next().unwrap_or(fw.module());
+        let module = package(*fw);
         if !modules.contains(&module) && fw.distributions().iter().any(|n| env.dist(n).is_some()) {
             modules.push(module);
         }
@@ -288,7 +294,7 @@ fn in_process(
 
 /// `import M` of a framework no distribution of which is on `sys.path`: Python raises `ModuleNotFoundError`.
 fn not_installed(ctx: &Ctx, fw: &dyn Framework) -> Finding {
-    let module = fw.module().split('.').next().unwrap_or(fw.module());
+    let module = package(fw);
     let dist = fw.distributions()[0];
     let python = ctx.python.syspath.executable.display();
     let mut f = Finding::new(
