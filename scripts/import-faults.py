@@ -46,17 +46,10 @@ differential = load("import_differential", "import-differential.py")
 farm = load("symlink_farm", "symlink-farm-differential.py")
 
 
-def site_packages(prefix):
-    found = sorted(glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages")))
-    if not found:
-        sys.exit(f"no lib/python3*/site-packages under {prefix}")
-    return found[0]
-
-
 def new_venv(venv, where, entries):
     """A venv of `venv`'s interpreter at `where` whose sys.path gets `entries` (a `.pth` file), in order."""
     subprocess.run([os.path.join(venv, "bin", "python"), "-m", "venv", "--without-pip", where], check=True)
-    with open(os.path.join(site_packages(where), "faults.pth"), "w", encoding="utf-8") as f:
+    with open(os.path.join(farm.site_packages(where), "faults.pth"), "w", encoding="utf-8") as f:
         f.write("".join(e + "\n" for e in entries))
     return where
 
@@ -74,7 +67,7 @@ def older(path, tmp):
 
 
 def scenarios(a, tmp):
-    sp = site_packages(a.venv)
+    sp = farm.site_packages(a.venv)
     rows = [("healthy", a.venv, [])]
     wheels = {e for e in os.listdir(sp) if e == "nvidia" or e.startswith(("nvidia_", "nvidia-"))}
     a_dir, b_dir = os.path.join(tmp, "split", "a"), os.path.join(tmp, "split", "b")
