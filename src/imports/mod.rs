@@ -243,16 +243,13 @@ fn in_process(
                 p.begin(fw.module(), When::Import);
                 fw.import(ctx, m, p)
             }
-            (None, None) => {
-                findings.push(not_installed(ctx, *fw));
-                Step {
-                    outcome: Outcome::Fails {
-                        message: format!("ModuleNotFoundError: No module named '{}'", fw.module()),
-                        load: None,
-                    },
-                    notes: vec![format!("no {} distribution on sys.path", fw.distributions()[0])],
-                }
-            }
+            (None, None) => Step {
+                outcome: Outcome::Fails {
+                    message: format!("ModuleNotFoundError: No module named '{}'", package(*fw)),
+                    load: None,
+                },
+                notes: vec![format!("no {} distribution on sys.path", fw.distributions()[0])],
+            },
             (None, Some(d)) => Step {
                 outcome: Outcome::Gpu,
                 notes: vec![format!(
@@ -262,7 +259,7 @@ fn in_process(
             },
         };
         let help = model.as_ref().and_then(|m| fw.help(ctx, m, &step.outcome));
-        findings.extend(outcome_finding(fw.module(), "import", &step.outcome, help));
+        findings.extend(outcome_finding(ctx, *fw, "import", &step.outcome, help));
         imports.push(Imported {
             module: fw.module().to_string(),
             installed,
@@ -281,7 +278,7 @@ fn in_process(
         p.begin(fw.module(), When::FirstUse);
         let step = fw.first_use(ctx, m, p);
         let help = fw.help(ctx, m, &step.outcome);
-        findings.extend(outcome_finding(fw.module(), "first GPU use", &step.outcome, help));
+        findings.extend(outcome_finding(ctx, *fw, "first GPU use", &step.outcome, help));
         imported.first_use = Some(step);
     }
     for (fw, model) in frameworks.iter().zip(&models) {
@@ -292,32 +289,63 @@ fn in_process(
     (imports, findings)
 }
 
-/// `import M` of a framework no distribution of which is on `sys.path`: Python raises `ModuleNotFoundError`.
-fn not_installed(ctx: &Ctx, fw: &dyn Framework) -> Finding {
+/// `import M` raising `ModuleNotFoundError` (`message`): no distribution of the framework on `sys.path`, or one
+/// installed whose package Python does not find there (a broken or partial install).
+fn not_installed(ctx: &Ctx, fw: &dyn Framework, message: &str) -> Finding {
     let module = package(fw);
-    let dist = fw.distributions()[0];
     let python = ctx.python.syspath.executable.display();
+    let (help, because) = match fw.distributions().iter().find_map(|n| ctx.python.dist(n)) {
+        None => (
+            format!(
+                "install it into this environment (`{python} -m pip install {}`), or point cudadiag at the \
+                 environment that has it (--venv DIR, --python PATH)",
+                fw.distributions()[0]
+            ),
+            format!(
+                "no distribution of {} is installed in a sys.path entry of {python}",
+                fw.distributions().join(", ")
+            ),
+        ),
+        Some(d) => (
+            format!(
+                "reinstall it: `{python} -m pip install --force-reinstall {}=={}`",
+                d.name, d.version
+            ),
+            format!(
+                "{} {} is installed in {}, but its package is not there (a broken or partial install)",
+                d.name,
+                d.version,
+                d.site.display()
+            ),
+        ),
+    };
     let mut f = Finding::new(
         Code::FrameworkNotInstalled,
-        format!("`import {module}` will fail: ModuleNotFoundError: No module named '{module}'"),
-        format!(
-            "install it into this environment (`{python} -m pip install {dist}`), or point cudadiag at the \
-             environment that has it (--venv DIR, --python PATH)"
-        ),
+        format!("`import {module}` will fail: {message}"),
+        help,
     )
-    .because(format!(
-        "no distribution of {} is installed in a sys.path entry of {python}",
-        fw.distributions().join(", ")
-    ));
+    .because(because);
     for dir in ctx.python.dirs() {
         f = f.because(format!("sys.path: {}", dir.display()));
     }
     f
 }
 
-/// The finding an outcome is, when it is one of its own: a failed load, or a fall-back to the CPU.
-fn outcome_finding(module: &str, stage: &str, o: &Outcome, help: Option<String>) -> Option<Finding> {
-    let mut f = outcome_finding_generic(module, stage, o)?;
+/// The finding an outcome is, when it is one of its own: a module not found, a failed load, or a fall-back
+/// to the CPU; `help` is the framework's own advice for the last two.
+fn outcome_finding(
+    ctx: &Ctx,
+    fw: &dyn Framework,
+    stage: &str,
+    o: &Outcome,
+    help: Option<String>,
+) -> Option<Finding> {
+    if let Outcome::Fails { message, load: None } = o
+        && message.starts_with("ModuleNotFoundError:")
+    {
+        return Some(not_installed(ctx, fw, message));
+    }
+    let mut f = outcome_finding_generic(fw.module(), stage, o)?;
     if let Some(h) = help {
         f.help = h;
     }

@@ -438,6 +438,22 @@ fn a_venv_without_torch_is_framework_not_installed_and_fails() {
         f["help"].as_str().unwrap().contains("-m pip install torch"),
         "{f:#}"
     );
+    // torch's dist-info without its package (a broken install): the same error, with the reinstall to run.
+    dist_info(&site, "torch", "2.15.0", &[], &["torch/__init__.py".into()]);
+    let (code, doc) = import(&root, &[], &[]);
+    assert_eq!(
+        (code, slugs(&doc)),
+        (1, vec!["framework-not-installed".to_string()]),
+        "{doc:#}"
+    );
+    let f = &doc["findings"][0];
+    assert!(
+        f["help"]
+            .as_str()
+            .unwrap()
+            .contains("-m pip install --force-reinstall torch==2.15.0"),
+        "{f:#}"
+    );
     // The near miss: torch installed there.
     torch(t.path(), &site, "2.15.0");
     wheels(t.path(), &site, &[]);
