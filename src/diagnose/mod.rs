@@ -81,7 +81,7 @@ pub struct System {
 impl System {
     /// The filesystem root.
     pub fn root(&self) -> Root {
-        self.root.as_ref().map_or_else(Root::host, Root::at)
+        self.root.as_ref().map_or_else(Root::host, Root::at).remembering()
     }
 
     /// The environment.

@@ -51,7 +51,7 @@ pub struct Records {
     /// Directory → its `.dist-info` entries (empty for most directories).
     infos: HashMap<PathBuf, Vec<PathBuf>>,
     /// `.dist-info` → its `RECORD`'s text, `None` when it could not be read ([`record_lists`] searches it).
-    records: HashMap<PathBuf, Option<String>>,
+    records: HashMap<PathBuf, Option<std::sync::Arc<str>>>,
     /// Bytes of `RECORD`s read so far.
     bytes: u64,
     /// File → its owner, once asked.
@@ -123,7 +123,7 @@ impl Records {
             .entry(info.to_path_buf())
             .or_insert_with(|| {
                 let text = root
-                    .read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA)
+                    .read_text(&info.join("RECORD"), read::PACKAGE_METADATA)
                     .ok()?;
                 *bytes += text.len() as u64;
                 Some(text)

@@ -100,11 +100,11 @@ pub fn collect_within(
 /// One `.dist-info`: `None` when its `METADATA` is unreadable or has no name or version.
 fn dist(root: &Root, site: &Path, info: &Path, budget: &mut u64) -> Option<Dist> {
     let meta = info.join("METADATA");
-    let text = root.read_to_string(&meta, read::PACKAGE_METADATA).ok()?;
+    let text = root.read_text(&meta, read::PACKAGE_METADATA).ok()?;
     let m = crate::python::metadata::parse_metadata(&text, &meta.to_string_lossy())?;
     let mut files = Vec::new();
     if *budget > 0
-        && let Ok(record) = root.read_to_string(&info.join("RECORD"), read::PACKAGE_METADATA)
+        && let Ok(record) = root.read_text(&info.join("RECORD"), read::PACKAGE_METADATA)
     {
         *budget = budget.saturating_sub(record.len() as u64);
         files = crate::python::dist_info::record_paths_sorted(&record);
