@@ -308,11 +308,23 @@ impl<T> Parts<T> {
     }
 
     fn wait_helping(&self, help: impl Fn() -> bool) -> Vec<T> {
+        self.wait_then(help, |reports| std::mem::take(reports))
+    }
+
+    /// [`Parts::wait`] that leaves the reports in place for the next caller: each gets a copy.
+    pub fn wait_kept(&self, pool: &Pool) -> Vec<T>
+    where
+        T: Clone,
+    {
+        self.wait_then(|| pool.help(), |reports| reports.clone())
+    }
+
+    fn wait_then(&self, help: impl Fn() -> bool, take: impl Fn(&mut Vec<T>) -> Vec<T>) -> Vec<T> {
         loop {
             {
                 let mut st = lock(&self.state);
                 if st.0 == 0 {
-                    return std::mem::take(&mut st.1);
+                    return take(&mut st.1);
                 }
             }
             if help() {

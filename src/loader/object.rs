@@ -66,14 +66,14 @@ enum Listing {
 /// What is read of a loaded object on [`Files`]' pool while the walk goes on ([`Files::read_loaded`]): the
 /// search of its `.rodata` for strings that name a library it may `dlopen` ([`DLOPEN_NEEDLES`]), and its
 /// versioned imports.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Background {
     strings: Option<Arc<Parts<(String, u64)>>>,
     symbols: Option<Arc<Parts<Symbols>>>,
 }
 
 /// The symbol side of a loaded object, read in the background.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Symbols {
     /// Its versioned imports, when asked for (`None`: not asked, or unreadable).
     pub imports: Option<Vec<DynSymbol>>,
@@ -112,6 +112,10 @@ pub struct Files {
     listings: HashMap<std::path::PathBuf, Listing>,
     /// [`Files::verify`]'s answers, per loader (`e_machine`, 64-bit) and machine path.
     verdicts: HashMap<(u16, bool), HashMap<String, Verdict>>,
+    /// [`Files::read_loaded`]'s reads of each loaded file, by host path and whether imports were asked: a
+    /// framework's import and the tree of one of its files load the same libraries (PyTorch's `.rodata`
+    /// alone is 25 MB), which are read once.
+    loaded: HashMap<(std::path::PathBuf, bool), Background>,
 }
 
 impl Files {
@@ -184,6 +188,17 @@ impl Files {
     /// and, if it defines versions, its [`Exports`]. Only objects the process loads are read so: a candidate
     /// the search verifies and passes over costs only its headers.
     pub fn read_loaded(&mut self, view: &LoaderView, host: &Path, imports: bool) -> Background {
+        let key = (host.to_path_buf(), imports);
+        if let Some(known) = self.loaded.get(&key) {
+            return known.clone();
+        }
+        let b = self.read_loaded_anew(view, host, imports);
+        self.loaded.insert(key, b.clone());
+        b
+    }
+
+    /// [`Files::read_loaded`] of a file not read so before.
+    fn read_loaded_anew(&mut self, view: &LoaderView, host: &Path, imports: bool) -> Background {
         let mut b = Background::default();
         let exports = view.elf.as_ref().is_some_and(|e| !e.version_defs.is_empty());
         if imports || exports {
@@ -207,14 +222,14 @@ impl Files {
         let Some(parts) = &b.strings else {
             return Vec::new();
         };
-        first_occurrences(parts.wait(&self.pool))
+        first_occurrences(parts.wait_kept(&self.pool))
     }
 
     /// The symbols of a loaded object read with [`Files::read_loaded`] (waiting for them, helping the pool).
     pub fn symbols(&self, b: &Background) -> Symbols {
         b.symbols
             .as_ref()
-            .and_then(|s| s.wait(&self.pool).into_iter().next())
+            .and_then(|s| s.wait_kept(&self.pool).into_iter().next())
             .unwrap_or_default()
     }
 

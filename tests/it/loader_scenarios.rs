@@ -535,6 +535,13 @@ fn cuda_libraries_loaded_with_dlopen_are_resolved_from_their_caller() {
         &mut loader::Files::with_threads(4),
     );
     assert_eq!(ahead.as_ref(), Some(&r));
+    // One `Files` for two resolutions (a framework's import, then the tree of one of its files): the second
+    // takes the first's reads of each library, its `dlopen` names too, and gives the same answer.
+    let mut shared = loader::Files::with_threads(2);
+    for _ in 0..2 {
+        let again = loader::resolve_with(&Root::host(), &Env::empty(), &main, &facts[0], &mut shared);
+        assert_eq!(again.as_ref(), Some(&r));
+    }
     let cuda = first(&r, "libcuda.so.1");
     assert!(cuda.dlopen);
     assert_eq!(cuda.needed_by, d.join("rt/libcudart.so.12").to_string_lossy());
