@@ -10,8 +10,9 @@
 use crate::python_import::{interpreter_and_venv, torch, wheels};
 use crate::support::image::{Image, Layer, Pack, system_layer};
 
-use assert_cmd::Command;
+use crate::support::cli;
 use serde_json::{Value, json};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// Every file, link and directory under `dir` as a layer, paths relative to it, modes kept.
@@ -74,19 +75,27 @@ fn image_of(t: &Path, root: &Path, cuda: bool, program: &[&str]) -> PathBuf {
 
 /// `cudadiag inspect --image IMG --gpu 9.0 --driver 580.65.06 ARGS --format json`: exit code and report.
 fn inspect(img: &Path, args: &[&str]) -> (i32, Value) {
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
-        .args(["--color", "never", "inspect", "--image"])
-        .arg(img)
-        .args(["--gpu", "9.0", "--driver", "580.65.06"])
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let doc: Value = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().unwrap_or(-1), doc)
+    let mut all: Vec<OsString> = vec!["inspect".into(), "--image".into(), img.into()];
+    let rest = [
+        &["--gpu", "9.0", "--driver", "580.65.06"],
+        args,
+        &["--format", "json"],
+    ]
+    .concat();
+    all.extend(rest.iter().map(OsString::from));
+    cli::run_json(all)
+}
+
+/// `cudadiag fleet --format json FLAG WHAT NODES`: exit code and report.
+fn fleet(flag: &str, what: &Path, nodes: &Path) -> (i32, Value) {
+    cli::run_json([
+        OsString::from("fleet"),
+        "--format".into(),
+        "json".into(),
+        flag.into(),
+        what.into(),
+        nodes.into(),
+    ])
 }
 
 /// The errors and warnings.
@@ -105,22 +114,6 @@ fn outcome<'d>(doc: &'d Value, step: &str) -> &'d str {
     doc["image"]["imports"]["detail"]["imports"][0][step]["outcome"]["kind"]
         .as_str()
         .unwrap_or("none")
-}
-
-/// The report honours the JSON contract (DESIGN.md), checked by the contract checker beside the checkout.
-fn contract(doc: &Value) {
-    let Some(checker) = crate::support::skip::contract_checker() else {
-        return;
-    };
-    let t = tempfile::tempdir().unwrap();
-    let f = t.path().join("r.json");
-    std::fs::write(&f, serde_json::to_vec(doc).unwrap()).unwrap();
-    let out = std::process::Command::new("python3")
-        .arg(checker)
-        .arg(&f)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 /// The healthy venv in a CUDA image on an H200 node with driver 580: the toolkit mounts the driver's
@@ -185,7 +178,7 @@ fn image_import_torch_healthy_venv_uses_the_gpu_on_a_node_with_the_driver() {
         lt["path"], "/venv/lib/python3.11/site-packages/nvidia/cu13/lib/libcublasLt.so.13",
         "{im:#}"
     );
-    contract(&doc);
+    cli::contract(&doc);
 }
 
 /// The same image without the cuDNN wheel: `import torch` fails, naming the library.
@@ -210,7 +203,7 @@ fn image_import_torch_with_a_missing_wheel_fails_naming_it() {
             .is_none_or(|v| v.iter().all(|v| v["outcome"] != "runs")),
         "{doc:#}"
     );
-    contract(&doc);
+    cli::contract(&doc);
 }
 
 /// An image that does not ask the toolkit for GPUs (no `NVIDIA_VISIBLE_DEVICES`), run with no GPU request:
@@ -261,7 +254,7 @@ fn image_python_m_torch_distributed_run_entrypoint_is_judged_as_import_torch() {
     );
     assert_eq!(code, 1, "{doc:#}");
     assert!(slugs(&doc).contains(&"library-not-found".to_string()));
-    contract(&doc);
+    cli::contract(&doc);
 }
 
 /// `python train.py`: the script is not read; the frameworks installed in the interpreter's environment are
@@ -308,16 +301,8 @@ fn fleet_artifact_venv_groups_nodes_by_import_outcome() {
     old["facts"]["host"]["driver"]["version"] = json!("550.90.07");
     std::fs::write(nodes.join("new.json"), serde_json::to_vec(&good).unwrap()).unwrap();
     std::fs::write(nodes.join("old.json"), serde_json::to_vec(&old).unwrap()).unwrap();
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
-        .args(["--color", "never", "fleet", "--format", "json", "--artifact"])
-        .arg(root.join("venv"))
-        .arg(&nodes)
-        .output()
-        .unwrap();
-    let doc: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(out.status.code(), Some(1), "{doc:#}");
+    let (code, doc) = fleet("--artifact", &root.join("venv"), &nodes);
+    assert_eq!(code, 1, "{doc:#}");
     let a = &doc["artifact"];
     let names = |v: &Value| -> Vec<String> {
         v.as_array()
@@ -355,16 +340,8 @@ fn fleet_image_python_entrypoint_is_judged_by_its_imports_on_each_node() {
     old["facts"]["host"]["driver"]["version"] = json!("550.90.07");
     std::fs::write(nodes.join("new.json"), serde_json::to_vec(&good).unwrap()).unwrap();
     std::fs::write(nodes.join("old.json"), serde_json::to_vec(&old).unwrap()).unwrap();
-    let out = Command::cargo_bin("cudadiag")
-        .unwrap()
-        .args(["--color", "never", "fleet", "--format", "json", "--image"])
-        .arg(&tar)
-        .arg(&nodes)
-        .output()
-        .unwrap();
-    let doc: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(out.status.code(), Some(1), "{doc:#}");
+    let (code, doc) = fleet("--image", &tar, &nodes);
+    assert_eq!(code, 1, "{doc:#}");
     let prediction = |name: &str| {
         doc["per_node"]
             .as_array()
