@@ -7,7 +7,7 @@
 //! Before this, `inspect --image` judged a Python entrypoint by the interpreter's ELF tree alone ("will run"
 //! whatever its venv held), had no `--import`, and `fleet --artifact` read a venv as a directory of ELF files.
 
-use crate::python_import::{interpreter_and_venv, torch, wheels};
+use crate::python_import::{dist_info, interpreter_and_venv, torch, wheels};
 use crate::support::image::{Image, Layer, Pack, system_layer};
 
 use crate::support::cli;
@@ -75,15 +75,20 @@ fn image_of(t: &Path, root: &Path, cuda: bool, program: &[&str]) -> PathBuf {
 
 /// `cudadiag inspect --image IMG --gpu 9.0 --driver 580.65.06 ARGS --format json`: exit code and report.
 fn inspect(img: &Path, args: &[&str]) -> (i32, Value) {
+    cli::run_json(inspect_args(img, args, "json"))
+}
+
+/// `inspect --image IMG --gpu 9.0 --driver 580.65.06 ARGS --format FORMAT`.
+fn inspect_args(img: &Path, args: &[&str], format: &str) -> Vec<OsString> {
     let mut all: Vec<OsString> = vec!["inspect".into(), "--image".into(), img.into()];
     let rest = [
         &["--gpu", "9.0", "--driver", "580.65.06"],
         args,
-        &["--format", "json"],
+        &["--format", format],
     ]
     .concat();
     all.extend(rest.iter().map(OsString::from));
-    cli::run_json(all)
+    all
 }
 
 /// `cudadiag fleet --format json FLAG WHAT NODES`: exit code and report.
@@ -359,4 +364,73 @@ fn fleet_image_python_entrypoint_is_judged_by_its_imports_on_each_node() {
     );
     assert!(old["reason"].as_str().unwrap().contains("torch"), "{old:#}");
     assert_ne!(prediction("new")["outcome"], "fails", "{doc:#}");
+}
+
+/// `ENTRYPOINT ["python3", "train.py"]` in an image that sets `JAX_PLATFORMS=cuda` and holds JAX with a
+/// partial CUDA plugin (its distribution installed, its `_versions` module missing): the plugin's
+/// `initialize()` raises, and because `JAX_PLATFORMS=cuda` asks for CUDA, JAX raises `Unable to initialize
+/// backend 'cuda'` at its first GPU use instead of falling back to the CPU. No failed load, no module missing:
+/// no finding came of it, and the interpreter's verdict was "no verdict: no device code of its own" (exit 0)
+/// above an import that raises. Now it fails, naming the exception, in JSON and in the human headline. The
+/// near miss, without `JAX_PLATFORMS`: JAX falls back to the CPU, `framework-cpu-fallback`, no raise.
+#[test]
+fn image_python_import_that_raises_with_no_finding_of_its_own_fails_naming_the_exception() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let site = interpreter_and_venv(&root);
+    dist_info(&site, "jax", "0.10.2", &[], &["jax/__init__.py".into()]);
+    dist_info(&site, "jax-cuda12-plugin", "0.10.2", &[], &[]);
+    let image = |platforms: Option<&str>| {
+        let mut img = Image::new(vec![system_layer(), layer_of(&root)])
+            .env("VIRTUAL_ENV=/venv")
+            .env("PATH=/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+            .cuda13()
+            .entrypoint(&["python3", "train.py"]);
+        if let Some(p) = platforms {
+            img = img.env(&format!("JAX_PLATFORMS={p}"));
+        }
+        let tar = t.path().join(format!("app-{}.tar", platforms.unwrap_or("unset")));
+        img.docker_save(&tar, Pack::None);
+        tar
+    };
+    let raised = "RuntimeError: Unable to initialize backend 'cuda'";
+    let tar = image(Some("cuda"));
+    let (code, doc) = inspect(&tar, &[]);
+    assert_eq!(
+        (code, slugs(&doc)),
+        (1, vec!["framework-raises".to_string()]),
+        "{doc:#}"
+    );
+    let f = cli::finding(&doc, "framework-raises");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("`import jax` will fail at its first GPU use: {raised}")),
+        "{f:#}"
+    );
+    let v = &doc["verdicts"][0];
+    assert_eq!(
+        (v["outcome"].as_str(), v["codes"][0].as_str()),
+        (Some("fails"), Some("framework-raises")),
+        "{v:#}"
+    );
+    assert!(v["reason"].as_str().unwrap().contains(raised), "{v:#}");
+    cli::contract(&doc);
+    let (code, out, _) = cli::run(inspect_args(&tar, &[], "human"));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "/usr/bin/python3.11 on CC 9.0 GPU: will fail: `import jax` will fail at its first GPU use: {raised}"
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("no verdict"), "{out}");
+    // The near miss: without JAX_PLATFORMS the plugin's failure is logged and JAX runs on the CPU.
+    let (code, doc) = inspect(&image(None), &[]);
+    assert_eq!(
+        (code, slugs(&doc)),
+        (1, vec!["framework-cpu-fallback".to_string()]),
+        "{doc:#}"
+    );
 }
