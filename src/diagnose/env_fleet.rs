@@ -36,9 +36,10 @@ pub struct EnvArtefact {
 /// What a node's outcome depends on: its driver version and its GPUs.
 type Machine = (Option<String>, Vec<String>);
 
-/// Is `p` a Python environment directory: a venv (`pyvenv.cfg`) or a conda environment (`conda-meta/`)?
+/// Is `p` a Python environment directory: a venv (`pyvenv.cfg`) or a conda environment (`conda-meta/`), as
+/// `inspect DIR` tells one ([`super::frameworks::env_kind`])?
 pub fn is_env(p: &Path) -> bool {
-    p.is_dir() && (p.join("pyvenv.cfg").is_file() || p.join("conda-meta").is_dir())
+    std::path::absolute(p).is_ok_and(|p| super::frameworks::env_kind(&Root::host(), &p).is_some())
 }
 
 impl EnvArtefact {
