@@ -281,13 +281,11 @@ fn image_python_script_entrypoint_judges_the_installed_frameworks_and_says_so() 
     assert_eq!(outcome(&doc, "first_use"), "gpu");
 }
 
-/// `fleet --artifact VENV` over two nodes' snapshots: an H200 with driver 580 runs the venv's torch; the
-/// same node with a CUDA 12.4 driver fails torch's driver check. Grouped by outcome.
-#[test]
-fn fleet_artifact_venv_groups_nodes_by_import_outcome() {
-    let t = tempfile::tempdir().unwrap();
-    let root = venv_root(t.path(), &[]);
-    // The venv on this machine: its base interpreter is the root's, named by its host path.
+/// The torch venv (its NVIDIA wheels but `missing`) in a root under `t`, readable from this machine's own
+/// root as `fleet --artifact` reads it: its `pyvenv.cfg` and `bin/python3` name the base interpreter by its
+/// host path. The root.
+fn host_venv(t: &Path, missing: &[&str]) -> PathBuf {
+    let root = venv_root(t, missing);
     let base = root.join("usr/bin");
     std::fs::write(
         root.join("venv/pyvenv.cfg"),
@@ -299,23 +297,47 @@ fn fleet_artifact_venv_groups_nodes_by_import_outcome() {
     .unwrap();
     std::fs::remove_file(root.join("venv/bin/python3")).unwrap();
     std::os::unix::fs::symlink(base.join("python3.11"), root.join("venv/bin/python3")).unwrap();
-    let nodes = t.path().join("nodes");
-    std::fs::create_dir_all(&nodes).unwrap();
-    let good = crate::fleet::snapshot("h200-nix-open-580");
-    let mut old = good.clone();
-    old["facts"]["host"]["driver"]["version"] = json!("550.90.07");
-    std::fs::write(nodes.join("new.json"), serde_json::to_vec(&good).unwrap()).unwrap();
-    std::fs::write(nodes.join("old.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    root
+}
+
+/// `t/nodes`, holding the H200 node's snapshot once per `(name, driver version, LD_LIBRARY_PATH)`.
+fn nodes(t: &Path, each: &[(&str, &str, Option<&str>)]) -> PathBuf {
+    let dir = t.join("nodes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let h200 = crate::fleet::snapshot("h200-nix-open-580");
+    for (name, driver, path) in each {
+        let mut s = h200.clone();
+        s["facts"]["host"]["driver"]["version"] = json!(driver);
+        if let Some(p) = path {
+            s["facts"]["host"]["env"]["vars"]["LD_LIBRARY_PATH"] = json!(p);
+        }
+        std::fs::write(dir.join(format!("{name}.json")), serde_json::to_vec(&s).unwrap()).unwrap();
+    }
+    dir
+}
+
+/// The nodes of `fleet`'s JSON report with outcome `kind`.
+fn with_outcome(doc: &Value, kind: &str) -> Vec<String> {
+    doc["artifact"]["outcomes"][kind]
+        .as_array()
+        .map(|a| a.iter().map(|n| n.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// `fleet --artifact VENV` over two nodes' snapshots: an H200 with driver 580 runs the venv's torch; the
+/// same node with a CUDA 12.4 driver fails torch's driver check. Grouped by outcome.
+#[test]
+fn fleet_artifact_venv_groups_nodes_by_import_outcome() {
+    let t = tempfile::tempdir().unwrap();
+    let root = host_venv(t.path(), &[]);
+    let nodes = nodes(
+        t.path(),
+        &[("new", "580.65.06", None), ("old", "550.90.07", None)],
+    );
     let (code, doc) = fleet("--artifact", &root.join("venv"), &nodes);
     assert_eq!(code, 1, "{doc:#}");
-    let a = &doc["artifact"];
-    let names = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .map(|a| a.iter().map(|n| n.as_str().unwrap().to_string()).collect())
-            .unwrap_or_default()
-    };
-    assert_eq!(names(&a["outcomes"]["runs"]), ["new"], "{a:#}");
-    assert_eq!(names(&a["outcomes"]["fails"]), ["old"], "{a:#}");
+    assert_eq!(with_outcome(&doc, "runs"), ["new"], "{doc:#}");
+    assert_eq!(with_outcome(&doc, "fails"), ["old"], "{doc:#}");
     let old = doc["per_node"]
         .as_array()
         .unwrap()
@@ -323,6 +345,49 @@ fn fleet_artifact_venv_groups_nodes_by_import_outcome() {
         .find(|n| n["name"] == "old")
         .unwrap();
     assert_eq!(old["prediction"]["codes"][0], "driver-insufficient", "{old:#}");
+}
+
+/// `fleet --artifact VENV` over two nodes alike but for the `LD_LIBRARY_PATH` their reports recorded (a job's
+/// `module load cudnn`): the venv lacks the cuDNN wheel, and one node's `LD_LIBRARY_PATH` names a directory
+/// with cuDNN 9, where torch's `_C` finds it; the other's names none. Each node is judged with its own: it
+/// runs on the first and fails on the second, naming the library. Before, nodes with the same driver and
+/// GPUs shared one judgement made with no `LD_LIBRARY_PATH`, and both failed.
+#[test]
+fn fleet_artifact_venv_judges_each_node_with_the_ld_library_path_its_report_recorded() {
+    let t = tempfile::tempdir().unwrap();
+    let root = host_venv(t.path(), &["libcudnn.so.9"]);
+    let cudnn = t.path().join("modules/cudnn-9/lib");
+    crate::python_import::cudnn(&cudnn, "");
+    let elsewhere = t.path().join("modules/nccl/lib");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let nodes = nodes(
+        t.path(),
+        &[
+            ("with-cudnn", "580.65.06", cudnn.to_str()),
+            ("without", "580.65.06", elsewhere.to_str()),
+        ],
+    );
+    let (code, doc) = fleet("--artifact", &root.join("venv"), &nodes);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(with_outcome(&doc, "runs"), ["with-cudnn"], "{doc:#}");
+    assert_eq!(with_outcome(&doc, "fails"), ["without"], "{doc:#}");
+    let without = doc["per_node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "without")
+        .unwrap();
+    assert_eq!(
+        without["prediction"]["codes"][0], "library-not-found",
+        "{without:#}"
+    );
+    assert!(
+        without["prediction"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("libcudnn.so.9"),
+        "{without:#}"
+    );
 }
 
 /// `fleet --image` of an image whose program is `python -m torch.distributed.run`, on two nodes: the image asks

@@ -154,7 +154,7 @@ pub(crate) fn wheels(t: &Path, site: &Path, except: &[&str]) {
 /// cuDNN 9 in `dir`: `libcudnn.so.9` (DT_RPATH `$ORIGIN`, as the wheel's) and the sub-libraries a first
 /// convolution opens (`libcudnn_graph.so.9` and the engines, RUNPATH `$ORIGIN`), each file named `soname` +
 /// `suffix` (`.1.0` for a system copy `libcudnn.so.9.1.0`). Returns `(soname, file)` of each.
-fn cudnn(dir: &Path, suffix: &str) -> Vec<(String, PathBuf)> {
+pub(crate) fn cudnn(dir: &Path, suffix: &str) -> Vec<(String, PathBuf)> {
     let subs = [
         "libcudnn_graph.so.9",
         "libcudnn_engines_precompiled.so.9",
