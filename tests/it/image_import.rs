@@ -316,12 +316,27 @@ fn nodes(t: &Path, each: &[(&str, &str, Option<&str>)]) -> PathBuf {
     dir
 }
 
-/// The nodes of `fleet`'s JSON report with outcome `kind`.
-fn with_outcome(doc: &Value, kind: &str) -> Vec<String> {
-    doc["artifact"]["outcomes"][kind]
-        .as_array()
-        .map(|a| a.iter().map(|n| n.as_str().unwrap().to_string()).collect())
-        .unwrap_or_default()
+/// `fleet --artifact ROOT/venv` over [`nodes`]`(t, each)`: exit code, [`grouped`] nodes, report.
+fn artifact_on(t: &Path, root: &Path, each: &[(&str, &str, Option<&str>)]) -> (i32, String, Value) {
+    let (code, doc) = fleet("--artifact", &root.join("venv"), &nodes(t, each));
+    (code, grouped(&doc), doc)
+}
+
+/// The prediction for `node` in `fleet`'s JSON report.
+fn prediction<'d>(doc: &'d Value, node: &str) -> &'d Value {
+    let nodes = doc["per_node"].as_array().unwrap();
+    let n = nodes.iter().find(|n| n["name"] == node);
+    &n.unwrap_or_else(|| panic!("no node {node} in {doc:#}"))["prediction"]
+}
+
+/// The nodes of `fleet`'s JSON report that run and those that fail: `runs: a, b; fails: c`.
+fn grouped(doc: &Value) -> String {
+    let names = |kind: &str| -> String {
+        let nodes = doc["artifact"]["outcomes"][kind].as_array();
+        let names: Vec<&str> = nodes.into_iter().flatten().filter_map(Value::as_str).collect();
+        names.join(", ")
+    };
+    format!("runs: {}; fails: {}", names("runs"), names("fails"))
 }
 
 /// `fleet --artifact VENV` over two nodes' snapshots: an H200 with driver 580 runs the venv's torch; the
@@ -330,21 +345,10 @@ fn with_outcome(doc: &Value, kind: &str) -> Vec<String> {
 fn fleet_artifact_venv_groups_nodes_by_import_outcome() {
     let t = tempfile::tempdir().unwrap();
     let root = host_venv(t.path(), &[]);
-    let nodes = nodes(
-        t.path(),
-        &[("new", "580.65.06", None), ("old", "550.90.07", None)],
-    );
-    let (code, doc) = fleet("--artifact", &root.join("venv"), &nodes);
-    assert_eq!(code, 1, "{doc:#}");
-    assert_eq!(with_outcome(&doc, "runs"), ["new"], "{doc:#}");
-    assert_eq!(with_outcome(&doc, "fails"), ["old"], "{doc:#}");
-    let old = doc["per_node"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["name"] == "old")
-        .unwrap();
-    assert_eq!(old["prediction"]["codes"][0], "driver-insufficient", "{old:#}");
+    let each = [("new", "580.65.06", None), ("old", "550.90.07", None)];
+    let (code, groups, doc) = artifact_on(t.path(), &root, &each);
+    assert_eq!((code, groups.as_str()), (1, "runs: new; fails: old"), "{doc:#}");
+    assert_eq!(prediction(&doc, "old")["codes"][0], "driver-insufficient");
 }
 
 /// `fleet --artifact VENV` over two nodes alike but for the `LD_LIBRARY_PATH` their reports recorded (a job's
@@ -360,32 +364,17 @@ fn fleet_artifact_venv_judges_each_node_with_the_ld_library_path_its_report_reco
     crate::python_import::cudnn(&cudnn, "");
     let elsewhere = t.path().join("modules/nccl/lib");
     std::fs::create_dir_all(&elsewhere).unwrap();
-    let nodes = nodes(
-        t.path(),
-        &[
-            ("with-cudnn", "580.65.06", cudnn.to_str()),
-            ("without", "580.65.06", elsewhere.to_str()),
-        ],
-    );
-    let (code, doc) = fleet("--artifact", &root.join("venv"), &nodes);
-    assert_eq!(code, 1, "{doc:#}");
-    assert_eq!(with_outcome(&doc, "runs"), ["with-cudnn"], "{doc:#}");
-    assert_eq!(with_outcome(&doc, "fails"), ["without"], "{doc:#}");
-    let without = doc["per_node"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["name"] == "without")
-        .unwrap();
-    assert_eq!(
-        without["prediction"]["codes"][0], "library-not-found",
-        "{without:#}"
-    );
+    let each = [
+        ("with-cudnn", "580.65.06", cudnn.to_str()),
+        ("without", "580.65.06", elsewhere.to_str()),
+    ];
+    let (code, groups, doc) = artifact_on(t.path(), &root, &each);
+    let want = (1, "runs: with-cudnn; fails: without");
+    assert_eq!((code, groups.as_str()), want, "{doc:#}");
+    let without = prediction(&doc, "without");
+    assert_eq!(without["codes"][0], "library-not-found", "{without:#}");
     assert!(
-        without["prediction"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("libcudnn.so.9"),
+        without["reason"].as_str().unwrap().contains("libcudnn.so.9"),
         "{without:#}"
     );
 }
@@ -412,23 +401,14 @@ fn fleet_image_python_entrypoint_is_judged_by_its_imports_on_each_node() {
     std::fs::write(nodes.join("old.json"), serde_json::to_vec(&old).unwrap()).unwrap();
     let (code, doc) = fleet("--image", &tar, &nodes);
     assert_eq!(code, 1, "{doc:#}");
-    let prediction = |name: &str| {
-        doc["per_node"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["name"] == name)
-            .unwrap()["prediction"]
-            .clone()
-    };
-    let old = prediction("old");
+    let old = prediction(&doc, "old");
     assert_eq!(
         (old["outcome"].as_str(), old["codes"][0].as_str()),
         (Some("fails"), Some("driver-insufficient")),
         "{old:#}"
     );
     assert!(old["reason"].as_str().unwrap().contains("torch"), "{old:#}");
-    assert_ne!(prediction("new")["outcome"], "fails", "{doc:#}");
+    assert_ne!(prediction(&doc, "new")["outcome"], "fails", "{doc:#}");
 }
 
 /// `ENTRYPOINT ["python3", "train.py"]` in an image that sets `JAX_PLATFORMS=cuda` and holds JAX with a
