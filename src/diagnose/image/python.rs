@@ -37,6 +37,7 @@ pub struct Plan {
 }
 
 /// What judging the imports gives: the findings (folded into the program's judgement) and the facts.
+#[derive(Clone)]
 pub struct Judged {
     /// The findings of the imports, most severe first.
     pub findings: Vec<Finding>,
@@ -165,11 +166,11 @@ pub fn judge(
     }))
 }
 
-/// A plan's findings for many nodes (`fleet --image`): one judgement per machine a container gets (its
-/// driver and GPUs), on the tree as mounted now; [`PerMachine::clear`] when the mounts change.
+/// A plan judged for many nodes (`fleet --image`): one judgement per machine a container gets (its driver and
+/// GPUs), on the tree as mounted now; [`PerMachine::clear`] when the mounts change.
 pub struct PerMachine {
     plan: Plan,
-    done: std::sync::Mutex<std::collections::HashMap<String, Vec<Finding>>>,
+    done: std::sync::Mutex<std::collections::HashMap<String, Option<Judged>>>,
 }
 
 impl PerMachine {
@@ -181,30 +182,27 @@ impl PerMachine {
         }
     }
 
-    /// The findings of the imports on the node `staged`, judged once per machine the container gets. A plan
-    /// that cannot be modelled gives none: the interpreter is judged alone, as `inspect --image` does.
-    pub fn findings(
+    /// The imports judged on the node `staged`, once per machine the container gets: their findings and
+    /// facts, as `inspect --image` has them. `None` for a plan that cannot be modelled: the interpreter is
+    /// judged alone, as `inspect --image` does.
+    pub fn judged(
         &self,
         img: &Image,
         program: &Program,
         staged: Option<&Staged>,
         matrix: &Matrix,
-    ) -> Vec<Finding> {
+    ) -> Option<Judged> {
         let (gpus, driver) = container_machine(staged, matrix);
         let labels: Vec<&str> = gpus.iter().map(|g| g.label.as_str()).collect();
         let key = format!("{:?} {labels:?} {}", driver.map(|d| d.version), staged.is_some());
-        if let Some(f) = self.done.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return f;
+        if let Some(j) = self.done.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return j;
         }
-        let f = judge(img, program, staged, &self.plan, matrix)
-            .ok()
-            .flatten()
-            .map(|j| j.findings)
-            .unwrap_or_default();
+        let j = judge(img, program, staged, &self.plan, matrix).ok().flatten();
         if let Ok(mut m) = self.done.lock() {
-            m.insert(key, f.clone());
+            m.insert(key, j.clone());
         }
-        f
+        j
     }
 
     /// Forgets the judgements: the tree's mounts are about to change.
