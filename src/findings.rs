@@ -200,6 +200,8 @@ catalogue! {
         needs: Needs::Loader, probe: &[]);
     FrameworkNotInstalled = ("CD214", "framework-not-installed", Error, None, "the module imported is not installed in the environment: the import raises ModuleNotFoundError",
         needs: Needs::Loader, probe: &[]);
+    FrameworkRaises = ("CD215", "framework-raises", Error, None, "a framework's import or first GPU use raises an exception that no other finding explains",
+        needs: Needs::Loader, probe: &[]);
     NoDriver = ("CD300", "no-driver", Error, Some(35), "no NVIDIA kernel driver is loaded",
         needs: Needs::Host, probe: &[(Stage::Driver, &[Expect::NotLoaded, Expect::Code(100), Expect::Code(999)])]);
     LibcudaNotFound = ("CD301", "libcuda-not-found", Error, Some(35), "the driver library libcuda.so.1 cannot be found",

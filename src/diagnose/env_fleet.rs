@@ -1,19 +1,24 @@
 //! `fleet --artifact ENV` where ENV is a Python environment (a venv or a conda environment): will `import`
 //! of each framework installed there use the GPU on each node? The question `cudadiag import --venv ENV
-//! --facts NODE.json --clear-env` answers for one node, through the same model (`imports::run`).
+//! --facts NODE.json --clear-env --env LD_LIBRARY_PATH=…` answers for one node, through the same model
+//! (`imports::model`).
 //!
-//! The environment is read once (its `sys.path` and distributions, which frameworks are installed). A node's
-//! outcome depends on its facts only through its driver and its GPUs, so nodes with the same driver version
-//! and GPUs share one judgement: a fleet has a handful of such machines, and each judgement is one emulated
-//! process. Each node's recorded facts are a declared machine: its driver provides `libcuda.so.1` and NVML
+//! The environment is read once (its `sys.path` and distributions, which frameworks are installed), on this
+//! machine: the nodes are taken to see the same files at the same paths (a shared filesystem, as the
+//! environment itself is). A node's outcome depends on its facts through its driver, its GPUs and the
+//! `LD_LIBRARY_PATH` its report recorded (`host.env.vars`: the environment `doctor` or `snapshot` ran in on
+//! the node, a job's), which the loader searches before `ld.so.cache`; so nodes with the same three share one
+//! judgement: a fleet has a handful of such machines, and each judgement is one emulated process. Each node's
+//! recorded facts are a declared machine: its driver provides `libcuda.so.1` and NVML
 //! (`imports::Machine::declared`), as on the node itself. The variables of this shell are not the nodes'
-//! jobs': the environment is judged with none (`--clear-env`), as a job that activates it runs.
+//! jobs': the environment is judged with none but the node's `LD_LIBRARY_PATH` (`--clear-env`), as a job
+//! that activates it runs. `sys.path` reads no `LD_LIBRARY_PATH`, so the one collection serves every node.
 
 use crate::facts::HostFacts;
 use crate::fleet::judge::{Outcome, Prediction};
 use crate::matrix::Matrix;
 use crate::python::frameworks::env::Chosen;
-use crate::python::frameworks::{Driver, Gpu};
+use crate::python::frameworks::{Driver, Framework, Gpu, PyEnv};
 use crate::python::syspath::Target;
 use crate::system::{Env, Root};
 use std::collections::HashMap;
@@ -26,19 +31,21 @@ pub struct EnvArtefact {
     pub path: PathBuf,
     /// The modules imported on each node, in `imports::known`'s order: every framework installed.
     pub modules: Vec<String>,
-    /// The environment, as an absolute path (links kept: a venv is found from the name its interpreter is
-    /// started by).
-    dir: PathBuf,
-    /// Judgements made, by driver version and GPUs.
+    /// Its `sys.path` and distributions, collected once.
+    py: PyEnv,
+    /// The frameworks of [`EnvArtefact::modules`].
+    frameworks: Vec<&'static dyn Framework>,
+    /// Judgements made, by driver version, GPUs and `LD_LIBRARY_PATH`.
     judged: Mutex<HashMap<Machine, Prediction>>,
 }
 
-/// What a node's outcome depends on: its driver version and its GPUs.
-type Machine = (Option<String>, Vec<String>);
+/// What a node's outcome depends on: its driver version, its GPUs and its `LD_LIBRARY_PATH`.
+type Machine = (Option<String>, Vec<String>, Option<String>);
 
-/// Is `p` a Python environment directory: a venv (`pyvenv.cfg`) or a conda environment (`conda-meta/`)?
+/// Is `p` a Python environment directory: a venv (`pyvenv.cfg`) or a conda environment (`conda-meta/`), as
+/// `inspect DIR` tells one ([`super::frameworks::env_kind`])?
 pub fn is_env(p: &Path) -> bool {
-    p.is_dir() && (p.join("pyvenv.cfg").is_file() || p.join("conda-meta").is_dir())
+    std::path::absolute(p).is_ok_and(|p| super::frameworks::env_kind(&Root::host(), &p).is_some())
 }
 
 impl EnvArtefact {
@@ -51,13 +58,13 @@ impl EnvArtefact {
         }
     }
 
-    /// Reads the environment: which frameworks it has installed.
+    /// Reads the environment: its `sys.path`, its distributions, which frameworks it has installed.
     pub fn read(path: &Path) -> Result<EnvArtefact, String> {
         let shown = path.display();
+        // Absolute, links kept: a venv is found from the name its interpreter is started by.
         let dir = std::path::absolute(path).map_err(|e| format!("--artifact {shown}: {e}"))?;
         let env = Env::empty();
-        let chosen = chosen(&dir);
-        let req = crate::python::frameworks::env::request(&env, &chosen);
+        let req = crate::python::frameworks::env::request(&env, &chosen(&dir));
         let py = crate::python::frameworks::env::collect(&Root::host(), &env, &req)
             .map_err(|e| format!("--artifact {shown}: {e}"))?;
         let modules: Vec<String> = crate::imports::installed(&py)
@@ -71,17 +78,23 @@ impl EnvArtefact {
                 known.join(", ")
             ));
         }
+        let frameworks = modules
+            .iter()
+            .filter_map(|m| crate::imports::framework(m))
+            .collect();
         Ok(EnvArtefact {
             path: path.to_path_buf(),
             modules,
-            dir,
+            py,
+            frameworks,
             judged: Mutex::new(HashMap::new()),
         })
     }
 
     /// The outcome of importing every installed framework, in one process, on the node whose facts are
-    /// `host`: it fails on the first error finding (a library the loader cannot find, the GPU not used, a
-    /// framework's own check), runs when there is none and the node has a GPU.
+    /// `host`, with the `LD_LIBRARY_PATH` they recorded: it fails on the first error finding (a library the
+    /// loader cannot find, the GPU not used, a framework's own check, an exception), runs when there is none
+    /// and the node has a GPU.
     pub fn predict(&self, host: Option<HostFacts>, matrix: &Matrix) -> Prediction {
         let Some(mut host) = host else {
             return Prediction::no_host();
@@ -91,37 +104,42 @@ impl EnvArtefact {
         let key = (
             host.driver.as_ref().map(|d| d.version.clone()),
             gpus.iter().map(|g| g.label.clone()).collect::<Vec<_>>(),
+            ld_library_path(&host),
         );
         if let Some(p) = self.judged.lock().ok().and_then(|m| m.get(&key).cloned()) {
             return p;
         }
-        let p = self.judge(&gpus, driver.as_ref(), matrix);
+        let p = self.judge(&gpus, driver.as_ref(), key.2.as_deref(), matrix);
         if let Ok(mut m) = self.judged.lock() {
             m.insert(key, p.clone());
         }
         p
     }
 
-    /// One judgement: the imports modelled for a declared machine with `gpus` and `driver`.
-    fn judge(&self, gpus: &[Gpu], driver: Option<&Driver>, matrix: &Matrix) -> Prediction {
+    /// One judgement: the imports modelled for a declared machine with `gpus` and `driver`, in a process whose
+    /// only variable is `ld_library_path`.
+    fn judge(
+        &self,
+        gpus: &[Gpu],
+        driver: Option<&Driver>,
+        ld_library_path: Option<&str>,
+        matrix: &Matrix,
+    ) -> Prediction {
         let machine = crate::imports::Machine {
             gpus,
             driver,
             declared: true,
         };
-        let env = Env::empty();
-        let report = match crate::imports::run(
-            &Root::host(),
-            &env,
-            chosen(&self.dir),
-            &self.modules,
-            &machine,
-            matrix,
-        ) {
-            Ok(r) => r,
-            Err(e) => return Prediction::not_judged(format!("not judged: {e}")),
-        };
-        let p = Prediction::of(&report.findings, &[]);
+        let mut env = Env::empty();
+        if let Some(v) = ld_library_path {
+            env.set("LD_LIBRARY_PATH", v);
+        }
+        let modelled =
+            match crate::imports::model(&Root::host(), &env, &self.py, &self.frameworks, &machine, matrix) {
+                Ok(m) => m,
+                Err(e) => return Prediction::not_judged(format!("not judged: {e}")),
+            };
+        let p = Prediction::of(&modelled.findings, &[]);
         if p.outcome == Outcome::Fails {
             return p;
         }
@@ -136,6 +154,16 @@ impl EnvArtefact {
             codes: Vec::new(),
         }
     }
+}
+
+/// The `LD_LIBRARY_PATH` the node's report recorded, unless `snapshot --redact` replaced it by a placeholder
+/// (what it named is then unknown, and the node is judged without it).
+fn ld_library_path(host: &HostFacts) -> Option<String> {
+    host.env
+        .vars
+        .get("LD_LIBRARY_PATH")
+        .filter(|v| !crate::bundle::redact::is_placeholder_value(v))
+        .cloned()
 }
 
 /// The environment directory as `cudadiag import --venv DIR` names it.

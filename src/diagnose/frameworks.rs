@@ -49,24 +49,30 @@ impl Kind {
     }
 }
 
+/// What environment `dir` (a path inside `root`) is by its own marker: a venv (it holds `pyvenv.cfg`, as
+/// `python -m venv` writes it) or a conda environment (it holds `conda-meta/`); `None` for any other
+/// directory. `inspect DIR` and `fleet --artifact ENV` tell an environment from other directories by it.
+pub fn env_kind(root: &Root, dir: &Path) -> Option<Kind> {
+    if root.metadata(&dir.join("pyvenv.cfg")).is_ok_and(|m| m.is_file()) {
+        return Some(Kind::Venv);
+    }
+    if root.metadata(&dir.join("conda-meta")).is_ok_and(|m| m.is_dir()) {
+        return Some(Kind::Conda);
+    }
+    None
+}
+
 /// The directory `inspect` was given, as the environment to judge: the interpreter and the kind, or why it is
 /// not one. `dir` is a path inside `root`.
 pub fn locate(root: &Root, dir: &Path) -> Result<(Chosen, Kind), ToolError> {
     let is_file = |p: &Path| root.metadata(p).is_ok_and(|m| m.is_file());
-    let is_dir = |p: &Path| root.metadata(p).is_ok_and(|m| m.is_dir());
-    let env = |kind: Kind, d: &Path| {
+    if let Some(kind) = env_kind(root, dir) {
         let chosen = Chosen {
-            target: Target::Environment(d.to_path_buf()),
-            path: d.to_path_buf(),
+            target: Target::Environment(dir.to_path_buf()),
+            path: dir.to_path_buf(),
             because: "given to inspect".into(),
         };
-        (chosen, kind)
-    };
-    if is_file(&dir.join("pyvenv.cfg")) {
-        return Ok(env(Kind::Venv, dir));
-    }
-    if is_dir(&dir.join("conda-meta")) {
-        return Ok(env(Kind::Conda, dir));
+        return Ok((chosen, kind));
     }
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
     if !matches!(name.as_deref(), Some("site-packages" | "dist-packages")) {
@@ -94,7 +100,7 @@ pub fn locate(root: &Root, dir: &Path) -> Result<(Chosen, Kind), ToolError> {
         path: dir.to_path_buf(),
         because: "the interpreter of its prefix".into(),
     };
-    if is_file(&prefix.join("pyvenv.cfg")) || is_dir(&prefix.join("conda-meta")) {
+    if env_kind(root, prefix).is_some() {
         return Ok((
             chosen(Target::Environment(prefix.to_path_buf())),
             Kind::SitePackages,

@@ -7,13 +7,15 @@
 //!
 //! An outcome becomes a finding here, once: an import or first use that raises on a failed load is
 //! `library-not-found` (with the loader's search trail), one that goes on without the GPU is
-//! `framework-cpu-fallback`. An outcome that raises for another reason (the driver check) comes with the
-//! model's own finding from [`crate::python::frameworks::Framework::checks`].
+//! `framework-cpu-fallback`, one that raises `ModuleNotFoundError` is `framework-not-installed`. An outcome that
+//! raises for another reason comes with the model's own finding from
+//! [`crate::python::frameworks::Framework::checks`] (torch's driver check), else it is `framework-raises`: an
+//! exception never passes for "works".
 
 pub mod file;
 pub mod process;
 
-use crate::findings::{Code, Finding};
+use crate::findings::{Code, Finding, Severity};
 use crate::python::frameworks::env::Chosen;
 use crate::python::frameworks::{Ctx, Driver, Framework, Gpu, Loaded, Outcome, PyEnv, Selected, Step, When};
 use crate::system::Root;
@@ -281,12 +283,57 @@ fn in_process(
         findings.extend(outcome_finding(ctx, *fw, "first GPU use", &step.outcome, help));
         imported.first_use = Some(step);
     }
-    for (fw, model) in frameworks.iter().zip(&models) {
-        if let Some(m) = model {
-            findings.extend(fw.checks(ctx, m, p));
+    for ((fw, model), imported) in frameworks.iter().zip(&models).zip(&imports) {
+        let own = model.as_ref().map(|m| fw.checks(ctx, m, p)).unwrap_or_default();
+        // A raise the model's own checks explain (torch's driver check) is their finding; any other is one
+        // of its own, so that no exception passes for "works".
+        let explained = own.iter().any(|f| f.severity == Severity::Error);
+        findings.extend(own);
+        if !explained {
+            let help = |o: &Outcome| model.as_ref().and_then(|m| fw.help(ctx, m, o));
+            findings.extend(unexplained_raise(fw.module(), imported, help));
         }
     }
     (imports, findings)
+}
+
+/// The exception of an import or first use that raises with no finding of its own (no failed load, no
+/// module missing): `framework-raises`, with the framework's last line as the exception raised, the whole
+/// text and the model's notes as evidence, and `help` (the framework's advice for the outcome) when it has one.
+fn unexplained_raise(
+    module: &str,
+    imported: &Imported,
+    help: impl Fn(&Outcome) -> Option<String>,
+) -> Option<Finding> {
+    let (stage, step) = match &imported.first_use {
+        Some(first) => ("first GPU use", first),
+        None => ("import", &imported.import),
+    };
+    let Outcome::Fails { message, load: None } = &step.outcome else {
+        return None;
+    };
+    if message.starts_with("ModuleNotFoundError:") {
+        return None;
+    }
+    let raised = message.lines().last().unwrap_or(message);
+    let help = help(&step.outcome).unwrap_or_else(|| {
+        format!(
+            "fix what the exception names; `cudadiag import {module} --verbose` shows the model's notes and \
+             every library the process loaded, with how it came in"
+        )
+    });
+    let mut f = Finding::new(
+        Code::FrameworkRaises,
+        format!("`import {module}` will fail at its {stage}: {raised}"),
+        help,
+    );
+    if raised != message {
+        f = f.because(format!("{module} says: {message}"));
+    }
+    for n in &step.notes {
+        f = f.because(format!("model: {n}"));
+    }
+    Some(f)
 }
 
 /// `import M` raising `ModuleNotFoundError` (`message`): no distribution of the framework on `sys.path`, or one

@@ -294,6 +294,14 @@ const TABLE: &[(&str, Case)] = &[
         },
     ),
     (
+        "framework-raises",
+        Case::Elsewhere {
+            fire: "image_import.rs::image_python_import_that_raises_with_no_finding_of_its_own_fails_naming_the_exception",
+            miss: "image_import.rs::image_python_import_that_raises_with_no_finding_of_its_own_fails_naming_the_exception",
+            why: "needs an image with a venv, an interpreter built with cc and JAX's dist-infos, as a docker save tarball",
+        },
+    ),
+    (
         "no-driver",
         Case::Run {
             fire: &["doctor", "@host:nouveau"],

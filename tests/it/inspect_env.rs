@@ -8,27 +8,19 @@
 
 use crate::python_cupy_ort as ort;
 use crate::python_import::{bare, driver_and_cache, interpreter_and_venv, torch, wheels, write};
-use assert_cmd::Command;
+use crate::support::cli::{self, slugs};
 use serde_json::Value;
+use std::ffi::OsString;
 use std::path::Path;
 
 /// `cudadiag --color never ARGS --root ROOT --clear-env ENV…`: exit code, stdout, stderr.
 fn cudadiag(root: &Path, args: &[&str], env: &[&str]) -> (i32, String, String) {
-    let mut cmd = Command::cargo_bin("cudadiag").unwrap();
-    cmd.args(["--color", "never"])
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .arg("--clear-env");
-    for e in env {
-        cmd.args(["--env", e]);
-    }
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    cli::run(args.iter().map(OsString::from).chain(cli::on_root(root, env)))
+}
+
+/// [`cudadiag`] of a command that prints JSON: exit code and report.
+fn cudadiag_json(root: &Path, args: &[&str], env: &[&str]) -> (i32, Value) {
+    cli::run_json(args.iter().map(OsString::from).chain(cli::on_root(root, env)))
 }
 
 /// `inspect DIR --gpu 9.0 --driver 580.65.06 --format json` under `root`: the exit code and the report, which
@@ -44,35 +36,9 @@ fn inspect_json(root: &Path, dir: &str) -> (i32, Value) {
         "--format",
         "json",
     ];
-    let (code, out, err) = cudadiag(root, &args, &[]);
-    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
-    contract(&out);
+    let (code, doc) = cudadiag_json(root, &args, &[]);
+    cli::contract(&doc);
     (code, doc)
-}
-
-/// The JSON contract's checker (`../shared/contract/check_report.py`, which CI provides) accepts `report`.
-fn contract(report: &str) {
-    let checker = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/contract/check_report.py");
-    assert!(checker.exists(), "CI provides {}", checker.display());
-    let mut py = std::process::Command::new("python3")
-        .arg(&checker)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    py.stdin.take().unwrap().write_all(report.as_bytes()).unwrap();
-    let out = py.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
-}
-
-fn slugs(doc: &Value) -> Vec<&str> {
-    doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["slug"].as_str().unwrap())
-        .collect()
 }
 
 /// `(module, installed, alone's kind, together's kind)` of each framework.
@@ -314,9 +280,8 @@ fn inspect_of_a_venv_with_two_frameworks_judges_each_alone_and_both_in_one_proce
 fn doctor_with_virtual_env_lists_its_frameworks_and_their_findings() {
     let t = tempfile::tempdir().unwrap();
     let root = torch_venv(t.path(), &["libcudnn.so.9"]);
-    let (code, out, err) = cudadiag(&root, &["doctor", "--format", "json"], &["VIRTUAL_ENV=/venv"]);
-    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
-    contract(&out);
+    let (code, doc) = cudadiag_json(&root, &["doctor", "--format", "json"], &["VIRTUAL_ENV=/venv"]);
+    cli::contract(&doc);
     assert_eq!(code, 1);
     assert_eq!(
         doc["python"]["python"]["because"], "VIRTUAL_ENV",
@@ -374,8 +339,7 @@ fn doctor_without_an_environment_or_a_framework_says_so_quietly() {
     let root = t.path().join("root");
     interpreter_and_venv(&root);
     // No VIRTUAL_ENV and no python3 on an empty PATH: a quiet line, no finding.
-    let (_, out, _) = cudadiag(&root, &["doctor", "--format", "json"], &[]);
-    let doc: Value = serde_json::from_str(&out).unwrap();
+    let (_, doc) = cudadiag_json(&root, &["doctor", "--format", "json"], &[]);
     assert!(
         doc["python"]["problem"]
             .as_str()
@@ -392,8 +356,7 @@ fn doctor_without_an_environment_or_a_framework_says_so_quietly() {
         ),
         "{out}"
     );
-    let (_, out, _) = cudadiag(&root, &["doctor", "--format", "json"], &["VIRTUAL_ENV=/venv"]);
-    let doc: Value = serde_json::from_str(&out).unwrap();
+    let (_, doc) = cudadiag_json(&root, &["doctor", "--format", "json"], &["VIRTUAL_ENV=/venv"]);
     assert_eq!(doc["python"]["frameworks"], serde_json::json!([]));
     assert_eq!(slugs(&doc), ["no-driver"]);
 }

@@ -8,10 +8,11 @@
 //! alone: with the wheels on a second `sys.path` entry it said "will fail" for an import that works.
 
 use crate::support::arm_build::ld_cache;
+use crate::support::cli::{self, slugs};
 use crate::support::loader_build as build;
 
-use assert_cmd::Command;
 use serde_json::Value;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// `0x0303`: what an x86-64 `ldconfig` writes for a 64-bit library.
@@ -153,7 +154,7 @@ pub(crate) fn wheels(t: &Path, site: &Path, except: &[&str]) {
 /// cuDNN 9 in `dir`: `libcudnn.so.9` (DT_RPATH `$ORIGIN`, as the wheel's) and the sub-libraries a first
 /// convolution opens (`libcudnn_graph.so.9` and the engines, RUNPATH `$ORIGIN`), each file named `soname` +
 /// `suffix` (`.1.0` for a system copy `libcudnn.so.9.1.0`). Returns `(soname, file)` of each.
-fn cudnn(dir: &Path, suffix: &str) -> Vec<(String, PathBuf)> {
+pub(crate) fn cudnn(dir: &Path, suffix: &str) -> Vec<(String, PathBuf)> {
     let subs = [
         "libcudnn_graph.so.9",
         "libcudnn_engines_precompiled.so.9",
@@ -201,36 +202,13 @@ fn import(root: &Path, env: &[&str], extra: &[&str]) -> (i32, Value) {
 /// `cudadiag import torch --root ROOT --venv /venv --clear-env --format json` with `target` (the declared
 /// machine; none: the root's own), `env` and `extra` arguments.
 fn import_on(root: &Path, target: &[&str], env: &[&str], extra: &[&str]) -> (i32, Value) {
-    let mut cmd = Command::cargo_bin("cudadiag").unwrap();
-    cmd.args([
-        "--color",
-        "never",
-        "import",
-        "torch",
-        "--venv",
-        "/venv",
-        "--clear-env",
-    ])
-    .args(target)
-    .args(["--format", "json", "--root"])
-    .arg(root);
-    for e in env {
-        cmd.args(["--env", e]);
-    }
-    let out = cmd.args(extra).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let doc: Value = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().unwrap_or(-1), doc)
-}
-
-fn slugs(doc: &Value) -> Vec<String> {
-    doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["slug"].as_str().unwrap_or_default().to_string())
-        .collect()
+    let args = [
+        &["import", "torch", "--venv", "/venv", "--format", "json"],
+        target,
+        extra,
+    ]
+    .concat();
+    cli::run_json(args.iter().map(OsString::from).chain(cli::on_root(root, env)))
 }
 
 /// The loaded object whose path ends with `/name`.

@@ -15,6 +15,7 @@ use super::program::{self, Mount, Program, Staged};
 use super::tree::{self, Tree};
 use crate::diagnose::read::Reading;
 use crate::diagnose::{System, ToolError};
+use crate::facts::image::ImageFacts;
 use crate::fleet::Node;
 use crate::fleet::judge::Prediction;
 use crate::image::{self, Image, Limits};
@@ -83,13 +84,22 @@ pub fn judge_all(
             usize::MAX,
             || tree.facts.clone(),
             |facts, &i| {
-                let extra = imports
+                let judged = imports
                     .as_ref()
-                    .map(|m| m.findings(&img, &program, staged[i].as_ref(), matrix))
-                    .unwrap_or_default();
+                    .and_then(|m| m.judged(&img, &program, staged[i].as_ref(), matrix));
+                let (extra, about) = judged.map(|j| (j.findings, j.facts)).unzip();
+                // The interpreter is judged by its imports, as `inspect --image` judges it
+                // (`rules::python_imports`): the image's program and the imports in the facts.
+                facts.image = about.map(|imports| ImageFacts {
+                    program: program.programs.first().map(|p| p.display().to_string()),
+                    imports: Some(imports),
+                    ..ImageFacts::default()
+                });
+                let extra = extra.unwrap_or_default();
                 let (findings, verdicts) =
                     tree::judge(facts, &tree, &program, staged[i].as_ref(), &extra, matrix);
                 facts.host = None;
+                facts.image = None;
                 done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Prediction::of(&findings, &verdicts)
             },

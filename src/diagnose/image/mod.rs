@@ -53,7 +53,7 @@ pub fn diagnose(
     let tree = Tree::read(img, &program, r)?;
     // The Python imports, modelled in the same tree (the toolkit's mounts made).
     let judged = match python::plan(img, &program, imports)? {
-        Some(plan) => python::judge(img, &program, staged.as_ref(), plan, matrix)?,
+        Some(plan) => python::judge(img, &program, staged.as_ref(), &plan, matrix)?,
         None => None,
     };
     let (import_findings, import_facts) = judged.map(|j| (j.findings, j.facts)).unzip();

@@ -17,24 +17,27 @@ use crate::diagnose::ToolError;
 use crate::facts::image::ImageImports;
 use crate::findings::Finding;
 use crate::image::Image;
-use crate::imports::Machine;
+use crate::imports::{ImportError, Machine};
 use crate::matrix::Matrix;
 use crate::python::frameworks::env::{Chosen, choose};
-use crate::python::frameworks::{Driver, Gpu};
+use crate::python::frameworks::{Driver, Framework, Gpu, PyEnv};
 use crate::python::syspath::Target;
 use std::path::{Path, PathBuf};
 
-/// The imports to judge: the interpreter, the modules and why those.
-#[derive(Clone)]
+/// The imports to judge: the interpreter, its environment, the modules and why those.
 pub struct Plan {
     chosen: Chosen,
-    modules: Vec<String>,
+    /// The interpreter's environment (`sys.path`, the distributions), collected once for every judgement of
+    /// the plan: the toolkit's mounts put the driver's libraries in the tree, never a Python distribution.
+    py: PyEnv,
+    frameworks: Vec<&'static dyn Framework>,
     why: String,
     /// `--import` asked for them: a failure to model them is the command's failure, not a note.
     asked: bool,
 }
 
 /// What judging the imports gives: the findings (folded into the program's judgement) and the facts.
+#[derive(Clone)]
 pub struct Judged {
     /// The findings of the imports, most severe first.
     pub findings: Vec<Finding>,
@@ -45,66 +48,81 @@ pub struct Judged {
 /// The imports to judge in the image: `asked` (`--import`, in the interpreter the image's environment
 /// activates: `VIRTUAL_ENV`, else `CONDA_PREFIX`, else `python3` on its `PATH`, as `cudadiag import` chooses),
 /// else those a Python entrypoint makes, in that interpreter as the entrypoint names it; none when the program
-/// is no Python interpreter or its environment holds no modelled framework.
+/// is no Python interpreter, its environment cannot be read or holds no modelled framework. The interpreter's
+/// environment is collected here, once.
 pub fn plan(img: &Image, program: &Program, asked: &[String]) -> Result<Option<Plan>, ToolError> {
-    let entry = program.entry.as_ref().filter(|(p, _)| is_python(p));
+    let env = environment(img, program);
+    let collect = |chosen: &Chosen| {
+        let req = crate::python::frameworks::env::request(&env, chosen);
+        crate::python::frameworks::env::collect(&img.root(), &env, &req)
+    };
     if !asked.is_empty() {
+        let fail = |e: ImportError| ToolError(format!("{}: --import: {e}", img.facts.path));
+        let frameworks = asked
+            .iter()
+            .map(|m| crate::imports::framework(m).ok_or_else(|| fail(ImportError::Unknown(m.clone()))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let chosen = choose(&program.env, None, None);
+        let py = collect(&chosen).map_err(|e| fail(ImportError::SysPath(e)))?;
         return Ok(Some(Plan {
-            chosen: choose(&program.env, None, None),
-            modules: asked.to_vec(),
+            chosen,
+            py,
+            frameworks,
             why: "as --import names them".into(),
             asked: true,
         }));
     }
-    let Some((interpreter, args)) = entry else {
+    let Some((interpreter, args)) = program.entry.as_ref().filter(|(p, _)| is_python(p)) else {
         return Ok(None);
     };
     let chosen = entrypoint(interpreter);
+    // An environment that cannot be read (no interpreter there): the interpreter is judged alone.
+    let Ok(py) = collect(&chosen) else {
+        return Ok(None);
+    };
     let runs = runs(args);
     if let Runs::Module(m) = &runs {
         let top = m.split('.').next().unwrap_or(m);
-        if crate::imports::framework(top).is_some() {
+        if let Some(fw) = crate::imports::framework(top) {
             return Ok(Some(Plan {
                 chosen,
-                modules: vec![top.to_string()],
+                py,
+                frameworks: vec![fw],
                 why: format!("python -m {m} imports {top} first"),
                 asked: false,
             }));
         }
     }
-    let env = environment(img, program);
-    let req = crate::python::frameworks::env::request(&env, &chosen);
-    let Ok(py) = crate::python::frameworks::env::collect(&img.root(), &env, &req) else {
-        return Ok(None);
-    };
-    let modules: Vec<String> = crate::imports::installed(&py)
+    let frameworks: Vec<&'static dyn Framework> = crate::imports::installed(&py)
         .into_iter()
-        .map(str::to_string)
+        .filter_map(crate::imports::framework)
         .collect();
-    if modules.is_empty() {
+    if frameworks.is_empty() {
         return Ok(None);
     }
     Ok(Some(Plan {
         chosen,
+        py,
+        frameworks,
         why: format!(
             "{} is not read (cudadiag runs nothing, and a script's imports are code): the frameworks installed \
              in the interpreter's environment are judged, in this order; name the imports exactly with \
              --import",
             runs.shown()
         ),
-        modules,
         asked: false,
     }))
 }
 
 /// Models the plan's imports in the image's tree as it is now (the toolkit's mounts made), for the node as
-/// the container sees it (`staged`; none: no node, no driver and no GPU). `None` when an implicit plan cannot
-/// be modelled (its interpreter is not an ELF program the loader can start): the interpreter is judged alone.
+/// the container sees it (`staged`; none: no node, no driver and no GPU), in the environment the plan
+/// collected. `None` when an implicit plan cannot be modelled (its interpreter is not an ELF program the
+/// loader can start): the interpreter is judged alone.
 pub fn judge(
     img: &Image,
     program: &Program,
     staged: Option<&Staged>,
-    plan: Plan,
+    plan: &Plan,
     matrix: &Matrix,
 ) -> Result<Option<Judged>, ToolError> {
     let (gpus, driver) = container_machine(staged, matrix);
@@ -116,26 +134,20 @@ pub fn judge(
     };
     let env = environment(img, program);
     let root = img.root();
-    let Plan {
-        chosen,
-        modules,
-        mut why,
-        asked,
-    } = plan;
-    let report = match crate::imports::run(&root, &env, chosen, &modules, &machine, matrix) {
-        Ok(r) => r,
-        Err(e) if asked => return Err(ToolError(format!("{}: --import: {e}", img.facts.path))),
+    let modelled = match crate::imports::model(&root, &env, &plan.py, &plan.frameworks, &machine, matrix) {
+        Ok(m) => m,
+        Err(e) if plan.asked => return Err(ToolError(format!("{}: --import: {e}", img.facts.path))),
         Err(_) => return Ok(None),
     };
-    let detail = serde_json::json!({
-        "executable": inside(&report.env.syspath.executable, img.dir()),
-        "sys_path": report.env.syspath.entries,
-        "imports": report.imports,
-        "loaded": report.loaded,
+    let mut detail = serde_json::json!({
+        "executable": inside(&plan.py.syspath.executable, img.dir()),
+        "sys_path": plan.py.syspath.entries,
+        "imports": modelled.imports,
+        "loaded": modelled.loaded,
     });
-    let mut detail = detail;
     super::tree::inside_value(&mut detail, &img.dir().to_string_lossy());
-    let mut findings = report.findings;
+    let mut findings = modelled.findings;
+    let mut why = plan.why.clone();
     if staged.is_none() {
         // No node (`--no-host`, a machine without NVIDIA): the image's files are judged, not whether a GPU
         // will be used, which depends on the node.
@@ -145,20 +157,20 @@ pub fn judge(
     Ok(Some(Judged {
         findings,
         facts: ImageImports {
-            python: report.python.path.display().to_string(),
-            because: report.python.because,
-            modules,
+            python: plan.chosen.path.display().to_string(),
+            because: plan.chosen.because.clone(),
+            modules: plan.frameworks.iter().map(|f| f.module().to_string()).collect(),
             why,
             detail,
         },
     }))
 }
 
-/// A plan's findings for many nodes (`fleet --image`): one judgement per machine a container gets (its
-/// driver and GPUs), on the tree as mounted now; [`PerMachine::clear`] when the mounts change.
+/// A plan judged for many nodes (`fleet --image`): one judgement per machine a container gets (its driver and
+/// GPUs), on the tree as mounted now; [`PerMachine::clear`] when the mounts change.
 pub struct PerMachine {
     plan: Plan,
-    done: std::sync::Mutex<std::collections::HashMap<String, Vec<Finding>>>,
+    done: std::sync::Mutex<std::collections::HashMap<String, Option<Judged>>>,
 }
 
 impl PerMachine {
@@ -170,30 +182,27 @@ impl PerMachine {
         }
     }
 
-    /// The findings of the imports on the node `staged`, judged once per machine the container gets. A plan
-    /// that cannot be modelled gives none: the interpreter is judged alone, as `inspect --image` does.
-    pub fn findings(
+    /// The imports judged on the node `staged`, once per machine the container gets: their findings and
+    /// facts, as `inspect --image` has them. `None` for a plan that cannot be modelled: the interpreter is
+    /// judged alone, as `inspect --image` does.
+    pub fn judged(
         &self,
         img: &Image,
         program: &Program,
         staged: Option<&Staged>,
         matrix: &Matrix,
-    ) -> Vec<Finding> {
+    ) -> Option<Judged> {
         let (gpus, driver) = container_machine(staged, matrix);
         let labels: Vec<&str> = gpus.iter().map(|g| g.label.as_str()).collect();
         let key = format!("{:?} {labels:?} {}", driver.map(|d| d.version), staged.is_some());
-        if let Some(f) = self.done.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return f;
+        if let Some(j) = self.done.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return j;
         }
-        let f = judge(img, program, staged, self.plan.clone(), matrix)
-            .ok()
-            .flatten()
-            .map(|j| j.findings)
-            .unwrap_or_default();
+        let j = judge(img, program, staged, &self.plan, matrix).ok().flatten();
         if let Ok(mut m) = self.done.lock() {
-            m.insert(key, f.clone());
+            m.insert(key, j.clone());
         }
-        f
+        j
     }
 
     /// Forgets the judgements: the tree's mounts are about to change.

@@ -27,6 +27,57 @@ pub fn captured(cmd: &mut Command) -> (i32, String, String) {
     )
 }
 
+/// `cudadiag --color never ARGS`, run to completion: its exit code, stdout and stderr (as [`captured`]). The
+/// runner of the modules that judge synthetic environments and images (`python_import`, `inspect_env`,
+/// `image_import`).
+pub fn run<I, S>(args: I) -> (i32, String, String)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut c = Command::cargo_bin("cudadiag").unwrap();
+    c.args(["--color", "never"]).args(args);
+    captured(&mut c)
+}
+
+/// [`run`] of a command that prints JSON (`--format json`): the exit code and the document. The test fails,
+/// showing stdout and stderr, when stdout is not JSON.
+pub fn run_json<I, S>(args: I) -> (i32, Value)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let (code, out, err) = run(args);
+    let doc = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    (code, doc)
+}
+
+/// `--root ROOT --clear-env` and `--env KEY=VALUE` for each of `env`: a command that reads the test's root
+/// with exactly that environment, none of the test process's.
+pub fn on_root(root: &Path, env: &[&str]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["--root".into(), root.into(), "--clear-env".into()];
+    for e in env {
+        args.extend(["--env".into(), OsString::from(e)]);
+    }
+    args
+}
+
+/// The report honours the JSON contract (DESIGN.md), as the contract's own checker beside the checkout says
+/// (skipped, saying why, where it is missing outside CI).
+pub fn contract(doc: &Value) {
+    let Some(checker) = crate::support::skip::contract_checker() else {
+        return;
+    };
+    let t = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(t.path(), serde_json::to_vec(doc).unwrap()).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(checker)
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
 /// `cudadiag ARGS`, run to completion in the test's working directory.
 pub fn output<I, S>(args: I) -> std::process::Output
 where
