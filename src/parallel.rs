@@ -308,7 +308,7 @@ impl<T> Parts<T> {
     }
 
     fn wait_helping(&self, help: impl Fn() -> bool) -> Vec<T> {
-        self.wait_then(help, |reports| std::mem::take(reports))
+        self.wait_then(help, std::mem::take)
     }
 
     /// [`Parts::wait`] that leaves the reports in place for the next caller: each gets a copy.

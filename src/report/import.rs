@@ -69,7 +69,7 @@ impl<'a> Wire<'a> {
                     name: &d.name,
                     version: &d.version,
                     site: d.site.to_string_lossy().into_owned(),
-                    files: d.files.len(),
+                    files: d.files().len(),
                     requires: &d.requires,
                 })
                 .collect(),

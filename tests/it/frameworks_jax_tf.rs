@@ -9,7 +9,8 @@ use cudadiag::imports::process::PyProcess;
 use cudadiag::python::frameworks::jax::Jax;
 use cudadiag::python::frameworks::tensorflow::TensorFlow;
 use cudadiag::python::frameworks::{
-    Ctx, Dist, Framework, Gpu, LoadedHow, Outcome, Process, PyEnv, Range, Step, normalise, select,
+    Ctx, Dist, Framework, Gpu, LoadedHow, Outcome, Process, PyEnv, Range, RecordFiles, Step, normalise,
+    select,
 };
 use cudadiag::python::syspath::{Entry, SysPath, UserSite, Why};
 use cudadiag::system::{Env, Root};
@@ -64,7 +65,11 @@ impl Venv {
         build::lib(path.parent().unwrap(), &soname, "f", &[], &all);
         let key = normalise(dist.0);
         match self.dists.iter_mut().find(|d| d.key == key) {
-            Some(d) => d.files.push(rel.to_string()),
+            Some(d) => {
+                let mut files = d.files().to_vec();
+                files.push(rel.to_string());
+                d.files = RecordFiles::known(files);
+            }
             None => self.dists.push(Dist {
                 name: dist.0.into(),
                 key,
@@ -72,7 +77,7 @@ impl Venv {
                 release: cudadiag::facts::loader::release(dist.1),
                 site: PathBuf::from(SITE),
                 info: PathBuf::from(SITE).join(format!("{}-{}.dist-info", dist.0, dist.1)),
-                files: vec![rel.to_string()],
+                files: RecordFiles::known(vec![rel.to_string()]),
                 requires: requires.iter().map(|s| s.to_string()).collect(),
             }),
         }

@@ -73,7 +73,7 @@ impl Install<'_> {
     /// The extension module `module` (`cupy_backends/cuda/libs/cublas`) among the distribution's files.
     fn module(&self, module: &str) -> Option<PathBuf> {
         self.dist
-            .files
+            .files()
             .iter()
             .find(|f| module_of(f).as_deref() == Some(module))
             .map(|f| self.dist.site.join(f))
@@ -122,7 +122,7 @@ fn install<'a>(ctx: &'a Ctx) -> Option<Install<'a>> {
 /// The extension modules `import cupy` maps, in `RECORD` order.
 fn import_modules(i: &Install, v13: bool) -> Vec<(String, PathBuf)> {
     i.dist
-        .files
+        .files()
         .iter()
         .filter_map(|f| module_of(f).map(|m| (m, f)))
         // CuPy 13 imports its random generator module at first use (observed with 13.6.0).

@@ -2,10 +2,12 @@
 //! distribution installed on that path with its version, its `RECORD` and its `Requires-Dist`. Read through
 //! the root, never run.
 
-use super::{Dist, PyEnv};
+use super::{Dist, PyEnv, RecordFiles};
 use crate::python::syspath::{self, Flags, Main, Request, SysPathError, Target};
 use crate::system::{Env, Root, read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes of `RECORD`s read at most for one environment (torch 2.15's is 1.3 MB): past it, distributions are
 /// listed without their files.
@@ -78,7 +80,7 @@ pub fn collect_within(
         syspath,
         dists: Vec::new(),
     };
-    let mut budget = record_bytes;
+    let budget = Arc::new(AtomicU64::new(record_bytes));
     let dirs: Vec<PathBuf> = py.dirs().map(Path::to_path_buf).collect();
     let mut seen: Vec<PathBuf> = Vec::new();
     for dir in dirs {
@@ -89,7 +91,7 @@ pub fn collect_within(
         }
         seen.push(real);
         for info in crate::python::dist_info::dist_infos(root, &dir) {
-            if let Some(d) = dist(root, &dir, &info, &mut budget) {
+            if let Some(d) = dist(root, &dir, &info, &budget) {
                 py.dists.push(d);
             }
         }
@@ -98,17 +100,16 @@ pub fn collect_within(
 }
 
 /// One `.dist-info`: `None` when its `METADATA` is unreadable or has no name or version.
-fn dist(root: &Root, site: &Path, info: &Path, budget: &mut u64) -> Option<Dist> {
+fn dist(root: &Root, site: &Path, info: &Path, budget: &Arc<AtomicU64>) -> Option<Dist> {
     let meta = info.join("METADATA");
     let text = root.read_text(&meta, read::PACKAGE_METADATA).ok()?;
     let m = crate::python::metadata::parse_metadata(&text, &meta.to_string_lossy())?;
-    let mut files = Vec::new();
-    if *budget > 0
-        && let Ok(record) = root.read_text(&info.join("RECORD"), read::PACKAGE_METADATA)
-    {
-        *budget = budget.saturating_sub(record.len() as u64);
-        files = crate::python::dist_info::record_paths_sorted(&record);
-    }
+    // `doctor`, which asks for no files, reads no `RECORD`; others read one when a model asks for it.
+    let files = if budget.load(Ordering::Relaxed) == 0 {
+        RecordFiles::known(Vec::new())
+    } else {
+        RecordFiles::lazy(root.clone(), info.join("RECORD"), budget.clone())
+    };
     Some(Dist {
         key: super::normalise(&m.name),
         release: crate::facts::loader::release(m.version.split('+').next().unwrap_or(&m.version)),

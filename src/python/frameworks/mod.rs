@@ -37,6 +37,8 @@ use crate::python::syspath::SysPath;
 use crate::system::{Env, Root};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// One installed distribution: a `*.dist-info` directory in a `sys.path` entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -54,10 +56,91 @@ pub struct Dist {
     pub site: PathBuf,
     /// The `.dist-info` directory.
     pub info: PathBuf,
-    /// The files its `RECORD` lists, as written there (relative to [`Dist::site`], or absolute).
-    pub files: Vec<String>,
+    /// The files its `RECORD` lists, as written there (relative to [`Dist::site`], or absolute), sorted:
+    /// read when first asked for ([`Dist::files`]).
+    pub files: RecordFiles,
     /// Its `Requires-Dist` values, in order (`nvidia-cudnn-cu13==9.19.0.56; platform_system == "Linux"`).
     pub requires: Vec<String>,
+}
+
+impl Dist {
+    /// The files its `RECORD` lists (sorted), read on the first call.
+    pub fn files(&self) -> &[String] {
+        self.files.get()
+    }
+}
+
+/// A distribution's `RECORD` file list, read when first asked for: a run asks about two or three of an
+/// environment's sixty distributions, and torch's `RECORD` alone lists twelve thousand files (parsing and
+/// sorting every list was a tenth of `import torch`'s time). Clones share the list once read.
+#[derive(Clone)]
+pub struct RecordFiles {
+    /// Where to read it: the machine, the `RECORD`'s path and the bytes of `RECORD`s its environment may still
+    /// read ([`env::MAX_RECORD_BYTES`] in all, shared by its distributions). `None`: the list is given.
+    source: Option<(Root, PathBuf, Arc<AtomicU64>)>,
+    files: Arc<OnceLock<Vec<String>>>,
+}
+
+impl RecordFiles {
+    /// A list known already (tests, an environment read without its files).
+    pub fn known(files: Vec<String>) -> RecordFiles {
+        RecordFiles {
+            source: None,
+            files: Arc::new(OnceLock::from(files)),
+        }
+    }
+
+    /// The list of the `RECORD` at `record`, read on first use if `budget` has bytes left then.
+    pub fn lazy(root: Root, record: PathBuf, budget: Arc<AtomicU64>) -> RecordFiles {
+        RecordFiles {
+            source: Some((root, record, budget)),
+            files: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The files, read now if not yet.
+    pub fn get(&self) -> &[String] {
+        self.files.get_or_init(|| {
+            let Some((root, record, budget)) = &self.source else {
+                return Vec::new();
+            };
+            if budget.load(Ordering::Relaxed) == 0 {
+                return Vec::new();
+            }
+            let Ok(text) = root.read_text(record, crate::system::read::PACKAGE_METADATA) else {
+                return Vec::new();
+            };
+            let len = text.len() as u64;
+            // Saturating: the budget only runs out.
+            let _ = budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                Some(b.saturating_sub(len))
+            });
+            crate::python::dist_info::record_paths_sorted(&text)
+        })
+    }
+}
+
+impl std::fmt::Debug for RecordFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.files.get() {
+            Some(files) => write!(f, "{} files", files.len()),
+            None => f.write_str("not read yet"),
+        }
+    }
+}
+
+impl PartialEq for RecordFiles {
+    fn eq(&self, other: &RecordFiles) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for RecordFiles {}
+
+impl Serialize for RecordFiles {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(s)
+    }
 }
 
 /// The normalised form of a distribution name (PEP 503): `Nvidia_CUDNN.cu12` → `nvidia-cudnn-cu12`.
@@ -466,5 +549,41 @@ mod tests {
     fn names_are_normalised_as_pep_503_does() {
         assert_eq!(normalise("Nvidia_CUDNN.cu12"), "nvidia-cudnn-cu12");
         assert_eq!(normalise("jax--cuda12__plugin"), "jax-cuda12-plugin");
+    }
+
+    #[test]
+    fn a_record_is_read_when_first_asked_for_once_for_all_clones_and_within_the_budget() {
+        let t = tempfile::tempdir().unwrap();
+        let record = "/site/x-1.0.dist-info/RECORD";
+        crate::system::put(t.path(), record, b"x/b.py,,\nx/a.py,sha256=0,1\n");
+        let root = Root::at(t.path());
+        let budget = Arc::new(AtomicU64::new(1 << 20));
+        let files = RecordFiles::lazy(root.clone(), record.into(), budget.clone());
+        let clone = files.clone();
+        assert_eq!(format!("{files:?}"), "not read yet");
+        assert_eq!(
+            budget.load(Ordering::Relaxed),
+            1 << 20,
+            "nothing read before it is asked for"
+        );
+        assert_eq!(clone.get(), ["x/a.py", "x/b.py"]);
+        assert_eq!(format!("{files:?}"), "2 files", "the clone read it for both");
+        assert_eq!(budget.load(Ordering::Relaxed), (1 << 20) - 27);
+        // An environment whose budget is spent lists no more files; a missing RECORD lists none.
+        let spent = Arc::new(AtomicU64::new(0));
+        assert!(
+            RecordFiles::lazy(root.clone(), record.into(), spent)
+                .get()
+                .is_empty()
+        );
+        assert!(
+            RecordFiles::lazy(root, "/site/none/RECORD".into(), budget)
+                .get()
+                .is_empty()
+        );
+        assert_eq!(
+            RecordFiles::known(vec!["a".into()]),
+            RecordFiles::known(vec!["a".into()])
+        );
     }
 }

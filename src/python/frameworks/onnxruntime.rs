@@ -182,7 +182,7 @@ impl Framework for OnnxRuntime {
         };
         let pybind = i
             .dist
-            .files
+            .files()
             .iter()
             .find(|f| f.starts_with("onnxruntime/capi/onnxruntime_pybind11_state") && f.ends_with(".so"));
         if let Some(f) = pybind

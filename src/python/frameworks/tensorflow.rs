@@ -111,7 +111,7 @@ fn installed(ctx: &Ctx) -> Option<(PathBuf, Option<Build>, Vec<String>)> {
 /// issue threads give.
 fn fix_for(ctx: &Ctx, soname: &str, requires: &[String]) -> String {
     let on_disk = ctx.python.dists.iter().find_map(|d| {
-        d.files
+        d.files()
             .iter()
             .find(|f| f.starts_with("nvidia/") && f.ends_with(&format!("/{soname}")))
             .map(|f| d.site.join(f))

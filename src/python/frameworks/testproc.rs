@@ -246,7 +246,7 @@ impl TestEnv {
             release: crate::facts::loader::release(version),
             site: site.to_path_buf(),
             info: site.join(format!("{}-{version}.dist-info", name.replace('-', "_"))),
-            files: files.iter().map(|s| s.to_string()).collect(),
+            files: super::RecordFiles::known(files.iter().map(|s| s.to_string()).collect()),
             requires: requires.iter().map(|s| s.to_string()).collect(),
         });
     }

@@ -33,7 +33,7 @@ pub fn loaded_release(ctx: &Ctx, p: &dyn Process, index: usize) -> Option<(Vec<u
             continue;
         };
         let rel = rel.to_string_lossy();
-        if d.files.iter().any(|f| f == rel.as_ref()) {
+        if d.files().iter().any(|f| f == rel.as_ref()) {
             let release = d.release.clone()?;
             return Some((release, format!("{} {}", d.name, d.version)));
         }

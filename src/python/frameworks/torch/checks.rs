@@ -261,7 +261,7 @@ fn runtime_cudnn(ctx: &Ctx, l: &Loaded) -> Option<([u64; 3], String)> {
         [&l.path, &l.realpath].into_iter().find(|p| {
             std::path::Path::new(p)
                 .strip_prefix(&d.site)
-                .is_ok_and(|rel| d.files.iter().any(|f| *f == rel.to_string_lossy()))
+                .is_ok_and(|rel| d.files().iter().any(|f| *f == rel.to_string_lossy()))
         })?;
         let v = from(
             d.release
