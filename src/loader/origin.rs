@@ -100,7 +100,7 @@ fn of(root: &Root, o: &LoadedObject, records: &mut Records, dists: &mut Dists) -
         let (installer, dist) = dists.entry(owned.info.clone()).or_insert_with(|| {
             let metadata = owned.info.join("METADATA");
             let dist = root
-                .read_text(&metadata, read::PACKAGE_METADATA)
+                .read_to_string(&metadata, read::PACKAGE_METADATA)
                 .ok()
                 .and_then(|text| parse_metadata(&text, &metadata.to_string_lossy()));
             (dist_info::installer(root, &owned.info), dist)

@@ -64,7 +64,7 @@ pub fn environments(root: &Root, resolutions: &[Resolution]) -> Vec<PythonEnvFac
             .take(MAX_METADATA)
             .filter_map(|i| {
                 let metadata = i.join("METADATA");
-                let text = root.read_text(&metadata, read::PACKAGE_METADATA).ok()?;
+                let text = root.read_to_string(&metadata, read::PACKAGE_METADATA).ok()?;
                 parse_metadata(&text, &metadata.to_string_lossy())
             })
             .collect();

@@ -102,7 +102,7 @@ pub fn collect_within(
 /// One `.dist-info`: `None` when its `METADATA` is unreadable or has no name or version.
 fn dist(root: &Root, site: &Path, info: &Path, budget: &Arc<AtomicU64>) -> Option<Dist> {
     let meta = info.join("METADATA");
-    let text = root.read_text(&meta, read::PACKAGE_METADATA).ok()?;
+    let text = root.read_to_string(&meta, read::PACKAGE_METADATA).ok()?;
     let m = crate::python::metadata::parse_metadata(&text, &meta.to_string_lossy())?;
     // `doctor`, which asks for no files, reads no `RECORD`; others read one when a model asks for it.
     let files = if budget.load(Ordering::Relaxed) == 0 {
