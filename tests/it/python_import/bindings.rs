@@ -313,3 +313,38 @@ fn cuda_bindings_is_found_as_python_finds_it_by_suffix_and_namespace_portion() {
             .starts_with("/extra/cuda/bindings/")
     );
 }
+
+/// cuda-bindings 12.8 has a third layout: `_lib/utils` after `driver`, the driver's `_bindings/cydriver`, and
+/// the runtime's backend `_lib/cyruntime/cyruntime` after its `_lib/cyruntime/utils` (`LD_DEBUG=libs` of the
+/// real 12.8.0 wheel).
+#[test]
+fn cuda_bindings_12_8_loads_its_lib_modules_in_their_order() {
+    let v12_8 = [
+        "driver",
+        "cydriver",
+        "runtime",
+        "cyruntime",
+        "_bindings/cydriver",
+        "_bindings/cynvrtc",
+        "_internal/utils",
+        "_lib/utils",
+        "_lib/cyruntime/utils",
+        "_lib/cyruntime/cyruntime",
+    ];
+    let t = tempfile::tempdir().unwrap();
+    let (_, doc) = import(&venv(t.path(), "2.15.0", &v12_8, false), &[], &[]);
+    assert_eq!(
+        bindings_loaded(&doc),
+        [
+            "driver",
+            "_lib/utils",
+            "cydriver",
+            "_bindings/cydriver",
+            "runtime",
+            "cyruntime",
+            "_lib/cyruntime/utils",
+            "_lib/cyruntime/cyruntime"
+        ],
+        "{doc:#}"
+    );
+}

@@ -9,21 +9,23 @@
 //!
 //! What is read: which `cuda` directories of `sys.path` make the `cuda` package (a regular package, else the
 //! namespace package of every `cuda` directory, in `sys.path` order), the first of them holding
-//! `bindings/__init__.py`, and the extension module files of `cuda/bindings`, `cuda/bindings/_internal` and
-//! `cuda/bindings/_bindings` (one directory listing each, when asked). Which modules a version has decides
-//! which are imported; no module is run and no `.pyx` is read.
+//! `bindings/__init__.py`, and the extension module files of `cuda/bindings` and of its subdirectories
+//! `_internal`, `_bindings`, `_lib` and `_lib/cyM` (one listing each, when the chain asks for a module
+//! there). Which modules a version has decides which are imported; no module is run, no `.pyx` is read.
 //!
 //! The chain of `cuda.bindings.M` (`M` = `driver` or `runtime`), as glibc's `LD_DEBUG=libs` shows it for
-//! cuda-bindings 12.9.10, 13.0.3, 13.2.0, 13.4.4 and 13.5.0:
+//! cuda-bindings 12.8.0, 12.9.10, 13.0.3, 13.2.0, 13.4.4 and 13.5.0:
 //!
 //! 1. `M` itself (Python's import opens the file before its module code runs).
 //! 2. For `runtime`: `driver`'s whole chain first (runtime's extension types come from `driver`: its
 //!    `runtime.pxd` cimports `cuda.bindings.driver`, and Cython imports types before functions).
-//! 3. `cyM`, the C-level layer whose functions `M` cimports.
-//! 4. Its backend: `_internal/M` where that module exists (12.9 for the driver, from 13.3 for both), else
-//!    `_bindings/cyM` (13.0 to 13.2, and 12.9's runtime).
-//! 5. The backend's per-thread-default-stream twin `…_ptds`, where one exists (the runtime's).
-//! 6. For an `_internal` backend: `_internal/utils` (its `from .utils import …`), then `cuda.pathfinder`
+//! 3. `_lib/utils`, where that module exists (12.8).
+//! 4. `cyM`, the C-level layer whose functions `M` cimports.
+//! 5. Its backend: `_internal/M` where that module exists (12.9 for the driver, from 13.3 for both), else
+//!    `_bindings/cyM` (12.8's driver, 13.0 to 13.2, 12.9's runtime), else `_lib/cyM/cyM` (12.8's runtime),
+//!    that one after its sibling `_lib/cyM/utils`.
+//! 6. The backend's per-thread-default-stream twin `…_ptds`, where one exists (the runtime's).
+//! 7. For an `_internal` backend: `_internal/utils` (its `from .utils import …`), then `cuda.pathfinder`
 //!    (pure Python, its `from cuda.pathfinder import load_nvidia_dynamic_lib`).
 //!
 //! None of them opens a CUDA library at import: the driver backend opens `libcuda.so.1` through
@@ -171,17 +173,24 @@ impl Bindings<'_, '_> {
         if m == "runtime" {
             self.chain(p, "driver")?;
         }
+        if self.file("_lib/utils").is_some() {
+            self.load(p, "_lib/utils")?;
+        }
         self.load(p, &format!("cy{m}"))?;
-        let internal = format!("_internal/{m}");
-        let backend = if self.file(&internal).is_some() {
-            internal
-        } else {
-            let old = format!("_bindings/cy{m}");
-            if self.file(&old).is_none() {
-                return Ok(());
-            }
-            old
+        let candidates = [
+            format!("_internal/{m}"),
+            format!("_bindings/cy{m}"),
+            format!("_lib/cy{m}/cy{m}"),
+        ];
+        let Some(backend) = candidates.into_iter().find(|c| self.file(c).is_some()) else {
+            return Ok(());
         };
+        if let Some((lib, _)) = backend.rsplit_once('/').filter(|(d, _)| d.starts_with("_lib/")) {
+            let utils = format!("{lib}/utils");
+            if self.file(&utils).is_some() {
+                self.load(p, &utils)?;
+            }
+        }
         self.load(p, &backend)?;
         let ptds = format!("{backend}_ptds");
         if self.file(&ptds).is_some() {
