@@ -6,7 +6,8 @@
 #   scripts/device-import-check.sh VENV CUDADIAG OUTDIR
 #
 # Writes OUTDIR/import-check.log (and faults.json, import-healthy.txt): the import differential of torch (after
-# `import torch`, then after a CUDA convolution), the five faults of scripts/import-faults.py with their first
+# `import torch`, then after a CUDA convolution), whether the real import imports cuda.bindings (torch 2.11 does
+# not) against the modules predicted, the five faults of scripts/import-faults.py with their first
 # use, JAX and CuPy against their real processes, `cudadiag import torch` timed, the what-if of an old driver,
 # `inspect` of torch's extension module, and the findings doctor and inspect give on the healthy machine.
 set -u
@@ -17,6 +18,9 @@ exec > >(tee "$OUT/import-check.log") 2>&1
 echo "== torch healthy: import, then first use"
 python3 scripts/import-differential.py --venv $V --cudadiag $B | tail -8
 python3 scripts/import-differential.py --venv $V --cudadiag $B --first-use | tail -8
+echo "== cuda.bindings: imported by torch 2.12 and later only (docs/python-frameworks.md), real vs predicted"
+"$V/bin/python" -c "import torch, sys; print('real: torch', torch.__version__, 'cuda.bindings imported:', 'cuda.bindings' in sys.modules)"
+$B import torch --venv $V --format json | python3 -c "import json, sys; d = json.load(sys.stdin); print('predicted: cuda.bindings modules', sum('/cuda/bindings/' in l['path'] for l in d['loaded']))"
 echo "== torch faults (first use on the H200)"
 mkdir -p /tmp/old/nvidia/cudnn/lib; for f in /usr/lib/x86_64-linux-gnu/libcudnn*.so.9; do ln -sf $f /tmp/old/nvidia/cudnn/lib/; done
 python3 scripts/import-faults.py --venv $V --cudadiag $B --first-use --older-cudnn /tmp/old --stub /usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so --json > $OUT/faults.json

@@ -79,8 +79,9 @@ def main():
     r = real(a.venv, a.module, a.gpu_work, env)
     p, outcomes = predicted(a.cudadiag, a.venv, a.module, env, a.gpu)
     print(f"{' '.join(a.module)} in {a.venv}: mapped {len(r)}, predicted {len(p)}, both {len(r & p)}; outcome {outcomes}")
-    # Python extension modules the frameworks' Python code imports beside their own (`cuda.bindings`, which
-    # torch imports): not modelled, listed apart, as scripts/import-differential.py does.
+    # Python extension modules the frameworks' Python code imports beside their own and beside `cuda.bindings`
+    # (which torch imports from 2.12, modelled): not modelled, listed apart, as scripts/import-differential.py
+    # does. Only those whose path matches CUDA above are compared at all.
     ext = lambda path: ".cpython-" in os.path.basename(path) or path.endswith(".abi3.so")
     modules = sorted(x for x in r - p if ext(x))
     for path in sorted(r - p):

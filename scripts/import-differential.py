@@ -8,7 +8,8 @@ shared objects that process maps (/proc/self/maps). Both sides are compared by r
   predicted and mapped   the figure that matters
   predicted, not mapped  a library cudadiag says is loaded and is not
   mapped, not predicted  split into the interpreter's own extension modules (lib-dynload and other
-                         site-packages extension modules torch's Python code imports: not modelled, listed)
+                         site-packages extension modules torch's Python code imports, but for `torch._C` and
+                         `cuda.bindings`'s, which are modelled: not modelled, listed)
                          and every other library (a miss of the model)
 
 Without --first-use the predicted set is what cudadiag loads at import (`when == "import"`): the

@@ -7,6 +7,8 @@
 //! Before this command, the only judgement was `inspect` of `torch/_C*.so`, which resolves its NEEDED tree
 //! alone: with the wheels on a second `sys.path` entry it said "will fail" for an import that works.
 
+mod bindings;
+
 use crate::support::arm_build::ld_cache;
 use crate::support::cli::{self, slugs};
 use crate::support::loader_build as build;

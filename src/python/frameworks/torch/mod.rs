@@ -10,9 +10,12 @@
 //!    list, each required (`ValueError: … not found in the system path`), then loads it again.
 //! 3. `from torch._C import *`: the extension module and its DT_NEEDED tree, every soname already loaded by
 //!    steps 1-2 reused.
-//! 4. First GPU use: the CUDA runtime `dlopen`s the driver, NVML, NVRTC and cuDNN's sub-libraries are opened by
+//! 4. From 2.12, `torch.cuda._utils` imports `cuda.bindings` when it is installed ([`bindings`]): NVIDIA's
+//!    Cython extension modules, each opened by path; a failure is an `ImportError` torch catches.
+//! 5. First GPU use: the CUDA runtime `dlopen`s the driver, NVML, NVRTC and cuDNN's sub-libraries are opened by
 //!    the names the libraries keep.
 
+mod bindings;
 mod checks;
 mod search;
 
@@ -392,6 +395,7 @@ impl Framework for Torch {
         if let Err(e) = p.load_extension("torch", "torch._C", &c) {
             return fails(format!("ImportError: {}", e.message), Some(e), notes);
         }
+        notes.extend(bindings::import(ctx, &m.version, p));
         Step {
             outcome: Outcome::Gpu,
             notes,
