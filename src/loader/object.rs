@@ -68,6 +68,9 @@ enum Listing {
 /// versioned imports.
 #[derive(Debug, Clone, Default)]
 pub struct Background {
+    /// Whether the `.rodata` search was started ([`Files::search_strings`]); `strings` is its result (`None`:
+    /// nothing to search).
+    searched: bool,
     strings: Option<Arc<Parts<(String, u64)>>>,
     symbols: Option<Arc<Parts<Symbols>>>,
 }
@@ -187,18 +190,46 @@ impl Files {
     /// cuBLASLt), and its symbols: with `imports`, its versioned imports ([`inspect::versioned_imports`]),
     /// and, if it defines versions, its [`Exports`]. Only objects the process loads are read so: a candidate
     /// the search verifies and passes over costs only its headers.
-    pub fn read_loaded(&mut self, view: &LoaderView, host: &Path, imports: bool) -> Background {
+    /// Without `strings`, the `.rodata` search waits until [`Files::search_strings`] asks for it: a Python
+    /// framework's import reads no `dlopen` names of the libraries it loads unless its model asks for the
+    /// run-time loads (torch's does not), and searching them anyway was a third of `import torch`'s CPU time.
+    pub fn read_loaded(
+        &mut self,
+        view: &LoaderView,
+        host: &Path,
+        imports: bool,
+        strings: bool,
+    ) -> Background {
         let key = (host.to_path_buf(), imports);
-        if let Some(known) = self.loaded.get(&key) {
-            return known.clone();
+        let mut b = match self.loaded.get(&key) {
+            Some(known) => known.clone(),
+            None => {
+                let b = self.read_loaded_anew(view, imports);
+                self.loaded.insert(key, b.clone());
+                b
+            }
+        };
+        if strings {
+            self.search_strings(&mut b, view, host, imports);
         }
-        let b = self.read_loaded_anew(view, host, imports);
-        self.loaded.insert(key, b.clone());
         b
     }
 
-    /// [`Files::read_loaded`] of a file not read so before.
-    fn read_loaded_anew(&mut self, view: &LoaderView, host: &Path, imports: bool) -> Background {
+    /// Starts the `.rodata` search of a loaded object read with [`Files::read_loaded`] (`view` of the file at
+    /// `host`, read with `imports` or not), unless it was started already.
+    pub fn search_strings(&mut self, b: &mut Background, view: &LoaderView, host: &Path, imports: bool) {
+        if b.searched {
+            return;
+        }
+        b.searched = true;
+        b.strings = search_rodata(&mut self.pool, view, host);
+        if let Some(known) = self.loaded.get_mut(&(host.to_path_buf(), imports)) {
+            known.clone_from(b);
+        }
+    }
+
+    /// [`Files::read_loaded`] of a file not read so before: its symbols.
+    fn read_loaded_anew(&mut self, view: &LoaderView, imports: bool) -> Background {
         let mut b = Background::default();
         let exports = view.elf.as_ref().is_some_and(|e| !e.version_defs.is_empty());
         if imports || exports {
@@ -212,7 +243,6 @@ impl Files {
             });
             b.symbols = Some(done);
         }
-        b.strings = search_rodata(&mut self.pool, view, host);
         b
     }
 

@@ -86,5 +86,8 @@ pub fn process<R>(
     files: &mut Files,
     body: impl FnOnce(&mut Image) -> R,
 ) -> Option<(Resolution, Option<R>)> {
-    super::resolve::session(root, env, program, files, |st| body(&mut Image { st }))
+    super::resolve::session(root, env, program, files, |st| {
+        st.defer_strings();
+        body(&mut Image { st })
+    })
 }

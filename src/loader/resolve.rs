@@ -57,6 +57,8 @@ pub(super) struct State<'a> {
     views: Vec<Option<Arc<Candidate>>>,
     /// Per object, what is read of it in the background ([`Files::read_loaded`]).
     reads: Vec<Background>,
+    /// Whether an object's `.rodata` search starts when it is loaded ([`State::defer_strings`]).
+    eager_strings: bool,
     /// Per object, its own RUNPATH or RPATH directories, once asked for ([`State::own_dirs`]).
     own: Vec<Option<Option<Arc<OwnDirs>>>>,
     missing: HashMap<String, usize>,
@@ -259,8 +261,9 @@ impl State<'_> {
         for n in names {
             self.by_name.entry(n).or_insert(i);
         }
+        let eager = self.eager_strings;
         self.reads
-            .push(self.files.read_loaded(&cand.view, &cand.host, true));
+            .push(self.files.read_loaded(&cand.view, &cand.host, true, eager));
         self.res.objects.push(o);
         self.ids.push(Some(cand.id));
         self.views.push(Some(cand));
@@ -468,7 +471,7 @@ fn session_after<R>(
         return Some((res, None));
     }
     // Its versioned imports come with `main`: only its `.rodata` is read in the background.
-    let main_reads = files.read_loaded(&view, path, false);
+    let main_reads = files.read_loaded(&view, path, false, true);
     let main_view = Some(Arc::new(Candidate {
         realpath: String::new(),
         id: (0, 0),
@@ -495,6 +498,7 @@ fn session_after<R>(
         ids: vec![file_id(path)],
         views: vec![main_view],
         reads: vec![main_reads],
+        eager_strings: true,
         own: Vec::new(),
         missing: HashMap::default(),
         listings: Default::default(),
@@ -612,12 +616,30 @@ impl State<'_> {
         self.missing.retain(|_, i| *i < libraries);
     }
 
+    /// Objects loaded from now on have their `.rodata` searched for `dlopen` names only when
+    /// [`State::runtime_loads`] asks (a Python framework's import session, whose model may never ask).
+    pub(super) fn defer_strings(&mut self) {
+        self.eager_strings = false;
+    }
+
+    /// Starts the `.rodata` search of object `i` if it has not started.
+    fn search_strings(&mut self, i: usize) {
+        if let (Some(Some(cand)), Some(b)) = (self.views.get(i), self.reads.get_mut(i)) {
+            self.files.search_strings(b, &cand.view, &cand.host, true);
+        }
+    }
+
     /// The run-time loads ([`super::dlopen::requests`]) of every object from `from` on, including the ones
     /// these loads bring in. `cudart_static`: the main program links the static CUDA runtime.
     pub(super) fn runtime_loads(&mut self, from: usize, cudart_static: bool) {
+        // Searches not started at load ([`State::defer_strings`]) start now, all at once, to run side by side.
+        for i in from..self.res.objects.len() {
+            self.search_strings(i);
+        }
         let mut i = from;
         while i < self.res.objects.len() {
             let before = self.res.objects.len();
+            self.search_strings(i);
             let strings = self.files.dlopen_strings(&self.reads[i]);
             let cudart_static = i == 0 && cudart_static;
             for (name, reason) in super::dlopen::requests(&self.res.objects[i], cudart_static, &strings) {
