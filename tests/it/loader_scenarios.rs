@@ -375,6 +375,16 @@ fn a_versioned_symbol_missing_from_the_provider() {
     );
     // Near miss: the provider it was built against.
     assert!(!slugs(&run("new")).contains(&"symbol-version-missing".to_string()));
+    // One `Files` for several resolutions remembers each consumer's checks by the providers in scope: the
+    // answer against the old provider is not carried over to the new one, nor the other way round.
+    let facts = inspect::path(&main, &InspectOptions::default()).expect("inspect");
+    let mut shared = loader::Files::with_threads(2);
+    for dir in ["old", "new", "old", "new"] {
+        let mut e = Env::empty();
+        e.set("LD_LIBRARY_PATH", &format!("{}:{}", d.join(dir).display(), d.display()));
+        let again = loader::resolve_with(&Root::host(), &e, &main, &facts[0], &mut shared);
+        assert_eq!(again.as_ref(), Some(&run(dir)), "{dir}");
+    }
 }
 
 #[test]
