@@ -381,7 +381,10 @@ fn a_versioned_symbol_missing_from_the_provider() {
     let mut shared = loader::Files::with_threads(2);
     for dir in ["old", "new", "old", "new"] {
         let mut e = Env::empty();
-        e.set("LD_LIBRARY_PATH", &format!("{}:{}", d.join(dir).display(), d.display()));
+        e.set(
+            "LD_LIBRARY_PATH",
+            &format!("{}:{}", d.join(dir).display(), d.display()),
+        );
         let again = loader::resolve_with(&Root::host(), &e, &main, &facts[0], &mut shared);
         assert_eq!(again.as_ref(), Some(&run(dir)), "{dir}");
     }
