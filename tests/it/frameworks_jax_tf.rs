@@ -111,19 +111,26 @@ impl Venv {
 
     /// `import MODULE` then its first use, in one process started from the venv's interpreter.
     fn run(&self, fw: &dyn Framework, models: &[Range], version: &str) -> (Step, Vec<(String, LoadedHow)>) {
+        self.run_with(fw, models, version, &Env::empty(), &[h200()])
+    }
+
+    /// [`Venv::run`] with the process's environment and the GPUs it sees.
+    fn run_with(
+        &self,
+        fw: &dyn Framework,
+        models: &[Range],
+        version: &str,
+        env: &Env,
+        gpus: &[Gpu],
+    ) -> (Step, Vec<(String, LoadedHow)>) {
         let root = Root::at(&self.root);
-        let env = Env::empty();
         let python = self.python();
         let matrix = cudadiag::matrix::Matrix::bundled().unwrap();
-        let gpus = [Gpu {
-            label: "NVIDIA H200 (CC 9.0)".into(),
-            cc: cudadiag::matrix::Cc { major: 9, minor: 0 },
-        }];
         let ctx = Ctx {
             root: &root,
-            env: &env,
+            env,
             python: &python,
-            gpus: &gpus,
+            gpus,
             driver: None,
             matrix: &matrix,
             provides: &|_| false,
@@ -131,7 +138,7 @@ impl Venv {
         let m = select(fw.module(), version, models).unwrap();
         let mut files = cudadiag::loader::Files::default();
         let program = self.host("/usr/bin/python3.12");
-        let (_, out) = cudadiag::loader::process::process(&root, &env, &program, &mut files, |img| {
+        let (_, out) = cudadiag::loader::process::process(&root, env, &program, &mut files, |img| {
             let mut p = PyProcess::new(img);
             let import = fw.import(&ctx, &m, &mut p);
             assert_eq!(import.outcome, Outcome::Gpu, "{import:?}");
@@ -145,6 +152,13 @@ impl Venv {
         })
         .expect("the interpreter starts");
         out.expect("x86-64")
+    }
+}
+
+fn h200() -> Gpu {
+    Gpu {
+        label: "NVIDIA H200 (CC 9.0)".into(),
+        cc: cudadiag::matrix::Cc { major: 9, minor: 0 },
     }
 }
 
@@ -264,6 +278,37 @@ fn jax_cuda12_without_cudnn_falls_back_to_the_cpu_through_the_loader_emulation()
         other => panic!("expected a CPU fall-back: {other:?}"),
     }
     assert!(!loaded.iter().any(|(p, _)| p.ends_with("xla_cuda_plugin.so")));
+}
+
+/// `JAX_PLATFORMS=cuda` turns the plugin's failure (cuDNN missing) into an exception at the first use: with a
+/// GPU visible, initialising the unregistered `cuda` backend raises `Unable to initialize backend 'cuda'`;
+/// with none (no `/dev/nvidia0`, `/dev/nvidiactl`, `/dev/dxg`), `xla_bridge.backends()` skips the platform and
+/// its `assert _default_backend is not None` fails: a bare `AssertionError`, as jax 0.10.2 raised it here.
+#[test]
+fn jax_platforms_cuda_raises_and_without_a_gpu_it_is_an_assertion_error() {
+    let v = jax_venv(false);
+    let mut env = Env::empty();
+    env.set("JAX_PLATFORMS", "cuda");
+    for (gpus, raised) in [
+        (vec![h200()], "RuntimeError: Unable to initialize backend 'cuda'"),
+        (vec![], "AssertionError"),
+    ] {
+        let (first, _) = v.run_with(
+            &Jax,
+            cudadiag::python::frameworks::jax::MODELS,
+            "0.10.2",
+            &env,
+            &gpus,
+        );
+        match first.outcome {
+            Outcome::Fails { message, load: None } => {
+                let last = message.lines().last().unwrap_or_default();
+                assert!(last.starts_with(raised), "{message}");
+                assert!(message.contains("Unable to load cuDNN"), "{message}");
+            }
+            other => panic!("expected JAX to raise: {other:?}"),
+        }
+    }
 }
 
 /// `tensorflow[and-cuda]` 2.21.0: the extension needs the framework library, whose DT_RUNPATH is the

@@ -456,6 +456,14 @@ fn image_python_import_that_raises_with_no_finding_of_its_own_fails_naming_the_e
             .starts_with(&format!("`import jax` will fail at its first GPU use: {raised}")),
         "{f:#}"
     );
+    // The fix in JAX's terms: the plugin's wheels reinstalled, pinned to the installed JAX.
+    assert!(
+        f["help"]
+            .as_str()
+            .unwrap()
+            .contains("-m pip install --force-reinstall \"jax[cuda12]==0.10.2\""),
+        "{f:#}"
+    );
     let v = &doc["verdicts"][0];
     assert_eq!(
         (v["outcome"].as_str(), v["codes"][0].as_str()),

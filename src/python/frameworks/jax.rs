@@ -318,11 +318,24 @@ fn fallback(ctx: &Ctx, plugin: &Plugin, message: String, because: String) -> Out
         plugin.major
     );
     if platforms_ask_cuda(ctx) {
+        // `xla_bridge.backends()` skips the `cuda` platform when no NVIDIA GPU is visible
+        // (`hardware_utils.has_visible_nvidia_gpu`: one of these device nodes exists; or GPUs declared), and
+        // then finds no backend at all: its
+        // `assert _default_backend is not None` fails (jax 0.10.2, observed here without a GPU). With a GPU,
+        // initialising the unregistered backend raises.
+        let visible = !ctx.gpus.is_empty()
+            || ["/dev/nvidia0", "/dev/nvidiactl", "/dev/dxg"]
+                .iter()
+                .any(|d| ctx.root.exists(Path::new(d)));
+        let raised = if !visible {
+            "AssertionError".to_string()
+        } else {
+            "RuntimeError: Unable to initialize backend 'cuda': … (set JAX_PLATFORMS='' to automatically choose \
+             an available backend)"
+                .to_string()
+        };
         return Outcome::Fails {
-            message: format!(
-                "{logged}\nRuntimeError: Unable to initialize backend 'cuda': … (set JAX_PLATFORMS='' to \
-                 automatically choose an available backend)"
-            ),
+            message: format!("{logged}\n{raised}"),
             load: None,
         };
     }
@@ -495,6 +508,38 @@ impl Framework for Jax {
         xla_cudnn_rule(ctx, p, compiled, "JAX", &fix(&plugin, &wheel))
             .into_iter()
             .collect()
+    }
+
+    /// With `JAX_PLATFORMS` naming CUDA, the plugin's failure at initialisation raises (`Unable to initialize
+    /// backend 'cuda'`, or an `AssertionError` where no GPU is visible) instead of falling back to the CPU: the
+    /// fix is the cause's, said in JAX's terms.
+    fn help(&self, ctx: &Ctx, _m: &Selected, outcome: &Outcome) -> Option<String> {
+        let Outcome::Fails { message, load: None } = outcome else {
+            return None;
+        };
+        if !platforms_ask_cuda(ctx) || !message.starts_with("Jax plugin configuration error") {
+            return None;
+        }
+        let python = ctx.python.syspath.executable.display();
+        if message.contains("cuInit(0) failed") {
+            return Some(format!(
+                "JAX cannot load the NVIDIA driver's libcuda.so.1, and JAX_PLATFORMS asks for CUDA, so it raises \
+                 instead of running on the CPU: install the NVIDIA driver (in a container, run it with the \
+                 NVIDIA Container Toolkit: `docker run --gpus all`); `cudadiag doctor` says what is missing. \
+                 (`{python}` runs on the CPU with JAX_PLATFORMS unset.)"
+            ));
+        }
+        let plugin = plugin(ctx)?;
+        let pinned = ctx
+            .python
+            .dist("jax")
+            .map_or_else(String::new, |d| format!("=={}", d.version));
+        Some(format!(
+            "the CUDA plugin's initialisation fails (the first lines of JAX's message say why) and JAX_PLATFORMS \
+             asks for CUDA, so it raises instead of running on the CPU: reinstall JAX with its CUDA wheels, \
+             `{python} -m pip install --force-reinstall \"jax[cuda{}]{pinned}\"`",
+            plugin.major
+        ))
     }
 }
 
