@@ -183,7 +183,8 @@ pub enum Command {
         loader tree is not predicted (a node's report does not hold its filesystem). An --artifact that is a \
         Python environment (a venv with pyvenv.cfg, a conda env with conda-meta/) is judged by `import` of each \
         framework installed there, as `cudadiag import --venv ENV --facts NODE.json --clear-env` would, with the \
-        LD_LIBRARY_PATH the node's report recorded (read on this machine, as on a shared filesystem).\n\n\
+        LD_LIBRARY_PATH and LD_PRELOAD the node's report recorded (read on this machine, as on a shared \
+        filesystem).\n\n\
         With --image, the image's program (its Entrypoint/Cmd) is judged on each node as `inspect --image IMAGE \
         --facts NODE.json` judges it: the NVIDIA Container Toolkit's refusal first (container-requirement-unmet), \
         then the node's driver libraries the toolkit mounts and the image's own libraries, loader tree included. \

@@ -6,13 +6,14 @@
 //! The environment is read once (its `sys.path` and distributions, which frameworks are installed), on this
 //! machine: the nodes are taken to see the same files at the same paths (a shared filesystem, as the
 //! environment itself is). A node's outcome depends on its facts through its driver, its GPUs and the
-//! `LD_LIBRARY_PATH` its report recorded (`host.env.vars`: the environment `doctor` or `snapshot` ran in on
-//! the node, a job's), which the loader searches before `ld.so.cache`; so nodes with the same three share one
-//! judgement: a fleet has a handful of such machines, and each judgement is one emulated process. Each node's
+//! loader's variables its report recorded (`host.env.vars`: the environment `doctor` or `snapshot` ran in on
+//! the node, a job's): `LD_LIBRARY_PATH`, which the loader searches before `ld.so.cache`, and `LD_PRELOAD`,
+//! whose libraries are in the process before the interpreter's own (a soname they answer to is not searched
+//! again); so nodes with the same driver, GPUs and variables share one judgement: a fleet has a handful of such machines, and each judgement is one emulated process. Each node's
 //! recorded facts are a declared machine: its driver provides `libcuda.so.1` and NVML
 //! (`imports::Machine::declared`), as on the node itself. The variables of this shell are not the nodes'
-//! jobs': the environment is judged with none but the node's `LD_LIBRARY_PATH` (`--clear-env`), as a job
-//! that activates it runs. `sys.path` reads no `LD_LIBRARY_PATH`, so the one collection serves every node.
+//! jobs': the environment is judged with none but the node's loader variables (`--clear-env`), as a job that
+//! activates it runs. `sys.path` reads neither, so the one collection serves every node.
 
 use crate::facts::HostFacts;
 use crate::fleet::judge::{Outcome, Prediction};
@@ -35,12 +36,15 @@ pub struct EnvArtefact {
     py: PyEnv,
     /// The frameworks of [`EnvArtefact::modules`].
     frameworks: Vec<&'static dyn Framework>,
-    /// Judgements made, by driver version, GPUs and `LD_LIBRARY_PATH`.
+    /// Judgements made, by driver version, GPUs and loader variables.
     judged: Mutex<HashMap<Machine, Prediction>>,
 }
 
-/// What a node's outcome depends on: its driver version, its GPUs and its `LD_LIBRARY_PATH`.
-type Machine = (Option<String>, Vec<String>, Option<String>);
+/// What a node's outcome depends on: its driver version, its GPUs and its loader variables ([`LOADER_VARS`]).
+type Machine = (Option<String>, Vec<String>, Vec<(&'static str, String)>);
+
+/// The variables of a node's recorded environment its imports are judged with: the loader's.
+const LOADER_VARS: &[&str] = &["LD_LIBRARY_PATH", "LD_PRELOAD"];
 
 /// Is `p` a Python environment directory: a venv (`pyvenv.cfg`) or a conda environment (`conda-meta/`), as
 /// `inspect DIR` tells one ([`super::frameworks::env_kind`])?
@@ -92,7 +96,7 @@ impl EnvArtefact {
     }
 
     /// The outcome of importing every installed framework, in one process, on the node whose facts are
-    /// `host`, with the `LD_LIBRARY_PATH` they recorded: it fails on the first error finding (a library the
+    /// `host`, with the loader variables they recorded: it fails on the first error finding (a library the
     /// loader cannot find, the GPU not used, a framework's own check, an exception), runs when there is none
     /// and the node has a GPU.
     pub fn predict(&self, host: Option<HostFacts>, matrix: &Matrix) -> Prediction {
@@ -104,12 +108,12 @@ impl EnvArtefact {
         let key = (
             host.driver.as_ref().map(|d| d.version.clone()),
             gpus.iter().map(|g| g.label.clone()).collect::<Vec<_>>(),
-            ld_library_path(&host),
+            loader_vars(&host),
         );
         if let Some(p) = self.judged.lock().ok().and_then(|m| m.get(&key).cloned()) {
             return p;
         }
-        let p = self.judge(&gpus, driver.as_ref(), key.2.as_deref(), matrix);
+        let p = self.judge(&gpus, driver.as_ref(), &key.2, matrix);
         if let Ok(mut m) = self.judged.lock() {
             m.insert(key, p.clone());
         }
@@ -117,12 +121,12 @@ impl EnvArtefact {
     }
 
     /// One judgement: the imports modelled for a declared machine with `gpus` and `driver`, in a process whose
-    /// only variable is `ld_library_path`.
+    /// only variables are `vars`.
     fn judge(
         &self,
         gpus: &[Gpu],
         driver: Option<&Driver>,
-        ld_library_path: Option<&str>,
+        vars: &[(&'static str, String)],
         matrix: &Matrix,
     ) -> Prediction {
         let machine = crate::imports::Machine {
@@ -131,8 +135,8 @@ impl EnvArtefact {
             declared: true,
         };
         let mut env = Env::empty();
-        if let Some(v) = ld_library_path {
-            env.set("LD_LIBRARY_PATH", v);
+        for (k, v) in vars {
+            env.set(k, v);
         }
         let modelled =
             match crate::imports::model(&Root::host(), &env, &self.py, &self.frameworks, &machine, matrix) {
@@ -156,14 +160,16 @@ impl EnvArtefact {
     }
 }
 
-/// The `LD_LIBRARY_PATH` the node's report recorded, unless `snapshot --redact` replaced it by a placeholder
-/// (what it named is then unknown, and the node is judged without it).
-fn ld_library_path(host: &HostFacts) -> Option<String> {
-    host.env
-        .vars
-        .get("LD_LIBRARY_PATH")
-        .filter(|v| !crate::bundle::redact::is_placeholder_value(v))
-        .cloned()
+/// The loader variables the node's report recorded, each unless `snapshot --redact` replaced it by a
+/// placeholder (what it named is then unknown, and the node is judged without it).
+fn loader_vars(host: &HostFacts) -> Vec<(&'static str, String)> {
+    LOADER_VARS
+        .iter()
+        .filter_map(|&k| {
+            let v = host.env.vars.get(k)?;
+            (!crate::bundle::redact::is_placeholder_value(v)).then(|| (k, v.clone()))
+        })
+        .collect()
 }
 
 /// The environment directory as `cudadiag import --venv DIR` names it.

@@ -379,6 +379,36 @@ fn fleet_artifact_venv_judges_each_node_with_the_ld_library_path_its_report_reco
     );
 }
 
+/// `fleet --artifact VENV` where the venv lacks the cuDNN wheel and one node's jobs run with
+/// `LD_PRELOAD=.../libcudnn.so.9` (recorded in its report): ld.so maps it before the interpreter's own
+/// libraries, torch's `_C` finds the soname already in the process, and `import torch` works there; the node
+/// without it fails, naming the library. Before, LD_PRELOAD was recorded but not used, and both failed.
+#[test]
+fn fleet_artifact_venv_judges_each_node_with_the_ld_preload_its_report_recorded() {
+    let t = tempfile::tempdir().unwrap();
+    let root = host_venv(t.path(), &["libcudnn.so.9"]);
+    let cudnn = t.path().join("modules/cudnn-9/lib");
+    crate::python_import::cudnn(&cudnn, "");
+    let dir = t.path().join("nodes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let h200 = crate::fleet::snapshot("h200-nix-open-580");
+    for (name, preload) in [("preloads", Some(cudnn.join("libcudnn.so.9"))), ("plain", None)] {
+        let mut s = h200.clone();
+        if let Some(p) = preload {
+            s["facts"]["host"]["env"]["vars"]["LD_PRELOAD"] = json!(p.to_str().unwrap());
+        }
+        std::fs::write(dir.join(format!("{name}.json")), serde_json::to_vec(&s).unwrap()).unwrap();
+    }
+    let (code, doc) = fleet("--artifact", &root.join("venv"), &dir);
+    assert_eq!(
+        (code, grouped(&doc).as_str()),
+        (1, "runs: preloads; fails: plain"),
+        "{doc:#}"
+    );
+    let plain = prediction(&doc, "plain");
+    assert_eq!(plain["codes"][0], "library-not-found", "{plain:#}");
+}
+
 /// `fleet --image` of an image whose program is `python -m torch.distributed.run`, on two nodes: the image asks
 /// for no CUDA version (no `NVIDIA_REQUIRE_CUDA`), so the toolkit starts it on both; torch's own driver check
 /// fails on the node with a CUDA 12.4 driver. Before, both nodes judged the interpreter alone.
