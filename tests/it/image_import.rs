@@ -194,12 +194,7 @@ fn image_import_torch_with_a_missing_wheel_fails_naming_it() {
     let img = image_of(t.path(), &root, true, &["/venv/bin/python3", "-c", "pass"]);
     let (code, doc) = inspect(&img, &["--import", "torch"]);
     assert_eq!(code, 1, "{doc:#}");
-    let f = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["slug"] == "library-not-found")
-        .unwrap_or_else(|| panic!("{doc:#}"));
+    let f = cli::finding(&doc, "library-not-found");
     assert!(f["message"].as_str().unwrap().contains("libcudnn.so.9"), "{f:#}");
     assert_eq!(outcome(&doc, "import"), "fails");
     assert!(

@@ -294,12 +294,7 @@ fn doctor_with_virtual_env_lists_its_frameworks_and_their_findings() {
         doc["python"].get("runs").is_none(),
         "doctor leaves the processes out"
     );
-    let f = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["slug"] == "library-not-found")
-        .unwrap_or_else(|| panic!("{doc:#}"));
+    let f = cli::finding(&doc, "library-not-found");
     assert!(
         f["evidence"]
             .to_string()

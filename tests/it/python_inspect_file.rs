@@ -9,8 +9,9 @@
 use crate::python_cupy_ort::{Machine, cuda13, ort};
 use crate::python_import::{bare, dist_info, driver_and_cache, interpreter_and_venv, torch, wheels};
 
-use assert_cmd::Command;
+use crate::support::cli;
 use serde_json::Value;
+use std::ffi::OsString;
 use std::path::Path;
 
 const C: &str = "/venv/lib/python3.11/site-packages/torch/_C.cpython-311-x86_64-linux-gnu.so";
@@ -19,36 +20,22 @@ const WHEEL_LT: &str = "/venv/lib/python3.11/site-packages/nvidia/cu13/lib/libcu
 /// `cudadiag inspect --root ROOT --clear-env --gpu 9.0 --driver 580.65.06 --format json FILE` with `env`
 /// (`KEY=VALUE`): the report, checked against the JSON contract.
 fn inspect(root: &Path, env: &[&str], file: &str) -> Value {
-    let mut cmd = Command::cargo_bin("cudadiag").unwrap();
-    cmd.args(["--color", "never", "inspect", "--clear-env", "--gpu", "9.0"])
-        .args(["--driver", "580.65.06", "--format", "json", "--root"])
-        .arg(root);
-    for e in env {
-        cmd.args(["--env", e]);
-    }
-    let out = cmd.arg(file).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let doc: Value = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr)));
-    let checker = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/contract/check_report.py");
-    assert!(checker.exists(), "CI provides ../shared/contract/check_report.py");
-    let checked = std::process::Command::new("python3")
-        .arg(&checker)
-        .arg("/dev/stdin")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin.take().unwrap().write_all(text.as_bytes())?;
-            c.wait_with_output()
-        })
-        .unwrap();
-    assert!(
-        checked.status.success(),
-        "{}",
-        String::from_utf8_lossy(&checked.stdout)
+    let args = [
+        "inspect",
+        "--gpu",
+        "9.0",
+        "--driver",
+        "580.65.06",
+        "--format",
+        "json",
+    ];
+    let (_, doc) = cli::run_json(
+        args.iter()
+            .map(OsString::from)
+            .chain(cli::on_root(root, env))
+            .chain([OsString::from(file)]),
     );
+    cli::contract(&doc);
     doc
 }
 
