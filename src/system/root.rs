@@ -26,7 +26,7 @@ const MEMO_TEXT_BYTES: u64 = 64 << 20;
 /// What a remembering root ([`Root::remembering`]) has learnt: for each host path met while resolving, a
 /// directory (`None`) or a symbolic link's target; and text files read whole, by real machine path.
 #[derive(Default)]
-struct LinkMemo {
+struct Memo {
     links: RwLock<HashMap<PathBuf, Option<PathBuf>>>,
     texts: Mutex<(u64, HashMap<PathBuf, Arc<str>>)>,
 }
@@ -36,7 +36,7 @@ struct LinkMemo {
 pub struct Root {
     dir: PathBuf,
     /// Shared by the clones of a remembering root.
-    memo: Option<Arc<LinkMemo>>,
+    memo: Option<Arc<Memo>>,
 }
 
 impl PartialEq for Root {

@@ -250,12 +250,10 @@ impl Framework for Cupy {
             return None;
         }
         if message.contains("cudaErrorInsufficientDriver") {
-            return Some(
-                "CuPy's CUDA runtime opens the NVIDIA driver's libcuda.so.1, found nowhere: install the NVIDIA \
-                 driver (in a container, run it with the NVIDIA Container Toolkit: `docker run --gpus all`); \
-                 `cudadiag doctor` says what is missing"
-                    .to_string(),
-            );
+            return Some(format!(
+                "CuPy's CUDA runtime opens the NVIDIA driver's libcuda.so.1, found nowhere: {}",
+                super::INSTALL_DRIVER
+            ));
         }
         let i = install(ctx)?;
         if m.index != V13

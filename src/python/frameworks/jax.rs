@@ -524,9 +524,8 @@ impl Framework for Jax {
         if message.contains("cuInit(0) failed") {
             return Some(format!(
                 "JAX cannot load the NVIDIA driver's libcuda.so.1, and JAX_PLATFORMS asks for CUDA, so it raises \
-                 instead of running on the CPU: install the NVIDIA driver (in a container, run it with the \
-                 NVIDIA Container Toolkit: `docker run --gpus all`); `cudadiag doctor` says what is missing. \
-                 (`{python}` runs on the CPU with JAX_PLATFORMS unset.)"
+                 instead of running on the CPU: {}. (`{python}` runs on the CPU with JAX_PLATFORMS unset.)",
+                super::INSTALL_DRIVER
             ));
         }
         let plugin = plugin(ctx)?;

@@ -143,6 +143,10 @@ impl Serialize for RecordFiles {
     }
 }
 
+/// The fix where a framework cannot load the driver's `libcuda.so.1`, for a model's help.
+pub const INSTALL_DRIVER: &str = "install the NVIDIA driver (in a container, run it with the NVIDIA Container \
+     Toolkit: `docker run --gpus all`); `cudadiag doctor` says what is missing";
+
 /// The normalised form of a distribution name (PEP 503): `Nvidia_CUDNN.cu12` → `nvidia-cudnn-cu12`.
 pub use crate::inspect::pep508::normalise;
 
