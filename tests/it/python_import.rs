@@ -8,6 +8,7 @@
 //! alone: with the wheels on a second `sys.path` entry it said "will fail" for an import that works.
 
 mod bindings;
+mod numpy;
 
 use crate::support::arm_build::ld_cache;
 use crate::support::cli::{self, slugs};
@@ -99,9 +100,14 @@ pub(crate) fn torch(t: &Path, site: &Path, version: &str) {
     let rpath = ["-Wl,--disable-new-dtags", TORCH_RPATH];
     bare(&lib, "libtorch_global_deps.so", &[&cudart], &rpath);
     let cuda = bare(&lib, "libtorch_cuda.so", &[&cudart, &cublas, &cudnn], &rpath);
+    // The extension module's suffix is the interpreter's whose `lib/python3.X` holds `site`.
+    let xy = site
+        .iter()
+        .find_map(|c| c.to_str()?.strip_prefix("python3."))
+        .unwrap_or("11");
     let c = bare(
         &site.join("torch"),
-        "_C.cpython-311-x86_64-linux-gnu.so",
+        &format!("_C.cpython-3{xy}-x86_64-linux-gnu.so"),
         &[&cuda],
         &["-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN/lib"],
     );
@@ -441,6 +447,36 @@ fn a_venv_without_torch_is_framework_not_installed_and_fails() {
     assert!(
         !slugs(&doc).contains(&"framework-not-installed".to_string()),
         "{doc:#}"
+    );
+}
+
+/// torch's `_C` built for CPython 3.12 in the venv of a 3.11 interpreter (a wheel copied from another
+/// environment): Python finds no module (`ModuleNotFoundError: No module named 'torch._C'`, as CPython's
+/// `EXTENSION_SUFFIXES` say), and a note names the file and the interpreter it was built for.
+#[test]
+fn a_torch_extension_built_for_another_python_is_not_imported_and_a_note_says_why() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let site = interpreter_and_venv(&root);
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &[]);
+    driver_and_cache(&root, &[]);
+    let ours = site.join("torch/_C.cpython-311-x86_64-linux-gnu.so");
+    std::fs::rename(&ours, site.join("torch/_C.cpython-312-x86_64-linux-gnu.so")).unwrap();
+    let (code, doc) = import(&root, &[], &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(outcome(&doc, "import"), "fails");
+    let step = &doc["imports"][0]["import"];
+    assert_eq!(
+        step["outcome"]["message"].as_str(),
+        Some("ModuleNotFoundError: No module named 'torch._C'"),
+        "{step:#}"
+    );
+    assert!(
+        step["notes"].to_string().contains(
+            "torch holds _C.cpython-312-x86_64-linux-gnu.so: built for another CPython (the interpreter is CPython 3.11)"
+        ),
+        "{step:#}"
     );
 }
 

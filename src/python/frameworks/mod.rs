@@ -22,6 +22,8 @@
 
 pub mod cupy;
 pub mod env;
+pub mod extension;
+pub mod numpy;
 pub mod onnxruntime;
 pub mod pathfinder;
 pub mod torch;

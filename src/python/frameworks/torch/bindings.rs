@@ -37,6 +37,7 @@
 //! torch catches it and goes on without cuda.bindings, and the modules imported before it stay mapped (Python
 //! never unloads an extension module).
 
+use super::super::extension::Modules;
 use super::super::{Ctx, LoadError, Process};
 use std::path::PathBuf;
 
@@ -81,12 +82,8 @@ struct Bindings<'c, 'a> {
     ctx: &'c Ctx<'a>,
     /// The `cuda` package's directories (`cuda.__path__`).
     cuda: Vec<PathBuf>,
-    /// `…/cuda/bindings`.
-    dir: PathBuf,
-    /// `cpython-311-`: the interpreter's extension-module tag, when its version is known.
-    tag: Option<String>,
-    /// The extension module files of each subdirectory read so far (`""`, `_internal`, `_bindings`).
-    listings: Vec<(String, Vec<String>)>,
+    /// The extension modules of `…/cuda/bindings`.
+    modules: Modules<'a>,
     /// Modules imported so far (`_internal/driver`), as Python's `sys.modules`.
     imported: Vec<String>,
 }
@@ -112,44 +109,9 @@ fn cuda_package(ctx: &Ctx) -> Vec<PathBuf> {
 }
 
 impl Bindings<'_, '_> {
-    /// The extension module file of `rel` (`driver`, `_internal/driver`), by the suffixes CPython tries in
-    /// order: `.cpython-XY-<platform>.so`, `.abi3.so`, `.so`.
+    /// The extension module file of `rel` (`driver`, `_internal/driver`).
     fn file(&mut self, rel: &str) -> Option<PathBuf> {
-        let (sub, stem) = rel.rsplit_once('/').unwrap_or(("", rel));
-        let at = match self.listings.iter().position(|(s, _)| s == sub) {
-            Some(i) => i,
-            None => {
-                let dir = self.dir.join(sub);
-                let names = self
-                    .ctx
-                    .root
-                    .read_dir_names(&dir, |n| n.as_encoded_bytes().ends_with(b".so"))
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter_map(|n| n.into_string().ok())
-                    .collect();
-                self.listings.push((sub.to_string(), names));
-                self.listings.len() - 1
-            }
-        };
-        let rank = |n: &str| {
-            let rest = n.strip_prefix(stem)?.strip_prefix('.')?;
-            if rest == "so" {
-                Some(2)
-            } else if rest == "abi3.so" {
-                Some(1)
-            } else {
-                let tagged = rest.strip_prefix("cpython-")?;
-                let ours = self.tag.as_deref().is_none_or(|t| rest.starts_with(t));
-                (ours && tagged.ends_with(".so")).then_some(0)
-            }
-        };
-        self.listings[at]
-            .1
-            .iter()
-            .filter_map(|n| rank(n).map(|r| (r, n)))
-            .min_by_key(|(r, _)| *r)
-            .map(|(_, n)| self.dir.join(sub).join(n))
+        self.modules.file(rel)
     }
 
     /// `import cuda.bindings.<rel>`: opens its file by path, once.
@@ -223,18 +185,10 @@ pub(super) fn import(ctx: &Ctx, version: &str, p: &mut dyn Process) -> Option<St
         .iter()
         .map(|c| c.join("bindings"))
         .find(|b| ctx.root.exists(&b.join("__init__.py")))?;
-    let tag = ctx
-        .python
-        .syspath
-        .version
-        .as_ref()
-        .map(|v| format!("cpython-{}{}-", v.major, v.minor));
     let mut b = Bindings {
         ctx,
         cuda,
-        dir,
-        tag,
-        listings: Vec::new(),
+        modules: Modules::new(ctx, dir),
         imported: Vec::new(),
     };
     let stopped = names.iter().try_for_each(|m| b.chain(p, m)).err()?;
@@ -246,7 +200,7 @@ pub(super) fn import(ctx: &Ctx, version: &str, p: &mut dyn Process) -> Option<St
     Some(format!(
         "torch.cuda._utils: `from cuda.bindings import {what}` ({}) raised {}: torch catches it (except \
          ImportError) and goes on without cuda.bindings; {} of its modules imported before stay loaded",
-        b.dir.display(),
+        b.modules.base().display(),
         stopped.message(),
         b.imported.len()
     ))

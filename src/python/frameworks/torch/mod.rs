@@ -10,16 +10,19 @@
 //!    list, each required (`ValueError: … not found in the system path`), then loads it again.
 //! 3. `from torch._C import *`: the extension module and its DT_NEEDED tree, every soname already loaded by
 //!    steps 1-2 reused.
-//! 4. From 2.12, `torch.cuda._utils` imports `cuda.bindings` when it is installed ([`bindings`]): NVIDIA's
+//! 4. `torch._C`'s module init imports NumPy when it is installed ([`numpy`]): its extension modules, each
+//!    opened by path; a failure is a warning, torch goes on without NumPy.
+//! 5. From 2.12, `torch.cuda._utils` imports `cuda.bindings` when it is installed ([`bindings`]): NVIDIA's
 //!    Cython extension modules, each opened by path; a failure is an `ImportError` torch catches.
-//! 5. First GPU use: the CUDA runtime `dlopen`s the driver, NVML, NVRTC and cuDNN's sub-libraries are opened by
+//! 6. First GPU use: the CUDA runtime `dlopen`s the driver, NVML, NVRTC and cuDNN's sub-libraries are opened by
 //!    the names the libraries keep.
 
 mod bindings;
 mod checks;
 mod search;
 
-use super::{Ctx, Framework, LoadError, Outcome, Process, Range, Selected, Step};
+use super::extension::Modules;
+use super::{Ctx, Framework, LoadError, Outcome, Process, Range, Selected, Step, numpy};
 use crate::findings::Finding;
 use crate::system::read;
 use search::{Layouts, PreloadError};
@@ -264,33 +267,6 @@ fn version_cuda(ctx: &Ctx, pkg: &Path) -> Option<Option<String>> {
     })
 }
 
-/// The extension module `torch._C` in `pkg`, by the suffixes CPython tries (`.cpython-311-x86_64-linux-gnu.so`,
-/// `.abi3.so`, `.so`).
-fn extension(ctx: &Ctx, pkg: &Path) -> Option<PathBuf> {
-    let names = ctx.root.read_dir(pkg).ok()?;
-    let name = |p: &PathBuf| {
-        p.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let rank = |n: &str| {
-        if n.starts_with("_C.cpython-") && n.ends_with(".so") {
-            Some(0)
-        } else if n == "_C.abi3.so" {
-            Some(1)
-        } else if n == "_C.so" {
-            Some(2)
-        } else {
-            None
-        }
-    };
-    names
-        .iter()
-        .filter_map(|p| rank(&name(p)).map(|r| (r, p)))
-        .min_by_key(|(r, _)| *r)
-        .map(|(_, p)| p.clone())
-}
-
 impl Torch {
     /// The preloads of `libs` from `sys.path`. `required`: the first library found nowhere raises the
     /// `ValueError` torch raises, and stops the rest.
@@ -385,7 +361,20 @@ impl Framework for Torch {
                 }
             }
         }
-        let Some(c) = extension(ctx, &pkg) else {
+        let mut modules = Modules::new(ctx, pkg.clone());
+        let Some(c) = modules.file("_C") else {
+            let others = modules.for_other_interpreters("_C");
+            if !others.is_empty() {
+                let python = ctx.python.syspath.version.as_ref().map_or(String::new(), |v| {
+                    format!(" (the interpreter is CPython {}.{})", v.major, v.minor)
+                });
+                notes.push(format!(
+                    "{} holds {}: built for another CPython{python}, which Python does not import; install \
+                     the torch wheel built for this interpreter",
+                    pkg.display(),
+                    others.join(", ")
+                ));
+            }
             return fails(
                 "ModuleNotFoundError: No module named 'torch._C'".into(),
                 None,
@@ -395,6 +384,10 @@ impl Framework for Torch {
         if let Err(e) = p.load_extension("torch", "torch._C", &c) {
             return fails(format!("ImportError: {}", e.message), Some(e), notes);
         }
+        // `torch._C`'s module init imports NumPy (`torch/csrc/utils/tensor_numpy.cpp`); a failure is a warning.
+        let then =
+            "torch._C, whose init imports it, warns \"Failed to initialize NumPy\" and goes on without it";
+        notes.extend(numpy::import(ctx, "torch", then, p));
         notes.extend(bindings::import(ctx, &m.version, p));
         Step {
             outcome: Outcome::Gpu,
