@@ -452,7 +452,8 @@ fn a_venv_without_torch_is_framework_not_installed_and_fails() {
 
 /// torch's `_C` built for CPython 3.12 in the venv of a 3.11 interpreter (a wheel copied from another
 /// environment): Python finds no module (`ModuleNotFoundError: No module named 'torch._C'`, as CPython's
-/// `EXTENSION_SUFFIXES` say), and a note names the file and the interpreter it was built for.
+/// `EXTENSION_SUFFIXES` say; torch's own `ImportError` where the `torch/_C` stub directory is there), and a note
+/// names the file and the interpreter it was built for.
 #[test]
 fn a_torch_extension_built_for_another_python_is_not_imported_and_a_note_says_why() {
     let t = tempfile::tempdir().unwrap();
@@ -470,6 +471,19 @@ fn a_torch_extension_built_for_another_python_is_not_imported_and_a_note_says_wh
     assert_eq!(
         step["outcome"]["message"].as_str(),
         Some("ModuleNotFoundError: No module named 'torch._C'"),
+        "{step:#}"
+    );
+    // With the wheel's `torch/_C/` of type stubs, `torch._C` is that namespace package, and torch's own check
+    // raises (measured with torch 2.15's wheel).
+    std::fs::create_dir(site.join("torch/_C")).unwrap();
+    write(&site.join("torch/_C/__init__.pyi"), "");
+    let (_, doc) = import(&root, &[], &[]);
+    let step = &doc["imports"][0]["import"];
+    assert!(
+        step["outcome"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("ImportError: Failed to load PyTorch C extensions: It appears that PyTorch has loaded the `torch/_C` folder"),
         "{step:#}"
     );
     assert!(

@@ -375,11 +375,17 @@ impl Framework for Torch {
                     others.join(", ")
                 ));
             }
-            return fails(
-                "ModuleNotFoundError: No module named 'torch._C'".into(),
-                None,
-                notes,
-            );
+            // The wheels ship `torch/_C/` (type stubs, no `__init__.py`): Python imports it as a namespace
+            // package, and torch's own check of `_C.__file__` raises instead.
+            let stubs = ctx.root.metadata(&pkg.join("_C")).is_ok_and(|m| m.is_dir());
+            let message = if stubs {
+                "ImportError: Failed to load PyTorch C extensions: It appears that PyTorch has loaded the \
+                 `torch/_C` folder of the PyTorch repository rather than the C extensions which are expected in \
+                 the `torch._C` namespace."
+            } else {
+                "ModuleNotFoundError: No module named 'torch._C'"
+            };
+            return fails(message.into(), None, notes);
         };
         if let Err(e) = p.load_extension("torch", "torch._C", &c) {
             return fails(format!("ImportError: {}", e.message), Some(e), notes);
