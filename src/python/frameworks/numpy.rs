@@ -4,11 +4,11 @@
 //! libgfortran and libquadmath from `numpy.libs`, through the modules' `$ORIGIN/../../numpy.libs` RPATH).
 //! None of them is a CUDA library; modelled so that the process cudadiag predicts is the process that runs.
 //!
-//! The lists are `LD_DEBUG=files` of `python -c "import numpy"` on PyPI's manylinux wheels (CPython 3.11),
-//! `docs/python-frameworks.md` ("NumPy"): 1.24.4 and 1.26.4 import `core`, `linalg`, `fft` and every
-//! `random` module; 2.0.2 `_core/_multiarray_umath`, `_core/_multiarray_tests` and `linalg`; 2.1.3 to 2.4.6
-//! `_core/_multiarray_umath` and `linalg` alone (the rest became lazy). A version outside 1.24 to 2.4 is judged
-//! as the nearest measured one, and a note says so.
+//! The lists are `LD_DEBUG=files` of `python -c "import numpy"` on PyPI's manylinux wheels (CPython 3.11, and
+//! 3.12 for 2.3.5 to 2.5.2), `docs/python-frameworks.md` ("NumPy"): 1.24.4 and 1.26.4 import `core`, `linalg`,
+//! `fft` and every `random` module; 2.0.2 `_core/_multiarray_umath`, `_core/_multiarray_tests` and `linalg`;
+//! 2.1.3 to 2.5.2 `_core/_multiarray_umath` and `linalg` alone (the rest became lazy). A version outside 1.24 to
+//! 2.5 is judged as the nearest measured one, and a note says so.
 //!
 //! What is read: the `numpy` package Python's path finder takes (the first `sys.path` directory with
 //! `numpy/__init__.py`), its distribution's version, and one listing per subdirectory whose module is asked
@@ -42,12 +42,12 @@ const V2_0: &[&str] = &[
     "linalg/_umath_linalg",
 ];
 
-/// NumPy 2.1 and later (measured: 2.1.3, 2.2.6, 2.3.5, 2.4.6).
+/// NumPy 2.1 and later (measured: 2.1.3, 2.2.6, 2.3.5, 2.4.6, 2.5.2).
 const V2_1: &[&str] = &["_core/_multiarray_umath", "linalg/_umath_linalg"];
 
 /// The measured versions' span, for the note on a version outside it.
 const OLDEST: [u64; 2] = [1, 24];
-const NEWEST: [u64; 2] = [2, 4];
+const NEWEST: [u64; 2] = [2, 5];
 
 /// The modules `import numpy` of `release` (`[2, 4, 6]`) opens, in order.
 fn modules(release: &[u64]) -> &'static [&'static str] {
@@ -97,7 +97,7 @@ pub fn import(ctx: &Ctx, by: &str, then: &str, p: &mut dyn Process) -> Vec<Strin
     let minor = &release[..release.len().min(2)];
     if minor < OLDEST.as_slice() || minor > NEWEST.as_slice() {
         notes.push(format!(
-            "NumPy {version} is outside the versions whose import was measured (1.24 to 2.4): the modules it opens \
+            "NumPy {version} is outside the versions whose import was measured (1.24 to 2.5): the modules it opens \
              are taken as the nearest measured version's"
         ));
     }

@@ -1,7 +1,7 @@
 //! `torch._C`'s module init imports NumPy when it is installed, and `import numpy` opens its own extension
 //! modules, whose RPATH `$ORIGIN/../../numpy.libs` brings OpenBLAS. Before this model, the real `import torch`
 //! 2.15 with NumPy 2.4 mapped two modules and three libraries cudadiag did not predict
-//! (`scripts/import-differential.py`); with it, the prediction equals the real maps for NumPy 1.24.4 to 2.4.6.
+//! (`scripts/import-differential.py`); with it, the prediction equals the real maps for NumPy 1.24.4 to 2.5.2.
 //!
 //! NumPy is built here as its manylinux wheel lays it out: `numpy/__init__.py`, the extension modules named with
 //! CPython 3.11's suffix (more of them than an import opens, as the wheel ships), `_multiarray_umath` needing
@@ -204,7 +204,7 @@ fn a_missing_numpy_module_stops_its_import_after_the_ones_before() {
     );
 }
 
-/// A NumPy newer than every measured version is taken as 2.4 and says so.
+/// A NumPy newer than every measured version is taken as 2.5 and says so.
 #[test]
 fn a_numpy_newer_than_the_measured_ones_is_judged_as_the_nearest_and_says_so() {
     let t = tempfile::tempdir().unwrap();
@@ -217,7 +217,7 @@ fn a_numpy_newer_than_the_measured_ones_is_judged_as_the_nearest_and_says_so() {
     let n = notes(&doc);
     assert_eq!(n.len(), 1, "{n:#?}");
     assert!(
-        n[0].starts_with("NumPy 3.1.0 is outside the versions whose import was measured (1.24 to 2.4)"),
+        n[0].starts_with("NumPy 3.1.0 is outside the versions whose import was measured (1.24 to 2.5)"),
         "{n:#?}"
     );
 }
