@@ -80,6 +80,8 @@ fn framework_process(
     real: &str,
     files: &mut Files,
 ) -> Option<(Vec<Loaded>, Option<String>)> {
+    // With no driver declared no model's driver check consults the matrix (`--matrix` included): the bundled
+    // one only fills the field.
     let matrix = crate::matrix::Matrix::bundled().ok()?;
     let provides = |soname: &str| crate::container::is_driver_library(soname);
     let ctx = Ctx {
