@@ -18,6 +18,10 @@ exec > >(tee "$OUT/import-check.log") 2>&1
 echo "== torch healthy: import, then first use"
 python3 scripts/import-differential.py --venv $V --cudadiag $B | tail -8
 python3 scripts/import-differential.py --venv $V --cudadiag $B --first-use | tail -8
+echo "== the PTX JIT compiler and the driver's JIT cache: a CUDA convolution twice on one new cache"
+C=$(mktemp -d); for i in 1 2; do CUDA_CACHE_PATH=$C "$V/bin/python" -c "
+import torch; x = torch.ones(1, 1, 8, 8, device='cuda'); torch.nn.functional.conv2d(x, torch.ones(1, 1, 3, 3, device='cuda')); torch.cuda.synchronize()
+print('run $i: libnvidia-ptxjitcompiler mapped:', 'ptxjitcompiler' in open('/proc/self/maps').read())"; done; du -sh $C; rm -rf $C
 echo "== cuda.bindings: imported by torch 2.12 and later only (docs/python-frameworks.md), real vs predicted"
 "$V/bin/python" -c "import torch, sys; print('real: torch', torch.__version__, 'cuda.bindings imported:', 'cuda.bindings' in sys.modules)"
 $B import torch --venv $V --format json | python3 -c "import json, sys; d = json.load(sys.stdin); print('predicted: cuda.bindings modules', sum('/cuda/bindings/' in l['path'] for l in d['loaded']))"
@@ -33,6 +37,7 @@ for r in rs:
   print('  pred:', r['predicted_import']['kind'], (r['predicted_first_use'] or {}).get('kind'), [(f[0],f[1],f[2][:160]) for f in r['predicted_findings']])
   for p in r['predicted_not_mapped'][:5]: print('  predicted only', p)
   for p in r['mapped_libraries_not_predicted'][:5]: print('  mapped only', p)
+  for p in r['jit_cache_dependent']: print('  as the JIT cache decides', p)
 "
 echo "== jax (jax 0.11.2 + cuda13 plugin)"
 python3 scripts/import-differential-jax-tf.py jax --venv $V --cudadiag $B | tail -8
@@ -52,6 +57,8 @@ t.sort(); print('cudadiag import torch: best %.1f ms, median %.1f ms of 15' % (t
 P
 echo "== what-if 535"; $B import torch --venv $V --gpu 9.0 --driver 535.104.05 | grep -E "first GPU|^error" | cut -c1-300
 echo "== inspect _C.so (libnvrtc shadow?)"; $B inspect $SP/torch/_C*.so | grep -E "^(error|warning|note)|will" | cut -c1-250
+echo "== doctor (which environment, which framework)"; $B doctor --verbose 2>&1 | grep -vE "^\s*$" | head -60 | cut -c1-300
+for m in "torch jax" "jax" "cupy" "torch cupy jax" "jax torch"; do echo "-- import $m"; $B import $m --venv $V 2>&1 | grep -E "^import|first GPU use|^(error|warning)" | cut -c1-300; done
 echo "== doctor / inspect slugs"; $B doctor --format json > /tmp/d.json; python3 -c "
 import json; d=json.load(open('/tmp/d.json')); print(sorted({(f['slug'],f['severity']) for f in d['findings']}))"
 $B inspect $SP/torch/lib/libtorch_cuda.so --format json > /tmp/i.json; python3 -c "

@@ -13,7 +13,8 @@ pub fn run(args: &ImportArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
     let (system, target) = (args.system.lower(), args.target.lower());
     let (root, env) = (system.root(), system.env());
     let facts = frameworks::machine_facts(&system, &target, args.facts.as_deref(), &matrix)?;
-    let (gpus, driver) = frameworks::machine_of(facts.host.as_ref(), &matrix);
+    let (gpus, driver) =
+        frameworks::machine_of(facts.host.as_ref(), env.get("CUDA_VISIBLE_DEVICES"), &matrix);
     let chosen = crate::python::frameworks::env::choose(&env, args.python.as_deref(), args.venv.as_deref());
     let report = crate::imports::run(
         &root,

@@ -109,7 +109,8 @@ fn environment(
     let (root, env) = (system.root(), system.env());
     let (chosen, kind) = frameworks::locate(&root, dir)?;
     let facts = frameworks::machine_facts(&system, &target, args.facts.as_deref(), &matrix)?;
-    let (gpus, driver) = frameworks::machine_of(facts.host.as_ref(), &matrix);
+    let (gpus, driver) =
+        frameworks::machine_of(facts.host.as_ref(), env.get("CUDA_VISIBLE_DEVICES"), &matrix);
     let question = frameworks::Question {
         root: &root,
         env: &env,

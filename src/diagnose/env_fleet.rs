@@ -104,7 +104,11 @@ impl EnvArtefact {
             return Prediction::no_host();
         };
         crate::host::enrich::with_matrix(&mut host, matrix);
-        let (gpus, driver) = super::frameworks::machine_of(Some(&host), matrix);
+        let (gpus, driver) = super::frameworks::machine_of(
+            Some(&host),
+            host.env.vars.get("CUDA_VISIBLE_DEVICES").map(String::as_str),
+            matrix,
+        );
         let key = (
             host.driver.as_ref().map(|d| d.version.clone()),
             gpus.iter().map(|g| g.label.clone()).collect::<Vec<_>>(),

@@ -128,9 +128,26 @@ pub fn locate(root: &Root, dir: &Path) -> Result<(Chosen, Kind), ToolError> {
 }
 
 /// The GPUs and driver the imports are judged for, as the rules read them from `host` (read, from a
-/// snapshot, or declared with `--gpu`/`--driver`).
-pub fn machine_of(host: Option<&HostFacts>, matrix: &crate::matrix::Matrix) -> (Vec<Gpu>, Option<Driver>) {
-    let gpus = super::gpu_targets(host, matrix)
+/// snapshot, or declared with `--gpu`/`--driver`), less the GPUs `visible` (the process's
+/// `CUDA_VISIBLE_DEVICES`, when set) hides: CUDA's rules (`rules::visibility`), so an empty value, `-1` or an
+/// index out of range leaves none, and the frameworks' first GPU use meets no device. A `MIG-…` entry, which
+/// files cannot match to a GPU, hides nothing here.
+pub fn machine_of(
+    host: Option<&HostFacts>,
+    visible: Option<&str>,
+    matrix: &crate::matrix::Matrix,
+) -> (Vec<Gpu>, Option<Driver>) {
+    let shown = match (host, visible) {
+        (Some(h), Some(value)) => {
+            let v = crate::rules::visibility::visibility(value, &h.gpus);
+            (!v.unknown_mig).then(|| HostFacts {
+                gpus: v.visible.iter().map(|&i| h.gpus[i].clone()).collect(),
+                ..HostFacts::default()
+            })
+        }
+        _ => None,
+    };
+    let gpus = super::gpu_targets(shown.as_ref().or(host), matrix)
         .into_iter()
         .map(|t| Gpu {
             label: t.label,
@@ -428,7 +445,7 @@ pub fn active(
     host: Option<&HostFacts>,
     matrix: &crate::matrix::Matrix,
 ) -> (Frameworks, Vec<Finding>) {
-    let (gpus, driver) = machine_of(host, matrix);
+    let (gpus, driver) = machine_of(host, env.get("CUDA_VISIBLE_DEVICES"), matrix);
     let q = Question {
         root,
         env,

@@ -611,6 +611,133 @@ fn an_old_driver_fails_at_first_use_with_torchs_message() {
     );
 }
 
+/// `CUDA_VISIBLE_DEVICES=""` on a machine with a GPU: the import works, the first CUDA tensor raises
+/// `RuntimeError: No CUDA GPUs are available` (the H200, torch 2.11): no GPU is used, an error; the driver is
+/// opened, NVML and cuDNN's sub-libraries are not. An index that exists hides nothing.
+#[test]
+fn cuda_visible_devices_hiding_every_gpu_is_torchs_no_gpu_fall_back() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let site = interpreter_and_venv(&root);
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &[]);
+    driver_and_cache(&root, &[]);
+    let (code, doc) = import(&root, &["CUDA_VISIBLE_DEVICES="], &[]);
+    assert_eq!(
+        (code, slugs(&doc)),
+        (1, vec!["framework-cpu-fallback".to_string()]),
+        "{doc:#}"
+    );
+    assert_eq!(
+        (outcome(&doc, "import"), outcome(&doc, "first_use")),
+        ("gpu", "cpu_fallback")
+    );
+    let because = doc["imports"][0]["first_use"]["outcome"]["because"]
+        .as_str()
+        .unwrap();
+    assert!(because.contains("No CUDA GPUs are available"), "{because}");
+    assert!(loaded(&doc, "libcuda.so.1").is_some());
+    assert!(loaded(&doc, "libcudnn_graph.so.9").is_none(), "{doc:#}");
+    for visible in ["CUDA_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES=MIG-4f2a"] {
+        let (code, doc) = import(&root, &[visible], &[]);
+        assert_eq!(
+            (code, outcome(&doc, "first_use")),
+            (0, "gpu"),
+            "{visible}: {doc:#}"
+        );
+    }
+    let (_, doc) = import(&root, &["CUDA_VISIBLE_DEVICES=1"], &[]);
+    assert_eq!(outcome(&doc, "first_use"), "cpu_fallback", "index 1 of one GPU");
+}
+
+/// The toolkit's stub first on `LD_LIBRARY_PATH` as `libcuda.so.1` (a link into `lib64/stubs`): the import
+/// works and the first CUDA call raises torch's own error 34 (measured on the H200): `stub-libcuda`, naming the
+/// directory to take off the path, and no `framework-raises` beside it.
+#[test]
+fn the_toolkits_stub_as_libcuda_fails_torchs_first_use_with_error_34() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let site = interpreter_and_venv(&root);
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &[]);
+    driver_and_cache(&root, &[]);
+    let stubs = root.join("usr/local/cuda/targets/x86_64-linux/lib/stubs");
+    let stub = bare(&stubs, "libcuda.so.1", &[], &[]);
+    std::fs::rename(&stub, stubs.join("libcuda.so")).unwrap();
+    std::fs::create_dir_all(root.join("opt/stub")).unwrap();
+    std::os::unix::fs::symlink(
+        "/usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so",
+        root.join("opt/stub/libcuda.so.1"),
+    )
+    .unwrap();
+    let (code, doc) = import(&root, &["LD_LIBRARY_PATH=/opt/stub"], &[]);
+    assert_eq!(
+        (code, slugs(&doc)),
+        (1, vec!["stub-libcuda".to_string()]),
+        "{doc:#}"
+    );
+    assert_eq!(
+        (outcome(&doc, "import"), outcome(&doc, "first_use")),
+        ("gpu", "fails")
+    );
+    let message = doc["imports"][0]["first_use"]["outcome"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.starts_with("RuntimeError: Unexpected error from cudaGetDeviceCount()")
+            && message.ends_with("Error 34: CUDA driver is a stub library"),
+        "{message}"
+    );
+    let help = doc["findings"][0]["help"].as_str().unwrap();
+    assert!(help.contains("take /opt/stub off LD_LIBRARY_PATH"), "{help}");
+    // Without the variable the driver's copy is found, and nothing is said.
+    let (code, doc) = import(&root, &[], &[]);
+    assert_eq!((code, slugs(&doc)), (0, Vec::<String>::new()), "{doc:#}");
+}
+
+/// `LD_LIBRARY_PATH` naming an older cuDNN 9 while the pinned wheel is installed: torch preloads the wheel's
+/// `libcudnn.so.9` by path, but that dispatcher `dlopen`s its sub-libraries by name, and where its own path is a
+/// DT_RUNPATH (`$ORIGIN` in the 9.14 and 9.19 wheels; 9.26's is a DT_RPATH) the variable comes first and the
+/// older ones are found; `cudnnGetVersion` answers from `libcudnn_graph.so.9`, so torch's rule raises with the
+/// older version (the H200: the 9.19 wheel preloaded, `found runtime version (9, 14, 0)`).
+#[test]
+fn ld_library_path_with_an_older_cudnn_is_torchs_cudnn_check_by_the_graph_library() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let site = interpreter_and_venv(&root);
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &[]);
+    driver_and_cache(&root, &[]);
+    let old = root.join("opt/cudnn-9.1/lib");
+    for (soname, file) in cudnn(&old, ".1.0") {
+        std::os::unix::fs::symlink(file.file_name().unwrap(), old.join(soname)).unwrap();
+    }
+    // With the DT_RPATH of the helper's wheel (9.26's), the wheel's sub-libraries win: nothing to say.
+    let (code, doc) = import(&root, &["LD_LIBRARY_PATH=/opt/cudnn-9.1/lib"], &[]);
+    assert_eq!((code, slugs(&doc)), (0, Vec::<String>::new()), "{doc:#}");
+    let dispatcher = ["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN"];
+    bare(&site.join("nvidia/cudnn/lib"), "libcudnn.so.9", &[], &dispatcher);
+    let (code, doc) = import(&root, &["LD_LIBRARY_PATH=/opt/cudnn-9.1/lib"], &[]);
+    assert_eq!(
+        (code, slugs(&doc)),
+        (0, vec!["framework-version-check".to_string()]),
+        "{doc:#}"
+    );
+    let main = loaded(&doc, "libcudnn.so.9").unwrap();
+    assert_eq!(main["how"]["kind"], "preloaded", "{main:#}");
+    let graph = loaded(&doc, "libcudnn_graph.so.9").unwrap();
+    assert!(
+        graph["realpath"]
+            .as_str()
+            .unwrap()
+            .ends_with("/opt/cudnn-9.1/lib/libcudnn_graph.so.9.1.0"),
+        "{graph:#}"
+    );
+    let evidence = doc["findings"][0]["evidence"].to_string();
+    assert!(evidence.contains("found runtime version (9, 1, 0)"), "{evidence}");
+    assert!(evidence.contains("libcudnn_graph.so.9"), "{evidence}");
+}
+
 /// A torch newer than every model is judged with the newest one, and says so.
 #[test]
 fn a_torch_newer_than_every_model_is_judged_with_the_nearest_and_says_so() {

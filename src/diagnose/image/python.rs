@@ -125,7 +125,7 @@ pub fn judge(
     plan: &Plan,
     matrix: &Matrix,
 ) -> Result<Option<Judged>, ToolError> {
-    let (gpus, driver) = container_machine(staged, matrix);
+    let (gpus, driver) = container_machine(staged, program.env.get("CUDA_VISIBLE_DEVICES"), matrix);
     let machine = Machine {
         gpus: &gpus,
         driver: driver.as_ref(),
@@ -192,7 +192,7 @@ impl PerMachine {
         staged: Option<&Staged>,
         matrix: &Matrix,
     ) -> Option<Judged> {
-        let (gpus, driver) = container_machine(staged, matrix);
+        let (gpus, driver) = container_machine(staged, program.env.get("CUDA_VISIBLE_DEVICES"), matrix);
         let labels: Vec<&str> = gpus.iter().map(|g| g.label.as_str()).collect();
         let key = format!("{:?} {labels:?} {}", driver.map(|d| d.version), staged.is_some());
         if let Some(j) = self.done.lock().ok().and_then(|m| m.get(&key).cloned()) {
@@ -288,8 +288,13 @@ fn environment(img: &Image, program: &Program) -> crate::system::Env {
 }
 
 /// The GPUs and driver a container of the image gets on the node: none without a node or when the toolkit
-/// gives it no GPU (`NVIDIA_VISIBLE_DEVICES` unset or `void`, `--gpus` not given); the GPUs it selects.
-fn container_machine(staged: Option<&Staged>, matrix: &Matrix) -> (Vec<Gpu>, Option<Driver>) {
+/// gives it no GPU (`NVIDIA_VISIBLE_DEVICES` unset or `void`, `--gpus` not given); the GPUs it selects, less
+/// those the process's `CUDA_VISIBLE_DEVICES` (`visible`) hides.
+fn container_machine(
+    staged: Option<&Staged>,
+    visible: Option<&str>,
+    matrix: &Matrix,
+) -> (Vec<Gpu>, Option<Driver>) {
     let Some(s) = staged else {
         return (Vec::new(), None);
     };
@@ -306,7 +311,7 @@ fn container_machine(staged: Option<&Staged>, matrix: &Matrix) -> (Vec<Gpu>, Opt
             .map(|(_, g)| g)
             .collect();
     }
-    crate::diagnose::frameworks::machine_of(Some(&node), matrix)
+    crate::diagnose::frameworks::machine_of(Some(&node), visible, matrix)
 }
 
 /// `p` as a path inside the image.

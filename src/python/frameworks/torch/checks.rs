@@ -19,6 +19,30 @@ fn driver_too_old(found: &CudaVersion) -> String {
     )
 }
 
+/// What torch raises at its first CUDA call when the process's `libcuda.so.1` is the toolkit's link stub:
+/// `cudaGetDeviceCount` returns `cudaErrorStubLibrary` (34) and c10 (`c10/cuda/CUDAFunctions.cpp`) raises this
+/// (measured on the H200 with the stub first on `LD_LIBRARY_PATH`).
+const STUB_RAISES: &str = "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before \
+     calling NumCudaDevices() that might have already set an error? Error 34: CUDA driver is a stub library";
+
+/// Why the process's `libcuda.so.1` is the CUDA toolkit's link stub, if it is: it lies in a `stubs` directory
+/// (by its path as loaded or its real path, as `doctor` tells one). A copy of the stub elsewhere is not told
+/// apart here (by its content, as `doctor`'s `stub-libcuda` does, every tiny test library would be one).
+fn stub_driver(p: &dyn Process) -> Option<(String, String)> {
+    use std::path::Path;
+    let l = &p.loaded()[p.find("libcuda.so.1")?];
+    let in_stubs = |p: &str| Path::new(p).components().any(|c| c.as_os_str() == "stubs");
+    (in_stubs(&l.path) || in_stubs(&l.realpath)).then(|| {
+        (
+            l.path.clone(),
+            format!(
+                "{} ({}) lies in a `stubs` directory: the CUDA toolkit's link stub",
+                l.path, l.realpath
+            ),
+        )
+    })
+}
+
 /// The CUDA runtime torch maps (`libcudart.so.13`), its major.
 fn cudart(p: &dyn Process) -> Option<(&Loaded, u32)> {
     p.loaded().iter().find_map(|l| {
@@ -136,6 +160,17 @@ pub fn first_use(ctx: &Ctx, p: &mut dyn Process) -> Step {
              raises",
         );
     }
+    if driver.is_ok()
+        && let Some((_, why)) = stub_driver(p)
+    {
+        return Step {
+            outcome: Outcome::Fails {
+                message: format!("RuntimeError: {STUB_RAISES}"),
+                load: None,
+            },
+            notes: vec![why],
+        };
+    }
     if let Some((found, _, because)) = driver_short(ctx, p) {
         return Step {
             outcome: Outcome::Fails {
@@ -227,6 +262,26 @@ pub fn checks(ctx: &Ctx, p: &dyn Process) -> Vec<Finding> {
             .because(format!("torch raises RuntimeError: {}", driver_too_old(&found))),
         );
     }
+    if let Some((path, why)) = stub_driver(p) {
+        let dir = std::path::Path::new(&path)
+            .parent()
+            .map_or_else(|| "/".to_string(), |d| d.display().to_string());
+        out.push(
+            Finding::new(
+                Code::StubLibcuda,
+                format!(
+                    "torch's first CUDA call will raise: the process loads the CUDA toolkit's stub {path} instead \
+                     of the driver's libcuda (error 34, CUDA driver is a stub library)"
+                ),
+                format!(
+                    "take {dir} off LD_LIBRARY_PATH (and ld.so.conf), or delete that copy, so that the driver's \
+                     libcuda.so.1 is found; the stub is for linking only (`-L…/lib64/stubs`), never for running"
+                ),
+            )
+            .because(why)
+            .because(format!("torch raises RuntimeError: {STUB_RAISES}")),
+        );
+    }
     out.extend(cudnn_rule(ctx, p));
     out
 }
@@ -277,13 +332,25 @@ fn runtime_cudnn(ctx: &Ctx, l: &Loaded) -> Option<([u64; 3], String)> {
 /// minor than compiled, raises `cuDNN version incompatibility`, but only from `torch.backends.cudnn.version()`
 /// and `is_acceptable()` (`nn.RNN`/`LSTM`/`GRU` on CUDA through `flatten_parameters`): `import torch`, a
 /// convolution on CUDA run. `PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1` turns it off.
+///
+/// The version torch compares is `cudnnGetVersion()`'s, which cuDNN 9's `libcudnn.so.9` (a dispatcher) answers
+/// from `libcudnn_graph.so.9`, a sub-library it `dlopen`s by name. With `LD_LIBRARY_PATH` naming an older cuDNN,
+/// torch preloads the wheel's `libcudnn.so.9` by path, yet the dispatcher's `dlopen` finds the older sub-libraries
+/// first (its DT_RUNPATH comes after `LD_LIBRARY_PATH`) and torch raises with their version (measured on the
+/// H200: 9.19 preloaded, `found runtime version (9, 14, 0)`). So the graph library's version counts when it is
+/// loaded and its version known (its file name, or a `RECORD` that lists it), the dispatcher's otherwise (cuDNN 8,
+/// before the first use).
 fn cudnn_rule(ctx: &Ctx, p: &dyn Process) -> Option<Finding> {
-    let l = p
-        .loaded()
-        .iter()
-        .find(|l| l.soname.as_deref().is_some_and(|s| s.starts_with("libcudnn.so.")))?;
+    let named = |prefix: &str| {
+        p.loaded()
+            .iter()
+            .find(|l| l.soname.as_deref().is_some_and(|s| s.starts_with(prefix)))
+    };
     let (compiled, pin) = compiled_cudnn(ctx)?;
-    let (runtime, source) = runtime_cudnn(ctx, l)?;
+    let (l, (runtime, source)) = [named("libcudnn_graph.so."), named("libcudnn.so.")]
+        .into_iter()
+        .flatten()
+        .find_map(|l| Some((l, runtime_cudnn(ctx, l)?)))?;
     let ok = if runtime[0] != compiled[0] {
         false
     } else if runtime[0] < 7 {
