@@ -326,8 +326,24 @@ pub fn judge(
         modules.iter().filter_map(|m| imports::framework(m)).collect();
     let mut findings: Vec<Finding> = Vec::new();
     let place = format!("{} ({})", out.python.path.display(), out.python.because);
-    for fw in &frameworks {
-        let m = run(q, &py, &[*fw])?;
+    // Each framework alone and all of them together are separate processes: modelled side by side (the
+    // environment's collection, the root and the machine are only read), then merged in order.
+    let together = (frameworks.len() > 1).then_some(frameworks.as_slice());
+    let (alone, together) = std::thread::scope(|s| {
+        let py = &py;
+        let alone: Vec<_> = frameworks
+            .iter()
+            .map(|fw| s.spawn(move || run(q, py, &[*fw])))
+            .collect();
+        let together = together.map(|all| run(q, py, all));
+        let alone: Vec<_> = alone
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect();
+        (alone, together)
+    });
+    for (fw, m) in frameworks.iter().zip(alone) {
+        let m = m?;
         let Some(imported) = m.imports.first() else {
             continue;
         };
@@ -348,8 +364,8 @@ pub fn judge(
             loaded: m.loaded,
         });
     }
-    if frameworks.len() > 1 {
-        let m = run(q, &py, &frameworks)?;
+    if let Some(m) = together {
+        let m = m?;
         out.order = frameworks.iter().map(|f| f.module().to_string()).collect();
         for (judged, imported) in out.frameworks.iter_mut().zip(&m.imports) {
             judged.together = Some(Verdict::of(imported));
