@@ -61,10 +61,54 @@ pub fn duplicate_cuda_libraries(r: &Resolution) -> Vec<Finding> {
             }
         }
     }
+    // An object is loaded for sure when some request for it is not a run-time `dlopen` of a name its caller
+    // keeps in its data (a DT_NEEDED entry, a preload, the binary itself): such a `dlopen` happens only when the
+    // caller takes that path (cuDNN opens `libnvrtc.so` for its run-time compiled engines alone).
+    let sure = |o: &crate::facts::loader::LoadedObject| {
+        let index = r.objects.iter().position(|x| std::ptr::eq(x, o));
+        let requested = r
+            .libraries
+            .iter()
+            .filter(|l| l.object.is_some() && l.object == index);
+        let mut any = false;
+        for l in requested {
+            any = true;
+            if !l.dlopen || l.preload {
+                return true;
+            }
+        }
+        !any
+    };
     copies
         .into_iter()
         .filter(|(_, list)| list.len() > 1)
         .map(|((lib, major), list)| {
+            let certain = list.iter().filter(|o| sure(o)).count();
+            if certain < 2 {
+                let mut f = Finding::new(
+                    Code::DuplicateCudaLibrary,
+                    format!(
+                        "{}: a second copy of {lib} (CUDA {major}) may be loaded into the process: one is opened \
+                         at run time by name, only when its caller needs it",
+                        r.binary
+                    ),
+                    format!(
+                        "Nothing to do while the process works. To be sure of one copy, put the directory of the \
+                         loaded {lib} first where the run-time open searches (LD_LIBRARY_PATH), or take the other \
+                         copy's directory off the loader's path."
+                    ),
+                )
+                .at(&r.binary);
+                f.severity = crate::findings::Severity::Note;
+                for o in list {
+                    f = f.because(format!(
+                        "{} ({})",
+                        o.path,
+                        if sure(o) { "loaded" } else { "opened at run time by name, when needed" }
+                    ));
+                }
+                return f;
+            }
             let mut f = Finding::new(
                 Code::DuplicateCudaLibrary,
                 format!(

@@ -1269,3 +1269,53 @@ fn a_vendored_and_a_plain_cudart_are_two_copies() {
     let one = exe(&t.path().join("one"), &[&rt12, &blas12], &[&flag]);
     assert!(duplicate_cuda_libraries(&resolve(&one, &[])).is_empty());
 }
+
+/// A second copy reached only by a run-time `dlopen` of a name in its caller's data (cuDNN's graph library names
+/// `libnvrtc.so`, which it opens for its run-time compiled engines alone): on the H200 a convolution under torch
+/// did not open it, so it is a note that one may be loaded, not a warning that two are.
+#[test]
+fn a_copy_opened_only_by_a_name_in_data_is_a_note_that_it_may_be_loaded() {
+    use cudadiag::rules::duplicates::duplicate_cuda_libraries;
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let cudart = lib(&d.join("rt"), "libcudart.so.12", "cudaMalloc", &[], &[]);
+    let nvrtc = lib(&d.join("rt"), "libnvrtc.so.12", "nvrtcVersion", &[], &[]);
+    // The toolkit's copy, under its development name, where the caller's RUNPATH leads.
+    let dev = lib(&d.join("toolkit"), "libnvrtc.so.12", "nvrtcVersion", &[], &[]);
+    std::fs::rename(&dev, d.join("toolkit/libnvrtc.so")).unwrap();
+    let src = build::source(
+        d,
+        "graph",
+        "const char *nvrtc = \"libnvrtc.so\";\nconst char *f(void) { return nvrtc; }\n",
+    );
+    let graph = d.join("rt/libgraph.so.9");
+    build::cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &graph.to_string_lossy(),
+        &src.to_string_lossy(),
+        "-Wl,-soname,libgraph.so.9",
+        "-Wl,--no-as-needed",
+        "-Wl,--enable-new-dtags",
+        &format!("-Wl,-rpath,{}", d.join("toolkit").display()),
+        &cudart.to_string_lossy(),
+    ]);
+    let main = exe(
+        &d.join("main"),
+        &[&cudart, &nvrtc, &graph],
+        &[&format!("-Wl,-rpath,{}", d.join("rt").display())],
+    );
+    let r = resolve(&main, &[]);
+    let f = duplicate_cuda_libraries(&r);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, cudadiag::findings::Severity::Note, "{f:?}");
+    assert!(f[0].message.contains("may be loaded"), "{}", f[0].message);
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.contains("toolkit/libnvrtc.so (opened at run time by name")),
+        "{:?}",
+        f[0].evidence
+    );
+}
