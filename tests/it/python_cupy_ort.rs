@@ -111,6 +111,8 @@ impl Machine {
 struct Run {
     steps: Vec<(Step, Step)>,
     loaded: Vec<String>,
+    /// Of `loaded`, those mapped by an import (not a first use).
+    at_import: Vec<String>,
     selected: Vec<Selected>,
     fixes: Vec<Option<String>>,
 }
@@ -143,6 +145,7 @@ fn run(m: &Machine, vars: &[(&str, &str)], frameworks: &[&dyn Framework]) -> Run
         let mut out = Run {
             steps: Vec::new(),
             loaded: Vec::new(),
+            at_import: Vec::new(),
             selected: Vec::new(),
             fixes: Vec::new(),
         };
@@ -165,6 +168,10 @@ fn run(m: &Machine, vars: &[(&str, &str)], frameworks: &[&dyn Framework]) -> Run
             out.selected.push(sel);
         }
         out.loaded = p.loaded().iter().map(|l| l.realpath.clone()).collect();
+        out.at_import = (p.loaded().iter())
+            .filter(|l| l.when == When::Import)
+            .map(|l| l.realpath.clone())
+            .collect();
         out
     })
     .expect("the interpreter starts");
@@ -252,6 +259,9 @@ fn cupy_14_with_its_ctk_wheels_maps_cublaslt_at_import_and_nvrtc_and_cublas_at_f
     ] {
         assert!(ends(&r.loaded, tail), "{tail} not in {:#?}", r.loaded);
     }
+    // CuPy 14's runtime module opens the driver at import (the H200: libcuda.so.1 mapped after `import cupy`).
+    assert!(ends(&r.at_import, "usr/lib64/libcuda.so.1"), "{:#?}", r.at_import);
+    assert!(!ends(&r.at_import, "nvidia/cuda_nvrtc/lib/libnvrtc.so.12"));
     assert_eq!(r.selected[0].nearest, None);
 }
 

@@ -198,7 +198,7 @@ impl Framework for Cupy {
         }
         // CuPy 14's runtime module asks its static CUDA runtime for the driver at import (observed with
         // `LD_DEBUG=libs`: `find library=libcuda.so.1`, CuPy 13 does not); without one the import goes on.
-        let _ = driver(p);
+        let _ = driver(p, When::Import);
         // `_environment._preload_library('cutensor')`: pathfinder loads cuTENSOR's dependency cuBLASLt first,
         // so cuBLASLt is mapped even where cuTENSOR is absent; a cuTENSOR not found is no error, a file found
         // that cannot be loaded is (RuntimeError).
@@ -301,15 +301,15 @@ type Fail = (String, Option<LoadError>);
 /// The driver, at the first CUDA call: the CUDA runtime CuPy links statically opens `libcuda.so.1`; without
 /// it the call raises (observed with no driver: `cupy.arange(3)`). The libraries are modelled before it,
 /// although a kernel allocates first: NVRTC and cuBLAS load without a driver (observed), and a machine
-/// without one here may be judged for one that has it.
-fn driver(p: &mut dyn Process) -> Result<(), Fail> {
+/// without one here may be judged for one that has it. `when`: CuPy 14 already asks at import.
+fn driver(p: &mut dyn Process, when: When) -> Result<(), Fail> {
     if p.find("libcuda.so.1").is_some() {
         return Ok(());
     }
     let Some(caller) = interpreter(p) else {
         return Ok(());
     };
-    p.dlopen("cupy", caller, "libcuda.so.1", When::FirstUse)
+    p.dlopen("cupy", caller, "libcuda.so.1", when)
         .map(|_| ())
         .map_err(|e| {
             let message =
@@ -323,7 +323,7 @@ fn driver(p: &mut dyn Process) -> Result<(), Fail> {
 /// The driver, then a device: with a driver known and no GPU visible, the first allocation raises.
 fn device(ctx: &Ctx, p: &mut dyn Process) -> Result<(), Fail> {
     // A declared machine's driver provides libcuda.so.1 although no file here holds it.
-    if let Err(e) = driver(p)
+    if let Err(e) = driver(p, When::FirstUse)
         && !ctx.provided("libcuda.so.1")
     {
         return Err(e);
