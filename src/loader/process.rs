@@ -69,9 +69,11 @@ impl Image<'_, '_> {
     }
 
     /// The run-time loads of the CUDA libraries ([`super::dlopen::requests`]: the driver from the CUDA
-    /// runtime, the names objects keep for `dlopen`) of every object from `from` on.
+    /// runtime, the names objects keep for `dlopen`) of every object from `from` on, at a framework's first GPU
+    /// use: the names only one API of their library opens are left out
+    /// ([`super::dlopen::opened_by_one_api`]).
     pub fn runtime_loads(&mut self, from: usize) {
-        self.st.runtime_loads(from, false);
+        self.st.runtime_loads(from, false, true);
     }
 }
 

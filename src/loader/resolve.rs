@@ -397,7 +397,7 @@ pub fn resolve_after(
     let (res, _) = session_after(root, env, path, files, earlier, |st| {
         let main = main();
         st.res.objects[0].needs = main.versioned_undefined;
-        st.runtime_loads(0, main.cudart_static);
+        st.runtime_loads(0, main.cudart_static, false);
     })?;
     Some(res)
 }
@@ -646,7 +646,7 @@ impl State<'_> {
 
     /// The run-time loads ([`super::dlopen::requests`]) of every object from `from` on, including the ones
     /// these loads bring in. `cudart_static`: the main program links the static CUDA runtime.
-    pub(super) fn runtime_loads(&mut self, from: usize, cudart_static: bool) {
+    pub(super) fn runtime_loads(&mut self, from: usize, cudart_static: bool, first_use: bool) {
         // Searches not started at load ([`State::defer_strings`]) start now, all at once, to run side by side.
         for i in from..self.res.objects.len() {
             self.search_strings(i);
@@ -658,6 +658,10 @@ impl State<'_> {
             let strings = self.files.dlopen_strings(&self.reads[i]);
             let cudart_static = i == 0 && cudart_static;
             for (name, reason) in super::dlopen::requests(&self.res.objects[i], cudart_static, &strings) {
+                if first_use && super::dlopen::opened_by_one_api(self.res.objects[i].soname.as_deref(), &name)
+                {
+                    continue;
+                }
                 if crate::facts::loader::is_stem(&name)
                     && let Some((full, searched)) = self.own_version_completion(i, &name)
                 {

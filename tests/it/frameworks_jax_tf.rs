@@ -262,6 +262,48 @@ fn jax_cuda12_healthy_through_the_loader_emulation() {
     site_lib("libcuda.so.1");
 }
 
+/// cuDNN's dispatcher keeps the names of all its sub-libraries, and its graph library the toolkit's
+/// `libnvrtc.so`; at JAX's first GPU use (a matmul and a convolution) the GPU machine mapped `libcudnn_ops` but
+/// not `libcudnn_adv`, `libcudnn_cnn` or any NVRTC (jax 0.11.2, cuDNN 9.19): those open only with the legacy
+/// APIs and run-time fusion, so they are not predicted.
+#[test]
+fn jax_first_use_opens_cudnns_ops_not_its_legacy_api_libraries_or_nvrtc() {
+    let v = jax_venv(true);
+    let dir = v.host(SITE).join("nvidia/cudnn/lib");
+    let runpath = ["-nostdlib", "-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN"];
+    std::fs::remove_file(dir.join("libcudnn.so.9")).unwrap();
+    build::lib_from(
+        &dir,
+        "libcudnn.so.9",
+        "const char *subs[] = {\"libcudnn_ops.so\", \"libcudnn_adv.so\", \"libcudnn_cnn.so\", \
+         \"libcudnn_graph.so\"};\nconst char *f(int i) { return subs[i]; }\n",
+        &[],
+        &runpath,
+    );
+    build::lib_from(
+        &dir,
+        "libcudnn_graph.so.9",
+        "const char *n = \"libnvrtc.so\";\nconst char *g(void) { return n; }\n",
+        &[],
+        &runpath,
+    );
+    for sub in ["libcudnn_ops.so.9", "libcudnn_adv.so.9", "libcudnn_cnn.so.9"] {
+        build::lib(&dir, sub, "h", &[], &runpath);
+    }
+    // The toolkit's NVRTC under its development name, where the graph library's RUNPATH would find it.
+    build::lib(&dir, "libnvrtc.so", "n", &[], &["-nostdlib"]);
+    let (first, loaded) = v.run(&Jax, cudadiag::python::frameworks::jax::MODELS, "0.10.2");
+    assert_eq!(first.outcome, Outcome::Gpu, "{first:?}");
+    let has = |name: &str| loaded.iter().any(|(p, _)| p.ends_with(&format!("/{name}")));
+    assert!(
+        has("libcudnn_graph.so.9") && has("libcudnn_ops.so.9"),
+        "{loaded:#?}"
+    );
+    for name in ["libcudnn_adv.so.9", "libcudnn_cnn.so.9", "libnvrtc.so"] {
+        assert!(!has(name), "{name} predicted: {loaded:#?}");
+    }
+}
+
 #[test]
 fn jax_cuda12_without_cudnn_falls_back_to_the_cpu_through_the_loader_emulation() {
     let v = jax_venv(false);
