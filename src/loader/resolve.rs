@@ -629,21 +629,6 @@ impl State<'_> {
         }
     }
 
-    /// NVRTC's builtins (`libnvrtc-builtins.so.M.m`) asked for by NVRTC itself: the copy in NVRTC's own
-    /// directory (the one it was opened from), with the search that found it, when there is one. NVRTC looks
-    /// there before the loader's search (measured on the H200: the 13.0 wheel's `libnvrtc.so.13` has no RUNPATH,
-    /// and the process mapped the builtins beside it, not the toolkit's copy that `ld.so.cache` lists).
-    fn beside_itself(&mut self, requester: usize, name: &str) -> Option<(String, super::search::Outcome)> {
-        let o = &self.res.objects[requester];
-        let nvrtc = o.soname.as_deref().is_some_and(|s| s.starts_with("libnvrtc.so"));
-        if !nvrtc || !name.starts_with("libnvrtc-builtins.so") || name.contains('/') || o.origin.is_empty() {
-            return None;
-        }
-        let path = format!("{}/{name}", o.origin.trim_end_matches('/'));
-        let out = self.ctx.search(self.files, &self.res.objects, requester, &path);
-        out.found.is_some().then_some((path, out))
-    }
-
     /// The run-time loads ([`super::dlopen::requests`]) of every object from `from` on, including the ones
     /// these loads bring in. `cudart_static`: the main program links the static CUDA runtime.
     pub(super) fn runtime_loads(&mut self, from: usize, cudart_static: bool, first_use: bool) {
@@ -678,15 +663,6 @@ impl State<'_> {
                         );
                         self.request_searched(i, &full, Kind::Dlopen, Some(why), searched);
                     }
-                    continue;
-                }
-                if let Some((path, searched)) = self.beside_itself(i, &name) {
-                    let why = format!(
-                        "{reason}; NVRTC opens its builtins from its own directory first, with or without a \
-                         RUNPATH (the NVRTC 13.0 wheel has none; its builtins beside it were mapped, not the \
-                         toolkit's in ld.so.cache)"
-                    );
-                    self.request_searched(i, &path, Kind::Dlopen, Some(why), Some(searched));
                     continue;
                 }
                 self.request(i, &name, Kind::Dlopen, Some(reason));

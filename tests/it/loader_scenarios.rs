@@ -589,63 +589,6 @@ fn cuda_libraries_loaded_with_dlopen_are_resolved_from_their_caller() {
     assert_eq!(f.severity, cudadiag::findings::Severity::Warning);
 }
 
-/// NVRTC opens its builtins from its own directory before the loader's search: the NVRTC 13.0 wheel's
-/// `libnvrtc.so.13` has no RUNPATH, and on the H200 the process mapped the builtins beside it, not the toolkit's
-/// copy the search finds first (here on `LD_LIBRARY_PATH`). Without a copy beside it, the search answers.
-#[test]
-fn nvrtc_opens_its_builtins_beside_itself_before_the_search() {
-    let t = tempfile::tempdir().unwrap();
-    let d = t.path();
-    let wheel = d.join("wheel");
-    lib(&wheel, "libnvrtc-builtins.so.13.0", "wheel_builtins", &[], &[]);
-    lib(
-        &d.join("toolkit"),
-        "libnvrtc-builtins.so.13.0",
-        "toolkit_builtins",
-        &[],
-        &[],
-    );
-    let nvrtc = build::lib_from(
-        &wheel,
-        "libnvrtc.so.13",
-        "const char *b = \"libnvrtc-builtins.so.13.0\";\nconst char *f(void) { return b; }\n",
-        &[],
-        &[],
-    );
-    let main = exe(
-        &d.join("bin/app"),
-        &[&nvrtc],
-        &[&format!("-Wl,-rpath,{}", wheel.display())],
-    );
-    let toolkit = d.join("toolkit").display().to_string();
-    let env = [("LD_LIBRARY_PATH", toolkit.as_str())];
-    let r = resolve(&main, &env);
-    let builtins = r
-        .libraries
-        .iter()
-        .find(|l| l.dlopen && l.soname.contains("libnvrtc-builtins"))
-        .unwrap_or_else(|| panic!("{:#?}", r.libraries));
-    assert_eq!(
-        builtins.path.as_deref(),
-        Some(wheel.join("libnvrtc-builtins.so.13.0").to_str().unwrap()),
-        "{builtins:#?}"
-    );
-    assert!(
-        builtins
-            .reason
-            .as_deref()
-            .is_some_and(|w| w.contains("its own directory"))
-    );
-    std::fs::remove_file(wheel.join("libnvrtc-builtins.so.13.0")).unwrap();
-    let r = resolve(&main, &env);
-    let builtins = first(&r, "libnvrtc-builtins.so.13.0");
-    assert_eq!(
-        builtins.path.as_deref(),
-        Some(d.join("toolkit/libnvrtc-builtins.so.13.0").to_str().unwrap()),
-        "{builtins:#?}"
-    );
-}
-
 #[test]
 fn dlopen_stems_cudnn_completes_its_own_and_others_list_their_versions() {
     let t = tempfile::tempdir().unwrap();
