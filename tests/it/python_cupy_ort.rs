@@ -299,6 +299,38 @@ fn cupy_14_with_a_cuda_11_nvrtc_older_than_its_ctk_pin_does_not_find_it() {
     assert!(message(&r.steps[0].1).starts_with("fails: DynamicLibNotFoundError"));
 }
 
+/// cuda-pathfinder loads the builtins beside the NVRTC 13.0 wheel's `libnvrtc.so.13` by path (that wheel has no
+/// RUNPATH, and NVRTC's own search would take the toolkit's copy from `ld.so.cache`: the GPU machine's CuPy 14
+/// mapped the wheel's). A CUDA 12 NVRTC wheel is left to NVRTC, even with builtins beside it.
+#[test]
+fn cupy_14_gets_the_nvrtc_13_wheels_builtins_from_pathfinder() {
+    let m = Machine::new(true);
+    cupy(&m, "14.2.0");
+    ctk12(&m, false);
+    m.wheel_libs(
+        "nvidia/cu13/lib",
+        &["libnvrtc.so.13", "libnvrtc-builtins.so.13.0"],
+    );
+    let r = run(&m, &[], &[&Cupy]);
+    assert!(
+        ends(&r.loaded, "nvidia/cu13/lib/libnvrtc.so.13"),
+        "{:#?}",
+        r.loaded
+    );
+    assert!(
+        ends(&r.loaded, "nvidia/cu13/lib/libnvrtc-builtins.so.13.0"),
+        "{:#?}",
+        r.loaded
+    );
+    let m = Machine::new(true);
+    cupy(&m, "14.2.0");
+    ctk12(&m, true);
+    m.wheel_libs("nvidia/cuda_nvrtc/lib", &["libnvrtc-builtins.so.12.9"]);
+    let r = run(&m, &[], &[&Cupy]);
+    assert!(ends(&r.loaded, "nvidia/cuda_nvrtc/lib/libnvrtc.so.12"));
+    assert!(!ends(&r.loaded, "libnvrtc-builtins.so.12.9"), "{:#?}", r.loaded);
+}
+
 #[test]
 fn cupy_cuda12x_14_beside_cuda_13_wheels_gets_cublas_13_and_its_module_fails() {
     // Observed with cupy-cuda12x[ctk] 14.2.0, nvidia-cublas 13 and nvidia-cuda-nvrtc 13 in one venv.

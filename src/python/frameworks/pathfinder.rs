@@ -399,9 +399,70 @@ fn load_at(r: &Request, p: &mut dyn Process, name: &str, depth: usize) -> Result
 /// `ctypes.CDLL(path, RTLD_NOW | RTLD_GLOBAL)`.
 fn by_path(r: &Request, p: &mut dyn Process, path: &Path, via: Via) -> Result<Got, Failure> {
     let search = format!("cuda-pathfinder: {}", via.label());
-    p.load_path(r.by, path, &search, true)
-        .map(|index| Got { index, via })
-        .map_err(Failure::Load)
+    let index = p.load_path(r.by, path, &search, true).map_err(Failure::Load)?;
+    if path
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("libnvrtc.so"))
+    {
+        nvrtc_builtins(r, p, index, &via);
+    }
+    Ok(Got { index, via })
+}
+
+/// pathfinder's NVRTC workaround (`load_dl_linux.py`: `_work_around_known_bugs` from 1.1 to 1.8,
+/// `_preload_nvrtc_builtins` in 1.9): the `nvidia-cuda-nvrtc` 13.0 wheel's `libnvrtc.so.13` has no RUNPATH, so
+/// NVRTC's own `dlopen` of its builtins would not look beside it; pathfinder loads `libnvrtc-builtins.so.13.0`
+/// from NVRTC's directory by path when it is there, failures ignored. 1.9 does it for any CUDA 13 NVRTC found in
+/// site-packages, and for one found under `CUDA_PATH`/`CUDA_HOME` with the builtins of its own `M.m`; 1.1 to 1.8
+/// for a file named `libnvrtc.so.13`, wherever found. Never for `CONDA_PREFIX` (its RPATH finds them). The GPU
+/// machine's CuPy 14 mapped the wheel's builtins, which NVRTC's own search (`ld.so.cache`) would have missed.
+fn nvrtc_builtins(r: &Request, p: &mut dyn Process, index: usize, via: &Via) {
+    let Some(l) = p.loaded().get(index) else {
+        return;
+    };
+    let (path, real) = (PathBuf::from(&l.path), PathBuf::from(&l.realpath));
+    let real_name = real
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let version: Vec<&str> = real_name
+        .strip_prefix("libnvrtc.so.")
+        .unwrap_or("")
+        .split('.')
+        .collect();
+    let new = (r.ctx.python.dist("cuda-pathfinder")).is_none_or(|d| {
+        d.release
+            .as_ref()
+            .is_none_or(|v| v.as_slice() >= [1u64, 9].as_slice())
+    });
+    let (dir, minor) = match via {
+        Via::Conda | Via::AlreadyLoaded | Via::SystemSearch => return,
+        _ if !new => {
+            if path.file_name().is_none_or(|n| n != "libnvrtc.so.13") {
+                return;
+            }
+            (path.parent().map(Path::to_path_buf), "13.0".to_string())
+        }
+        Via::SitePackages(_) => {
+            if version.first() != Some(&"13") {
+                return;
+            }
+            (real.parent().map(Path::to_path_buf), "13.0".to_string())
+        }
+        Via::Variable(_) => match version.as_slice() {
+            [major, minor, ..] if major.parse::<u32>().is_ok() && minor.parse::<u32>().is_ok() => {
+                (real.parent().map(Path::to_path_buf), format!("{major}.{minor}"))
+            }
+            _ => return,
+        },
+    };
+    let Some(sibling) = dir.map(|d| d.join(format!("libnvrtc-builtins.so.{minor}"))) else {
+        return;
+    };
+    if r.ctx.root.metadata(&sibling).is_ok_and(|m| m.is_file()) {
+        let search = format!("cuda-pathfinder: the NVRTC builtins beside {}", path.display());
+        let _ = p.load_path(r.by, &sibling, &search, true);
+    }
 }
 
 /// A plain `dlopen` of each soname in order, from Python's `_ctypes`: the first that loads.
