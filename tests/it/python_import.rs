@@ -197,6 +197,18 @@ pub(crate) fn driver_and_cache(root: &Path, extra: &[(&str, &str)]) {
     std::fs::write(root.join("etc/ld.so.cache"), ld_cache(&entries)).unwrap();
 }
 
+/// A healthy torch 2.15 venv under a new root: every NVIDIA wheel, the driver's `libcuda.so.1` in the root's
+/// `ld.so.cache`. The directory (kept alive by the caller), the root, the venv's site-packages.
+fn healthy() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let site = interpreter_and_venv(&root);
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &[]);
+    driver_and_cache(&root, &[]);
+    (t, root, site)
+}
+
 /// `cudadiag import torch --root ROOT --venv /venv --clear-env --gpu 9.0 --driver 580.65.06 --format json`,
 /// with `env` (`KEY=VALUE`) and `extra` arguments: the exit code and the report.
 fn import(root: &Path, env: &[&str], extra: &[&str]) -> (i32, Value) {
@@ -219,6 +231,16 @@ fn import_on(root: &Path, target: &[&str], env: &[&str], extra: &[&str]) -> (i32
     cli::run_json(args.iter().map(OsString::from).chain(cli::on_root(root, env)))
 }
 
+/// The exit code, the findings' slugs, and the outcomes of the import and of the first use.
+fn summary(code: i32, doc: &Value) -> (i32, Vec<String>, &str, &str) {
+    (
+        code,
+        slugs(doc),
+        outcome(doc, "import"),
+        outcome(doc, "first_use"),
+    )
+}
+
 /// The loaded object whose path ends with `/name`.
 fn loaded<'d>(doc: &'d Value, name: &str) -> Option<&'d Value> {
     doc["loaded"].as_array().unwrap().iter().find(|l| {
@@ -238,12 +260,7 @@ fn outcome<'d>(doc: &'d Value, step: &str) -> &'d str {
 /// the driver at first use: works on the GPU, no finding.
 #[test]
 fn a_healthy_torch_venv_imports_and_uses_the_gpu_with_no_finding() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("root");
-    let site = interpreter_and_venv(&root);
-    torch(t.path(), &site, "2.15.0");
-    wheels(t.path(), &site, &[]);
-    driver_and_cache(&root, &[]);
+    let (_t, root, _) = healthy();
     let (code, doc) = import(&root, &[], &[]);
     assert_eq!((code, slugs(&doc)), (0, Vec::<String>::new()), "{doc:#}");
     assert_eq!(
@@ -377,13 +394,9 @@ fn a_missing_cudnn_wheel_with_an_older_system_copy_is_a_version_check_warning_no
     driver_and_cache(&root, &entries);
     let (code, doc) = import(&root, &[], &[]);
     assert_eq!(
-        (code, slugs(&doc)),
-        (0, vec!["framework-version-check".to_string()]),
+        summary(code, &doc),
+        (0, vec!["framework-version-check".into()], "gpu", "gpu"),
         "{doc:#}"
-    );
-    assert_eq!(
-        (outcome(&doc, "import"), outcome(&doc, "first_use")),
-        ("gpu", "gpu")
     );
     let cudnn = loaded(&doc, "libcudnn.so.9.1.0").unwrap();
     assert_eq!(
@@ -456,12 +469,7 @@ fn a_venv_without_torch_is_framework_not_installed_and_fails() {
 /// names the file and the interpreter it was built for.
 #[test]
 fn a_torch_extension_built_for_another_python_is_not_imported_and_a_note_says_why() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("root");
-    let site = interpreter_and_venv(&root);
-    torch(t.path(), &site, "2.15.0");
-    wheels(t.path(), &site, &[]);
-    driver_and_cache(&root, &[]);
+    let (_t, root, site) = healthy();
     let ours = site.join("torch/_C.cpython-311-x86_64-linux-gnu.so");
     std::fs::rename(&ours, site.join("torch/_C.cpython-312-x86_64-linux-gnu.so")).unwrap();
     let (code, doc) = import(&root, &[], &[]);
@@ -575,13 +583,9 @@ fn no_driver_library_is_a_cpu_fallback() {
     wheels(t.path(), &site, &[]);
     let (code, doc) = import_on(&root, &[], &[], &[]);
     assert_eq!(
-        (code, slugs(&doc)),
-        (1, vec!["framework-cpu-fallback".to_string()]),
+        summary(code, &doc),
+        (1, vec!["framework-cpu-fallback".into()], "gpu", "cpu_fallback"),
         "{doc:#}"
-    );
-    assert_eq!(
-        (outcome(&doc, "import"), outcome(&doc, "first_use")),
-        ("gpu", "cpu_fallback")
     );
 }
 
@@ -589,12 +593,7 @@ fn no_driver_library_is_a_cpu_fallback() {
 /// prints it (12020).
 #[test]
 fn an_old_driver_fails_at_first_use_with_torchs_message() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("root");
-    let site = interpreter_and_venv(&root);
-    torch(t.path(), &site, "2.15.0");
-    wheels(t.path(), &site, &[]);
-    driver_and_cache(&root, &[]);
+    let (_t, root, _) = healthy();
     let (code, doc) = import(&root, &[], &["--driver", "535.104.05"]);
     assert_eq!(
         (code, slugs(&doc)),
@@ -616,21 +615,12 @@ fn an_old_driver_fails_at_first_use_with_torchs_message() {
 /// opened, NVML and cuDNN's sub-libraries are not. An index that exists hides nothing.
 #[test]
 fn cuda_visible_devices_hiding_every_gpu_is_torchs_no_gpu_fall_back() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("root");
-    let site = interpreter_and_venv(&root);
-    torch(t.path(), &site, "2.15.0");
-    wheels(t.path(), &site, &[]);
-    driver_and_cache(&root, &[]);
+    let (_t, root, _) = healthy();
     let (code, doc) = import(&root, &["CUDA_VISIBLE_DEVICES="], &[]);
     assert_eq!(
-        (code, slugs(&doc)),
-        (1, vec!["framework-cpu-fallback".to_string()]),
+        summary(code, &doc),
+        (1, vec!["framework-cpu-fallback".into()], "gpu", "cpu_fallback"),
         "{doc:#}"
-    );
-    assert_eq!(
-        (outcome(&doc, "import"), outcome(&doc, "first_use")),
-        ("gpu", "cpu_fallback")
     );
     let because = doc["imports"][0]["first_use"]["outcome"]["because"]
         .as_str()
@@ -655,12 +645,7 @@ fn cuda_visible_devices_hiding_every_gpu_is_torchs_no_gpu_fall_back() {
 /// directory to take off the path, and no `framework-raises` beside it.
 #[test]
 fn the_toolkits_stub_as_libcuda_fails_torchs_first_use_with_error_34() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("root");
-    let site = interpreter_and_venv(&root);
-    torch(t.path(), &site, "2.15.0");
-    wheels(t.path(), &site, &[]);
-    driver_and_cache(&root, &[]);
+    let (_t, root, _) = healthy();
     let stubs = root.join("usr/local/cuda/targets/x86_64-linux/lib/stubs");
     let stub = bare(&stubs, "libcuda.so.1", &[], &[]);
     std::fs::rename(&stub, stubs.join("libcuda.so")).unwrap();
@@ -672,13 +657,9 @@ fn the_toolkits_stub_as_libcuda_fails_torchs_first_use_with_error_34() {
     .unwrap();
     let (code, doc) = import(&root, &["LD_LIBRARY_PATH=/opt/stub"], &[]);
     assert_eq!(
-        (code, slugs(&doc)),
-        (1, vec!["stub-libcuda".to_string()]),
+        summary(code, &doc),
+        (1, vec!["stub-libcuda".into()], "gpu", "fails"),
         "{doc:#}"
-    );
-    assert_eq!(
-        (outcome(&doc, "import"), outcome(&doc, "first_use")),
-        ("gpu", "fails")
     );
     let message = doc["imports"][0]["first_use"]["outcome"]["message"]
         .as_str()
@@ -702,12 +683,7 @@ fn the_toolkits_stub_as_libcuda_fails_torchs_first_use_with_error_34() {
 /// older version (the H200: the 9.19 wheel preloaded, `found runtime version (9, 14, 0)`).
 #[test]
 fn ld_library_path_with_an_older_cudnn_is_torchs_cudnn_check_by_the_graph_library() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("root");
-    let site = interpreter_and_venv(&root);
-    torch(t.path(), &site, "2.15.0");
-    wheels(t.path(), &site, &[]);
-    driver_and_cache(&root, &[]);
+    let (_t, root, site) = healthy();
     let old = root.join("opt/cudnn-9.1/lib");
     for (soname, file) in cudnn(&old, ".1.0") {
         std::os::unix::fs::symlink(file.file_name().unwrap(), old.join(soname)).unwrap();
