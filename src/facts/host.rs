@@ -220,6 +220,26 @@ pub enum LibKind {
 }
 
 impl LibKind {
+    /// The kind of a driver library, from where it lives: `path` as opened and its real path `real`.
+    pub fn of(path: &std::path::Path, real: &std::path::Path) -> LibKind {
+        use std::os::unix::ffi::OsStrExt;
+        // A component is a run of bytes between separators (`.` runs aside, which are never these names).
+        let has = |p: &std::path::Path, name: &str| {
+            (p.as_os_str().as_bytes())
+                .split(|&b| b == b'/')
+                .any(|c| c == name.as_bytes())
+        };
+        if has(path, "stubs") || has(real, "stubs") {
+            LibKind::Stub
+        } else if has(path, "compat") || has(real, "compat") {
+            LibKind::Compat
+        } else if path.starts_with("/usr/lib/wsl") || real.starts_with("/usr/lib/wsl") {
+            LibKind::Wsl
+        } else {
+            LibKind::Driver
+        }
+    }
+
     /// How the reports name it (`STUB` stands out on purpose).
     pub fn as_str(self) -> &'static str {
         match self {

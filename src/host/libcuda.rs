@@ -26,7 +26,6 @@ use crate::loader::object::{Verdict, check_header};
 use crate::loader::platform::{Platform, default_interpreter, own_machine};
 use crate::system::{Env, Root};
 use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The built-in directories of Debian/Ubuntu (multiarch) and Red Hat (lib64) glibc builds, for both common
@@ -144,25 +143,6 @@ fn other_loader(root: &Root, real: &Path, p: &Platform) -> bool {
     )
 }
 
-/// The kind of a driver library, from where it lives.
-pub fn kind_of(path: &Path, real: &Path) -> LibKind {
-    // A component is a run of bytes between separators (`.` runs aside, which are never these names).
-    let has = |p: &Path, name: &str| {
-        (p.as_os_str().as_bytes())
-            .split(|&b| b == b'/')
-            .any(|c| c == name.as_bytes())
-    };
-    if has(path, "stubs") || has(real, "stubs") {
-        LibKind::Stub
-    } else if has(path, "compat") || has(real, "compat") {
-        LibKind::Compat
-    } else if path.starts_with("/usr/lib/wsl") || real.starts_with("/usr/lib/wsl") {
-        LibKind::Wsl
-    } else {
-        LibKind::Driver
-    }
-}
-
 /// The driver version in a real file name (`libcuda.so.550.90.07` → `550.90.07`).
 pub fn version_in_name(real: &Path, stem: &str) -> Option<String> {
     let name = real.file_name()?.to_str()?;
@@ -199,7 +179,7 @@ pub fn candidates(
             path: path.display().to_string(),
             real_path: real.display().to_string(),
             version: version_in_name(&real, &stem),
-            kind: kind_of(&path, &real),
+            kind: LibKind::of(&path, &real),
             found_via: step.via,
         });
     }
@@ -350,11 +330,11 @@ mod tests {
     #[test]
     fn kinds_and_versions() {
         let p = Path::new("/usr/local/cuda-12.4/lib64/stubs/libcuda.so.1");
-        assert_eq!(kind_of(p, p), LibKind::Stub);
+        assert_eq!(LibKind::of(p, p), LibKind::Stub);
         let p = Path::new("/usr/local/cuda-12.8/compat/libcuda.so.1");
-        assert_eq!(kind_of(p, p), LibKind::Compat);
+        assert_eq!(LibKind::of(p, p), LibKind::Compat);
         let p = Path::new("/usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07");
-        assert_eq!(kind_of(p, p), LibKind::Driver);
+        assert_eq!(LibKind::of(p, p), LibKind::Driver);
         assert_eq!(version_in_name(p, "libcuda.so").as_deref(), Some("550.90.07"));
         assert_eq!(
             version_in_name(Path::new("/usr/lib/wsl/lib/libcuda.so.1.1"), "libcuda.so"),

@@ -8,7 +8,7 @@
 //! its code (`inspect::elf::version_from_function`).
 
 use super::catalog::{Found, Place, kind_of_name, lib_name};
-use super::libcuda::{self, kind_of};
+use super::libcuda;
 use super::owners::{self, OwnerMap};
 use crate::facts::host::{LibKind, LibraryEntry, Owner};
 use crate::system::Root;
@@ -25,7 +25,7 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
     let mut runtime: HashMap<PathBuf, Option<String>> = HashMap::new();
     let mut out = Vec::new();
     for f in found {
-        let lib_kind = kind_of(&f.path, &f.real);
+        let lib_kind = crate::facts::host::LibKind::of(&f.path, &f.real);
         let name_kind = kind_of_name(&f.base);
         let kind = match lib_kind {
             LibKind::Stub => "stub".to_string(),

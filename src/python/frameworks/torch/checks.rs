@@ -3,6 +3,7 @@
 //! `torch/backends/cudnn/__init__.py` (`_init`), which raises only from the calls that run it.
 
 use super::super::{Ctx, Loaded, Outcome, Process, Step, When};
+use crate::facts::host::LibKind;
 use crate::findings::{Code, Finding};
 use crate::matrix::CudaVersion;
 
@@ -26,13 +27,12 @@ const STUB_RAISES: &str = "Unexpected error from cudaGetDeviceCount(). Did you r
      calling NumCudaDevices() that might have already set an error? Error 34: CUDA driver is a stub library";
 
 /// Why the process's `libcuda.so.1` is the CUDA toolkit's link stub, if it is: it lies in a `stubs` directory
-/// (by its path as loaded or its real path, as `doctor` tells one). A copy of the stub elsewhere is not told
-/// apart here (by its content, as `doctor`'s `stub-libcuda` does, every tiny test library would be one).
+/// (by its path as loaded or its real path: [`LibKind::of`], as `doctor` tells one). A copy of the stub elsewhere
+/// is not told apart here (by its content, as `doctor`'s `stub-libcuda` does, every tiny test library would be one).
 fn stub_driver(p: &dyn Process) -> Option<(String, String)> {
     use std::path::Path;
     let l = &p.loaded()[p.find("libcuda.so.1")?];
-    let in_stubs = |p: &str| Path::new(p).components().any(|c| c.as_os_str() == "stubs");
-    (in_stubs(&l.path) || in_stubs(&l.realpath)).then(|| {
+    (LibKind::of(Path::new(&l.path), Path::new(&l.realpath)) == LibKind::Stub).then(|| {
         (
             l.path.clone(),
             format!(
