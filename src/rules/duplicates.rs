@@ -48,42 +48,36 @@ pub fn family(name: &str) -> Option<(&str, &str)> {
 
 /// One finding per library with two or more copies in the resolution of one binary.
 pub fn duplicate_cuda_libraries(r: &Resolution) -> Vec<Finding> {
-    let mut copies: BTreeMap<(&str, &str), Vec<&crate::facts::loader::LoadedObject>> = BTreeMap::new();
-    for o in &r.objects {
+    // An object is loaded for sure when some request for it is not a run-time `dlopen` of a name its caller
+    // keeps in its data (a DT_NEEDED entry, a preload), or when nothing requested it (the binary itself): such a
+    // `dlopen` happens only when the caller takes that path (cuDNN opens `libnvrtc.so` for its run-time compiled
+    // engines alone). One pass over the requests.
+    let (mut asked, mut sure) = (vec![false; r.objects.len()], vec![false; r.objects.len()]);
+    for l in &r.libraries {
+        if let Some(i) = l.object.filter(|&i| i < r.objects.len()) {
+            asked[i] = true;
+            sure[i] |= !l.dlopen || l.preload;
+        }
+    }
+    let mut copies: BTreeMap<(&str, &str), Vec<(&crate::facts::loader::LoadedObject, bool)>> =
+        BTreeMap::new();
+    for (i, o) in r.objects.iter().enumerate() {
         let name = o
             .soname
             .as_deref()
             .unwrap_or_else(|| o.path.rsplit('/').next().unwrap_or(&o.path));
         if let Some(key) = family(name) {
             let list = copies.entry(key).or_default();
-            if !list.iter().any(|c| c.realpath == o.realpath) {
-                list.push(o);
+            if !list.iter().any(|(c, _)| c.realpath == o.realpath) {
+                list.push((o, sure[i] || !asked[i]));
             }
         }
     }
-    // An object is loaded for sure when some request for it is not a run-time `dlopen` of a name its caller
-    // keeps in its data (a DT_NEEDED entry, a preload, the binary itself): such a `dlopen` happens only when the
-    // caller takes that path (cuDNN opens `libnvrtc.so` for its run-time compiled engines alone).
-    let sure = |o: &crate::facts::loader::LoadedObject| {
-        let index = r.objects.iter().position(|x| std::ptr::eq(x, o));
-        let requested = r
-            .libraries
-            .iter()
-            .filter(|l| l.object.is_some() && l.object == index);
-        let mut any = false;
-        for l in requested {
-            any = true;
-            if !l.dlopen || l.preload {
-                return true;
-            }
-        }
-        !any
-    };
     copies
         .into_iter()
         .filter(|(_, list)| list.len() > 1)
         .map(|((lib, major), list)| {
-            let certain = list.iter().filter(|o| sure(o)).count();
+            let certain = list.iter().filter(|(_, sure)| *sure).count();
             if certain < 2 {
                 let mut f = Finding::new(
                     Code::DuplicateCudaLibrary,
@@ -100,11 +94,11 @@ pub fn duplicate_cuda_libraries(r: &Resolution) -> Vec<Finding> {
                 )
                 .at(&r.binary);
                 f.severity = crate::findings::Severity::Note;
-                for o in list {
+                for (o, sure) in list {
                     f = f.because(format!(
                         "{} ({})",
                         o.path,
-                        if sure(o) { "loaded" } else { "opened at run time by name, when needed" }
+                        if sure { "loaded" } else { "opened at run time by name, when needed" }
                     ));
                 }
                 return f;
@@ -123,7 +117,7 @@ pub fn duplicate_cuda_libraries(r: &Resolution) -> Vec<Finding> {
                 ),
             )
             .at(&r.binary);
-            for o in list {
+            for (o, _) in list {
                 f = f.because(format!(
                     "{} ({}{})",
                     o.path,
