@@ -1283,24 +1283,16 @@ fn a_copy_opened_only_by_a_name_in_data_is_a_note_that_it_may_be_loaded() {
     // The toolkit's copy, under its development name, where the caller's RUNPATH leads.
     let dev = lib(&d.join("toolkit"), "libnvrtc.so.12", "nvrtcVersion", &[], &[]);
     std::fs::rename(&dev, d.join("toolkit/libnvrtc.so")).unwrap();
-    let src = build::source(
-        d,
-        "graph",
+    let graph = build::lib_from(
+        &d.join("rt"),
+        "libgraph.so.9",
         "const char *nvrtc = \"libnvrtc.so\";\nconst char *f(void) { return nvrtc; }\n",
+        &[&cudart],
+        &[
+            "-Wl,--enable-new-dtags",
+            &format!("-Wl,-rpath,{}", d.join("toolkit").display()),
+        ],
     );
-    let graph = d.join("rt/libgraph.so.9");
-    build::cc(&[
-        "-shared",
-        "-fPIC",
-        "-o",
-        &graph.to_string_lossy(),
-        &src.to_string_lossy(),
-        "-Wl,-soname,libgraph.so.9",
-        "-Wl,--no-as-needed",
-        "-Wl,--enable-new-dtags",
-        &format!("-Wl,-rpath,{}", d.join("toolkit").display()),
-        &cudart.to_string_lossy(),
-    ]);
     let main = exe(
         &d.join("main"),
         &[&cudart, &nvrtc, &graph],
