@@ -94,7 +94,7 @@ fn framework_process(
         provides: &provides,
     };
     let exe = root.host_path(&py.syspath.executable);
-    let (_, body) = crate::loader::process::process(root, env, &exe, files, |img| {
+    let body = crate::loader::process::process(root, env, &exe, files, |img| {
         let mut p = PyProcess::new(img);
         p.begin(fw.module(), When::Import);
         let mut outcome = fw.import(&ctx, model, &mut p).outcome;

@@ -189,6 +189,23 @@ pub fn model(
     machine: &Machine,
     matrix: &crate::matrix::Matrix,
 ) -> Result<Modelled, ImportError> {
+    let mut files = crate::loader::Files::default();
+    let out = model_in(root, env, py, frameworks, machine, matrix, &mut files);
+    crate::parallel::discard(files);
+    out
+}
+
+/// [`model`] with the candidate files read and remembered in `files`: processes of one environment modelled
+/// one after the other read each library once.
+pub fn model_in(
+    root: &Root,
+    env: &crate::system::Env,
+    py: &PyEnv,
+    frameworks: &[&'static dyn Framework],
+    machine: &Machine,
+    matrix: &crate::matrix::Matrix,
+    files: &mut crate::loader::Files,
+) -> Result<Modelled, ImportError> {
     let Machine {
         gpus,
         driver,
@@ -205,8 +222,7 @@ pub fn model(
         matrix,
         provides: &provides,
     };
-    let mut files = crate::loader::Files::default();
-    let (_, body) = crate::loader::process::process(root, env, &exe, &mut files, |img| {
+    let body = crate::loader::process::process(root, env, &exe, files, |img| {
         let mut p = PyProcess::new(img);
         let (imports, findings) = in_process(&ctx, frameworks, &mut p);
         (
@@ -216,7 +232,6 @@ pub fn model(
         )
     })
     .ok_or_else(|| ImportError::NotElf(exe.clone()))?;
-    crate::parallel::discard(files);
     let (imports, mut findings, loaded) = body.ok_or(ImportError::NotElf(exe))?;
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     Ok(Modelled {

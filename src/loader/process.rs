@@ -11,7 +11,7 @@
 
 use super::Files;
 use super::resolve::State;
-use crate::facts::loader::{Library, LoadedObject, Resolution};
+use crate::facts::loader::{Library, LoadedObject};
 use crate::system::{Env, Root};
 use std::path::Path;
 
@@ -78,18 +78,21 @@ impl Image<'_, '_> {
 }
 
 /// Runs `body` in the process of the program at `program` (an interpreter) on the machine at `root` with
-/// environment `env`: it starts as ld.so starts it, then `body` loads more. The whole process as a
-/// [`Resolution`], and `body`'s result (`None` for a program of another architecture, which does not start
-/// here). `None` when `program` is not a dynamically loadable ELF file.
+/// environment `env`: it starts as ld.so starts it, then `body` loads more. `body`'s result (`None` for a
+/// program of another architecture, which does not start here); `None` when `program` is not a dynamically
+/// loadable ELF file. What `body` makes of the loads is the answer: the process is not finished as a
+/// [`Resolution`] (symbol checks, copies of missing libraries, origins), work no caller read.
 pub fn process<R>(
     root: &Root,
     env: &Env,
     program: &Path,
     files: &mut Files,
     body: impl FnOnce(&mut Image) -> R,
-) -> Option<(Resolution, Option<R>)> {
-    super::resolve::session(root, env, program, files, |st| {
+) -> Option<Option<R>> {
+    let (_, out) = super::resolve::session(root, env, program, files, |st| {
         st.defer_strings();
+        st.loads_only();
         body(&mut Image { st })
-    })
+    })?;
+    Some(out)
 }

@@ -59,6 +59,8 @@ pub(super) struct State<'a> {
     reads: Vec<Background>,
     /// Whether an object's `.rodata` search starts when it is loaded ([`State::defer_strings`]).
     eager_strings: bool,
+    /// Whether [`State::finish`] leaves the resolution as loaded ([`State::loads_only`]).
+    loads_only: bool,
     /// Per object, its own RUNPATH or RPATH directories, once asked for ([`State::own_dirs`]).
     own: Vec<Option<Option<Arc<OwnDirs>>>>,
     missing: HashMap<String, usize>,
@@ -499,6 +501,7 @@ fn session_after<R>(
         views: vec![main_view],
         reads: vec![main_reads],
         eager_strings: true,
+        loads_only: false,
         own: Vec::new(),
         missing: HashMap::default(),
         listings: Default::default(),
@@ -622,6 +625,13 @@ impl State<'_> {
         self.eager_strings = false;
     }
 
+    /// The session ends with its objects loaded: no symbol checks, copies of missing libraries or origins
+    /// ([`State::finish`]), for a caller that keeps only what `body` made of the loads (a framework's
+    /// import model).
+    pub(super) fn loads_only(&mut self) {
+        self.loads_only = true;
+    }
+
     /// Starts the `.rodata` search of object `i` if it has not started.
     fn search_strings(&mut self, i: usize) {
         if let (Some(Some(cand)), Some(b)) = (self.views.get(i), self.reads.get_mut(i)) {
@@ -677,6 +687,9 @@ impl State<'_> {
 
     /// The end of a walk: the symbol checks, the copies of missing libraries and the objects' origins.
     fn finish(mut self, root: &Root, env: &Env, platform: &super::platform::Platform) -> Resolution {
+        if self.loads_only {
+            return self.res;
+        }
         let mut exports = Vec::new();
         for (o, reads) in self.res.objects.iter_mut().zip(&self.reads) {
             let s = self.files.symbols(reads);

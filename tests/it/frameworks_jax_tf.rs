@@ -138,7 +138,7 @@ impl Venv {
         let m = select(fw.module(), version, models).unwrap();
         let mut files = cudadiag::loader::Files::default();
         let program = self.host("/usr/bin/python3.12");
-        let (_, out) = cudadiag::loader::process::process(&root, env, &program, &mut files, |img| {
+        let out = cudadiag::loader::process::process(&root, env, &program, &mut files, |img| {
             let mut p = PyProcess::new(img);
             let import = fw.import(&ctx, &m, &mut p);
             assert_eq!(import.outcome, Outcome::Gpu, "{import:?}");

@@ -140,7 +140,7 @@ fn run(m: &Machine, vars: &[(&str, &str)], frameworks: &[&dyn Framework]) -> Run
     let mut files = cudadiag::loader::Files::default();
     // The loader reads the program by its path on this machine: the interpreter the venv's link names.
     let program = m.root.join("usr/bin/python3.12");
-    let (_, out) = cudadiag::loader::process::process(&root, &e, &program, &mut files, |img| {
+    let out = cudadiag::loader::process::process(&root, &e, &program, &mut files, |img| {
         let mut p = PyProcess::new(img);
         let mut out = Run {
             steps: Vec::new(),
