@@ -17,18 +17,25 @@ use std::io::Write;
 pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outcome, ToolError> {
     let matrix = targets::load_matrix(args.matrix.as_deref())?;
     let system = args.system.lower();
-    let (mut host, root) = match &args.facts {
+    let env = system.env();
+    let (mut host, machine) = match &args.facts {
         Some(path) => (snapshot::load_host(path)?, None),
         None => {
             let root = machine::checked_root(&system)?;
-            let host = machine::collect(&root, &system.env(), args.no_catalog, &Terminal);
-            (host, Some(root))
+            // The active Python environment needs no machine to be read: it is read beside the machine.
+            let (host, python) = std::thread::scope(|s| {
+                let python = s.spawn(|| crate::diagnose::frameworks::read_active(&root, &env));
+                let host = machine::collect(&root, &env, args.no_catalog, &Terminal);
+                (host, crate::parallel::join(python))
+            });
+            (host, Some((root, python)))
         }
     };
     crate::host::enrich::with_matrix(&mut host, &matrix);
     // A snapshot is another machine: this machine's Python environment is not its.
-    let python =
-        root.map(|root| crate::diagnose::frameworks::active(&root, &system.env(), Some(&host), &matrix));
+    let python = machine.map(|(root, python)| {
+        crate::diagnose::frameworks::active(&root, &env, python, Some(&host), &matrix)
+    });
     let facts = Facts {
         host: Some(host),
         ..Facts::default()
