@@ -72,6 +72,9 @@ pub struct Background {
     /// nothing to search).
     searched: bool,
     strings: Option<Arc<Parts<(String, u64)>>>,
+    /// Whether the symbols were asked for ([`Files::read_loaded`]); `symbols` is their reading (`None`:
+    /// nothing to read).
+    symbols_read: bool,
     symbols: Option<Arc<Parts<Symbols>>>,
 }
 
@@ -193,22 +196,24 @@ impl Files {
     /// Without `strings`, the `.rodata` search waits until [`Files::search_strings`] asks for it: a Python
     /// framework's import reads no `dlopen` names of the libraries it loads unless its model asks for the
     /// run-time loads (torch's does not), and searching them anyway was a third of `import torch`'s CPU time.
+    /// Without `symbols`, the symbols are not read (until a later call asks for them).
     pub fn read_loaded(
         &mut self,
         view: &LoaderView,
         host: &Path,
         imports: bool,
         strings: bool,
+        symbols: bool,
     ) -> Background {
         let key = (host.to_path_buf(), imports);
-        let mut b = match self.loaded.get(&key) {
-            Some(known) => known.clone(),
-            None => {
-                let b = self.read_loaded_anew(view, imports);
-                self.loaded.insert(key, b.clone());
-                b
-            }
-        };
+        let mut b = self.loaded.get(&key).cloned().unwrap_or_default();
+        // A framework's import model reads no symbols ([`super::resolve::session_loads`]); a tree resolved
+        // later in the same run over the same objects starts them then.
+        if symbols && !b.symbols_read {
+            b.symbols = self.read_symbols(view, imports);
+            b.symbols_read = true;
+        }
+        self.loaded.insert(key, b.clone());
         if strings {
             self.search_strings(&mut b, view, host, imports);
         }
@@ -228,22 +233,22 @@ impl Files {
         }
     }
 
-    /// [`Files::read_loaded`] of a file not read so before: its symbols.
-    fn read_loaded_anew(&mut self, view: &LoaderView, imports: bool) -> Background {
-        let mut b = Background::default();
+    /// Starts reading the symbols of a loaded file: with `imports`, its versioned imports, and its exports if
+    /// it defines versions (`None`: nothing to read).
+    fn read_symbols(&mut self, view: &LoaderView, imports: bool) -> Option<Arc<Parts<Symbols>>> {
         let exports = view.elf.as_ref().is_some_and(|e| !e.version_defs.is_empty());
-        if imports || exports {
-            let done = Arc::new(Parts::new(1));
-            let (d, data) = (done.clone(), view.data.clone());
-            self.pool.submit(move || {
-                d.add([Symbols {
-                    imports: imports.then(|| inspect::versioned_imports(&data)).flatten(),
-                    exports: exports.then(|| Exports::of(data)).flatten().map(Arc::new),
-                }])
-            });
-            b.symbols = Some(done);
+        if !(imports || exports) {
+            return None;
         }
-        b
+        let done = Arc::new(Parts::new(1));
+        let (d, data) = (done.clone(), view.data.clone());
+        self.pool.submit(move || {
+            d.add([Symbols {
+                imports: imports.then(|| inspect::versioned_imports(&data)).flatten(),
+                exports: exports.then(|| Exports::of(data)).flatten().map(Arc::new),
+            }])
+        });
+        Some(done)
     }
 
     /// The `.rodata` strings of a loaded object that name a library it may `dlopen`, in file order, each once

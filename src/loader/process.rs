@@ -89,10 +89,8 @@ pub fn process<R>(
     files: &mut Files,
     body: impl FnOnce(&mut Image) -> R,
 ) -> Option<Option<R>> {
-    let (_, out) = super::resolve::session(root, env, program, files, |st| {
+    super::resolve::session_loads(root, env, program, files, |st| {
         st.defer_strings();
-        st.loads_only();
         body(&mut Image { st })
-    })?;
-    Some(out)
+    })
 }

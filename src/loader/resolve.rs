@@ -59,7 +59,8 @@ pub(super) struct State<'a> {
     reads: Vec<Background>,
     /// Whether an object's `.rodata` search starts when it is loaded ([`State::defer_strings`]).
     eager_strings: bool,
-    /// Whether [`State::finish`] leaves the resolution as loaded ([`State::loads_only`]).
+    /// Whether the session ends with its objects loaded ([`session_loads`]): their symbols are not read, and
+    /// [`State::finish`] leaves the resolution as loaded.
     loads_only: bool,
     /// Per object, its own RUNPATH or RPATH directories, once asked for ([`State::own_dirs`]).
     own: Vec<Option<Option<Arc<OwnDirs>>>>,
@@ -263,9 +264,11 @@ impl State<'_> {
         for n in names {
             self.by_name.entry(n).or_insert(i);
         }
-        let eager = self.eager_strings;
-        self.reads
-            .push(self.files.read_loaded(&cand.view, &cand.host, true, eager));
+        let (eager, symbols) = (self.eager_strings, !self.loads_only);
+        self.reads.push(
+            self.files
+                .read_loaded(&cand.view, &cand.host, true, eager, symbols),
+        );
         self.res.objects.push(o);
         self.ids.push(Some(cand.id));
         self.views.push(Some(cand));
@@ -396,7 +399,7 @@ pub fn resolve_after(
     earlier: &[Earlier],
     main: impl FnOnce() -> MainSymbols,
 ) -> Option<Resolution> {
-    let (res, _) = session_after(root, env, path, files, earlier, |st| {
+    let (res, _) = session_after(root, env, path, files, earlier, false, |st| {
         let main = main();
         st.res.objects[0].needs = main.versioned_undefined;
         st.runtime_loads(0, main.cudart_static, false);
@@ -405,27 +408,31 @@ pub fn resolve_after(
 }
 
 /// The process of the program at `path` as ld.so starts it (the program, the interpreter, `LD_PRELOAD` and
-/// `/etc/ld.so.preload`, the DT_NEEDED tree), then `body`'s further loads in the same process, then the
-/// symbol checks, the copies of missing libraries and the objects' origins. `body` is not run for a program
-/// of another architecture ([`Resolution::foreign`]). `None` when `path` is not a dynamically loadable ELF
-/// file.
-pub(super) fn session<R>(
+/// `/etc/ld.so.preload`, the DT_NEEDED tree), then `body`'s further loads in the same process: `body`'s
+/// result, for a caller that keeps only what `body` made of the loads (a framework's import model). The
+/// symbol checks, the copies of missing libraries and the objects' origins that finish a [`Resolution`] are
+/// not done, nor are the loaded objects' symbols read for them. `body` is not run for a program of another
+/// architecture (`Some(None)`). `None` when `path` is not a dynamically loadable ELF file.
+pub(super) fn session_loads<R>(
     root: &Root,
     env: &Env,
     path: &Path,
     files: &mut Files,
     body: impl FnOnce(&mut State) -> R,
-) -> Option<(Resolution, Option<R>)> {
-    session_after(root, env, path, files, &[], body)
+) -> Option<Option<R>> {
+    session_after(root, env, path, files, &[], true, body).map(|(_, out)| out)
 }
 
-/// [`session`] of an object opened into a process that holds `earlier` first ([`State::after`]).
+/// The process of the program or library at `path`, opened into a process that holds `earlier` first
+/// ([`State::after`]), then `body`'s further loads; unless `loads_only` ([`session_loads`]), finished as a
+/// [`Resolution`] with its symbol checks, copies and origins.
 fn session_after<R>(
     root: &Root,
     env: &Env,
     path: &Path,
     files: &mut Files,
     earlier: &[Earlier],
+    loads_only: bool,
     body: impl FnOnce(&mut State) -> R,
 ) -> Option<(Resolution, Option<R>)> {
     // The binary's `.rodata` is searched whatever it is: its own strings are worth reading.
@@ -473,7 +480,7 @@ fn session_after<R>(
         return Some((res, None));
     }
     // Its versioned imports come with `main`: only its `.rodata` is read in the background.
-    let main_reads = files.read_loaded(&view, path, false, true);
+    let main_reads = files.read_loaded(&view, path, false, true, !loads_only);
     let main_view = Some(Arc::new(Candidate {
         realpath: String::new(),
         id: (0, 0),
@@ -501,7 +508,7 @@ fn session_after<R>(
         views: vec![main_view],
         reads: vec![main_reads],
         eager_strings: true,
-        loads_only: false,
+        loads_only,
         own: Vec::new(),
         missing: HashMap::default(),
         listings: Default::default(),
@@ -623,13 +630,6 @@ impl State<'_> {
     /// [`State::runtime_loads`] asks (a Python framework's import session, whose model may never ask).
     pub(super) fn defer_strings(&mut self) {
         self.eager_strings = false;
-    }
-
-    /// The session ends with its objects loaded: no symbol checks, copies of missing libraries or origins
-    /// ([`State::finish`]), for a caller that keeps only what `body` made of the loads (a framework's
-    /// import model).
-    pub(super) fn loads_only(&mut self) {
-        self.loads_only = true;
     }
 
     /// Starts the `.rodata` search of object `i` if it has not started.
