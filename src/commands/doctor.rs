@@ -18,24 +18,25 @@ pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
     let matrix = targets::load_matrix(args.matrix.as_deref())?;
     let system = args.system.lower();
     let env = system.env();
-    let (mut host, machine) = match &args.facts {
+    let (mut host, python) = match &args.facts {
+        // A snapshot is another machine: this machine's Python environment is not its.
         Some(path) => (snapshot::load_host(path)?, None),
         None => {
             let root = machine::checked_root(&system)?;
-            // The active Python environment needs no machine to be read: it is read beside the machine.
-            let (host, python) = std::thread::scope(|s| {
-                let python = s.spawn(|| crate::diagnose::frameworks::read_active(&root, &env));
-                let host = machine::collect(&root, &env, args.no_catalog, &Terminal);
-                (host, crate::parallel::join(python))
-            });
-            (host, Some((root, python)))
+            // The frameworks' models need of the machine only its driver and GPUs, read first: the rest of the
+            // machine (the library catalogue's walk, most of the time) is read beside the models.
+            let early = crate::host::early(&root, &env);
+            let mut seen = early.facts();
+            crate::host::enrich::with_matrix(&mut seen, &matrix);
+            std::thread::scope(|s| {
+                let host = s.spawn(|| machine::collect_from(&root, &env, early, args.no_catalog, &Terminal));
+                let read = crate::diagnose::frameworks::read_active(&root, &env);
+                let python = crate::diagnose::frameworks::active(&root, &env, read, Some(&seen), &matrix);
+                (crate::parallel::join(host), Some(python))
+            })
         }
     };
     crate::host::enrich::with_matrix(&mut host, &matrix);
-    // A snapshot is another machine: this machine's Python environment is not its.
-    let python = machine.map(|(root, python)| {
-        crate::diagnose::frameworks::active(&root, &env, python, Some(&host), &matrix)
-    });
     let facts = Facts {
         host: Some(host),
         ..Facts::default()

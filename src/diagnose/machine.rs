@@ -23,6 +23,17 @@ pub fn checked_root(system: &System) -> Result<Root, ToolError> {
 
 /// Collects the host facts, `progress` showing the catalogue's walk.
 pub fn collect(root: &Root, env: &Env, skip_catalog: bool, progress: &dyn Progress) -> HostFacts {
+    collect_from(root, env, host::early(root, env), skip_catalog, progress)
+}
+
+/// [`collect`] with the driver and GPUs already read ([`host::early`]).
+pub fn collect_from(
+    root: &Root,
+    env: &Env,
+    early: host::Early,
+    skip_catalog: bool,
+    progress: &dyn Progress,
+) -> HostFacts {
     let counter = AtomicUsize::new(0);
     let opts = CollectOptions {
         skip_catalog,
@@ -30,13 +41,13 @@ pub fn collect(root: &Root, env: &Env, skip_catalog: bool, progress: &dyn Progre
     };
     // Without the catalogue there is nothing long to show (and `inspect` reads the machine beside its own work).
     if skip_catalog {
-        return host::collect(root, env, &opts);
+        return host::collect_from(root, env, &opts, early);
     }
     super::shown(
         progress,
         "scanning for CUDA libraries…",
         "directories",
         &counter,
-        || host::collect(root, env, &opts),
+        || host::collect_from(root, env, &opts, early),
     )
 }

@@ -49,9 +49,76 @@ pub struct CollectOptions<'a> {
 
 /// Reads everything cudadiag knows how to read about the machine.
 pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
+    collect_from(root, env, opts, early(root, env))
+}
+
+/// What is read of the machine first: the driver and the kernel facts read with it, the GPUs (a Jetson's
+/// integrated GPU included) and the platform. A few `procfs` and `sysfs` reads: what a framework's model needs
+/// of the machine ([`Early::facts`]), ready before the rest ([`collect_from`]) is.
+#[derive(Debug, Clone)]
+pub struct Early {
+    driver: Option<crate::facts::DriverFacts>,
+    kernel: crate::facts::host::KernelFacts,
+    gpus: Vec<crate::facts::GpuFacts>,
+    pci_bus: crate::facts::host::PciBus,
+    platform: crate::facts::host::PlatformFacts,
+    problems: Vec<String>,
+}
+
+/// Reads the [`Early`] facts.
+pub fn early(root: &Root, env: &Env) -> Early {
     let mut problems = Vec::new();
     let (driver, kernel) = driver::kernel(root);
-    let (gpus, pci_bus) = gpu::gpus(root, &mut problems);
+    let (mut gpus, pci_bus) = gpu::gpus(root, &mut problems);
+    let platform = driver::platform(root, env);
+    // A Jetson's integrated GPU is on no PCI bus: the device tree names it, and the matrix gives its compute
+    // capability (`enrich`).
+    if gpus.is_empty()
+        && let Some(t) = &platform.tegra
+        && let (Some(soc), Some(source)) = (&t.soc, &t.soc_source)
+    {
+        gpus.push(crate::facts::GpuFacts {
+            name: format!("{soc} integrated GPU"),
+            cc: None,
+            pci_device_id: None,
+            uuid: None,
+            bus_id: None,
+            source: format!("{source} names nvidia,{soc}"),
+        });
+    }
+    Early {
+        driver,
+        kernel,
+        gpus,
+        pci_bus,
+        platform,
+        problems,
+    }
+}
+
+impl Early {
+    /// The facts read so far, every other field empty: the same driver, GPUs and platform that
+    /// [`collect_from`] puts into the whole machine's facts.
+    pub fn facts(&self) -> HostFacts {
+        HostFacts {
+            driver: self.driver.clone(),
+            gpus: self.gpus.clone(),
+            platform: self.platform.clone(),
+            ..HostFacts::default()
+        }
+    }
+}
+
+/// [`collect`] with the [`Early`] facts already read.
+pub fn collect_from(root: &Root, env: &Env, opts: &CollectOptions<'_>, early: Early) -> HostFacts {
+    let Early {
+        driver,
+        kernel,
+        gpus,
+        pci_bus,
+        platform: platform_facts,
+        mut problems,
+    } = early;
     let device_nodes = devnodes::nodes(root, &mut problems);
     let platform = libcuda::host_platform(root);
     let (ld_cache, cache) = libcuda::read_cache(root);
@@ -61,7 +128,7 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         gpus,
         pci_bus: Some(pci_bus),
         kernel,
-        platform: driver::platform(root, env),
+        platform: platform_facts,
         identity: devnodes::identity(root),
         device_nodes,
         observed: true,
@@ -89,21 +156,6 @@ pub fn collect(root: &Root, env: &Env, opts: &CollectOptions<'_>) -> HostFacts {
         facts.secure_boot = secure_boot::collect(root);
     }
     facts.driver_files = driver_files(root, &mut facts.libcuda, &mut facts.nvml);
-    // A Jetson's integrated GPU is on no PCI bus: the device tree names it, and the matrix gives its compute
-    // capability (`enrich`).
-    if facts.gpus.is_empty()
-        && let Some(t) = &facts.platform.tegra
-        && let (Some(soc), Some(source)) = (&t.soc, &t.soc_source)
-    {
-        facts.gpus.push(crate::facts::GpuFacts {
-            name: format!("{soc} integrated GPU"),
-            cc: None,
-            pci_device_id: None,
-            uuid: None,
-            bus_id: None,
-            source: format!("{source} names nvidia,{soc}"),
-        });
-    }
     if !opts.skip_catalog {
         let (found, scan_problems) = catalog::scan(root, env, cache.as_ref(), opts.progress);
         facts.libraries = library::describe(root, found);
