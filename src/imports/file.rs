@@ -94,7 +94,7 @@ fn framework_process(
         provides: &provides,
     };
     let exe = root.host_path(&py.syspath.executable);
-    let body = crate::loader::process::process(root, env, &exe, files, |img| {
+    crate::loader::process::process(root, env, &exe, files, |img| {
         let mut p = PyProcess::new(img);
         p.begin(fw.module(), When::Import);
         let mut outcome = fw.import(&ctx, model, &mut p).outcome;
@@ -109,8 +109,7 @@ fn framework_process(
             other => fw.help(&ctx, model, other),
         };
         (p.loaded().to_vec(), fix)
-    })?;
-    body
+    })?
 }
 
 /// The objects the framework's process holds before the file (its real path `real`), each as the loader is to

@@ -157,7 +157,17 @@ fn score(info: &Path, words: &[String]) -> (usize, usize) {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let dist = normalise(name.split('-').next().unwrap_or_default());
+    score_name(name.split('-').next().unwrap_or_default(), words)
+}
+
+/// How well the distribution name `name` matches the words of a path relative to its install directory:
+/// [`score`], for a distribution known by name. Higher is likelier to be the path's owner.
+pub fn name_score(name: &str, rel: &str) -> (usize, usize) {
+    score_name(name, &words_of(rel))
+}
+
+fn score_name(name: &str, words: &[String]) -> (usize, usize) {
+    let dist = normalise(name);
     let mut longest = 0;
     let mut shared = 0;
     for w in dist.split('-') {

@@ -169,6 +169,41 @@ impl PyEnv {
         self.dists.iter().find(|d| d.key == key)
     }
 
+    /// The distribution whose `RECORD` lists one of `paths` (each a machine path, under the distribution's
+    /// `site`), with that path. The distributions whose names best match the path are asked first
+    /// ([`crate::python::dist_info::name_score`]): each asked reads its `RECORD`, and an environment of two
+    /// hundred distributions would otherwise have every list before the owner's read to find one.
+    pub fn owner<'a>(&self, paths: &[&'a Path]) -> Option<(&Dist, &'a Path)> {
+        let mut asked: Vec<(&Dist, &'a Path, String)> = self
+            .dists
+            .iter()
+            .filter_map(|d| {
+                let (path, rel) = paths
+                    .iter()
+                    .find_map(|p| Some((*p, p.strip_prefix(&d.site).ok()?.to_string_lossy().into_owned())))?;
+                Some((d, path, rel))
+            })
+            .collect();
+        asked.sort_by_cached_key(|(d, _, rel)| {
+            std::cmp::Reverse(crate::python::dist_info::name_score(&d.name, rel))
+        });
+        asked.into_iter().find_map(|(d, path, rel)| {
+            // Another of the paths may be the one listed.
+            let listed = |r: &str| d.files().iter().any(|f| f == r);
+            if listed(&rel) {
+                return Some((d, path));
+            }
+            paths
+                .iter()
+                .filter(|p| **p != path)
+                .find(|p| {
+                    p.strip_prefix(&d.site)
+                        .is_ok_and(|r| listed(&r.to_string_lossy()))
+                })
+                .map(|p| (d, *p))
+        })
+    }
+
     /// The `sys.path` entries that are directories of the machine (not `''`, not a zip), in order.
     pub fn dirs(&self) -> impl Iterator<Item = &Path> {
         self.syspath
@@ -555,6 +590,53 @@ mod tests {
     fn names_are_normalised_as_pep_503_does() {
         assert_eq!(normalise("Nvidia_CUDNN.cu12"), "nvidia-cudnn-cu12");
         assert_eq!(normalise("jax--cuda12__plugin"), "jax-cuda12-plugin");
+    }
+
+    #[test]
+    fn the_owner_of_a_file_is_found_reading_the_likely_owners_records_first() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::at(t.path());
+        let budget = Arc::new(AtomicU64::new(1 << 20));
+        let mut env = testproc::TestEnv::new();
+        let site = Path::new("/site");
+        // Thirty distributions sorted before the owner on sys.path, each with a RECORD of its own.
+        let names: Vec<String> = (0..30)
+            .map(|i| format!("aaa-{i}"))
+            .chain(["nvidia-cudnn-cu13".to_string(), "torch".to_string()])
+            .collect();
+        for name in &names {
+            let record = format!("/site/{}-1.0.dist-info/RECORD", name.replace('-', "_"));
+            let listed = match name.as_str() {
+                "nvidia-cudnn-cu13" => "nvidia/cudnn/lib/libcudnn_graph.so.9,,\n".to_string(),
+                other => format!("{other}/__init__.py,,\n"),
+            };
+            crate::system::put(t.path(), &record, listed.as_bytes());
+            env.dists.push(Dist {
+                name: name.clone(),
+                key: normalise(name),
+                version: "9.19.0.56".into(),
+                release: Some(vec![9, 19, 0, 56]),
+                site: site.into(),
+                info: PathBuf::from(&record).parent().unwrap().into(),
+                files: RecordFiles::lazy(root.clone(), record.into(), budget.clone()),
+                requires: Vec::new(),
+            });
+        }
+        let py = env.python();
+        // Opened through a link farm: the name is not listed, the real path is.
+        let (opened, real) = (
+            Path::new("/farm/libcudnn_graph.so.9"),
+            Path::new("/site/nvidia/cudnn/lib/libcudnn_graph.so.9"),
+        );
+        let (d, path) = py.owner(&[opened, real]).expect("an owner");
+        assert_eq!((d.name.as_str(), path), ("nvidia-cudnn-cu13", real));
+        assert_eq!(
+            budget.load(Ordering::Relaxed),
+            (1 << 20) - "nvidia/cudnn/lib/libcudnn_graph.so.9,,\n".len() as u64,
+            "only the owner's RECORD was read"
+        );
+        assert!(py.owner(&[Path::new("/site/none/libx.so")]).is_none());
+        assert!(py.owner(&[Path::new("/elsewhere/libx.so")]).is_none());
     }
 
     #[test]

@@ -28,15 +28,9 @@ pub fn sonames(major: u8) -> [String; 7] {
 pub fn loaded_release(ctx: &Ctx, p: &dyn Process, index: usize) -> Option<(Vec<u64>, String)> {
     let l = p.loaded().get(index)?;
     let paths = [lexical(Path::new(&l.path)), lexical(Path::new(&l.realpath))];
-    for d in &ctx.python.dists {
-        let Some(rel) = paths.iter().find_map(|p| p.strip_prefix(&d.site).ok()) else {
-            continue;
-        };
-        let rel = rel.to_string_lossy();
-        if d.files().iter().any(|f| f == rel.as_ref()) {
-            let release = d.release.clone()?;
-            return Some((release, format!("{} {}", d.name, d.version)));
-        }
+    if let Some((d, _)) = ctx.python.owner(&[&paths[0], &paths[1]]) {
+        let release = d.release.clone()?;
+        return Some((release, format!("{} {}", d.name, d.version)));
     }
     // A soname's major alone (`libcudnn.so.9`) is not a release: only a real file name with more says one.
     let v = l.version.as_deref()?;

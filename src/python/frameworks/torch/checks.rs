@@ -312,20 +312,16 @@ fn runtime_cudnn(ctx: &Ctx, l: &Loaded) -> Option<([u64; 3], String)> {
     }
     // By the name it was opened by first: through a symbolic-link copy of site-packages (`cp -as`, a Spack
     // view) the real path lies outside every `sys.path` entry, while the name is the RECORD's.
-    ctx.python.dists.iter().find_map(|d| {
-        [&l.path, &l.realpath].into_iter().find(|p| {
-            std::path::Path::new(p)
-                .strip_prefix(&d.site)
-                .is_ok_and(|rel| d.files().iter().any(|f| *f == rel.to_string_lossy()))
-        })?;
-        let v = from(
-            d.release
-                .as_ref()
-                .map(|r| r.iter().map(u64::to_string).collect::<Vec<_>>().join("."))?
-                .as_str(),
-        )?;
-        Some((v, format!("{} (installed by {} {})", l.path, d.name, d.version)))
-    })
+    let (d, _) = ctx
+        .python
+        .owner(&[std::path::Path::new(&l.path), std::path::Path::new(&l.realpath)])?;
+    let v = from(
+        d.release
+            .as_ref()
+            .map(|r| r.iter().map(u64::to_string).collect::<Vec<_>>().join("."))?
+            .as_str(),
+    )?;
+    Some((v, format!("{} (installed by {} {})", l.path, d.name, d.version)))
 }
 
 /// torch's cuDNN rule (`torch/backends/cudnn/__init__.py`, `_init`): another major, or (cuDNN 7 on) an older
