@@ -300,8 +300,9 @@ pub struct Read {
 pub fn read_env(root: &Root, env: &Env, chosen: Chosen, kind: Kind, quiet: bool) -> Result<Read, ToolError> {
     let mut out = Frameworks::unread(chosen, kind);
     let req = pyenv::request(env, &out.python);
-    // Without a framework there is nothing to model, and no `RECORD` need be read (doctor's budget).
-    let light = match pyenv::collect_within(root, env, &req, 0) {
+    // Without a framework there is nothing to model: the distributions' `RECORD`s are read only when a model
+    // asks for one.
+    let py = match pyenv::collect(root, env, &req) {
         Ok(py) => py,
         Err(e) if quiet => {
             out.problem = Some(e.to_string());
@@ -313,12 +314,7 @@ pub fn read_env(root: &Root, env: &Env, chosen: Chosen, kind: Kind, quiet: bool)
         }
         Err(e) => return Err(ToolError(e.to_string())),
     };
-    let modules = imports::installed(&light);
-    let py = if modules.is_empty() {
-        light
-    } else {
-        pyenv::collect(root, env, &req).map_err(|e| ToolError(e.to_string()))?
-    };
+    let modules = imports::installed(&py);
     out.executable = Some(py.syspath.executable.to_string_lossy().into_owned());
     out.version = py
         .syspath

@@ -67,8 +67,8 @@ pub fn collect(root: &Root, env: &Env, req: &Request) -> Result<PyEnv, SysPathEr
     collect_within(root, env, req, MAX_RECORD_BYTES)
 }
 
-/// [`collect`], reading at most `record_bytes` of `RECORD`s: 0 lists the distributions without their files,
-/// which is all `doctor` needs to see that an environment holds no framework (one `METADATA` read each).
+/// [`collect`], reading at most `record_bytes` of `RECORD`s (0 lists the distributions without their files).
+/// A `RECORD` is read only when a model asks for the distribution's files.
 pub fn collect_within(
     root: &Root,
     env: &Env,
@@ -83,6 +83,7 @@ pub fn collect_within(
     let budget = Arc::new(AtomicU64::new(record_bytes));
     let dirs: Vec<PathBuf> = py.dirs().map(Path::to_path_buf).collect();
     let mut seen: Vec<PathBuf> = Vec::new();
+    let mut infos: Vec<(PathBuf, PathBuf)> = Vec::new();
     for dir in dirs {
         // One directory listed twice on sys.path (a `.pth` naming its own site) holds the same distributions.
         let real = root.resolve(&dir).unwrap_or_else(|_| dir.clone());
@@ -91,13 +92,22 @@ pub fn collect_within(
         }
         seen.push(real);
         for info in crate::python::dist_info::dist_infos(root, &dir) {
-            if let Some(d) = dist(root, &dir, &info, &budget) {
-                py.dists.push(d);
-            }
+            infos.push((dir.clone(), info));
         }
     }
+    // A `METADATA` each, to open, read and parse: a data-science venv has two hundred, read side by side
+    // (on the GPU machine's venv of 197 distributions, one after the other took 6 ms). In `sys.path` order.
+    py.dists = crate::parallel::map(&infos, METADATA_THREADS, |(dir, info)| {
+        dist(root, dir, info, &budget)
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     Ok(py)
 }
+
+/// Threads that read the distributions' `METADATA` at most.
+const METADATA_THREADS: usize = 8;
 
 /// One `.dist-info`: `None` when its `METADATA` is unreadable or has no name or version.
 fn dist(root: &Root, site: &Path, info: &Path, budget: &Arc<AtomicU64>) -> Option<Dist> {
