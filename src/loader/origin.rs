@@ -47,13 +47,16 @@ pub const VERSIONED_STEMS: &[&str] = &[
 /// whose NVIDIA library ([`VERSIONED_STEMS`]) was loaded from a copy whose version is known beyond its major,
 /// and for each such copy that pip installed (its origin carries the distribution's version).
 pub fn fill(root: &Root, res: &mut Resolution) {
-    let mut records = Records::default();
     let mut wanted: BTreeSet<usize> = res
         .libraries
         .iter()
         .filter(|l| l.how == How::NotFound)
         .map(|l| l.needed_by_index)
         .collect();
+    // The NVIDIA libraries loaded, each with the object that asked for it; a copy named by its SONAME alone
+    // (a wheel's) is asked who installed it.
+    let mut versioned: Vec<(usize, usize)> = Vec::new();
+    let mut asks: Vec<usize> = Vec::new();
     for l in &res.libraries {
         let stem = l.soname.split(".so").next().unwrap_or(&l.soname);
         let Some(j) = l.object.filter(|_| VERSIONED_STEMS.contains(&stem)) else {
@@ -62,8 +65,22 @@ pub fn fill(root: &Root, res: &mut Resolution) {
         let Some(o) = res.objects.get(j) else { continue };
         if o.version.as_deref().is_some_and(|v| v.contains('.')) {
             wanted.insert(l.needed_by_index);
-        } else if records.owner_of(root, &o.realpath, &o.path).is_some() {
-            wanted.insert(l.needed_by_index);
+        } else {
+            versioned.push((l.needed_by_index, j));
+            if !asks.contains(&j) {
+                asks.push(j);
+            }
+        }
+    }
+    // Each question reads `RECORD`s (each file once for the run: the root remembers them); a venv's fifteen
+    // NVIDIA wheels are asked about side by side.
+    let pip: Vec<bool> = crate::parallel::map_with(&asks, THREADS, Records::default, |records, &j| {
+        let o = &res.objects[j];
+        records.owner_of(root, &o.realpath, &o.path).is_some()
+    });
+    for (needed_by, j) in versioned {
+        if asks.iter().position(|&a| a == j).is_some_and(|k| pip[k]) {
+            wanted.insert(needed_by);
             wanted.insert(j);
         }
     }
@@ -77,18 +94,24 @@ pub fn fill(root: &Root, res: &mut Resolution) {
     } else {
         None
     };
-    let mut dists = Dists::new();
-    for i in wanted {
-        let Some(o) = res.objects.get(i) else {
-            continue;
-        };
-        let installed = of(root, o, &mut records, &mut dists).unwrap_or(Installed::System { manager });
-        res.origins.push(Origin {
-            object: o.path.clone(),
-            installed,
-        });
-    }
+    let wanted: Vec<usize> = wanted.into_iter().filter(|&i| i < res.objects.len()).collect();
+    let origins = crate::parallel::map_with(
+        &wanted,
+        THREADS,
+        || (Records::default(), Dists::new()),
+        |(records, dists), &i| {
+            let o = &res.objects[i];
+            Origin {
+                object: o.path.clone(),
+                installed: of(root, o, records, dists).unwrap_or(Installed::System { manager }),
+            }
+        },
+    );
+    res.origins.extend(origins);
 }
+
+/// Threads that look for origins at most.
+const THREADS: usize = 8;
 
 /// Each `.dist-info`'s installer and parsed `METADATA`, read once (many of torch's objects ask).
 type Dists = std::collections::HashMap<std::path::PathBuf, (String, Option<PipDist>)>;
