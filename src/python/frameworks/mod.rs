@@ -170,37 +170,27 @@ impl PyEnv {
     }
 
     /// The distribution whose `RECORD` lists one of `paths` (each a machine path, under the distribution's
-    /// `site`), with that path. The distributions whose names best match the path are asked first
+    /// `site`). The distributions whose names best match the path are asked first
     /// ([`crate::python::dist_info::name_score`]): each asked reads its `RECORD`, and an environment of two
     /// hundred distributions would otherwise have every list before the owner's read to find one.
-    pub fn owner<'a>(&self, paths: &[&'a Path]) -> Option<(&Dist, &'a Path)> {
-        let mut asked: Vec<(&Dist, &'a Path, String)> = self
+    pub fn owner(&self, paths: &[&Path]) -> Option<&Dist> {
+        let mut asked: Vec<(&Dist, (usize, usize))> = self
             .dists
             .iter()
             .filter_map(|d| {
-                let (path, rel) = paths
-                    .iter()
-                    .find_map(|p| Some((*p, p.strip_prefix(&d.site).ok()?.to_string_lossy().into_owned())))?;
-                Some((d, path, rel))
+                let rel = paths.iter().find_map(|p| p.strip_prefix(&d.site).ok())?;
+                Some((
+                    d,
+                    crate::python::dist_info::name_score(&d.name, &rel.to_string_lossy()),
+                ))
             })
             .collect();
-        asked.sort_by_cached_key(|(d, _, rel)| {
-            std::cmp::Reverse(crate::python::dist_info::name_score(&d.name, rel))
-        });
-        asked.into_iter().find_map(|(d, path, rel)| {
-            // Another of the paths may be the one listed.
-            let listed = |r: &str| d.files().iter().any(|f| f == r);
-            if listed(&rel) {
-                return Some((d, path));
-            }
-            paths
-                .iter()
-                .filter(|p| **p != path)
-                .find(|p| {
-                    p.strip_prefix(&d.site)
-                        .is_ok_and(|r| listed(&r.to_string_lossy()))
-                })
-                .map(|p| (d, *p))
+        asked.sort_by_key(|&(_, score)| std::cmp::Reverse(score));
+        asked.into_iter().map(|(d, _)| d).find(|d| {
+            paths.iter().any(|p| {
+                p.strip_prefix(&d.site)
+                    .is_ok_and(|rel| d.files().iter().any(|f| *f == rel.to_string_lossy()))
+            })
         })
     }
 
@@ -628,13 +618,15 @@ mod tests {
             Path::new("/farm/libcudnn_graph.so.9"),
             Path::new("/site/nvidia/cudnn/lib/libcudnn_graph.so.9"),
         );
-        let (d, path) = py.owner(&[opened, real]).expect("an owner");
-        assert_eq!((d.name.as_str(), path), ("nvidia-cudnn-cu13", real));
+        let d = py.owner(&[opened, real]).expect("an owner");
+        assert_eq!(d.name, "nvidia-cudnn-cu13");
         assert_eq!(
             budget.load(Ordering::Relaxed),
             (1 << 20) - "nvidia/cudnn/lib/libcudnn_graph.so.9,,\n".len() as u64,
             "only the owner's RECORD was read"
         );
+        // The name it was opened by alone is listed nowhere: the real path made the match.
+        assert!(py.owner(&[opened]).is_none());
         assert!(py.owner(&[Path::new("/site/none/libx.so")]).is_none());
         assert!(py.owner(&[Path::new("/elsewhere/libx.so")]).is_none());
     }

@@ -28,7 +28,7 @@ pub fn sonames(major: u8) -> [String; 7] {
 pub fn loaded_release(ctx: &Ctx, p: &dyn Process, index: usize) -> Option<(Vec<u64>, String)> {
     let l = p.loaded().get(index)?;
     let paths = [lexical(Path::new(&l.path)), lexical(Path::new(&l.realpath))];
-    if let Some((d, _)) = ctx.python.owner(&[&paths[0], &paths[1]]) {
+    if let Some(d) = ctx.python.owner(&[&paths[0], &paths[1]]) {
         let release = d.release.clone()?;
         return Some((release, format!("{} {}", d.name, d.version)));
     }

@@ -312,7 +312,7 @@ fn runtime_cudnn(ctx: &Ctx, l: &Loaded) -> Option<([u64; 3], String)> {
     }
     // By the name it was opened by first: through a symbolic-link copy of site-packages (`cp -as`, a Spack
     // view) the real path lies outside every `sys.path` entry, while the name is the RECORD's.
-    let (d, _) = ctx
+    let d = ctx
         .python
         .owner(&[std::path::Path::new(&l.path), std::path::Path::new(&l.realpath)])?;
     let v = from(
