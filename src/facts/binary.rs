@@ -381,8 +381,9 @@ pub struct CubinFacts {
     pub tool_options: Option<String>,
     /// Toolkit from `.note.nv.cuinfo` (`13.0`).
     pub cuinfo_toolkit: Option<String>,
-    /// Kernel entry points (mangled names).
-    pub kernels: Vec<String>,
+    /// Kernel entry points (mangled names). Shared: the run remembers each payload's facts for its copies
+    /// (`inspect::budget`), and PyTorch's cubins name 100,000 kernels.
+    pub kernels: std::sync::Arc<[String]>,
 }
 
 /// Facts from a PTX text.
@@ -394,6 +395,6 @@ pub struct PtxFacts {
     pub target: Vec<String>,
     /// `.address_size`.
     pub address_size: Option<u32>,
-    /// `.entry` names.
-    pub entries: Vec<String>,
+    /// `.entry` names (shared, as [`CubinFacts::kernels`]).
+    pub entries: std::sync::Arc<[String]>,
 }

@@ -1,9 +1,9 @@
 //! Bounded decompression of fatbin payloads.
 //!
 //! Fatbin entries are stored raw, as LZ4 blocks (flag `0x2000`) or as zstd frames (flag `0x8000`). The header
-//! declares the exact uncompressed size; we trust it only up to a hard limit, allocate exactly that much, and
+//! declares the exact uncompressed size; we trust it only up to a hard limit, decode into exactly that much, and
 //! refuse any stream that would produce a different amount. A hostile file therefore costs at most `limit`
-//! bytes of memory per entry, and only while that entry is being read.
+//! bytes of memory per thread reading entries; a buffer over [`KEEP`] is freed once its entry is read.
 
 use crate::facts::Compression;
 
@@ -11,15 +11,21 @@ use crate::facts::Compression;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecompressError(pub String);
 
-/// Decompresses `input` into exactly `declared` bytes, never allocating more than `limit`.
-pub fn decompress(
+/// Decompresses `input` into exactly `declared` bytes, never holding more than `limit`, and hands them to `read`.
+///
+/// The bytes live in a buffer of the calling thread's, reused from one entry to the next: a fresh allocation per
+/// entry cost the kernel a page fault and a zeroed page for every 4 KiB decoded (PyTorch's cubins inflate to
+/// 5.4 GB), where the reused buffer is faulted in once, at the size of the thread's largest entry. So a thread
+/// holds at most its largest entry, as it did when each entry was freed after its parse.
+pub fn decompress_with<R>(
     compression: Compression,
     input: &[u8],
     declared: u64,
     limit: u64,
-) -> Result<Vec<u8>, DecompressError> {
+    read: impl FnOnce(&[u8]) -> R,
+) -> Result<R, DecompressError> {
     if compression == Compression::None {
-        return Ok(input.to_vec());
+        return Ok(read(input));
     }
     if declared == 0 {
         return Err(DecompressError(
@@ -32,36 +38,61 @@ pub fn decompress(
         )));
     }
     let declared = declared as usize;
-    match compression {
-        Compression::None => unreachable!("handled above"),
-        Compression::Lz4 => {
-            let mut out = vec![0u8; declared];
-            match lz4_flex::block::decompress_into(input, &mut out) {
-                Ok(n) if n == declared => Ok(out),
-                Ok(n) => Err(DecompressError(format!(
-                    "LZ4 payload decodes to {n} bytes, header declares {declared}"
-                ))),
-                Err(e) => Err(DecompressError(format!("LZ4 payload is corrupt: {e}"))),
-            }
+    OUT.with(|buffer| {
+        let mut buffer = buffer.borrow_mut();
+        if buffer.len() < declared {
+            // Exactly: a doubling growth would hold twice the largest entry.
+            let held = buffer.len();
+            buffer.reserve_exact(declared - held);
+            buffer.resize(declared, 0);
         }
-        Compression::Zstd => zstd(input, declared),
-    }
+        // Exactly the declared size: a stream that holds more stops at its end, whatever the buffer's length.
+        let out = &mut buffer[..declared];
+        let decoded = match compression {
+            Compression::None => unreachable!("handled above"),
+            Compression::Lz4 => lz4(input, out),
+            Compression::Zstd => zstd(input, out),
+        };
+        let result = decoded.map(|()| read(out));
+        if buffer.len() > KEEP {
+            *buffer = Vec::new();
+        }
+        result
+    })
 }
 
+/// The largest buffer a thread keeps for its next entry (PyTorch's largest cubin is 15 MB): a larger one, for a
+/// rare or hostile entry, is freed as soon as it has been read.
+pub const KEEP: usize = 64 << 20;
+
 thread_local! {
+    /// The buffer each thread inflates entries into.
+    static OUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     /// One decompression context per thread, reused for every entry the thread reads (creating one allocates
     /// its tables).
     static DCTX: std::cell::RefCell<Option<zstd_safe::DCtx<'static>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Decompresses the zstd frames of `input` into exactly `declared` bytes, with the C library (about three times
-/// as fast as the pure-Rust decoder on cubins, which is most of `--deep`). The output is allocated once at the
-/// declared size, not zeroed (the decoder writes it), and never grows: a frame that holds more is refused when
-/// it reaches the end of the buffer, so a frame cannot make the decoder allocate beyond `declared` (its window is
-/// the output buffer itself). The frames' content checksums are not verified: the sizes are, and a damaged
-/// payload that still decodes gives a cubin the parser then checks.
-fn zstd(input: &[u8], declared: usize) -> Result<Vec<u8>, DecompressError> {
-    let mut out = Vec::with_capacity(declared);
+/// Decompresses one LZ4 block into all of `out`.
+fn lz4(input: &[u8], out: &mut [u8]) -> Result<(), DecompressError> {
+    let declared = out.len();
+    match lz4_flex::block::decompress_into(input, out) {
+        Ok(n) if n == declared => Ok(()),
+        Ok(n) => Err(DecompressError(format!(
+            "LZ4 payload decodes to {n} bytes, header declares {declared}"
+        ))),
+        Err(e) => Err(DecompressError(format!("LZ4 payload is corrupt: {e}"))),
+    }
+}
+
+/// Decompresses the zstd frames of `input` into all of `out`, with the C library (about three times as fast as
+/// the pure-Rust decoder on cubins, which is most of `--deep`). The decoder writes into `out` and nowhere else:
+/// a frame that holds more is refused when it reaches the end of `out`, so a frame cannot make the decoder
+/// allocate beyond the declared size (its window is the output buffer itself). The frames' content checksums
+/// are not verified: the sizes are, and a damaged payload that still decodes gives a cubin the parser then
+/// checks.
+fn zstd(input: &[u8], out: &mut [u8]) -> Result<(), DecompressError> {
+    let declared = out.len();
     let decoded = DCTX.with(|slot| {
         let mut slot = slot.borrow_mut();
         let dctx = match &mut *slot {
@@ -75,10 +106,10 @@ fn zstd(input: &[u8], declared: usize) -> Result<Vec<u8>, DecompressError> {
                 slot.insert(dctx)
             }
         };
-        Ok(dctx.decompress(&mut out, input))
+        Ok(dctx.decompress(out, input))
     })?;
     match decoded {
-        Ok(n) if n == declared => Ok(out),
+        Ok(n) if n == declared => Ok(()),
         Ok(n) => Err(DecompressError(format!(
             "zstd payload decodes to {n} bytes, header declares {declared}"
         ))),
@@ -102,6 +133,15 @@ const DST_TOO_SMALL: zstd_safe::ErrorCode =
 mod tests {
     use super::*;
 
+    fn decompress(
+        compression: Compression,
+        input: &[u8],
+        declared: u64,
+        limit: u64,
+    ) -> Result<Vec<u8>, DecompressError> {
+        decompress_with(compression, input, declared, limit, <[u8]>::to_vec)
+    }
+
     #[test]
     fn lz4_round_trip_and_size_mismatch() {
         let text = b"hello hello hello hello hello hello".repeat(20);
@@ -110,6 +150,49 @@ mod tests {
         assert_eq!(out, text);
         assert!(decompress(Compression::Lz4, &packed, text.len() as u64 - 1, 1 << 20).is_err());
         assert!(decompress(Compression::Lz4, &packed, text.len() as u64 + 1, 1 << 20).is_err());
+    }
+
+    #[test]
+    fn a_smaller_entry_after_a_larger_one_is_measured_by_its_own_size() {
+        let pack = |text: &[u8]| {
+            ruzstd::encoding::compress_to_vec(text, ruzstd::encoding::CompressionLevel::Fastest)
+        };
+        let large: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let small = b"small entry, small entry".repeat(10);
+        assert_eq!(
+            decompress(Compression::Zstd, &pack(&large), large.len() as u64, 1 << 20).unwrap(),
+            large
+        );
+        // The thread's buffer now holds 200,000 bytes: the next entry still gets exactly its own, and one that
+        // decodes to more than it declares is still refused at its declared size, not at the buffer's.
+        let packed = pack(&small);
+        assert_eq!(
+            decompress(Compression::Zstd, &packed, small.len() as u64, 1 << 20).unwrap(),
+            small
+        );
+        let over = decompress(Compression::Zstd, &packed, small.len() as u64 - 1, 1 << 20).unwrap_err();
+        assert!(over.0.contains("decodes to more than"), "{over:?}");
+        let lz4 = lz4_flex::block::compress(&small);
+        assert_eq!(
+            decompress(Compression::Lz4, &lz4, small.len() as u64, 1 << 20).unwrap(),
+            small
+        );
+    }
+
+    #[test]
+    fn a_buffer_over_the_kept_size_is_freed_after_its_entry() {
+        let text = vec![3u8; KEEP + 1];
+        let packed =
+            ruzstd::encoding::compress_to_vec(&text[..], ruzstd::encoding::CompressionLevel::Fastest);
+        let n = decompress_with(
+            Compression::Zstd,
+            &packed,
+            text.len() as u64,
+            1 << 30,
+            <[u8]>::len,
+        );
+        assert_eq!(n, Ok(KEEP + 1));
+        assert_eq!(OUT.with(|out| out.borrow().capacity()), 0);
     }
 
     #[test]

@@ -607,10 +607,14 @@ fn decode(stored: &[u8], entry: &DeviceCode, opts: &InspectOptions) -> Decoded {
         {
             return Decoded::Unread(why);
         }
-        match decompress::decompress(entry.compression, stored, entry.size, opts.max_decompressed) {
-            Ok(v) => parse(&v, entry.kind),
-            Err(e) => Decoded::Damaged(e.0),
-        }
+        let parsed = decompress::decompress_with(
+            entry.compression,
+            stored,
+            entry.size,
+            opts.max_decompressed,
+            |bytes| parse(bytes, entry.kind),
+        );
+        parsed.unwrap_or_else(|e| Decoded::Damaged(e.0))
     })
 }
 
@@ -660,7 +664,11 @@ pub fn read_payloads(data: &Input<'_>, pending: &[Pending], out: &mut BinaryFact
     let code = &out.device_code;
     // A few payloads are not worth the threads.
     let threads = if pending.len() < 16 { 1 } else { 16 };
-    let results = crate::parallel::map(pending, threads, |j| {
+    // Largest first: the last job to start is then a small one, and no thread is left alone with a 15 MB cubin
+    // while the others are idle.
+    let mut jobs: Vec<&Pending> = pending.iter().collect();
+    jobs.sort_by_key(|j| std::cmp::Reverse(j.len));
+    let mut results = crate::parallel::map(&jobs, threads, |j| {
         let decoded = match data.read(j.start, j.len) {
             Some(stored) => decode(&stored, &code[j.index], opts),
             None => Decoded::Damaged("payload could not be read".into()),
@@ -668,6 +676,8 @@ pub fn read_payloads(data: &Input<'_>, pending: &[Pending], out: &mut BinaryFact
         opts.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         (j.index, decoded)
     });
+    // In the file's order again: problems are reported in it.
+    results.sort_by_key(|&(index, _)| index);
     for (index, decoded) in results {
         apply(index, decoded, out);
     }

@@ -11,6 +11,7 @@ pub fn parse(bytes: &[u8]) -> PtxFacts {
     let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
     let text = String::from_utf8_lossy(&bytes[..end]);
     let mut facts = PtxFacts::default();
+    let mut entries = Vec::new();
     let mut in_block_comment = false;
     for raw in text.lines() {
         let line = strip_comments(raw, &mut in_block_comment);
@@ -33,9 +34,10 @@ pub fn parse(bytes: &[u8]) -> PtxFacts {
         } else if let Some(rest) = directive(line, ".address_size") {
             facts.address_size = rest.split_whitespace().next().and_then(|v| v.parse().ok());
         } else if let Some(name) = entry_name(line) {
-            facts.entries.push(name);
+            entries.push(name);
         }
     }
+    facts.entries = entries.into();
     facts
 }
 
@@ -120,7 +122,7 @@ mod tests {
         assert_eq!(facts.target, vec!["sm_90a", "debug"]);
         assert_eq!(target_arch(&facts), Some("sm_90a"));
         assert_eq!(facts.address_size, Some(64));
-        assert_eq!(facts.entries, vec!["_Z4vaddPKfS0_Pfi", "plain"]);
+        assert_eq!(*facts.entries, ["_Z4vaddPKfS0_Pfi", "plain"]);
     }
 
     #[test]
