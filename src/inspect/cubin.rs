@@ -299,6 +299,39 @@ mod tests {
         assert!(!compat_arch_specific(&[4, 7, 0xff, 0xff]));
     }
 
+    /// The kernels as goblin's whole-file parse names them, for every cubin of the fixtures: the same list in
+    /// the same order, and the notes read (every fixture cubin has a toolkit).
+    #[test]
+    fn kernels_and_notes_match_goblins_whole_file_parse_on_the_fixtures() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
+        let mut cubins = Vec::new();
+        for sub in ["cuda13", "old"] {
+            for e in std::fs::read_dir(format!("{dir}/{sub}")).unwrap() {
+                let path = e.unwrap().path();
+                if path.extension().is_some_and(|x| x == "cubin") {
+                    cubins.push(path);
+                }
+            }
+        }
+        assert!(cubins.len() >= 10, "{cubins:?}");
+        for path in cubins {
+            let bytes = std::fs::read(&path).unwrap();
+            let facts = parse(&bytes).unwrap();
+            let elf = Elf::parse(&bytes).unwrap();
+            let reference: Vec<&str> = elf
+                .syms
+                .iter()
+                .filter(|s| {
+                    s.st_type() == STT_FUNC && s.st_bind() == STB_GLOBAL && s.st_other & STO_CUDA_ENTRY != 0
+                })
+                .filter_map(|s| elf.strtab.get_at(s.st_name))
+                .collect();
+            assert!(!reference.is_empty(), "{}", path.display());
+            assert_eq!(*facts.kernels, reference, "{}", path.display());
+            assert!(toolkit(&facts).is_some(), "{}: {facts:?}", path.display());
+        }
+    }
+
     #[test]
     fn rejects_non_cuda() {
         assert!(parse(b"not an elf at all, not an elf at all, not an elf at all, not an elf!").is_err());
