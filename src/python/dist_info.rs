@@ -51,7 +51,7 @@ pub struct Records {
     /// Directory → its `.dist-info` entries (empty for most directories).
     infos: HashMap<PathBuf, Vec<PathBuf>>,
     /// `.dist-info` → its `RECORD`'s text, `None` when it could not be read ([`record_lists`] searches it).
-    records: HashMap<PathBuf, Option<std::sync::Arc<str>>>,
+    records: HashMap<PathBuf, Option<std::sync::Arc<String>>>,
     /// Bytes of `RECORD`s read so far.
     bytes: u64,
     /// File → its owner, once asked.

@@ -28,7 +28,7 @@ const MEMO_TEXT_BYTES: u64 = 64 << 20;
 #[derive(Default)]
 struct Memo {
     links: RwLock<HashMap<PathBuf, Option<PathBuf>>>,
-    texts: Mutex<(u64, HashMap<PathBuf, Arc<str>>)>,
+    texts: Mutex<(u64, HashMap<PathBuf, Arc<String>>)>,
 }
 
 /// The root of the diagnosed machine's filesystem.
@@ -161,11 +161,12 @@ impl Root {
 
     /// [`Root::read_to_string`], shared: a remembering root reads a file once for every part of a run that
     /// asks (a Python distribution's `RECORD`, 1.3 MB for torch's, is read by the environment's model, the
-    /// owner of each library and the search for copies), up to [`MEMO_TEXT_BYTES`] in all.
-    pub fn read_text(&self, path: &Path, limit: Limit) -> Result<Arc<str>, ReadError> {
+    /// owner of each library and the search for copies), up to [`MEMO_TEXT_BYTES`] in all. The text is the
+    /// `String` the read filled, shared as it is (an `Arc<str>` would copy torch's 1.3 MB into a new allocation).
+    pub fn read_text(&self, path: &Path, limit: Limit) -> Result<Arc<String>, ReadError> {
         let real = self.resolve(path)?;
         let Some(memo) = &self.memo else {
-            return read::read_to_string(&self.host_path(&real), limit).map(Arc::from);
+            return read::read_to_string(&self.host_path(&real), limit).map(Arc::new);
         };
         let known = memo
             .texts
@@ -177,7 +178,7 @@ impl Root {
         if let Some(text) = known.filter(|t| t.len() as u64 <= limit.bytes) {
             return Ok(text);
         }
-        let text: Arc<str> = read::read_to_string(&self.host_path(&real), limit)?.into();
+        let text = Arc::new(read::read_to_string(&self.host_path(&real), limit)?);
         let mut texts = memo
             .texts
             .lock()
