@@ -98,29 +98,34 @@ pub fn parse(bytes: &[u8]) -> Result<CubinFacts, CubinError> {
             _ => {}
         }
     }
-    // The kernels: entries of the (last) symbol table, named from the string table it links to.
+    facts.kernels = kernels(bytes, &sections, ctx);
+    Ok(facts)
+}
+
+/// The kernels: the entries of the (last) symbol table, named from the string table it links to. None when
+/// the table is damaged.
+fn kernels(bytes: &[u8], sections: &[SectionHeader], ctx: Ctx) -> std::sync::Arc<[String]> {
     let Some(table) = sections.iter().rfind(|sh| sh.sh_type == SHT_SYMTAB) else {
-        return Ok(facts);
+        return std::sync::Arc::default();
     };
     let count = table.sh_size.checked_div(table.sh_entsize).unwrap_or(0);
     let (Ok(offset), Ok(count)) = (usize::try_from(table.sh_offset), usize::try_from(count)) else {
-        return Ok(facts);
+        return std::sync::Arc::default();
     };
     let Ok(symbols) = Symtab::parse(bytes, offset, count, ctx) else {
-        return Ok(facts);
+        return std::sync::Arc::default();
     };
     let strings = sections
         .get(table.sh_link as usize)
         .and_then(|sh| section_bytes(bytes, sh))
         .unwrap_or_default();
-    let kernels = symbols.iter().filter_map(|sym| {
+    let named = symbols.iter().filter_map(|sym| {
         let entry =
             sym.st_type() == STT_FUNC && sym.st_bind() == STB_GLOBAL && sym.st_other & STO_CUDA_ENTRY != 0;
         let name = string_at(strings, sym.st_name as u64).filter(|_| entry)?;
         std::str::from_utf8(name).ok().map(str::to_string)
     });
-    facts.kernels = kernels.collect();
-    Ok(facts)
+    named.collect()
 }
 
 /// The container (32 or 64 bits) and byte order the header declares.
