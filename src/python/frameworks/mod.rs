@@ -174,24 +174,25 @@ impl PyEnv {
     /// ([`crate::python::dist_info::name_score`]): each asked reads its `RECORD`, and an environment of two
     /// hundred distributions would otherwise have every list before the owner's read to find one.
     pub fn owner(&self, paths: &[&Path]) -> Option<&Dist> {
-        let mut asked: Vec<(&Dist, (usize, usize))> = self
+        // Each distribution under whose `site` a path lies, with those paths relative to it, scored by the first.
+        let mut asked: Vec<(&Dist, Vec<String>, (usize, usize))> = self
             .dists
             .iter()
             .filter_map(|d| {
-                let rel = paths.iter().find_map(|p| p.strip_prefix(&d.site).ok())?;
-                Some((
-                    d,
-                    crate::python::dist_info::name_score(&d.name, &rel.to_string_lossy()),
-                ))
+                let rels: Vec<String> = paths
+                    .iter()
+                    .filter_map(|p| p.strip_prefix(&d.site).ok())
+                    .map(|rel| rel.to_string_lossy().into_owned())
+                    .collect();
+                let score = crate::python::dist_info::name_score(&d.name, rels.first()?);
+                Some((d, rels, score))
             })
             .collect();
-        asked.sort_by_key(|&(_, score)| std::cmp::Reverse(score));
-        asked.into_iter().map(|(d, _)| d).find(|d| {
-            paths.iter().any(|p| {
-                p.strip_prefix(&d.site)
-                    .is_ok_and(|rel| d.files().iter().any(|f| *f == rel.to_string_lossy()))
-            })
-        })
+        asked.sort_by_key(|&(_, _, score)| std::cmp::Reverse(score));
+        asked
+            .into_iter()
+            .find(|(d, rels, _)| d.files().iter().any(|f| rels.contains(f)))
+            .map(|(d, _, _)| d)
     }
 
     /// The `sys.path` entries that are directories of the machine (not `''`, not a zip), in order.
