@@ -242,33 +242,37 @@ fn judged_library(o: &crate::facts::loader::LoadedObject) -> bool {
 }
 
 /// Inspects every library the loader found for the binaries (not the binaries themselves, not the
-/// interpreter) and keeps those that carry device code: their kernels must run on the GPU too.
+/// interpreter) and keeps those that carry device code: their kernels must run on the GPU too. A library
+/// whose sections show no fatbin is left after its section headers; the others are read side by side.
 fn loaded_device_code(
     facts: &Facts,
     root: &crate::system::Root,
     opts: &InspectOptions,
 ) -> Vec<crate::facts::BinaryFacts> {
     let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    for r in &facts.libraries {
-        for o in r.objects.iter().skip(1) {
-            if !judged_library(o) || !seen.insert(o.realpath.clone()) {
-                continue;
-            }
-            let host_path = root.host_path(std::path::Path::new(&o.realpath));
-            let Ok(found) = inspect::path(&host_path, opts) else {
-                continue;
-            };
-            for mut b in found {
-                if b.device_code.iter().any(|e| !e.relocatable) {
-                    b.path = o.path.clone();
-                    out.push(b);
-                }
+    let libraries: Vec<&crate::facts::loader::LoadedObject> = facts
+        .libraries
+        .iter()
+        .flat_map(|r| r.objects.iter().skip(1))
+        .filter(|o| judged_library(o) && seen.insert(o.realpath.as_str()))
+        .collect();
+    let read = crate::parallel::map(&libraries, LIBRARY_THREADS, |o| {
+        let host_path = root.host_path(std::path::Path::new(&o.realpath));
+        let found = inspect::path_with_device_code(&host_path, opts).ok().flatten();
+        let mut kept = Vec::new();
+        for mut b in found.into_iter().flatten() {
+            if b.device_code.iter().any(|e| !e.relocatable) {
+                b.path = o.path.clone();
+                kept.push(b);
             }
         }
-    }
-    out
+        kept
+    });
+    read.into_iter().flatten().collect()
 }
+
+/// Threads for [`loaded_device_code`]: a process loads a few dozen libraries, of which a handful are large.
+const LIBRARY_THREADS: usize = 8;
 
 /// Reads every CUDA runtime (`libcudart.so.N`) the loader maps for the binaries, for its exact version: the
 /// runtime the driver must serve is the one the process loads. Headers and the version constant only.
