@@ -424,3 +424,48 @@ fn no_device_code_was_noted_for_a_program_whose_process_maps_kernels() {
         report["findings"]
     );
 }
+
+/// `--deep` reads the device code of the libraries a program loads while the program's own payloads are
+/// inflated (stop 42): the process is judged on the same kernels as at the default depth, each library once
+/// however many of the programs given load it.
+#[test]
+fn deep_judges_the_loaded_libraries_kernels_as_the_default_depth_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = torch_like(tmp.path());
+    let kern = tmp.path().join("lib/libkern.so");
+    let no_kernel = |extra: &[&str], programs: &[&Path]| -> Vec<String> {
+        let mut args = vec![
+            "inspect",
+            "--gpu",
+            "8.0",
+            "--driver",
+            "580.159.04",
+            "--format",
+            "json",
+        ];
+        args.extend(extra);
+        let programs: Vec<String> = programs
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        args.extend(programs.iter().map(String::as_str));
+        let report = json_exiting(&args, &[1]);
+        let mut messages: Vec<String> = with_slug(&report, "no-kernel-image")
+            .iter()
+            .map(|f| f["message"].as_str().unwrap().to_string())
+            .collect();
+        messages.sort();
+        messages
+    };
+    let default = no_kernel(&[], &[&app]);
+    assert_eq!(default.len(), 2, "{default:#?}");
+    assert!(default.iter().any(|m| m.contains("libkern.so:")), "{default:#?}");
+    assert!(
+        default.iter().any(|m| m.contains("libkern_shmem.so:")),
+        "{default:#?}"
+    );
+    assert_eq!(no_kernel(&["--deep"], &[&app]), default);
+    // Two programs that both load libkern_shmem.so (the second is libkern.so itself, judged as a program).
+    let both = no_kernel(&["--deep"], &[&app, &kern]);
+    assert_eq!(both, no_kernel(&[], &[&app, &kern]), "{both:#?}");
+}
