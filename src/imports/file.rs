@@ -36,12 +36,26 @@ pub fn loading(
     files: &mut Files,
 ) -> Option<(FrameworkLoad, Vec<Earlier>)> {
     let real = root.resolve(file).ok()?;
-    let (site, key) = owner(root, &real, known)?;
+    // The environment (every distribution's `METADATA`) is read while the owner is looked for in `RECORD`s,
+    // a few milliseconds each on a venv of two hundred distributions, for a file in a framework's package
+    // directory (`site-packages/torch/lib/…`): that `site-packages` is the owner's but for a file no `RECORD`
+    // lists. Its answer is used only when it is the owner's directory.
+    let guess = framework_site(&real, known);
+    let (owned, guessed) = std::thread::scope(|s| {
+        let guessed = guess
+            .as_deref()
+            .map(|site| s.spawn(move || environment(root, env, site)));
+        (owner(root, &real, known), guessed.map(crate::parallel::join))
+    });
+    let (site, key) = owned?;
     let fw = known
         .iter()
         .copied()
         .find(|fw| fw.distributions().iter().any(|n| normalise(n) == key))?;
-    let py = environment(root, env, &site)?;
+    let py = match guessed {
+        Some(py) if guess.as_deref() == Some(site.as_path()) => py,
+        _ => environment(root, env, &site),
+    }?;
     // `import` finds the first copy on sys.path: a copy of the distribution shadowed by an earlier one is not
     // what the framework loads.
     if !py.dist(&key).is_some_and(|d| same_dir(root, &d.site, &site)) {
@@ -177,6 +191,20 @@ fn owner(root: &Root, real: &Path, known: &[&'static dyn Framework]) -> Option<(
     None
 }
 
+/// The `site-packages` (or `dist-packages`) directory nearest above `real` when the first directory below it
+/// is a package of a framework of `known` (`torch` for `…/site-packages/torch/lib/libtorch_cuda.so`).
+fn framework_site(real: &Path, known: &[&'static dyn Framework]) -> Option<PathBuf> {
+    let site = real.ancestors().skip(1).find(|d| prefix_of(d).is_some())?;
+    let top = match real.strip_prefix(site).ok()?.components().next()? {
+        Component::Normal(n) => n.to_string_lossy().into_owned(),
+        _ => return None,
+    };
+    known
+        .iter()
+        .any(|fw| fw.module().split('.').next() == Some(top.as_str()))
+        .then(|| site.to_path_buf())
+}
+
 /// The normalised distribution name of a `.dist-info` directory (`torch-2.15.0.dist-info` → `torch`).
 fn key_of(info: &Path) -> Option<String> {
     let name = info.file_name()?.to_string_lossy().into_owned();
@@ -234,6 +262,31 @@ mod tests {
         assert_eq!(p("/usr/lib/python3/dist-packages"), Some("/usr".into()));
         assert_eq!(p("/srv/deps"), None);
         assert_eq!(p("/x/share/python3.11/site-packages"), None);
+    }
+
+    #[test]
+    fn the_environment_is_read_early_only_for_a_file_in_a_frameworks_package() {
+        let site = |s: &str| framework_site(Path::new(s), crate::imports::known());
+        let venv = Some(PathBuf::from("/v/lib/python3.12/site-packages"));
+        assert_eq!(
+            site("/v/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so"),
+            venv
+        );
+        assert_eq!(site("/v/lib/python3.12/site-packages/cupy/_core/core.so"), venv);
+        // The nearest site-packages: a venv inside another's tree.
+        assert_eq!(
+            site("/v/lib/python3.12/site-packages/w/lib/python3.12/site-packages/torch/_C.so"),
+            Some(PathBuf::from(
+                "/v/lib/python3.12/site-packages/w/lib/python3.12/site-packages"
+            ))
+        );
+        // Not a framework's package (the owner is looked for first, then the environment).
+        assert_eq!(
+            site("/v/lib/python3.12/site-packages/nvidia/cu13/lib/libcudart.so.13"),
+            None
+        );
+        assert_eq!(site("/v/lib/python3.12/site-packages/libtop.so"), None);
+        assert_eq!(site("/opt/torch/lib/libtorch_cuda.so"), None);
     }
 
     #[test]
