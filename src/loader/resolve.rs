@@ -375,7 +375,7 @@ pub fn resolve_alongside(
     files: &mut Files,
     main: impl FnOnce() -> MainSymbols,
 ) -> Option<Resolution> {
-    resolve_after(root, env, path, files, &[], main)
+    resolve_after(root, env, path, files, &[], main, |_| ())
 }
 
 /// An object a process loaded before it opened the one resolved: a library a Python framework loads by path
@@ -391,6 +391,8 @@ pub struct Earlier {
 /// [`resolve_alongside`] for an object opened into a process that already holds `earlier` (each with its own
 /// DT_NEEDED tree, loaded in order): a soname one of them answers to is not searched for again, as
 /// `_dl_map_object` finds it with `_dl_lookup_map`. With `earlier` empty, [`resolve_alongside`] itself.
+/// `walked` is shown every object the process maps as soon as they are known, before the symbol checks,
+/// copies and origins that finish the resolution: what a caller starts on them runs meanwhile.
 pub fn resolve_after(
     root: &Root,
     env: &Env,
@@ -398,11 +400,13 @@ pub fn resolve_after(
     files: &mut Files,
     earlier: &[Earlier],
     main: impl FnOnce() -> MainSymbols,
+    walked: impl FnOnce(&[LoadedObject]),
 ) -> Option<Resolution> {
     let (res, _) = session_after(root, env, path, files, earlier, false, |st| {
         let main = main();
         st.res.objects[0].needs = main.versioned_undefined;
         st.runtime_loads(0, main.cudart_static, false);
+        walked(&st.res.objects);
     })?;
     Some(res)
 }

@@ -469,3 +469,34 @@ fn deep_judges_the_loaded_libraries_kernels_as_the_default_depth_does() {
     let both = no_kernel(&["--deep"], &[&app, &kern]);
     assert_eq!(both, no_kernel(&[], &[&app, &kern]), "{both:#?}");
 }
+
+/// `resolve_after` shows its caller every object of the process once the walk is done (the device code of the
+/// libraries is read from then on, while the tree is finished): the same objects, in the same order, as the
+/// finished resolution holds.
+#[test]
+fn the_walk_shows_every_object_the_finished_tree_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = torch_like(tmp.path());
+    let root = cudadiag::system::Root::host();
+    let env = cudadiag::system::Env::empty();
+    let mut files = cudadiag::loader::Files::default();
+    let mut shown = Vec::new();
+    let res = cudadiag::loader::resolve_after(
+        &root,
+        &env,
+        &app,
+        &mut files,
+        &[],
+        cudadiag::loader::MainSymbols::default,
+        |objects| shown = objects.iter().map(|o| o.realpath.clone()).collect(),
+    )
+    .expect("an ELF program");
+    let kept: Vec<String> = res.objects.iter().map(|o| o.realpath.clone()).collect();
+    assert_eq!(shown, kept);
+    for lib in ["libkern.so", "libkern_shmem.so", "libcudart.so.13"] {
+        assert!(
+            kept.iter().any(|p| p.ends_with(&format!("/lib/{lib}"))),
+            "{lib}: {kept:#?}"
+        );
+    }
+}
