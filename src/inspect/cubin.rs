@@ -10,9 +10,9 @@
 //! The toolkit comes from `.note.nv.tkinfo` ("Cuda compilation tools, release 13.0, V13.0.88") when present,
 //! else from `.note.nv.cuinfo` (toolkit as major·10+minor), else from an ABI-7 `e_version`.
 
+use super::elfparse::string_at;
 use crate::facts::CubinFacts;
-use goblin::container::{Container, Ctx, Endian};
-use goblin::elf::header::{EI_CLASS, EI_DATA, ELFCLASS64, ELFDATA2MSB};
+use goblin::container::Ctx;
 use goblin::elf::section_header::{SHN_XINDEX, SHT_SYMTAB, SectionHeader};
 use goblin::elf::sym::{STB_GLOBAL, STT_FUNC};
 use goblin::elf::{Elf, Symtab};
@@ -38,7 +38,8 @@ pub fn parse(bytes: &[u8]) -> Result<CubinFacts, CubinError> {
     if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
         return Err(CubinError("payload is not an ELF file".into()));
     }
-    let header = Elf::parse_header(bytes).map_err(|e| CubinError(format!("cubin ELF is damaged: {e}")))?;
+    let damaged = |e: goblin::error::Error| CubinError(format!("cubin ELF is damaged: {e}"));
+    let header = Elf::parse_header(bytes).map_err(damaged)?;
     if header.e_machine != EM_CUDA {
         return Err(CubinError(format!(
             "payload is an ELF file for machine {}, not EM_CUDA (190)",
@@ -70,7 +71,11 @@ pub fn parse(bytes: &[u8]) -> Result<CubinFacts, CubinError> {
             facts.cuinfo_toolkit = Some(format!("{}.{}", v / 10, v % 10));
         }
     }
-    let ctx = context(&header);
+    // `parse_header` has refused an unknown class or byte order already.
+    let ctx = Ctx::new(
+        header.container().map_err(damaged)?,
+        header.endianness().map_err(damaged)?,
+    );
     // Damaged section headers leave none: no notes, no kernels (as goblin's permissive parse did).
     let sections = SectionHeader::parse(bytes, header.e_shoff as usize, header.e_shnum as usize, ctx)
         .unwrap_or_default();
@@ -126,28 +131,6 @@ fn kernels(bytes: &[u8], sections: &[SectionHeader], ctx: Ctx) -> std::sync::Arc
         std::str::from_utf8(name).ok().map(str::to_string)
     });
     named.collect()
-}
-
-/// The container (32 or 64 bits) and byte order the header declares.
-fn context(header: &goblin::elf::Header) -> Ctx {
-    let container = if header.e_ident[EI_CLASS] == ELFCLASS64 {
-        Container::Big
-    } else {
-        Container::Little
-    };
-    let endian = if header.e_ident[EI_DATA] == ELFDATA2MSB {
-        Endian::Big
-    } else {
-        Endian::Little
-    };
-    Ctx::new(container, endian)
-}
-
-/// The NUL-terminated string at `offset` of a string table (without the NUL); `None` outside the table or
-/// when it does not end.
-fn string_at(table: &[u8], offset: impl TryInto<usize>) -> Option<&[u8]> {
-    let rest = table.get(offset.try_into().ok()?..)?;
-    memchr::memchr(0, rest).map(|end| &rest[..end])
 }
 
 /// The toolkit version a cubin names, most exact first: `13.0.88` from tkinfo, else `13.0`.

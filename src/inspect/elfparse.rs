@@ -8,7 +8,7 @@
 //! Damage to an optional part is recorded and the rest still read (goblin's "permissive" spirit).
 
 use super::input::Input;
-use goblin::container::{Container, Ctx, Endian};
+use goblin::container::Ctx;
 use goblin::elf::dynamic::{DT_NEEDED, DT_RPATH, DT_RUNPATH, Dynamic};
 use goblin::elf::section_header::{SHT_DYNSYM, SHT_SYMTAB, SectionHeader};
 use goblin::elf::{Elf, ProgramHeader, Symtab, program_header, symver};
@@ -19,18 +19,7 @@ pub fn parse(bytes: &[u8]) -> goblin::error::Result<(Elf<'_>, Vec<String>)> {
     let header = Elf::parse_header(bytes)?;
     let mut elf = Elf::lazy_parse(header)?;
     let mut damage = Vec::new();
-    let ctx = Ctx::new(
-        if elf.is_64 {
-            Container::Big
-        } else {
-            Container::Little
-        },
-        if elf.little_endian {
-            Endian::Little
-        } else {
-            Endian::Big
-        },
-    );
+    let ctx = Ctx::new(header.container()?, header.endianness()?);
     match ProgramHeader::parse(bytes, header.e_phoff as usize, header.e_phnum as usize, ctx) {
         Ok(ph) => elf.program_headers = ph,
         Err(e) => damage.push(format!("program headers: {e}")),
@@ -148,18 +137,27 @@ pub fn dynstr<'a>(elf: &Elf<'a>, offset: usize) -> Option<&'a str> {
     elf.dynstrtab.get(offset)?.ok()
 }
 
-/// `.dynstr` from `offset` to the end of the table, as bytes where they lie (no string split out, no UTF-8
-/// check).
-fn dynstr_from<'a>(elf: &Elf<'_>, data: &'a [u8], offset: usize) -> Option<&'a [u8]> {
+/// `.dynstr` as bytes where they lie (no string split out, no UTF-8 check).
+fn dynstr_table<'a>(elf: &Elf<'_>, data: &'a [u8]) -> Option<&'a [u8]> {
     let info = &elf.dynamic.as_ref()?.info;
-    let table = data.get(info.strtab..info.strtab.checked_add(info.strsz)?)?;
-    table.get(offset..)
+    data.get(info.strtab..info.strtab.checked_add(info.strsz)?)
+}
+
+/// `.dynstr` from `offset` to the end of the table.
+fn dynstr_from<'a>(elf: &Elf<'_>, data: &'a [u8], offset: usize) -> Option<&'a [u8]> {
+    dynstr_table(elf, data)?.get(offset..)
 }
 
 /// [`dynstr`] read where it lies in `data` (a vectorised search for its NUL): for loops over many symbols.
 pub fn dynstr_at<'a>(elf: &Elf<'_>, data: &'a [u8], offset: usize) -> Option<&'a str> {
-    let s = dynstr_from(elf, data, offset)?;
-    std::str::from_utf8(&s[..memchr::memchr(0, s)?]).ok()
+    std::str::from_utf8(string_at(dynstr_table(elf, data)?, offset)?).ok()
+}
+
+/// The NUL-terminated string at `offset` of a string table (without the NUL); `None` outside the table or
+/// when it does not end.
+pub fn string_at(table: &[u8], offset: impl TryInto<usize>) -> Option<&[u8]> {
+    let rest = table.get(offset.try_into().ok()?..)?;
+    memchr::memchr(0, rest).map(|end| &rest[..end])
 }
 
 /// Is the `.dynstr` string at `offset` exactly `name`?
