@@ -173,13 +173,7 @@ fn owner(root: &Root, real: &Path, known: &[&'static dyn Framework]) -> Option<(
         let d = dir?;
         let infos = crate::python::dist_info::dist_infos(root, d);
         if !infos.is_empty() {
-            let top = match real.strip_prefix(d).ok()?.components().next()? {
-                Component::Normal(n) => n.to_string_lossy().into_owned(),
-                _ => return None,
-            };
-            let fw = known
-                .iter()
-                .find(|fw| fw.module().split('.').next() == Some(top.as_str()))?;
+            let fw = package_framework(real, d, known)?;
             let key = infos
                 .iter()
                 .filter_map(|i| key_of(i))
@@ -195,14 +189,24 @@ fn owner(root: &Root, real: &Path, known: &[&'static dyn Framework]) -> Option<(
 /// is a package of a framework of `known` (`torch` for `…/site-packages/torch/lib/libtorch_cuda.so`).
 fn framework_site(real: &Path, known: &[&'static dyn Framework]) -> Option<PathBuf> {
     let site = real.ancestors().skip(1).find(|d| prefix_of(d).is_some())?;
-    let top = match real.strip_prefix(site).ok()?.components().next()? {
+    package_framework(real, site, known).map(|_| site.to_path_buf())
+}
+
+/// The framework of `known` whose top-level package is the first directory of `real` below `dir` (`torch`
+/// for `dir/torch/lib/libtorch_cuda.so`).
+fn package_framework(
+    real: &Path,
+    dir: &Path,
+    known: &[&'static dyn Framework],
+) -> Option<&'static dyn Framework> {
+    let top = match real.strip_prefix(dir).ok()?.components().next()? {
         Component::Normal(n) => n.to_string_lossy().into_owned(),
         _ => return None,
     };
     known
         .iter()
-        .any(|fw| fw.module().split('.').next() == Some(top.as_str()))
-        .then(|| site.to_path_buf())
+        .copied()
+        .find(|fw| fw.module().split('.').next() == Some(top.as_str()))
 }
 
 /// The normalised distribution name of a `.dist-info` directory (`torch-2.15.0.dist-info` → `torch`).
