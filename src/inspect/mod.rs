@@ -47,12 +47,7 @@ impl std::error::Error for InspectError {}
 
 /// Inspects one file. A static archive gives one [`BinaryFacts`] per member.
 pub fn path(path: &Path, opts: &InspectOptions) -> Result<Vec<BinaryFacts>, InspectError> {
-    let display = path.display().to_string();
-    let (file, map) = source::map(path).map_err(|error| InspectError {
-        path: display.clone(),
-        error,
-    })?;
-    inspect_source(display, file.as_ref(), &map, opts)
+    path_if(path, opts, |_| true).map(Option::unwrap_or_default)
 }
 
 /// [`path`] for a file that is wanted only if it holds device code (the libraries a program loads): an ELF
@@ -63,20 +58,21 @@ pub fn path_with_device_code(
     path: &Path,
     opts: &InspectOptions,
 ) -> Result<Option<Vec<BinaryFacts>>, InspectError> {
+    path_if(path, opts, may_hold_device_code)
+}
+
+/// Maps the file at `path` and inspects it if `wanted` says so of its input (`None` when not).
+fn path_if(
+    path: &Path,
+    opts: &InspectOptions,
+    wanted: impl FnOnce(&Input<'_>) -> bool,
+) -> Result<Option<Vec<BinaryFacts>>, InspectError> {
     let display = path.display().to_string();
     let (file, map) = source::map(path).map_err(|error| InspectError {
         path: display.clone(),
         error,
     })?;
-    let window = input::Window::new();
-    let input = match file.as_ref() {
-        Some(f) => Input::file(&map, f, 0, &window),
-        None => Input::bytes(&map),
-    };
-    if !may_hold_device_code(&input) && !map.truncated() {
-        return Ok(None);
-    }
-    inspect_source(display, file.as_ref(), &map, opts).map(Some)
+    inspect_source(display, file.as_ref(), &map, opts, wanted)
 }
 
 /// False only for a readable host ELF file in which [`elf::fatbin_regions`] finds no fatbin.
@@ -94,20 +90,21 @@ fn may_hold_device_code(input: &Input<'_>) -> bool {
     }
 }
 
-/// Inspects a mapped input, and refuses the facts when the file shrank while it was read (what was read past
-/// its new end were zeros the guard put there, not the file).
+/// Inspects a mapped input if `wanted` says so of it, and refuses the facts when the file shrank while it was
+/// read (what was read past its new end were zeros the guard put there, not the file).
 fn inspect_source(
     display: String,
     file: Option<&std::fs::File>,
     map: &source::Source,
     opts: &InspectOptions,
-) -> Result<Vec<BinaryFacts>, InspectError> {
+    wanted: impl FnOnce(&Input<'_>) -> bool,
+) -> Result<Option<Vec<BinaryFacts>>, InspectError> {
     let window = input::Window::new();
     let input = match file {
         Some(f) => Input::file(map, f, 0, &window),
         None => Input::bytes(map),
     };
-    let facts = inspect_input(&display, &input, opts);
+    let facts = wanted(&input).then(|| inspect_input(&display, &input, opts));
     if map.truncated() {
         return Err(InspectError {
             path: display,
@@ -699,6 +696,7 @@ mod tests {
             file.as_ref(),
             &map,
             &InspectOptions::default(),
+            |_| true,
         )
         .unwrap_err();
         assert!(
@@ -713,7 +711,8 @@ mod tests {
                 p.display().to_string(),
                 file.as_ref(),
                 &map,
-                &InspectOptions::default()
+                &InspectOptions::default(),
+                |_| true,
             )
             .is_ok()
         );
