@@ -301,23 +301,14 @@ pub fn installer(root: &Root, info: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The `.dist-info` entries of `dir` inside the root, sorted, at most [`MAX_INFOS`] of them.
+/// The `.dist-info` entries of `dir` inside the root, sorted, at most [`MAX_INFOS`] of them (the first by
+/// name). A remembering root lists `dir` once for the run (the owner of each library, the origins, the
+/// environment and the sites all ask for a `site-packages`).
 pub fn dist_infos(root: &Root, dir: &Path) -> Vec<PathBuf> {
-    let Ok(real) = root.resolve(dir) else {
+    let Ok(names) = root.read_dir_names(dir, |n| n.as_encoded_bytes().ends_with(b".dist-info")) else {
         return Vec::new();
     };
-    let Ok(entries) = std::fs::read_dir(root.host_path(&real)) else {
-        return Vec::new();
-    };
-    let mut out: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.file_name())
-        .filter(|n| n.to_string_lossy().ends_with(".dist-info"))
-        .take(MAX_INFOS)
-        .map(|n| dir.join(n))
-        .collect();
-    out.sort();
-    out
+    names.into_iter().take(MAX_INFOS).map(|n| dir.join(n)).collect()
 }
 
 #[cfg(test)]

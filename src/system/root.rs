@@ -15,20 +15,40 @@ use std::sync::{Arc, Mutex, RwLock};
 /// Symbolic links followed while resolving one path before giving up (Linux's own limit is 40).
 pub const MAX_LINKS: usize = 40;
 
-/// Directories and symbolic links remembered by [`Root::link_of`] at most (a few MB of paths): past it, each
-/// lookup is a system call again. Regular files are never remembered, so the memo is bounded by the machine's
-/// directories and links that a run walks through, not by the files it reads.
+/// Directories, symbolic links and missing names remembered by [`Root::link_of`] at most (a few MB of paths):
+/// past it, each lookup is a system call again. Regular files are never remembered, so the memo is bounded by
+/// the directories, links and absent names a run looks up, not by the files it reads.
 const MEMO_ENTRIES: usize = 1 << 16;
+
+/// Directory entries a remembering root keeps ([`Root::read_dir_names`]), all directories together (tens of
+/// MB of names at most); past them, directories are listed each time.
+const MEMO_NAMES: usize = 1 << 20;
 
 /// Bytes of text files a remembering root keeps ([`Root::read_text`]); past them, files are read each time.
 const MEMO_TEXT_BYTES: u64 = 64 << 20;
 
-/// What a remembering root ([`Root::remembering`]) has learnt: for each host path met while resolving, a
-/// directory (`None`) or a symbolic link's target; and text files read whole, by real machine path.
+/// What a remembering root ([`Root::remembering`]) has learnt: for each host path met while resolving, what
+/// is there; text files read whole, by real machine path; and directories' entries, by real machine path
+/// (with how many names are kept in all).
 #[derive(Default)]
 struct Memo {
-    links: RwLock<HashMap<PathBuf, Option<PathBuf>>>,
+    links: RwLock<HashMap<PathBuf, Seen>>,
     texts: Mutex<(u64, HashMap<PathBuf, Arc<String>>)>,
+    listings: RwLock<(usize, Listings)>,
+}
+
+/// Directories' sorted entries, by real machine path.
+type Listings = HashMap<PathBuf, Arc<[OsString]>>;
+
+/// What a host path is, for path resolution, as a remembering root keeps it.
+#[derive(Debug, Clone, PartialEq)]
+enum Seen {
+    Dir,
+    Link(PathBuf),
+    /// Nothing by that name (`ENOENT`): Python's `sys.path` search and the loader's directory search ask
+    /// for the same absent names again and again (`python311.zip`, `lib-dynload/nvidia`: fifty times each
+    /// in one `inspect` of a PyTorch library).
+    Missing,
 }
 
 /// The root of the diagnosed machine's filesystem.
@@ -74,11 +94,13 @@ impl Root {
     }
 
     /// The same root, remembering for the rest of its life (and its clones') which path components are
-    /// directories and where links point: a run that resolves thousands of paths through the same few dozen
-    /// directories (a venv's `site-packages`, `/usr/lib`) asks the kernel once per component instead of once
-    /// per component per path (`import torch`: 3,300 `statx` calls for 409 distinct paths). Only for a
+    /// directories, where links point and which names are absent, and what directories hold: a run that
+    /// resolves thousands of paths through the same few dozen directories (a venv's `site-packages`,
+    /// `/usr/lib`) asks the kernel once per component instead of once per component per path (`import torch`:
+    /// 3,300 `statx` calls for 409 distinct paths), and lists a directory once however many parts of it ask
+    /// (`nvidia/cu13/lib`, globbed by torch's preload of each wheel: 23 times in one `inspect`). Only for a
     /// filesystem that does not change under the run: never while a root is being written (an image's layers
-    /// being applied), where a directory may become a link.
+    /// being applied), where a directory may become a link and a missing file appear.
     pub fn remembering(mut self) -> Root {
         self.memo = Some(Arc::default());
         self
@@ -228,7 +250,41 @@ impl Root {
         mut keep: impl FnMut(&OsStr) -> bool,
     ) -> io::Result<Vec<OsString>> {
         let resolved = self.resolve(path)?;
-        let mut names: Vec<OsString> = std::fs::read_dir(self.host_path(&resolved))?
+        if let Some(memo) = &self.memo {
+            let known = memo
+                .listings
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .1
+                .get(&resolved)
+                .cloned();
+            let all = match known {
+                Some(all) => all,
+                None => {
+                    let all: Arc<[OsString]> = self.read_dir_names_uncached(&resolved, |_| true)?.into();
+                    let mut listings = memo
+                        .listings
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if listings.0.saturating_add(all.len()) <= MEMO_NAMES {
+                        listings.0 += all.len();
+                        listings.1.insert(resolved, all.clone());
+                    }
+                    all
+                }
+            };
+            return Ok(all.iter().filter(|n| keep(n)).cloned().collect());
+        }
+        self.read_dir_names_uncached(&resolved, keep)
+    }
+
+    /// [`Root::read_dir_names`] of the resolved machine path `resolved`, asked of the kernel.
+    fn read_dir_names_uncached(
+        &self,
+        resolved: &Path,
+        mut keep: impl FnMut(&OsStr) -> bool,
+    ) -> io::Result<Vec<OsString>> {
+        let mut names: Vec<OsString> = std::fs::read_dir(self.host_path(resolved))?
             .filter_map(|e| e.ok())
             .map(|e| e.file_name())
             .filter(|n| keep(n))
@@ -269,20 +325,29 @@ impl Root {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(host)
             .cloned();
-        if let Some(known) = known {
-            return Ok(known);
+        match known {
+            Some(Seen::Dir) => return Ok(None),
+            Some(Seen::Link(target)) => return Ok(Some(target)),
+            // The error the kernel gave the first time, message and all.
+            Some(Seen::Missing) => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
+            None => {}
         }
-        let (link, keep) = Self::link_of_uncached(host)?;
-        if keep {
+        let (answer, seen) = match Self::link_of_uncached(host) {
+            Ok((Some(target), _)) => (Ok(Some(target.clone())), Some(Seen::Link(target))),
+            Ok((None, dir)) => (Ok(None), dir.then_some(Seen::Dir)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => (Err(e), Some(Seen::Missing)),
+            Err(e) => (Err(e), None),
+        };
+        if let Some(seen) = seen {
             let mut map = memo
                 .links
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if map.len() < MEMO_ENTRIES {
-                map.insert(host.to_path_buf(), link.clone());
+                map.insert(host.to_path_buf(), seen);
             }
         }
-        Ok(link)
+        answer
     }
 
     /// [`Root::link_of`] asked of the kernel, and whether the answer may be remembered (a link or a directory).
@@ -453,27 +518,86 @@ mod tests {
                 assert_eq!(a.as_ref().ok(), b.as_ref().ok(), "{p}");
             }
         }
-        // A missing file is not remembered as missing: written later, it is found.
+        // A missing name is remembered as missing (the run's filesystem does not change under it): written
+        // later, it stays missing for this root, while a root that does not remember finds it. The error is
+        // the kernel's, message and all.
         put(t.path(), "usr/lib/missing", b"y");
+        let again = root.resolve(Path::new("/lib/missing")).unwrap_err();
+        assert_eq!(again.raw_os_error(), Some(libc::ENOENT));
         assert_eq!(
-            root.resolve(Path::new("/lib/missing")).unwrap(),
+            again.to_string(),
+            plain.resolve(Path::new("/lib/nothing")).unwrap_err().to_string()
+        );
+        assert_eq!(
+            plain.resolve(Path::new("/lib/missing")).unwrap(),
             Path::new("/usr/lib/missing")
         );
-        // Nor is a regular file remembered as one: replaced by a link, the link is followed.
-        std::fs::remove_file(t.path().join("usr/lib/missing")).unwrap();
-        std::os::unix::fs::symlink("libfoo.so.1.2", t.path().join("usr/lib/missing")).unwrap();
+        // A regular file is not remembered as one: replaced by a link, the link is followed.
+        put(t.path(), "usr/lib/plain", b"z");
         assert_eq!(
-            root.resolve(Path::new("/lib/missing")).unwrap(),
+            root.resolve(Path::new("/lib/plain")).unwrap(),
+            Path::new("/usr/lib/plain")
+        );
+        std::fs::remove_file(t.path().join("usr/lib/plain")).unwrap();
+        std::os::unix::fs::symlink("libfoo.so.1.2", t.path().join("usr/lib/plain")).unwrap();
+        assert_eq!(
+            root.resolve(Path::new("/lib/plain")).unwrap(),
             Path::new("/usr/lib/libfoo.so.1.2")
         );
-        // Directories and links are: the memo holds `/lib` (a link) and `/usr`, `/usr/lib` (directories).
+        // Directories, links and absent names are: the memo holds `/lib` (a link), `/usr`, `/usr/lib`
+        // (directories) and `/usr/lib/missing`, not the regular file.
         let memo = root.memo.as_ref().unwrap().links.read().unwrap();
         assert_eq!(
             memo.get(&t.path().join("lib")),
-            Some(&Some(PathBuf::from("/usr/lib")))
+            Some(&Seen::Link(PathBuf::from("/usr/lib")))
         );
-        assert_eq!(memo.get(&t.path().join("usr/lib")), Some(&None));
+        assert_eq!(memo.get(&t.path().join("usr/lib")), Some(&Seen::Dir));
+        assert_eq!(memo.get(&t.path().join("usr/lib/missing")), Some(&Seen::Missing));
         assert!(!memo.contains_key(&t.path().join("usr/lib/libfoo.so.1.2")));
+        // `/usr/lib/plain`, a link now, is remembered as one.
+        assert_eq!(
+            memo.get(&t.path().join("usr/lib/plain")),
+            Some(&Seen::Link(PathBuf::from("libfoo.so.1.2")))
+        );
+    }
+
+    #[test]
+    fn a_remembering_root_lists_a_directory_once_and_filters_each_callers_way() {
+        let t = tempfile::tempdir().unwrap();
+        for name in [
+            "b.dist-info/METADATA",
+            "a.dist-info/METADATA",
+            "c.py",
+            "z.dist-info/RECORD",
+        ] {
+            put(t.path(), &format!("site/{name}"), b"");
+        }
+        std::os::unix::fs::symlink("site", t.path().join("link")).unwrap();
+        let plain = Root::at(t.path());
+        let root = Root::at(t.path()).remembering();
+        let infos = |n: &OsStr| n.to_string_lossy().ends_with(".dist-info");
+        for r in [&plain, &root] {
+            assert_eq!(
+                r.read_dir_names(Path::new("/site"), infos).unwrap(),
+                ["a.dist-info", "b.dist-info", "z.dist-info"].map(OsString::from)
+            );
+            assert_eq!(
+                r.read_dir(Path::new("/link")).unwrap(),
+                ["a.dist-info", "b.dist-info", "c.py", "z.dist-info"].map(|n| Path::new("/link").join(n))
+            );
+        }
+        // One listing, by the directory's real path, whichever spelling asked; a file added later is not
+        // seen by the remembering root (the run's filesystem does not change under it).
+        put(t.path(), "site/d.dist-info/METADATA", b"");
+        assert_eq!(root.read_dir_names(Path::new("/link"), infos).unwrap().len(), 3);
+        assert_eq!(plain.read_dir_names(Path::new("/link"), infos).unwrap().len(), 4);
+        let listings = root.memo.as_ref().unwrap().listings.read().unwrap();
+        assert_eq!(listings.1.len(), 1);
+        assert_eq!(listings.0, 4);
+        // A directory that cannot be listed is an error each time, remembered or not.
+        drop(listings);
+        assert!(root.read_dir_names(Path::new("/site/c.py"), |_| true).is_err());
+        assert!(root.read_dir_names(Path::new("/nowhere"), |_| true).is_err());
     }
 
     #[test]
