@@ -15,9 +15,12 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
-/// Bytes read at once for a small read: an entry's headers with room to spare (they are 64 to about 1,100
-/// bytes; the next entry of a container of small entries often lies in the same window too).
-pub const WINDOW: usize = 4096;
+/// Bytes read at once for a small read: an entry's fixed header, for most entries its strings and the first
+/// bytes of its payload too (headers are 64 to about 1,100 bytes; a longer one is read on its own). Every byte
+/// read is copied: 4 KB windows copied 11 MB out of the page cache for the 2,981 entries of PyTorch's
+/// `libtorch_cuda.so`, 1 KB windows 3 MB, for 7% more reads (2,778 → 2,986); its listing went from 10.3 to
+/// 9.5 ms (median of 25) on the GPU machine.
+pub const WINDOW: usize = 1024;
 
 /// The last window read of a file: `bytes` from file offset `at`. Shared by the inputs of one file (an
 /// archive's members too: offsets are the file's).
@@ -266,13 +269,16 @@ mod tests {
     /// and the map flagged as truncated), as without the window.
     #[test]
     fn a_window_read_of_a_file_that_shrank_falls_back_to_the_guarded_map() {
-        let f = file_of(4 * WINDOW);
+        // Whole pages (a window may be smaller than one): a read past the end inside the last page is zeros
+        // without a fault.
+        let page = WINDOW.max(4096);
+        let f = file_of(4 * page);
         let map = super::super::source::map_open(&f).unwrap();
         let window = Window::new();
         let input = Input::file(&map, &f, 0, &window);
         assert_eq!(input.read(8, 8).unwrap().to_vec(), map[8..16]);
-        f.set_len(WINDOW as u64).unwrap();
-        assert_eq!(input.u64_at(3 * WINDOW), Some(0));
+        f.set_len(page as u64).unwrap();
+        assert_eq!(input.u64_at(3 * page), Some(0));
         assert!(map.truncated());
         // What the window read before the cut is still served from it.
         assert_eq!(input.read(8, 8).map(|c| c.to_vec()).unwrap().len(), 8);
