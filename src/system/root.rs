@@ -266,7 +266,10 @@ impl Root {
                         .listings
                         .write()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if listings.0.saturating_add(all.len()) <= MEMO_NAMES {
+                    // Another thread may have listed it meanwhile: its names count once.
+                    if !listings.1.contains_key(&resolved)
+                        && listings.0.saturating_add(all.len()) <= MEMO_NAMES
+                    {
                         listings.0 += all.len();
                         listings.1.insert(resolved, all.clone());
                     }
