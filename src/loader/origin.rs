@@ -19,7 +19,7 @@
 //! `METADATA` gives it (`nvidia-cudnn-cu13` 9.14.0.64); such a pip copy gets its own origin, which carries the
 //! version. Nothing else is read: a binary outside any Python environment costs a few directory listings.
 
-use crate::facts::loader::{How, Installed, LoadedObject, Origin, PackageManager, PipDist, Resolution};
+use crate::facts::loader::{How, Installed, Origin, PackageManager, PipDist, Resolution};
 use crate::python::dist_info::{self, Records};
 use crate::python::metadata::parse_metadata;
 use crate::system::{Root, read};
@@ -43,40 +43,80 @@ pub const VERSIONED_STEMS: &[&str] = &[
     "libnvrtc",
 ];
 
-/// Fills [`Resolution::origins`] for every object that requested a library no step found, for every object
-/// whose NVIDIA library ([`VERSIONED_STEMS`]) was loaded from a copy whose version is known beyond its major,
-/// and for each such copy that pip installed (its origin carries the distribution's version).
-pub fn fill(root: &Root, res: &mut Resolution) {
-    let mut wanted: BTreeSet<usize> = res
-        .libraries
-        .iter()
-        .filter(|l| l.how == How::NotFound)
-        .map(|l| l.needed_by_index)
-        .collect();
-    // The NVIDIA libraries loaded, each with the object that asked for it; a copy named by its SONAME alone
-    // (a wheel's) is asked who installed it.
-    let mut versioned: Vec<(usize, usize)> = Vec::new();
-    let mut asks: Vec<usize> = Vec::new();
-    for l in &res.libraries {
-        let stem = l.soname.split(".so").next().unwrap_or(&l.soname);
-        let Some(j) = l.object.filter(|_| VERSIONED_STEMS.contains(&stem)) else {
-            continue;
-        };
-        let Some(o) = res.objects.get(j) else { continue };
-        if o.version.as_deref().is_some_and(|v| v.contains('.')) {
-            wanted.insert(l.needed_by_index);
-        } else {
-            versioned.push((l.needed_by_index, j));
-            if !asks.contains(&j) {
-                asks.push(j);
+/// What [`find`] needs of a [`Resolution`], taken from it when its tree is walked: the objects that requested
+/// a library no step found, each NVIDIA library ([`VERSIONED_STEMS`]) loaded with the object that asked for
+/// it, and every object's paths. Owned, so that the origins are looked for while the tree is finished (its
+/// symbols read and checked, the copies of missing libraries searched), none of which they depend on.
+pub struct Plan {
+    /// Requesters of a library no step found, and of an NVIDIA library whose loaded copy's version is known
+    /// beyond its major.
+    wanted: BTreeSet<usize>,
+    /// (requester, loaded copy) of an NVIDIA library named by its SONAME alone (a wheel's).
+    versioned: Vec<(usize, usize)>,
+    /// Those copies, each once: who installed each is asked.
+    asks: Vec<usize>,
+    /// Each object's path as opened and its real path, by index.
+    objects: Vec<(String, String)>,
+}
+
+impl Plan {
+    /// The plan of `res`, a tree walked to its end.
+    pub fn of(res: &Resolution) -> Plan {
+        let mut wanted: BTreeSet<usize> = res
+            .libraries
+            .iter()
+            .filter(|l| l.how == How::NotFound)
+            .map(|l| l.needed_by_index)
+            .collect();
+        // The NVIDIA libraries loaded, each with the object that asked for it; a copy named by its SONAME
+        // alone (a wheel's) is asked who installed it.
+        let mut versioned: Vec<(usize, usize)> = Vec::new();
+        let mut asks: Vec<usize> = Vec::new();
+        for l in &res.libraries {
+            let stem = l.soname.split(".so").next().unwrap_or(&l.soname);
+            let Some(j) = l.object.filter(|_| VERSIONED_STEMS.contains(&stem)) else {
+                continue;
+            };
+            let Some(o) = res.objects.get(j) else { continue };
+            if o.version.as_deref().is_some_and(|v| v.contains('.')) {
+                wanted.insert(l.needed_by_index);
+            } else {
+                versioned.push((l.needed_by_index, j));
+                if !asks.contains(&j) {
+                    asks.push(j);
+                }
             }
         }
+        let objects = res
+            .objects
+            .iter()
+            .map(|o| (o.path.clone(), o.realpath.clone()))
+            .collect();
+        Plan {
+            wanted,
+            versioned,
+            asks,
+            objects,
+        }
     }
+}
+
+/// The origins of [`Resolution::origins`], from the plan of the resolution: for every object that requested a
+/// library no step found, for every object whose NVIDIA library ([`VERSIONED_STEMS`]) was loaded from a copy
+/// whose version is known beyond its major, and for each such copy that pip installed (its origin carries the
+/// distribution's version).
+pub fn find(root: &Root, plan: Plan) -> Vec<Origin> {
+    let Plan {
+        mut wanted,
+        versioned,
+        asks,
+        objects,
+    } = plan;
     // Each question reads `RECORD`s (each file once for the run: the root remembers them); a venv's fifteen
     // NVIDIA wheels are asked about side by side.
     let pip: Vec<bool> = crate::parallel::map_with(&asks, THREADS, Records::default, |records, &j| {
-        let o = &res.objects[j];
-        records.owner_of(root, &o.realpath, &o.path).is_some()
+        let (path, real) = &objects[j];
+        records.owner_of(root, real, path).is_some()
     });
     for (needed_by, j) in versioned {
         if asks.iter().position(|&a| a == j).is_some_and(|k| pip[k]) {
@@ -85,7 +125,7 @@ pub fn fill(root: &Root, res: &mut Resolution) {
         }
     }
     if wanted.is_empty() {
-        return;
+        return Vec::new();
     }
     let manager = if root.exists(Path::new("/var/lib/dpkg/status")) {
         Some(PackageManager::Dpkg)
@@ -94,20 +134,19 @@ pub fn fill(root: &Root, res: &mut Resolution) {
     } else {
         None
     };
-    let wanted: Vec<usize> = wanted.into_iter().filter(|&i| i < res.objects.len()).collect();
-    let origins = crate::parallel::map_with(
+    let wanted: Vec<usize> = wanted.into_iter().filter(|&i| i < objects.len()).collect();
+    crate::parallel::map_with(
         &wanted,
         THREADS,
         || (Records::default(), Dists::new()),
         |(records, dists), &i| {
-            let o = &res.objects[i];
+            let (path, real) = &objects[i];
             Origin {
-                object: o.path.clone(),
-                installed: of(root, o, records, dists).unwrap_or(Installed::System { manager }),
+                object: path.clone(),
+                installed: of(root, path, real, records, dists).unwrap_or(Installed::System { manager }),
             }
         },
-    );
-    res.origins.extend(origins);
+    )
 }
 
 /// Threads that look for origins at most.
@@ -116,10 +155,10 @@ const THREADS: usize = 8;
 /// Each `.dist-info`'s installer and parsed `METADATA`, read once (many of torch's objects ask).
 type Dists = std::collections::HashMap<std::path::PathBuf, (String, Option<PipDist>)>;
 
-/// How the object `o` was installed, when pip or conda did it.
-fn of(root: &Root, o: &LoadedObject, records: &mut Records, dists: &mut Dists) -> Option<Installed> {
-    let path = Path::new(&o.realpath);
-    if let Some(owned) = records.owner_of(root, &o.realpath, &o.path) {
+/// How the object opened as `opened`, whose real path is `real`, was installed, when pip or conda did it.
+fn of(root: &Root, opened: &str, real: &str, records: &mut Records, dists: &mut Dists) -> Option<Installed> {
+    let path = Path::new(real);
+    if let Some(owned) = records.owner_of(root, real, opened) {
         let (installer, dist) = dists.entry(owned.info.clone()).or_insert_with(|| {
             let metadata = owned.info.join("METADATA");
             let dist = root

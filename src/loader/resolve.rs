@@ -694,19 +694,25 @@ impl State<'_> {
         if self.loads_only {
             return self.res;
         }
-        let mut exports = Vec::new();
-        for (o, reads) in self.res.objects.iter_mut().zip(&self.reads) {
-            let s = self.files.symbols(reads);
-            if let Some(needs) = s.imports {
-                o.needs = needs;
+        // The origins depend only on what was loaded and from where: they are looked for on a thread of their
+        // own while the symbols are read and checked and the copies of missing libraries searched.
+        let plan = super::origin::Plan::of(&self.res);
+        std::thread::scope(|s| {
+            let origins = s.spawn(|| super::origin::find(root, plan));
+            let mut exports = Vec::new();
+            for (o, reads) in self.res.objects.iter_mut().zip(&self.reads) {
+                let s = self.files.symbols(reads);
+                if let Some(needs) = s.imports {
+                    o.needs = needs;
+                }
+                exports.push(s.exports);
             }
-            exports.push(s.exports);
-        }
-        // The symbol checks run on the pool while the copies of missing libraries are looked for here.
-        let binding = bind_versioned(&mut self.res, exports, self.files.pool());
-        super::copies::fill_with(root, env, platform, &mut self.res);
-        super::origin::fill(root, &mut self.res);
-        binding.finish(&mut self.res, self.files.pool());
+            // The symbol checks run on the pool while the copies of missing libraries are looked for here.
+            let binding = bind_versioned(&mut self.res, exports, self.files.pool());
+            super::copies::fill_with(root, env, platform, &mut self.res);
+            self.res.origins.extend(crate::parallel::join(origins));
+            binding.finish(&mut self.res, self.files.pool());
+        });
         self.res
     }
 }
