@@ -301,14 +301,15 @@ pub fn installer(root: &Root, info: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The `.dist-info` entries of `dir` inside the root, sorted, at most [`MAX_INFOS`] of them (the first by
-/// name). A remembering root lists `dir` once for the run (the owner of each library, the origins, the
-/// environment and the sites all ask for a `site-packages`).
+/// The `.dist-info` entries of `dir` inside the root, sorted, at most [`MAX_INFOS`] of them. A remembering
+/// root lists `dir` once for the run (the owner of each library, the origins, the environment and the sites
+/// all ask for a `site-packages`).
 pub fn dist_infos(root: &Root, dir: &Path) -> Vec<PathBuf> {
-    let Ok(names) = root.read_dir_names(dir, |n| n.as_encoded_bytes().ends_with(b".dist-info")) else {
+    let dist_info = |n: &std::ffi::OsStr| n.as_encoded_bytes().ends_with(b".dist-info");
+    let Ok(names) = root.read_dir_names_within(dir, MAX_INFOS, dist_info) else {
         return Vec::new();
     };
-    names.into_iter().take(MAX_INFOS).map(|n| dir.join(n)).collect()
+    names.into_iter().map(|n| dir.join(n)).collect()
 }
 
 #[cfg(test)]

@@ -20,9 +20,13 @@ pub const MAX_LINKS: usize = 40;
 /// the directories, links and absent names a run looks up, not by the files it reads.
 const MEMO_ENTRIES: usize = 1 << 16;
 
-/// Directory entries a remembering root keeps ([`Root::read_dir_names`]), all directories together (tens of
-/// MB of names at most); past them, directories are listed each time.
-const MEMO_NAMES: usize = 1 << 20;
+/// Directory entries a remembering root keeps ([`Root::read_dir_names`]), all directories together (some MB of
+/// names); past them, directories are listed each time.
+const MEMO_NAMES: usize = 1 << 18;
+
+/// Entries of one directory a remembering root keeps at most: a larger one is listed each time, keeping only
+/// what the caller keeps (`/usr/lib/x86_64-linux-gnu` holds a few thousand, a `site-packages` hundreds).
+const MEMO_DIR_NAMES: usize = 1 << 15;
 
 /// Bytes of text files a remembering root keeps ([`Root::read_text`]); past them, files are read each time.
 const MEMO_TEXT_BYTES: u64 = 64 << 20;
@@ -244,53 +248,68 @@ impl Root {
     /// The names of a directory's entries that `keep` accepts, sorted, in [`Root::read_dir`]'s order: for a
     /// caller that chooses by name among thousands (`/var/lib/dpkg/info`, a site-packages) before it needs
     /// a path, and sorts only what it keeps.
-    pub fn read_dir_names(
+    pub fn read_dir_names(&self, path: &Path, keep: impl FnMut(&OsStr) -> bool) -> io::Result<Vec<OsString>> {
+        self.read_dir_names_within(path, usize::MAX, keep)
+    }
+
+    /// [`Root::read_dir_names`], at most `max` of them: of a directory with more, `max` of those `keep`
+    /// accepts, which ones unspecified (a hostile tree's directory of millions of names is not held whole).
+    pub fn read_dir_names_within(
         &self,
         path: &Path,
+        max: usize,
         mut keep: impl FnMut(&OsStr) -> bool,
     ) -> io::Result<Vec<OsString>> {
         let resolved = self.resolve(path)?;
-        if let Some(memo) = &self.memo {
-            let known = memo
-                .listings
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .1
-                .get(&resolved)
-                .cloned();
-            let all = match known {
-                Some(all) => all,
-                None => {
-                    let all: Arc<[OsString]> = self.read_dir_names_uncached(&resolved, |_| true)?.into();
-                    let mut listings = memo
-                        .listings
-                        .write()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    // Another thread may have listed it meanwhile: its names count once.
-                    if !listings.1.contains_key(&resolved)
-                        && listings.0.saturating_add(all.len()) <= MEMO_NAMES
-                    {
-                        listings.0 += all.len();
-                        listings.1.insert(resolved, all.clone());
-                    }
-                    all
+        let Some(memo) = &self.memo else {
+            return self.read_dir_names_uncached(&resolved, max, keep);
+        };
+        let known = memo
+            .listings
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .1
+            .get(&resolved)
+            .cloned();
+        let all = match known {
+            Some(all) => all,
+            None => {
+                // A directory of more than MEMO_DIR_NAMES entries is listed each time, keeping only what the
+                // caller keeps: remembering it would hold all of its names.
+                let mut all = self.read_dir_names_uncached(&resolved, MEMO_DIR_NAMES + 1, |_| true)?;
+                if all.len() > MEMO_DIR_NAMES {
+                    return self.read_dir_names_uncached(&resolved, max, keep);
                 }
-            };
-            return Ok(all.iter().filter(|n| keep(n)).cloned().collect());
-        }
-        self.read_dir_names_uncached(&resolved, keep)
+                all.shrink_to_fit();
+                let all: Arc<[OsString]> = all.into();
+                let mut listings = memo
+                    .listings
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // Another thread may have listed it meanwhile: its names count once.
+                if !listings.1.contains_key(&resolved) && listings.0.saturating_add(all.len()) <= MEMO_NAMES {
+                    listings.0 += all.len();
+                    listings.1.insert(resolved, all.clone());
+                }
+                all
+            }
+        };
+        Ok(all.iter().filter(|n| keep(n)).take(max).cloned().collect())
     }
 
-    /// [`Root::read_dir_names`] of the resolved machine path `resolved`, asked of the kernel.
+    /// [`Root::read_dir_names_within`] of the resolved machine path `resolved`, asked of the kernel: the first
+    /// `max` names `keep` accepts, in the directory's own order, then sorted.
     fn read_dir_names_uncached(
         &self,
         resolved: &Path,
+        max: usize,
         mut keep: impl FnMut(&OsStr) -> bool,
     ) -> io::Result<Vec<OsString>> {
         let mut names: Vec<OsString> = std::fs::read_dir(self.host_path(resolved))?
             .filter_map(|e| e.ok())
             .map(|e| e.file_name())
             .filter(|n| keep(n))
+            .take(max)
             .collect();
         // One directory's entries: ordering the names' bytes orders the paths (and costs far less than
         // comparing paths component by component in a directory of thousands).
@@ -601,6 +620,47 @@ mod tests {
         drop(listings);
         assert!(root.read_dir_names(Path::new("/site/c.py"), |_| true).is_err());
         assert!(root.read_dir_names(Path::new("/nowhere"), |_| true).is_err());
+    }
+
+    #[test]
+    fn a_directory_too_large_to_remember_is_listed_each_time_and_max_bounds_every_listing() {
+        let t = tempfile::tempdir().unwrap();
+        let big = t.path().join("big");
+        std::fs::create_dir(&big).unwrap();
+        for i in 0..=MEMO_DIR_NAMES {
+            std::fs::File::create(big.join(format!("f{i:06}"))).unwrap();
+        }
+        std::fs::File::create(big.join("x.dist-info")).unwrap();
+        put(t.path(), "small/a", b"");
+        put(t.path(), "small/b", b"");
+        put(t.path(), "small/c", b"");
+        let plain = Root::at(t.path());
+        let root = Root::at(t.path()).remembering();
+        for r in [&plain, &root] {
+            let infos = r
+                .read_dir_names(Path::new("/big"), |n| {
+                    n.as_encoded_bytes().ends_with(b".dist-info")
+                })
+                .unwrap();
+            assert_eq!(infos, [OsString::from("x.dist-info")]);
+            assert_eq!(
+                r.read_dir_names_within(Path::new("/big"), 5, |_| true)
+                    .unwrap()
+                    .len(),
+                5
+            );
+            assert_eq!(
+                r.read_dir_names_within(Path::new("/small"), 2, |_| true)
+                    .unwrap()
+                    .len(),
+                2
+            );
+        }
+        // Only the small directory is remembered: the large one's names are not held.
+        let listings = root.memo.as_ref().unwrap().listings.read().unwrap();
+        assert_eq!(listings.1.len(), 1);
+        assert!(listings.1.contains_key(Path::new("/small")));
+        assert_eq!(listings.0, 3);
     }
 
     #[test]
