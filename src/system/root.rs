@@ -274,13 +274,20 @@ impl Root {
         let all = match known {
             Some(all) => all,
             None => {
-                // A directory of more than MEMO_DIR_NAMES entries is listed each time, keeping only what the
-                // caller keeps: remembering it would hold all of its names.
-                let mut all = self.read_dir_names_uncached(&resolved, MEMO_DIR_NAMES + 1, |_| true)?;
+                let mut names = self.entries(&resolved)?;
+                let mut all: Vec<OsString> = names.by_ref().take(MEMO_DIR_NAMES + 1).collect();
+                // A directory of more than MEMO_DIR_NAMES entries is not remembered (it would hold all of its
+                // names): what the caller keeps of the names read so far and of the rest, in the same pass.
                 if all.len() > MEMO_DIR_NAMES {
-                    return self.read_dir_names_uncached(&resolved, max, keep);
+                    return Ok(sorted(
+                        all.into_iter()
+                            .chain(names)
+                            .filter(|n| keep(n))
+                            .take(max)
+                            .collect(),
+                    ));
                 }
-                all.shrink_to_fit();
+                all.sort_unstable();
                 let all: Arc<[OsString]> = all.into();
                 let mut listings = memo
                     .listings
@@ -305,16 +312,16 @@ impl Root {
         max: usize,
         mut keep: impl FnMut(&OsStr) -> bool,
     ) -> io::Result<Vec<OsString>> {
-        let mut names: Vec<OsString> = std::fs::read_dir(self.host_path(resolved))?
+        Ok(sorted(
+            self.entries(resolved)?.filter(|n| keep(n)).take(max).collect(),
+        ))
+    }
+
+    /// The names in the directory at the resolved machine path `resolved`, in the directory's own order.
+    fn entries(&self, resolved: &Path) -> io::Result<impl Iterator<Item = OsString> + use<>> {
+        Ok(std::fs::read_dir(self.host_path(resolved))?
             .filter_map(|e| e.ok())
-            .map(|e| e.file_name())
-            .filter(|n| keep(n))
-            .take(max)
-            .collect();
-        // One directory's entries: ordering the names' bytes orders the paths (and costs far less than
-        // comparing paths component by component in a directory of thousands).
-        names.sort_unstable();
-        Ok(names)
+            .map(|e| e.file_name()))
     }
 
     /// Does `path` exist (links followed inside the root)?
@@ -430,6 +437,13 @@ impl Root {
         }
         Ok(out)
     }
+}
+
+/// One directory's names, sorted: ordering the names' bytes orders the paths (and costs far less than comparing
+/// paths component by component in a directory of thousands).
+fn sorted(mut names: Vec<OsString>) -> Vec<OsString> {
+    names.sort_unstable();
+    names
 }
 
 fn push_components(path: &Path, out: &mut Vec<OsString>) {
