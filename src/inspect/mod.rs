@@ -78,9 +78,7 @@ fn path_if(
 /// False only for a readable host ELF file in which [`elf::fatbin_regions`] finds no fatbin.
 fn may_hold_device_code(input: &Input<'_>) -> bool {
     let data = input.as_slice();
-    let host_elf = data.starts_with(b"\x7fELF")
-        && data.len() > 19
-        && u16::from_le_bytes([data[18], data[19]]) != cubin::EM_CUDA;
+    let host_elf = data.starts_with(b"\x7fELF") && elf_machine(data).is_some_and(|m| m != cubin::EM_CUDA);
     if !host_elf {
         return true;
     }
@@ -182,6 +180,12 @@ fn archive(name: &str, input: &Input<'_>, opts: &InspectOptions) -> Vec<BinaryFa
     out
 }
 
+/// `e_machine` of the ELF header `data` begins with, read little-endian as the inspection reads it (`None`
+/// when the header is too short to hold it): what tells a cubin (`EM_CUDA`) from a host file.
+fn elf_machine(data: &[u8]) -> Option<u16> {
+    data.get(18..20).map(|m| u16::from_le_bytes([m[0], m[1]]))
+}
+
 fn single(name: &str, input: &Input<'_>, opts: &InspectOptions) -> BinaryFacts {
     let data = input.as_slice();
     let mut facts = BinaryFacts {
@@ -190,7 +194,7 @@ fn single(name: &str, input: &Input<'_>, opts: &InspectOptions) -> BinaryFacts {
         ..BinaryFacts::default()
     };
     if data.starts_with(b"\x7fELF") {
-        if data.len() > 19 && u16::from_le_bytes([data[18], data[19]]) == cubin::EM_CUDA {
+        if elf_machine(data) == Some(cubin::EM_CUDA) {
             raw_cubin(data, &mut facts);
         } else {
             host_elf(input, &mut facts, opts);
