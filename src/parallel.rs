@@ -152,17 +152,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Worker threads that run submitted jobs in the background, in submission order, while the submitting thread
 /// goes on; a thread waiting for a result can [`Pool::help`] instead of sleeping. Threads start with the first
-/// job (a pool never used costs nothing) and end when the pool is dropped and the queue is drained.
+/// job (a pool never used costs nothing) and end when the pool is dropped and the queue is drained. A clone
+/// is another handle on the same workers and queue (runs side by side share one set of threads); the workers
+/// end when the last handle is dropped.
+#[derive(Clone)]
 pub struct Pool {
+    inner: Arc<Handle>,
+}
+
+/// What the handles of one [`Pool`] share.
+struct Handle {
     shared: Arc<Shared>,
     threads: usize,
     /// The first worker was started (it starts the others).
-    started: bool,
+    started: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool").field("threads", &self.threads).finish()
+        f.debug_struct("Pool")
+            .field("threads", &self.inner.threads)
+            .finish()
     }
 }
 
@@ -178,15 +188,17 @@ impl Pool {
     /// A pool of `threads` workers (at least one).
     pub fn new(threads: usize) -> Pool {
         Pool {
-            shared: Arc::default(),
-            threads: threads.max(1),
-            started: false,
+            inner: Arc::new(Handle {
+                shared: Arc::default(),
+                threads: threads.max(1),
+                started: std::sync::atomic::AtomicBool::new(false),
+            }),
         }
     }
 
     /// How many worker threads the pool runs (or will run).
     pub fn threads(&self) -> usize {
-        self.threads
+        self.inner.threads
     }
 
     /// Queues `job` behind the others.
@@ -201,8 +213,13 @@ impl Pool {
     }
 
     fn queue(&mut self, job: Job, first: bool) {
+        let Handle {
+            shared,
+            threads,
+            started,
+        } = &*self.inner;
         let sleeping = {
-            let mut q = lock(&self.shared.queue);
+            let mut q = lock(&shared.queue);
             if first {
                 q.urgent.push_back(job);
             } else {
@@ -211,23 +228,22 @@ impl Pool {
             q.idle > 0
         };
         if sleeping {
-            self.shared.ready.notify_one();
+            shared.ready.notify_one();
         }
-        if !self.started {
-            self.started = true;
-            start_worker(self.shared.clone(), self.threads);
+        if !started.swap(true, Ordering::Relaxed) {
+            start_worker(shared.clone(), *threads);
         }
     }
 
     /// Runs one queued job on the calling thread; false when none is queued.
     pub fn help(&self) -> bool {
-        let job = lock(&self.shared.queue).next();
+        let job = lock(&self.inner.shared.queue).next();
         job.map(|job| job()).is_some()
     }
 
     /// Runs one queued urgent job ([`Pool::submit_first`]) on the calling thread; false when none is queued.
     pub fn help_urgent(&self) -> bool {
-        let job = lock(&self.shared.queue).urgent.pop_front();
+        let job = lock(&self.inner.shared.queue).urgent.pop_front();
         job.map(|job| job()).is_some()
     }
 }
@@ -277,9 +293,10 @@ fn start_worker(shared: Arc<Shared>, threads: usize) {
     }
 }
 
-impl Drop for Pool {
-    /// Closes the queue: workers finish what is queued and exit on their own. They are not joined, so that
-    /// the caller does not wait for idle threads to wake up and wind down (a run's last step).
+impl Drop for Handle {
+    /// Closes the queue when the pool's last handle goes: workers finish what is queued and exit on their own.
+    /// They are not joined, so that the caller does not wait for idle threads to wake up and wind down (a
+    /// run's last step).
     fn drop(&mut self) {
         lock(&self.shared.queue).closed = true;
         self.shared.ready.notify_all();
@@ -439,5 +456,41 @@ mod tests {
         while pool.help() {}
         assert_eq!(*order.lock().unwrap(), [1, 3, 0, 2]);
         release.send(()).unwrap();
+    }
+
+    #[test]
+    fn clones_of_a_pool_share_its_workers_which_outlive_any_one_handle() {
+        use super::{Parts, Pool};
+        use std::collections::HashSet;
+        use std::sync::{Arc, Mutex, mpsc};
+        let mut pool = Pool::new(1);
+        let mut other = pool.clone();
+        assert_eq!(other.threads(), 1);
+        let ran_on = Arc::new(Mutex::new(HashSet::new()));
+        let parts = Arc::new(Parts::new(2));
+        for handle in [&mut pool, &mut other] {
+            let (p, on) = (parts.clone(), ran_on.clone());
+            // Queued from either handle, each job runs on the one worker (the test thread never helps).
+            let (done, finished) = mpsc::channel();
+            handle.submit(move || {
+                on.lock().unwrap().insert(std::thread::current().id());
+                p.add([1]);
+                done.send(()).unwrap();
+            });
+            finished.recv().unwrap();
+        }
+        assert_eq!(ran_on.lock().unwrap().len(), 1);
+        assert_ne!(
+            ran_on.lock().unwrap().iter().next(),
+            Some(&std::thread::current().id())
+        );
+        assert_eq!(parts.wait(&pool), [1, 1]);
+        // One handle gone, the queue stays open for the other.
+        drop(pool);
+        let (done, finished) = mpsc::channel();
+        other.submit(move || done.send(()).unwrap());
+        finished
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the worker still runs jobs");
     }
 }
