@@ -348,6 +348,16 @@ pub fn judge(
 
 /// [`judge`] of an environment already read.
 pub fn judge_read(q: &Question, read: Read) -> Result<(Frameworks, Vec<Finding>), ToolError> {
+    judge_read_on(q, read, crate::loader::Files::default())
+}
+
+/// [`judge_read`] on `files`, whose workers decide whether the runs alone go side by side (three or more) or
+/// one after the other: the answer is the same.
+pub fn judge_read_on(
+    q: &Question,
+    read: Read,
+    mut files: crate::loader::Files,
+) -> Result<(Frameworks, Vec<Finding>), ToolError> {
     let Read {
         mut out,
         py,
@@ -358,17 +368,12 @@ pub fn judge_read(q: &Question, read: Read) -> Result<(Frameworks, Vec<Finding>)
     };
     let mut findings: Vec<Finding> = Vec::new();
     let place = format!("{} ({})", out.python.path.display(), out.python.because);
-    // Each framework alone and all of them together are separate processes of one environment, modelled one
-    // after the other on one `Files`: all together first, so that each run alone finds every library it
-    // loads read and parsed already. (Side by side, each with its own reads, the same work cost a fifth more
-    // CPU time on 2 cores, and on 16 cores five runs each started a worker pool of its own.)
-    let together = (frameworks.len() > 1).then_some(frameworks.as_slice());
-    let mut files = crate::loader::Files::default();
-    let together = together.map(|all| run(q, &py, all, &mut files));
-    let alone: Vec<_> = frameworks
-        .iter()
-        .map(|fw| run(q, &py, &[*fw], &mut files))
-        .collect();
+    // Each framework alone and all of them together are separate processes of one environment, modelled on
+    // one `Files`: all together first, so that each run alone finds every library it loads read and parsed
+    // already. (Every run with reads of its own cost a fifth more CPU time on 2 cores, and on 16 cores five
+    // pools of workers.)
+    let together = (frameworks.len() > 1).then(|| run(q, &py, &frameworks, &mut files));
+    let alone = alone(q, &py, &frameworks, &mut files);
     crate::parallel::discard(files);
     for (fw, m) in frameworks.iter().zip(alone) {
         let m = m?;
@@ -427,6 +432,42 @@ fn run(
 ) -> Result<Modelled, ToolError> {
     imports::model_in(q.root, q.env, py, frameworks, &q.machine, q.matrix, files)
         .map_err(|e: ImportError| ToolError(e.to_string()))
+}
+
+/// Each of `frameworks` in a process of its own, on `files` (filled by the run of all of them together): side
+/// by side where there are cores to spare, each on a copy of `files` and all on its workers (on 16 cores, the
+/// four runs alone of `doctor` on the GPU machine took 4 ms instead of 9), else one after the other (on 2 cores
+/// the copies cost CPU time and save none).
+fn alone(
+    q: &Question,
+    py: &PyEnv,
+    frameworks: &[&'static dyn Framework],
+    files: &mut crate::loader::Files,
+) -> Vec<Result<Modelled, ToolError>> {
+    let Some((last, others)) = frameworks.split_last() else {
+        return Vec::new();
+    };
+    if files.pool().threads() < 3 {
+        return frameworks.iter().map(|fw| run(q, py, &[*fw], files)).collect();
+    }
+    std::thread::scope(|s| {
+        let runs: Vec<_> = others
+            .iter()
+            .map(|fw| {
+                let mut mine = files.clone();
+                s.spawn(move || {
+                    let m = run(q, py, &[*fw], &mut mine);
+                    crate::parallel::discard(mine);
+                    m
+                })
+            })
+            .collect();
+        let last = run(q, py, &[*last], files);
+        runs.into_iter()
+            .map(crate::parallel::join)
+            .chain([last])
+            .collect()
+    })
 }
 
 /// Adds `new` to `all`, each with `line` as its last "because", but for those already there (the same code

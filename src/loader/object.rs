@@ -53,12 +53,12 @@ pub struct Candidate {
 }
 
 /// The entries of a directory, as far as they are known.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Listing {
     /// Not listed yet: asked about this many times.
     Asked(u32),
-    /// Every name in it.
-    Names(foldhash::HashSet<std::ffi::OsString>),
+    /// Every name in it (shared by the clones of a [`Files`]).
+    Names(Arc<foldhash::HashSet<std::ffi::OsString>>),
     /// Not to be listed (unreadable or large): every name gets the full resolution.
     Unlisted,
 }
@@ -88,8 +88,10 @@ pub struct Symbols {
 }
 
 /// Reads and remembers candidate files, and what is read once per machine (the platform, `ld.so.cache`).
-/// One `Files` serves one root.
-#[derive(Debug, Default)]
+/// One `Files` serves one root. A clone starts from everything this one has read (the parsed files are
+/// shared, the maps copied) and runs its background work on the same workers: for processes of one root
+/// modelled side by side.
+#[derive(Debug, Default, Clone)]
 pub struct Files {
     seen: HashMap<String, Arc<Candidate>>,
     /// By `e_machine`, class and interpreter (the architecture's standard one when the object names none).
@@ -408,7 +410,7 @@ impl Files {
                         }
                     }
                     if complete {
-                        Listing::Names(names)
+                        Listing::Names(Arc::new(names))
                     } else {
                         Listing::Unlisted
                     }

@@ -276,6 +276,62 @@ fn inspect_of_a_venv_with_two_frameworks_judges_each_alone_and_both_in_one_proce
     );
 }
 
+/// The runs alone go side by side when the workers are three or more, each on a copy of what the run together
+/// read, else one after the other: the same frameworks, verdicts, runs and findings either way (CI's 2 cores
+/// take the second path on the command line).
+#[test]
+fn runs_alone_side_by_side_or_one_after_the_other_say_the_same() {
+    use cudadiag::diagnose::{System, Target, frameworks};
+    let m = ort::Machine::new(true);
+    let site = m.site();
+    let t = tempfile::tempdir().unwrap();
+    ort::ort(&m);
+    ort::cuda13(&m, &[]);
+    torch(t.path(), &site, "2.15.0");
+    wheels(t.path(), &site, &["libcurand.so.10"]);
+    let system = System {
+        root: Some(m.root.clone()),
+        env: Vec::new(),
+        clear_env: true,
+    };
+    let target = Target {
+        gpus: vec!["9.0".into()],
+        driver: Some("580.65.06".into()),
+    };
+    let matrix = cudadiag::matrix::Matrix::bundled().unwrap();
+    let (root, env) = (system.root(), system.env());
+    let facts = frameworks::machine_facts(&system, &target, None, &matrix).unwrap();
+    let (gpus, driver) = frameworks::machine_of(facts.host.as_ref(), None, &matrix);
+    let q = frameworks::Question {
+        root: &root,
+        env: &env,
+        machine: cudadiag::imports::Machine {
+            gpus: &gpus,
+            driver: driver.as_ref(),
+            declared: true,
+        },
+        matrix: &matrix,
+    };
+    let judged = |threads: usize| {
+        let (chosen, kind) = frameworks::locate(&root, Path::new("/venv")).unwrap();
+        let read = frameworks::read_env(&root, &env, chosen, kind, false).unwrap();
+        let files = cudadiag::loader::Files::with_threads(threads);
+        let (fw, findings) = frameworks::judge_read_on(&q, read, files).unwrap();
+        serde_json::to_value((fw, findings)).unwrap()
+    };
+    let (apart, after) = (judged(4), judged(1));
+    assert_eq!(apart, after);
+    // Three runs, two frameworks, a finding of each run alone and of the run together.
+    assert_eq!(apart[0]["runs"].as_array().map(Vec::len), Some(3), "{apart:#}");
+    let slugs: Vec<&str> = apart[1]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["slug"].as_str())
+        .collect();
+    assert!(slugs.len() >= 2, "{apart:#}");
+}
+
 #[test]
 fn doctor_with_virtual_env_lists_its_frameworks_and_their_findings() {
     let t = tempfile::tempdir().unwrap();
