@@ -45,8 +45,38 @@ impl Floor {
 }
 
 /// The name, version and `Requires-Dist` lines of a core-metadata file (its headers: the lines before the
-/// first blank line).
+/// first blank line), each requirement with the floor it sets.
 pub fn parse_metadata(text: &str, path: &str) -> Option<PipDist> {
+    let h = headers(text)?;
+    Some(PipDist {
+        name: h.name,
+        version: h.version,
+        metadata: path.to_string(),
+        requires: h
+            .requires
+            .into_iter()
+            .map(|(line, text)| MetadataLine {
+                line,
+                floor: Floor::of(&text),
+                text,
+            })
+            .collect(),
+    })
+}
+
+/// A core-metadata file's headers that name it and what it requires.
+pub struct Headers {
+    /// `Name:`, as written.
+    pub name: String,
+    /// `Version:`, as written.
+    pub version: String,
+    /// Each `Requires-Dist` value and its line (from 1).
+    pub requires: Vec<(usize, String)>,
+}
+
+/// The headers of [`parse_metadata`] as they are written, without reading each requirement's floor (PEP 508
+/// parses: a Python environment's two hundred distributions are read at every run, their floors seldom).
+pub fn headers(text: &str) -> Option<Headers> {
     let (mut name, mut version, mut requires) = (None, None, Vec::new());
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -57,18 +87,12 @@ pub fn parse_metadata(text: &str, path: &str) -> Option<PipDist> {
         } else if let Some(v) = line.strip_prefix("Version:") {
             version = Some(v.trim().to_string());
         } else if let Some(v) = line.strip_prefix("Requires-Dist:") {
-            let text = v.trim().to_string();
-            requires.push(MetadataLine {
-                line: i + 1,
-                floor: Floor::of(&text),
-                text,
-            });
+            requires.push((i + 1, v.trim().to_string()));
         }
     }
-    Some(PipDist {
+    Some(Headers {
         name: name?,
         version: version?,
-        metadata: path.to_string(),
         requires,
     })
 }

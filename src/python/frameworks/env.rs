@@ -113,7 +113,7 @@ const METADATA_THREADS: usize = 8;
 fn dist(root: &Root, site: &Path, info: &Path, budget: &Arc<AtomicU64>) -> Option<Dist> {
     let meta = info.join("METADATA");
     let text = root.read_to_string(&meta, read::PACKAGE_METADATA).ok()?;
-    let m = crate::python::metadata::parse_metadata(&text, &meta.to_string_lossy())?;
+    let m = crate::python::metadata::headers(&text)?;
     // `doctor`, which asks for no files, reads no `RECORD`; others read one when a model asks for it.
     let files = if budget.load(Ordering::Relaxed) == 0 {
         RecordFiles::known(Vec::new())
@@ -128,7 +128,7 @@ fn dist(root: &Root, site: &Path, info: &Path, budget: &Arc<AtomicU64>) -> Optio
         site: site.to_path_buf(),
         info: info.to_path_buf(),
         files,
-        requires: m.requires.into_iter().map(|r| r.text).collect(),
+        requires: m.requires.into_iter().map(|(_, text)| text).collect(),
     })
 }
 
