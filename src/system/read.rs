@@ -290,7 +290,17 @@ pub fn read(path: &Path, limit: Limit) -> Result<Vec<u8>, ReadError> {
 /// states no size (procfs) or is still short is read on until a `read` returns nothing, at most `limit + 1`
 /// bytes as [`read`]. The text is the start of `buffer`, which keeps its size for the next file.
 pub fn read_into<'b>(path: &Path, limit: Limit, buffer: &'b mut Vec<u8>) -> Result<&'b [u8], ReadError> {
-    let (mut file, meta) = open_regular(path)?;
+    let (file, meta) = open_regular(path)?;
+    fill(file, &meta, limit, buffer)
+}
+
+/// [`read_into`] of a file opened already.
+fn fill<'b>(
+    mut file: File,
+    meta: &Metadata,
+    limit: Limit,
+    buffer: &'b mut Vec<u8>,
+) -> Result<&'b [u8], ReadError> {
     if meta.len() > limit.bytes {
         return Err(ReadError::TooLarge {
             size: Some(meta.len()),
@@ -308,7 +318,7 @@ pub fn read_into<'b>(path: &Path, limit: Limit, buffer: &'b mut Vec<u8>) -> Resu
             if n >= most {
                 return Err(ReadError::TooLarge { size: None, limit });
             }
-            buffer.resize(n.saturating_mul(2).clamp(8 << 10, most), 0);
+            buffer.resize(n.saturating_mul(2).max(8 << 10).min(most), 0);
         }
         let asked = buffer.len() - n;
         let got = match file.read(&mut buffer[n..]) {
@@ -339,19 +349,13 @@ pub fn read_to_string(path: &Path, limit: Limit) -> Result<String, ReadError> {
 }
 
 /// Reads an opened regular file whole within `limit`. The stated size is a hint only: procfs and sysfs say 0,
-/// and a file can grow while it is read, so at most `limit + 1` bytes are read.
+/// and a file can grow while it is read, so at most `limit + 1` bytes are read. A file of the size it states
+/// takes one `read` ([`read_into`]), not a second that returns nothing (a Python environment's two hundred
+/// `METADATA` files at every run).
 fn read_open(file: File, meta: &Metadata, limit: Limit) -> Result<Vec<u8>, ReadError> {
-    if meta.len() > limit.bytes {
-        return Err(ReadError::TooLarge {
-            size: Some(meta.len()),
-            limit,
-        });
-    }
-    let mut out = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(limit.bytes + 1).read_to_end(&mut out)?;
-    if out.len() as u64 > limit.bytes {
-        return Err(ReadError::TooLarge { size: None, limit });
-    }
+    let mut out = Vec::new();
+    let n = fill(file, meta, limit, &mut out)?.len();
+    out.truncate(n);
     Ok(out)
 }
 
