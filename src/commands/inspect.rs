@@ -77,7 +77,7 @@ fn environment_dir(args: &InspectArgs) -> Result<Option<PathBuf>, ToolError> {
         .paths
         .iter()
         .map(|p| inside(p))
-        .filter(|p| root.metadata(p).is_ok_and(|m| m.is_dir()))
+        .filter(|p| root.is_dir(p))
         .collect();
     match (dirs.as_slice(), args.paths.len()) {
         ([], _) => Ok(None),

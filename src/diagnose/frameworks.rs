@@ -53,10 +53,10 @@ impl Kind {
 /// `python -m venv` writes it) or a conda environment (it holds `conda-meta/`); `None` for any other
 /// directory. `inspect DIR` and `fleet --artifact ENV` tell an environment from other directories by it.
 pub fn env_kind(root: &Root, dir: &Path) -> Option<Kind> {
-    if root.metadata(&dir.join("pyvenv.cfg")).is_ok_and(|m| m.is_file()) {
+    if root.is_file(&dir.join("pyvenv.cfg")) {
         return Some(Kind::Venv);
     }
-    if root.metadata(&dir.join("conda-meta")).is_ok_and(|m| m.is_dir()) {
+    if root.is_dir(&dir.join("conda-meta")) {
         return Some(Kind::Conda);
     }
     None
@@ -65,7 +65,7 @@ pub fn env_kind(root: &Root, dir: &Path) -> Option<Kind> {
 /// The directory `inspect` was given, as the environment to judge: the interpreter and the kind, or why it is
 /// not one. `dir` is a path inside `root`.
 pub fn locate(root: &Root, dir: &Path) -> Result<(Chosen, Kind), ToolError> {
-    let is_file = |p: &Path| root.metadata(p).is_ok_and(|m| m.is_file());
+    let is_file = |p: &Path| root.is_file(p);
     if let Some(kind) = env_kind(root, dir) {
         let chosen = Chosen {
             target: Target::Environment(dir.to_path_buf()),

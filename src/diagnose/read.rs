@@ -24,7 +24,7 @@ pub fn in_root(paths: &[PathBuf], system: &System) -> Vec<PathBuf> {
                 return p.clone();
             }
             match root.resolve(&crate::image::machine_path(p)) {
-                Ok(real) if root.metadata(&real).is_ok_and(|m| m.is_file()) => root.host_path(&real),
+                Ok(real) if root.is_file(&real) => root.host_path(&real),
                 _ => p.clone(),
             }
         })

@@ -255,7 +255,7 @@ fn site_roots(root: &Root, site: &Path, roots: &mut Vec<ScanRoot>) {
 /// `path` (whose parent is already resolved) is a directory, or a link to one inside the root.
 fn is_dir_here(root: &Root, path: &Path) -> bool {
     match std::fs::symlink_metadata(root.host_path(path)) {
-        Ok(m) if m.file_type().is_symlink() => root.metadata(path).is_ok_and(|m| m.is_dir()),
+        Ok(m) if m.file_type().is_symlink() => root.is_dir(path),
         Ok(m) => m.is_dir(),
         Err(_) => false,
     }
@@ -345,7 +345,7 @@ fn walk(root: &Root, sr: &ScanRoot, progress: Option<&AtomicUsize>) -> (Vec<Foun
         };
         let real = match resolved {
             Ok((r, true)) => r,
-            Ok((r, false)) if root.metadata(&r).is_ok_and(|m| m.is_file()) => r,
+            Ok((r, false)) if root.is_file(&r) => r,
             Ok((r, _)) => {
                 problems.push(format!(
                     "{}: points to {}, not a file",

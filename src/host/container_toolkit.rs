@@ -76,7 +76,7 @@ fn find(root: &Root, dirs: &[&str], names: &[&str]) -> Vec<Installed> {
         let hit = dirs
             .iter()
             .map(|d| format!("{d}/{name}"))
-            .find(|p| root.metadata(Path::new(p)).is_ok_and(|m| m.is_file()));
+            .find(|p| root.is_file(Path::new(p)));
         if let Some(path) = hit {
             out.push(Installed {
                 name: (*name).to_string(),

@@ -39,7 +39,7 @@ pub fn collect(root: &Root, env: &Env) -> EnvFacts {
             continue;
         }
         let p = Path::new(dir).join("nvcc");
-        if root.metadata(&p).is_ok_and(|m| m.is_file()) {
+        if root.is_file(&p) {
             let s = p.display().to_string();
             if !facts.nvcc.contains(&s) {
                 facts.nvcc.push(s);

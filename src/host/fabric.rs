@@ -40,7 +40,7 @@ pub fn collect(root: &Root) -> Option<FabricFacts> {
     }
     let installed = INSTALLED
         .iter()
-        .filter(|p| root.metadata(Path::new(p)).is_ok_and(|m| m.is_file()))
+        .filter(|p| root.is_file(Path::new(p)))
         .map(|p| p.to_string())
         .collect();
     let (running, processes_seen) = daemon(root);

@@ -166,7 +166,7 @@ pub fn candidates(
         let Ok(real) = root.resolve(&path) else {
             continue;
         };
-        if !root.metadata(&real).is_ok_and(|m| m.is_file()) {
+        if !root.is_file(&real) {
             continue;
         }
         if other_loader(root, &real, p) {

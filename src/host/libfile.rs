@@ -211,7 +211,7 @@ pub fn driver_files_in(root: &Root, dir: &Path, limit: usize, out: &mut Vec<LibF
     names.sort();
     for p in names.into_iter().take(limit) {
         let Ok(real) = root.resolve(&p) else { continue };
-        if !root.metadata(&real).is_ok_and(|m| m.is_file()) {
+        if !root.is_file(&real) {
             continue;
         }
         let s = real.display().to_string();

@@ -36,7 +36,7 @@ pub fn collect(root: &Root, env: &Env) -> Vec<Ptxas> {
             .filter(|d| d.starts_with('/'))
             .take(MAX_PATH_DIRS)
             .map(|d| format!("{}/ptxas", d.trim_end_matches('/')))
-            .find(|p| root.metadata(Path::new(p)).is_ok_and(|m| m.is_file()))
+            .find(|p| root.is_file(Path::new(p)))
     });
     if let Some(p) = on_path {
         add(p, "PATH");

@@ -338,7 +338,7 @@ impl<'a> Tree<'a> {
                         }
                         Err(e) => return Err(e),
                     };
-                    if !root.metadata(&real).is_ok_and(|m| m.is_dir()) {
+                    if !root.is_dir(&real) {
                         return Err(io::Error::other(format!(
                             "{} is a link to {}, not a directory",
                             next.display(),

@@ -178,7 +178,7 @@ impl Store {
     /// Is there a file called `name`?
     pub fn has(&self, name: &str) -> bool {
         match self {
-            Store::Dir(root) => root.metadata(Path::new(name)).is_ok_and(|m| m.is_file()),
+            Store::Dir(root) => root.is_file(Path::new(name)),
             Store::Tar(_, members) => find(members, name).is_ok(),
         }
     }

@@ -101,7 +101,7 @@ pub fn fill_with(root: &Root, env: &Env, platform: &Platform, res: &mut Resoluti
                 .resolve(Path::new(p))
                 .map(|r| r.to_string_lossy().into_owned())
                 .unwrap_or_else(|_| p.clone());
-            if !root.metadata(Path::new(p)).is_ok_and(|m| m.is_file()) {
+            if !root.is_file(Path::new(p)) {
                 continue;
             }
             let same_name = name == lib.soname;
@@ -157,7 +157,7 @@ fn package_dirs(root: &Root, env: &Env, res: &Resolution, wanted: &BTreeSet<Stri
         out.insert(p.join("lib").to_string_lossy().into_owned());
     }
     for t in tops {
-        if root.metadata(&t.join("conda-meta")).is_ok_and(|m| m.is_dir()) {
+        if root.is_dir(&t.join("conda-meta")) {
             out.insert(t.join("lib").to_string_lossy().into_owned());
         }
         for d in root.read_dir(&t.join("nvidia")).unwrap_or_default() {
@@ -190,7 +190,7 @@ fn package(
         .ancestors()
         .skip(1)
         .take(MAX_LEVELS)
-        .find(|d| root.metadata(&d.join("conda-meta")).is_ok_and(|m| m.is_dir()))?;
+        .find(|d| root.is_dir(&d.join("conda-meta")))?;
     conda
         .entry(prefix.to_path_buf())
         .or_insert_with(|| crate::python::conda::records(root, prefix))

@@ -351,7 +351,7 @@ impl Files {
             self.dirs.insert(path.to_string(), None);
             return false;
         };
-        let dir = root.metadata(&real).is_ok_and(|m| m.is_dir());
+        let dir = root.is_dir(&real);
         self.dirs.insert(path.to_string(), dir.then_some(real));
         dir
     }

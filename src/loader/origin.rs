@@ -207,7 +207,7 @@ fn site_packages(path: &Path) -> Option<(std::path::PathBuf, std::path::PathBuf)
 fn conda_prefix(root: &Root, path: &Path) -> Option<String> {
     let mut dir = path.parent();
     while let Some(d) = dir {
-        if root.metadata(&d.join("conda-meta")).is_ok_and(|m| m.is_dir()) {
+        if root.is_dir(&d.join("conda-meta")) {
             return Some(d.to_string_lossy().into_owned());
         }
         dir = d.parent();

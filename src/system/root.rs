@@ -222,6 +222,39 @@ impl Root {
         std::fs::metadata(self.host_path(&self.resolve(path)?))
     }
 
+    /// Is `path` a directory (links followed inside the root)? A remembering root that met it as one while
+    /// resolving answers without a `stat` (the frameworks' searches ask of the same `nvidia` directories
+    /// again and again).
+    pub fn is_dir(&self, path: &Path) -> bool {
+        match self.kind_of(path) {
+            Ok(None) => true,
+            Ok(Some(m)) => m.is_dir(),
+            Err(_) => false,
+        }
+    }
+
+    /// Is `path` a regular file (links followed inside the root)? As [`Root::is_dir`], a directory the root
+    /// remembers is answered without a `stat`.
+    pub fn is_file(&self, path: &Path) -> bool {
+        matches!(self.kind_of(path), Ok(Some(m)) if m.is_file())
+    }
+
+    /// `path` resolved: `None` when the root remembers the result as a directory, else its metadata.
+    fn kind_of(&self, path: &Path) -> io::Result<Option<std::fs::Metadata>> {
+        let host = self.host_path(&self.resolve(path)?);
+        let known = self.memo.as_ref().is_some_and(|memo| {
+            let links = memo
+                .links
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            matches!(links.get(&host), Some(Seen::Dir))
+        });
+        if known {
+            return Ok(None);
+        }
+        std::fs::metadata(host).map(Some)
+    }
+
     /// Metadata of `path` itself (its last component is not followed when it is a link; the directories
     /// above it are resolved inside the root).
     pub fn symlink_metadata(&self, path: &Path) -> io::Result<std::fs::Metadata> {
@@ -324,9 +357,11 @@ impl Root {
             .map(|e| e.file_name()))
     }
 
-    /// Does `path` exist (links followed inside the root)?
+    /// Does `path` exist (links followed inside the root)? Resolving it looks at every component, the last
+    /// included (a dangling link fails there): no `stat` of the result is needed, and a remembering root
+    /// answers again without any.
     pub fn exists(&self, path: &Path) -> bool {
-        self.metadata(path).is_ok()
+        self.resolve(path).is_ok()
     }
 
     /// The machine's real path of `path` (absolute, every link resolved inside the root, no `.` or `..`).

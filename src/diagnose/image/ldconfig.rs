@@ -51,7 +51,7 @@ pub(crate) fn regenerate(
         let Ok(real) = root.resolve(dir) else {
             continue;
         };
-        if seen.contains(&real) || !root.metadata(&real).is_ok_and(|m| m.is_dir()) {
+        if seen.contains(&real) || !root.is_dir(&real) {
             continue;
         }
         seen.push(real);
@@ -95,7 +95,7 @@ fn conf_dirs(root: &Root, conf: &Path, depth: usize, read: &mut Vec<PathBuf>, ou
         };
         for file in root.read_dir(parent).unwrap_or_default() {
             let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if ldcache::glob_match(glob, name) && root.metadata(&file).is_ok_and(|m| m.is_file()) {
+            if ldcache::glob_match(glob, name) && root.is_file(&file) {
                 conf_dirs(root, &file, depth + 1, read, out);
             }
         }

@@ -128,7 +128,7 @@ fn package_path(ctx: &Ctx, search: Vec<PathBuf>, name: &str) -> Option<Vec<PathB
         if ctx.root.exists(&candidate.join("__init__.py")) {
             return Some(vec![candidate]);
         }
-        if ctx.root.metadata(&candidate).is_ok_and(|m| m.is_dir()) {
+        if ctx.root.is_dir(&candidate) {
             portions.push(candidate);
         }
     }

@@ -122,7 +122,7 @@ fn preload(ctx: &Ctx, i: &Install, major: u32, p: &mut dyn Process) -> Vec<Strin
     let mut loaded = Vec::new();
     for (rel, optional) in &files {
         let path = i.dist.site.join(rel);
-        if !ctx.root.metadata(&path).is_ok_and(|m| m.is_file()) {
+        if !ctx.root.is_file(&path) {
             continue;
         }
         let search = format!("onnxruntime.preload_dlls(): {}", i.dist.site.display());

@@ -258,7 +258,7 @@ fn so_in(ctx: &Ctx, dir: &Path, d: &Descriptor) -> Option<PathBuf> {
     d.sonames
         .iter()
         .map(|s| dir.join(s))
-        .find(|p| ctx.root.metadata(p).is_ok_and(|m| m.is_file()))
+        .find(|p| ctx.root.is_file(p))
 }
 
 /// Step 1, site-packages: the descriptor's directories outside, the site directories inside. Each directory
@@ -282,7 +282,7 @@ fn in_site(ctx: &Ctx, places: &Places, d: &Descriptor, errors: &mut Vec<String>)
 fn under(ctx: &Ctx, root: &Path, dirs: &[&str], d: &Descriptor, errors: &mut Vec<String>) -> Option<PathBuf> {
     for rel in dirs {
         let dir = root.join(rel);
-        if !ctx.root.metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        if !ctx.root.is_dir(&dir) {
             continue;
         }
         if let Some(p) = so_in(ctx, &dir, d) {
@@ -459,7 +459,7 @@ fn nvrtc_builtins(r: &Request, p: &mut dyn Process, index: usize, via: &Via) {
     let Some(sibling) = dir.map(|d| d.join(format!("libnvrtc-builtins.so.{minor}"))) else {
         return;
     };
-    if r.ctx.root.metadata(&sibling).is_ok_and(|m| m.is_file()) {
+    if r.ctx.root.is_file(&sibling) {
         let search = format!("cuda-pathfinder: the NVRTC builtins beside {}", path.display());
         let _ = p.load_path(r.by, &sibling, &search, true);
     }

@@ -24,7 +24,7 @@ pub(super) struct Config {
 /// The interpreter the request names, as an absolute machine path (not resolved: a venv's `bin/python` is a
 /// link to the base interpreter, and the venv is found from the link's own directory).
 fn interpreter(root: &Root, env: &Env, req: &Request) -> Result<PathBuf, SysPathError> {
-    let is_file = |p: &Path| root.metadata(p).is_ok_and(|m| m.is_file());
+    let is_file = |p: &Path| root.is_file(p);
     match &req.target {
         Target::Interpreter(p) if p.components().count() == 1 && !p.is_absolute() => env
             .get("PATH")
@@ -61,7 +61,7 @@ fn venv(root: &Root, exe: &Path, notes: &mut Vec<NotModelled>) -> Option<Venv> {
     let site_prefix = exe_dir.parent().unwrap_or(exe_dir).to_path_buf();
     let config = [exe_dir.join("pyvenv.cfg"), site_prefix.join("pyvenv.cfg")]
         .into_iter()
-        .find(|c| root.metadata(c).is_ok_and(|m| m.is_file()))?;
+        .find(|c| root.is_file(c))?;
     let text = match root.read_to_string(&config, read::CONFIG_TEXT) {
         Ok(t) => t,
         Err(e) => {

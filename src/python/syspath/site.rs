@@ -271,7 +271,7 @@ pub(super) fn run(root: &Root, env: &Env, vars: &Vars, req: &Request, cfg: Confi
         None
     };
     let mut prefixes = vec![cfg.base_prefix.clone(), cfg.base_exec_prefix.clone()];
-    let is_dir = |p: &Path| root.metadata(p).is_ok_and(|m| m.is_dir());
+    let is_dir = |p: &Path| root.is_dir(p);
     let mut user = UserSite {
         path: None,
         added: false,

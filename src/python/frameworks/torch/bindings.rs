@@ -101,7 +101,7 @@ fn cuda_package(ctx: &Ctx) -> Vec<PathBuf> {
         if ctx.root.exists(&d.join("cuda.py")) {
             return Vec::new();
         }
-        if ctx.root.metadata(&c).is_ok_and(|m| m.is_dir()) {
+        if ctx.root.is_dir(&c) {
             portions.push(c);
         }
     }

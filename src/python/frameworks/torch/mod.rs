@@ -377,7 +377,7 @@ impl Framework for Torch {
             }
             // The wheels ship `torch/_C/` (type stubs, no `__init__.py`): Python imports it as a namespace
             // package, and torch's own check of `_C.__file__` raises instead.
-            let stubs = ctx.root.metadata(&pkg.join("_C")).is_ok_and(|m| m.is_dir());
+            let stubs = ctx.root.is_dir(&pkg.join("_C"));
             let message = if stubs {
                 "ImportError: Failed to load PyTorch C extensions: It appears that PyTorch has loaded the \
                  `torch/_C` folder of the PyTorch repository rather than the C extensions which are expected in \
