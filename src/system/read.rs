@@ -250,9 +250,14 @@ pub fn size_text(n: u64) -> String {
 /// opened descriptor, whatever its type. For callers that decide themselves what a device or pipe means
 /// (the loader reads the first bytes of anything, as `open_verify` does).
 pub fn open(path: &Path) -> Result<(File, Metadata), ReadError> {
+    open_with(path, 0)
+}
+
+/// [`open`] with more `open(2)` flags.
+fn open_with(path: &Path, flags: libc::c_int) -> Result<(File, Metadata), ReadError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | flags)
         .open(path)
         .map_err(|e| {
             // A socket cannot be opened (ENXIO): say what it is rather than "No such device or address".
@@ -270,7 +275,11 @@ pub fn open(path: &Path) -> Result<(File, Metadata), ReadError> {
 
 /// [`open`], refusing anything that is not a regular file before a byte is read.
 pub fn open_regular(path: &Path) -> Result<(File, Metadata), ReadError> {
-    let (file, meta) = open(path)?;
+    regular(open(path)?)
+}
+
+/// An opened file, refused when it is not a regular file.
+fn regular((file, meta): (File, Metadata)) -> Result<(File, Metadata), ReadError> {
     match FileKind::of(&meta) {
         Some(file_type) => Err(ReadError::NotRegular { file_type }),
         None => Ok((file, meta)),
@@ -339,7 +348,18 @@ fn fill<'b>(
 
 /// [`read`], as UTF-8 text.
 pub fn read_to_string(path: &Path, limit: Limit) -> Result<String, ReadError> {
-    let bytes = read(path, limit)?;
+    text(read(path, limit)?)
+}
+
+/// [`read_to_string`] of `path` itself: a symbolic link there is not followed but refused, with the `ELOOP`
+/// of `O_NOFOLLOW` ([`crate::system::Root`] resolves only then the link inside its root).
+pub fn read_to_string_unlinked(path: &Path, limit: Limit) -> Result<String, ReadError> {
+    let (file, meta) = regular(open_with(path, libc::O_NOFOLLOW)?)?;
+    text(read_open(file, &meta, limit)?)
+}
+
+/// `bytes` as UTF-8 text.
+fn text(bytes: Vec<u8>) -> Result<String, ReadError> {
     String::from_utf8(bytes).map_err(|_| {
         ReadError::Io(io::Error::new(
             io::ErrorKind::InvalidData,

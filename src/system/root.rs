@@ -180,9 +180,27 @@ impl Root {
         Ok(read::open(&self.host_path(&self.resolve(path)?))?.0)
     }
 
-    /// Reads the whole regular text file `path`, links followed inside the root, within `limit`.
+    /// Reads the whole regular text file `path`, links followed inside the root, within `limit`. The directory
+    /// is resolved and the last name opened as it is, refusing a link (`O_NOFOLLOW`): a file costs no `lstat`
+    /// of its own (a Python environment's two hundred `METADATA` at every run). Only a link there is resolved
+    /// in full.
     pub fn read_to_string(&self, path: &Path, limit: Limit) -> Result<String, ReadError> {
+        if let Some(real) = self.real_unless_link(path)? {
+            match read::read_to_string_unlinked(&self.host_path(&real), limit) {
+                Err(e) if is_link(&e) => {}
+                read => return read,
+            }
+        }
         read::read_to_string(&self.host_path(&self.resolve(path)?), limit)
+    }
+
+    /// The real path of `path` if its last component is not a link: its directory resolved, its last name as it
+    /// is. `None` for a path that ends in `..` or names the root.
+    fn real_unless_link(&self, path: &Path) -> io::Result<Option<PathBuf>> {
+        match (path.parent(), path.file_name()) {
+            (Some(dir), Some(name)) => Ok(Some(self.resolve(dir)?.join(name))),
+            _ => Ok(None),
+        }
     }
 
     /// [`Root::read_to_string`], shared: a remembering root reads a file once for every part of a run that
@@ -190,21 +208,42 @@ impl Root {
     /// owner of each library and the search for copies), up to [`MEMO_TEXT_BYTES`] in all. The text is the
     /// `String` the read filled, shared as it is (an `Arc<str>` would copy torch's 1.3 MB into a new allocation).
     pub fn read_text(&self, path: &Path, limit: Limit) -> Result<Arc<String>, ReadError> {
-        let real = self.resolve(path)?;
         let Some(memo) = &self.memo else {
-            return read::read_to_string(&self.host_path(&real), limit).map(Arc::new);
+            return self.read_to_string(path, limit).map(Arc::new);
         };
-        let known = memo
-            .texts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .1
-            .get(&real)
-            .cloned();
-        if let Some(text) = known.filter(|t| t.len() as u64 <= limit.bytes) {
+        let remembered = |real: &Path| {
+            memo.texts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .1
+                .get(real)
+                .cloned()
+                .filter(|t| t.len() as u64 <= limit.bytes)
+        };
+        // As `read_to_string`, the memo asked first for the path as it is, then for a link's target.
+        let leaf = self.real_unless_link(path)?;
+        if let Some(text) = leaf.as_deref().and_then(remembered) {
             return Ok(text);
         }
-        let text = Arc::new(read::read_to_string(&self.host_path(&real), limit)?);
+        let unlinked = match &leaf {
+            Some(real) => match read::read_to_string_unlinked(&self.host_path(real), limit) {
+                Err(e) if is_link(&e) => None,
+                read => Some(read?),
+            },
+            None => None,
+        };
+        let (real, text) = match (leaf, unlinked) {
+            (Some(real), Some(text)) => (real, text),
+            _ => {
+                let real = self.resolve(path)?;
+                if let Some(text) = remembered(&real) {
+                    return Ok(text);
+                }
+                let text = read::read_to_string(&self.host_path(&real), limit)?;
+                (real, text)
+            }
+        };
+        let text = Arc::new(text);
         let mut texts = memo
             .texts
             .lock()
@@ -474,6 +513,11 @@ impl Root {
     }
 }
 
+/// Is `e` the refusal of `O_NOFOLLOW` to open a symbolic link?
+fn is_link(e: &ReadError) -> bool {
+    matches!(e, ReadError::Io(e) if e.raw_os_error() == Some(libc::ELOOP))
+}
+
 /// One directory's names, sorted: ordering the names' bytes orders the paths (and costs far less than comparing
 /// paths component by component in a directory of thousands).
 fn sorted(mut names: Vec<OsString>) -> Vec<OsString> {
@@ -629,6 +673,53 @@ mod tests {
         assert_eq!(
             memo.get(&t.path().join("usr/lib/plain")),
             Some(&Seen::Link(PathBuf::from("libfoo.so.1.2")))
+        );
+    }
+
+    #[test]
+    fn a_text_read_opens_the_last_name_as_it_is_and_resolves_only_a_link_there() {
+        let t = tempfile::tempdir().unwrap();
+        put(t.path(), "etc/passwd", b"inside");
+        put(t.path(), "d/plain", b"plain");
+        std::os::unix::fs::symlink("plain", t.path().join("d/near")).unwrap();
+        // Absolute and climbing targets are taken inside the root, as for any link.
+        std::os::unix::fs::symlink("/etc/passwd", t.path().join("d/abs")).unwrap();
+        std::os::unix::fs::symlink("../../../../etc/passwd", t.path().join("d/up")).unwrap();
+        std::os::unix::fs::symlink("nothing", t.path().join("d/dangling")).unwrap();
+        std::fs::create_dir(t.path().join("d/dir")).unwrap();
+        let plain = Root::at(t.path());
+        let root = Root::at(t.path()).remembering();
+        for r in [&plain, &root] {
+            let text = |p: &str| r.read_to_string(Path::new(p), read::CONFIG_TEXT);
+            let shared = |p: &str| {
+                r.read_text(Path::new(p), read::CONFIG_TEXT)
+                    .map(|t| t.to_string())
+            };
+            for (path, want) in [
+                ("/d/plain", "plain"),
+                ("/d/near", "plain"),
+                ("/d/abs", "inside"),
+                ("/d/up", "inside"),
+                ("/d/dir/../plain", "plain"),
+                ("/d/./plain", "plain"),
+            ] {
+                assert_eq!(text(path).unwrap(), want, "{path}");
+                assert_eq!(shared(path).unwrap(), want, "{path}");
+            }
+            for path in ["/d/dangling", "/d/missing", "/d/plain/x"] {
+                assert!(text(path).is_err(), "{path}");
+                assert!(shared(path).is_err(), "{path}");
+            }
+            assert!(matches!(text("/d/dir"), Err(ReadError::NotRegular { .. })));
+        }
+        // The memo keeps real paths: the link and its target share one text, read once.
+        let memo = root.memo.as_ref().unwrap().texts.lock().unwrap();
+        assert_eq!(
+            memo.1
+                .keys()
+                .map(|k| k.to_string_lossy().into_owned())
+                .collect::<std::collections::BTreeSet<_>>(),
+            ["/d/plain", "/etc/passwd"].map(String::from).into()
         );
     }
 
