@@ -16,7 +16,7 @@
 use super::process::PyProcess;
 use crate::facts::loader::FrameworkLoad;
 use crate::loader::{Earlier, Files};
-use crate::python::frameworks::env::{Chosen, choose, collect, request};
+use crate::python::frameworks::env::{Chosen, choose, collect_expecting, request};
 use crate::python::frameworks::{
     Ctx, Framework, Loaded, LoadedHow, Outcome, Process, PyEnv, Selected, When, normalise, select,
 };
@@ -229,7 +229,7 @@ fn environment(root: &Root, env: &Env, site: &Path) -> Option<PyEnv> {
             path: PathBuf::new(),
             because: String::new(),
         };
-        let py = collect(root, env, &request(env, &chosen)).ok()?;
+        let py = collect_expecting(root, env, &request(env, &chosen), site).ok()?;
         let holds = py.dirs().any(|d| same_dir(root, d, site));
         holds.then_some(py)
     })

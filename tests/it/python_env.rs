@@ -282,3 +282,55 @@ fn onnxruntime_cpu_build_beside_torch_does_not_fail_torchs_files() {
     let all = findings_with(&root, &path, GPU);
     assert!(with_slug(&all, "cpu-only-framework-build").is_empty(), "{all:#?}");
 }
+
+/// A file's environment is read with its `site-packages` expected (its distributions read while `sys.path` is
+/// computed): the same distributions in the same order as without, whether `sys.path` holds that directory
+/// spelled so, under another spelling (a link), or not at all.
+#[test]
+fn an_expected_site_changes_nothing_of_the_environment_read() {
+    use cudadiag::python::frameworks::env::{choose, collect, collect_expecting, request};
+    use cudadiag::system::{Env, Root};
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    let site = crate::python_import::interpreter_and_venv(&root);
+    let extra = root.join("extra");
+    for (dir, name) in [
+        (&site, "torch"),
+        (&site, "numpy"),
+        (&extra, "jax"),
+        (&extra, "numpy"),
+    ] {
+        dist_info(dir, name, "1.0", &["filelock"]);
+    }
+    std::fs::write(site.join("extra.pth"), "/extra\n").unwrap();
+    std::os::unix::fs::symlink("/venv/lib/python3.11/site-packages", root.join("spelled")).unwrap();
+    let root = Root::at(&root).remembering();
+    let mut env = Env::empty();
+    env.set("VIRTUAL_ENV", "/venv");
+    let req = request(&env, &choose(&env, None, None));
+    let listed = |py: cudadiag::python::frameworks::PyEnv| {
+        py.dists
+            .iter()
+            .map(|d| format!("{} {} {}", d.name, d.site.display(), d.requires.join(",")))
+            .collect::<Vec<_>>()
+    };
+    let want = listed(collect(&root, &env, &req).unwrap());
+    assert_eq!(
+        want,
+        [
+            "numpy /venv/lib/python3.11/site-packages filelock",
+            "torch /venv/lib/python3.11/site-packages filelock",
+            "jax /extra filelock",
+            "numpy /extra filelock",
+        ]
+    );
+    for expected in [
+        "/venv/lib/python3.11/site-packages",
+        "/spelled",
+        "/extra",
+        "/elsewhere",
+    ] {
+        let got = listed(collect_expecting(&root, &env, &req, Path::new(expected)).unwrap());
+        assert_eq!(got, want, "{expected}");
+    }
+}
