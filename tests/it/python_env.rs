@@ -283,9 +283,9 @@ fn onnxruntime_cpu_build_beside_torch_does_not_fail_torchs_files() {
     assert!(with_slug(&all, "cpu-only-framework-build").is_empty(), "{all:#?}");
 }
 
-/// A file's environment is read with its `site-packages` expected (its distributions read while `sys.path` is
-/// computed): the same distributions in the same order as without, whether `sys.path` holds that directory
-/// spelled so, under another spelling (a link), or not at all.
+/// An environment is read with a `site-packages` expected (its distributions read while `sys.path` is
+/// computed: a file's own, an environment directory's): the same distributions in the same order as without,
+/// whether `sys.path` holds that directory spelled so, under another spelling (a link), or not at all.
 #[test]
 fn an_expected_site_changes_nothing_of_the_environment_read() {
     use cudadiag::python::frameworks::env::{choose, collect, collect_expecting, request};
@@ -305,6 +305,9 @@ fn an_expected_site_changes_nothing_of_the_environment_read() {
     std::fs::write(site.join("extra.pth"), "/extra\n").unwrap();
     std::os::unix::fs::symlink("/venv/lib/python3.11/site-packages", root.join("spelled")).unwrap();
     let root = Root::at(&root).remembering();
+    // `python3` on PATH: the one way to name the environment that gives no site-packages to expect.
+    let mut plain = Env::empty();
+    plain.set("PATH", "/venv/bin");
     let mut env = Env::empty();
     env.set("VIRTUAL_ENV", "/venv");
     let req = request(&env, &choose(&env, None, None));
@@ -314,7 +317,8 @@ fn an_expected_site_changes_nothing_of_the_environment_read() {
             .map(|d| format!("{} {} {}", d.name, d.site.display(), d.requires.join(",")))
             .collect::<Vec<_>>()
     };
-    let want = listed(collect(&root, &env, &req).unwrap());
+    let plain_req = request(&plain, &choose(&plain, None, None));
+    let want = listed(collect(&root, &plain, &plain_req).unwrap());
     assert_eq!(
         want,
         [
@@ -324,6 +328,8 @@ fn an_expected_site_changes_nothing_of_the_environment_read() {
             "numpy /extra filelock",
         ]
     );
+    // The environment's own site-packages, expected of VIRTUAL_ENV's prefix.
+    assert_eq!(listed(collect(&root, &env, &req).unwrap()), want);
     for expected in [
         "/venv/lib/python3.11/site-packages",
         "/spelled",

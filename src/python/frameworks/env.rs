@@ -83,7 +83,32 @@ pub fn collect_within(
     req: &Request,
     record_bytes: u64,
 ) -> Result<PyEnv, SysPathError> {
-    collect_with(root, env, req, record_bytes, None)
+    let site = site_of(root, &req.target);
+    collect_with(root, env, req, record_bytes, site.as_deref())
+}
+
+/// The `site-packages` an environment's `sys.path` most likely holds, to read while `sys.path` is computed
+/// ([`collect_expecting`]): `PREFIX/lib/pythonX.Y/site-packages` when there is exactly one, for an environment
+/// directory or an interpreter named by its path as `PREFIX/bin/python…`. A wrong guess costs only the reads.
+fn site_of(root: &Root, target: &Target) -> Option<PathBuf> {
+    let prefix = match target {
+        Target::Environment(prefix) => prefix.as_path(),
+        Target::Interpreter(exe) if exe.is_absolute() => exe
+            .parent()
+            .filter(|bin| bin.file_name().is_some_and(|n| n == "bin"))?
+            .parent()?,
+        Target::Interpreter(_) => return None,
+    };
+    let lib = prefix.join("lib");
+    let python = |n: &std::ffi::OsStr| n.as_encoded_bytes().starts_with(b"python");
+    let mut sites = root
+        .read_dir_names_within(&lib, 8, python)
+        .ok()?
+        .into_iter()
+        .map(|n| lib.join(n).join("site-packages"))
+        .filter(|site| root.is_dir(site));
+    let site = sites.next()?;
+    sites.next().is_none().then_some(site)
 }
 
 /// [`collect_within`], the distributions of `early` read beside `sys.path` ([`collect_expecting`]).
