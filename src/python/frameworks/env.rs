@@ -89,11 +89,19 @@ pub fn collect_within(
 
 /// The `site-packages` an environment's `sys.path` most likely holds, to read while `sys.path` is computed
 /// ([`collect_expecting`]): `PREFIX/lib/pythonX.Y/site-packages` when there is exactly one, for an environment
-/// directory or an interpreter named by its path as `PREFIX/bin/python…`. A wrong guess costs only the reads.
+/// directory or an interpreter named by its path as `PREFIX/bin/python…`, where that interpreter is there. A
+/// wrong guess costs only the reads.
 fn site_of(root: &Root, target: &Target) -> Option<PathBuf> {
+    // Without its interpreter, `sys.path` fails at once (a `VIRTUAL_ENV` left behind): nothing to read beside it.
     let prefix = match target {
-        Target::Environment(prefix) => prefix.as_path(),
-        Target::Interpreter(exe) if exe.is_absolute() => exe
+        Target::Environment(prefix) => {
+            let bin = prefix.join("bin");
+            if !["python3", "python"].iter().any(|n| root.exists(&bin.join(n))) {
+                return None;
+            }
+            prefix.as_path()
+        }
+        Target::Interpreter(exe) if exe.is_absolute() && root.exists(exe) => exe
             .parent()
             .filter(|bin| bin.file_name().is_some_and(|n| n == "bin"))?
             .parent()?,
