@@ -190,18 +190,25 @@ fn inspect_of_a_conda_environment_judges_its_frameworks() {
     assert_eq!(slugs(&doc), ["library-not-found"]);
 }
 
+/// A machine whose `/venv` holds ONNX Runtime's CUDA 13 build and torch 2.15 with its NVIDIA wheels but
+/// `missing` (ONNX Runtime's wheels first: torch's, cuDNN with its sub-libraries, replace the same files);
+/// `t` holds torch's scratch files.
+fn torch_and_ort(t: &Path, missing: &[&str]) -> ort::Machine {
+    let m = ort::Machine::new(true);
+    let site = m.site();
+    ort::ort(&m);
+    ort::cuda13(&m, &[]);
+    torch(t, &site, "2.15.0");
+    wheels(t, &site, missing);
+    m
+}
+
 /// torch and ONNX Runtime in one venv: each alone (ONNX Runtime without `preload_dlls()` falls back to the
 /// CPU, torch uses the GPU), then both in one process in the stated order; the fall-back is one finding.
 #[test]
 fn inspect_of_a_venv_with_two_frameworks_judges_each_alone_and_both_in_one_process() {
-    let m = ort::Machine::new(true);
-    let site = m.site();
     let t = tempfile::tempdir().unwrap();
-    // ONNX Runtime's CUDA 13 wheels first: torch's (cuDNN with its sub-libraries) replace the same files.
-    ort::ort(&m);
-    ort::cuda13(&m, &[]);
-    torch(t.path(), &site, "2.15.0");
-    wheels(t.path(), &site, &[]);
+    let m = torch_and_ort(t.path(), &[]);
     let (code, doc) = inspect_json(&m.root, "/venv");
     let got = verdicts(&doc);
     assert_eq!(
@@ -282,13 +289,8 @@ fn inspect_of_a_venv_with_two_frameworks_judges_each_alone_and_both_in_one_proce
 #[test]
 fn runs_alone_side_by_side_or_one_after_the_other_say_the_same() {
     use cudadiag::diagnose::{System, Target, frameworks};
-    let m = ort::Machine::new(true);
-    let site = m.site();
     let t = tempfile::tempdir().unwrap();
-    ort::ort(&m);
-    ort::cuda13(&m, &[]);
-    torch(t.path(), &site, "2.15.0");
-    wheels(t.path(), &site, &["libcurand.so.10"]);
+    let m = torch_and_ort(t.path(), &["libcurand.so.10"]);
     let system = System {
         root: Some(m.root.clone()),
         env: Vec::new(),
