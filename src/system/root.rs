@@ -185,13 +185,21 @@ impl Root {
     /// of its own (a Python environment's two hundred `METADATA` at every run). Only a link there is resolved
     /// in full.
     pub fn read_to_string(&self, path: &Path, limit: Limit) -> Result<String, ReadError> {
-        if let Some(real) = self.real_unless_link(path)? {
-            match read::read_to_string_unlinked(&self.host_path(&real), limit) {
-                Err(e) if is_link(&e) => {}
-                read => return read,
-            }
+        if let Some(real) = self.real_unless_link(path)?
+            && let Some(text) = self.read_unlinked(&real, limit)?
+        {
+            return Ok(text);
         }
         read::read_to_string(&self.host_path(&self.resolve(path)?), limit)
+    }
+
+    /// The text at `real` ([`Root::real_unless_link`]'s answer), or `None` when its last name is a link after
+    /// all: the caller resolves it in full.
+    fn read_unlinked(&self, real: &Path, limit: Limit) -> Result<Option<String>, ReadError> {
+        match read::read_to_string_unlinked(&self.host_path(real), limit) {
+            Err(e) if is_link(&e) => Ok(None),
+            read => read.map(Some),
+        }
     }
 
     /// The real path of `path` if its last component is not a link: its directory resolved, its last name as it
@@ -226,10 +234,7 @@ impl Root {
             return Ok(text);
         }
         let unlinked = match &leaf {
-            Some(real) => match read::read_to_string_unlinked(&self.host_path(real), limit) {
-                Err(e) if is_link(&e) => None,
-                read => Some(read?),
-            },
+            Some(real) => self.read_unlinked(real, limit)?,
             None => None,
         };
         let (real, text) = match (leaf, unlinked) {
