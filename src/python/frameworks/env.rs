@@ -83,30 +83,21 @@ pub fn collect_within(
     req: &Request,
     record_bytes: u64,
 ) -> Result<PyEnv, SysPathError> {
-    let site = site_of(root, &req.target);
+    let site = site_of(root, env, req);
     collect_with(root, env, req, record_bytes, site.as_deref())
 }
 
 /// The `site-packages` an environment's `sys.path` most likely holds, to read while `sys.path` is computed
-/// ([`collect_expecting`]): `PREFIX/lib/pythonX.Y/site-packages` when there is exactly one, for an environment
-/// directory or an interpreter named by its path as `PREFIX/bin/python…`, where that interpreter is there. A
-/// wrong guess costs only the reads.
-fn site_of(root: &Root, target: &Target) -> Option<PathBuf> {
-    // Without its interpreter, `sys.path` fails at once (a `VIRTUAL_ENV` left behind): nothing to read beside it.
-    let prefix = match target {
-        Target::Environment(prefix) => {
-            let bin = prefix.join("bin");
-            if !["python3", "python"].iter().any(|n| root.exists(&bin.join(n))) {
-                return None;
-            }
-            prefix.as_path()
-        }
-        Target::Interpreter(exe) if exe.is_absolute() && root.exists(exe) => exe
-            .parent()
-            .filter(|bin| bin.file_name().is_some_and(|n| n == "bin"))?
-            .parent()?,
-        Target::Interpreter(_) => return None,
-    };
+/// ([`collect_expecting`]): `PREFIX/lib/pythonX.Y/site-packages` when there is exactly one, for an interpreter
+/// that `sys.path`'s model finds as `PREFIX/bin/python…` (an environment directory's, a path given, `python3` on
+/// `PATH`). Without an interpreter (a `VIRTUAL_ENV` left behind) `sys.path` fails at once: nothing is read
+/// beside it. A wrong guess costs only the reads.
+fn site_of(root: &Root, env: &Env, req: &Request) -> Option<PathBuf> {
+    let exe = syspath::interpreter(root, env, req).ok()?;
+    let prefix = exe
+        .parent()
+        .filter(|bin| bin.file_name().is_some_and(|n| n == "bin"))?
+        .parent()?;
     let lib = prefix.join("lib");
     let python = |n: &std::ffi::OsStr| n.as_encoded_bytes().starts_with(b"python");
     let mut sites = root
@@ -223,6 +214,80 @@ fn dist(root: &Root, site: &Path, info: &Path, budget: &Arc<AtomicU64>) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An environment is read with a `site-packages` expected (its distributions read while `sys.path` is
+    /// computed: a file's own, an environment's): the same distributions in the same order as without, whether
+    /// `sys.path` holds that directory spelled so, under another spelling (a link), or not at all.
+    #[test]
+    fn an_expected_site_changes_nothing_of_the_environment_read() {
+        use crate::system::put;
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        put(dir, "/usr/bin/python3.11", b"");
+        put(dir, "/usr/lib/python3.11/os.py", b"");
+        std::fs::create_dir_all(dir.join("usr/lib/python3.11/lib-dynload")).unwrap();
+        put(dir, "/venv/pyvenv.cfg", b"home = /usr/bin\nversion = 3.11.7\n");
+        std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
+        std::os::unix::fs::symlink("/usr/bin/python3.11", dir.join("venv/bin/python3")).unwrap();
+        let site = "/venv/lib/python3.11/site-packages";
+        for (at, name) in [
+            (site, "torch"),
+            (site, "numpy"),
+            ("/extra", "jax"),
+            ("/extra", "numpy"),
+        ] {
+            let metadata = format!("Name: {name}\nVersion: 1.0\nRequires-Dist: filelock\n\nText.\n");
+            put(
+                dir,
+                &format!("{at}/{name}-1.0.dist-info/METADATA"),
+                metadata.as_bytes(),
+            );
+        }
+        put(dir, &format!("{site}/extra.pth"), b"/extra\n");
+        std::os::unix::fs::symlink(site, dir.join("spelled")).unwrap();
+        let root = Root::at(dir).remembering();
+        let mut env = Env::empty();
+        env.set("VIRTUAL_ENV", "/venv");
+        let req = request(&env, &choose(&env, None, None));
+        let listed = |py: Result<PyEnv, SysPathError>| {
+            py.unwrap()
+                .dists
+                .iter()
+                .map(|d| format!("{} {} {}", d.name, d.site.display(), d.requires.join(",")))
+                .collect::<Vec<_>>()
+        };
+        let read = |early: Option<&str>| {
+            listed(collect_with(
+                &root,
+                &env,
+                &req,
+                MAX_RECORD_BYTES,
+                early.map(Path::new),
+            ))
+        };
+        let want = read(None);
+        assert_eq!(
+            want,
+            [
+                "numpy /venv/lib/python3.11/site-packages filelock",
+                "torch /venv/lib/python3.11/site-packages filelock",
+                "jax /extra filelock",
+                "numpy /extra filelock",
+            ]
+        );
+        for early in [site, "/spelled", "/extra", "/elsewhere"] {
+            assert_eq!(read(Some(early)), want, "{early}");
+        }
+        // `collect` expects the environment's own site-packages.
+        assert_eq!(site_of(&root, &env, &req).as_deref(), Some(Path::new(site)));
+        assert_eq!(listed(collect(&root, &env, &req)), want);
+        // No interpreter, nothing expected.
+        env.set("VIRTUAL_ENV", "/usr/lib");
+        assert_eq!(
+            site_of(&root, &env, &request(&env, &choose(&env, None, None))),
+            None
+        );
+    }
 
     #[test]
     fn the_interpreter_is_the_one_named_else_the_active_environment_else_python3() {

@@ -23,7 +23,7 @@ pub(super) struct Config {
 
 /// The interpreter the request names, as an absolute machine path (not resolved: a venv's `bin/python` is a
 /// link to the base interpreter, and the venv is found from the link's own directory).
-fn interpreter(root: &Root, env: &Env, req: &Request) -> Result<PathBuf, SysPathError> {
+pub fn interpreter(root: &Root, env: &Env, req: &Request) -> Result<PathBuf, SysPathError> {
     let is_file = |p: &Path| root.is_file(p);
     match &req.target {
         Target::Interpreter(p) if p.components().count() == 1 && !p.is_absolute() => env

@@ -15,6 +15,8 @@
 //! later `cudadiag import` builds on (torch walks `sys.path` to preload its NVIDIA wheels).
 
 mod getpath;
+/// The interpreter a request names: `sys.path`'s first step, for a caller that wants it ahead.
+pub use getpath::interpreter;
 mod model;
 mod site;
 #[cfg(test)]
