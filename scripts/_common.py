@@ -55,10 +55,22 @@ class Scratch:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def shipping_profile(tree: str) -> str:
+    """The Cargo profile the release artefacts of the checkout `tree` are built with: `dist` where its
+    Cargo.toml defines one (whole-program optimisation, since stop 45), else `release`. A benchmark measures
+    what users install: a commit of either era against another is each in its shipped form."""
+    try:
+        with open(os.path.join(tree, "Cargo.toml"), encoding="utf-8") as f:
+            return "dist" if any(line.strip() == "[profile.dist]" for line in f) else "release"
+    except OSError:
+        return "release"
+
+
 def commit_build(spec: str, scratch: Scratch, who: str) -> str:
-    """An executable path as given, else the release build of the commit `spec`: built once, in a temporary
-    `git worktree` with `cargo build --release --locked` into target/bench-baselines/target (its own target
-    dir, seeded from target/release, so the working build is untouched), and cached as
+    """An executable path as given, else the build that ships of the commit `spec` (its `dist` profile, where
+    its Cargo.toml has one, else `release`: see `shipping_profile`): built once, in a temporary `git worktree`
+    with `cargo build --profile P --locked` into target/bench-baselines/target (its own target dir, seeded
+    from target/P, so the working build is untouched), and cached as
     target/bench-baselines/COMMIT/cudadiag (by full commit id; a second run does not rebuild). `who` names the
     script and its flag in messages (`bench: --baseline`); exit 2 when `spec` is neither, 1 when it does not
     build."""
@@ -78,19 +90,21 @@ def commit_build(spec: str, scratch: Scratch, who: str) -> str:
     subprocess.run(["git", "-C", REPO, "worktree", "add", "--quiet", "--detach", wt, commit], check=True)
     scratch.worktrees.append(wt)
     target = os.path.join(root, "target")
-    seed = os.path.join(REPO, "target", "release")
-    if not os.path.isdir(os.path.join(target, "release")) and os.path.isdir(seed):
+    profile = shipping_profile(wt)
+    seed = os.path.join(REPO, "target", profile)
+    if not os.path.isdir(os.path.join(target, profile)) and os.path.isdir(seed):
         # The dependencies built once for this tree: cargo rebuilds only what the commit's Cargo.lock changes.
-        shutil.copytree(seed, os.path.join(target, "release"), symlinks=True)
-    print(f"# building {commit[:12]} in a temporary worktree (target dir {target}) ...", file=sys.stderr, flush=True)
-    build = subprocess.Popen(["cargo", "build", "--release", "--locked", "--quiet"], cwd=wt, start_new_session=True,
-                             env={**os.environ, "CARGO_TARGET_DIR": target})
+        shutil.copytree(seed, os.path.join(target, profile), symlinks=True)
+    print(f"# building {commit[:12]} ({profile} profile) in a temporary worktree (target dir {target}) ...",
+          file=sys.stderr, flush=True)
+    build = subprocess.Popen(["cargo", "build", "--profile", profile, "--locked", "--quiet"], cwd=wt,
+                             start_new_session=True, env={**os.environ, "CARGO_TARGET_DIR": target})
     scratch.group = build.pid  # killed, with its compilers, if the run is interrupted
     if build.wait() != 0:
         sys.exit(f"{who} {commit[:12]}: does not build")
     scratch.group = None
     os.makedirs(os.path.dirname(cached), exist_ok=True)
-    shutil.copy2(os.path.join(target, "release", "cudadiag"), cached + ".tmp")
+    shutil.copy2(os.path.join(target, profile, "cudadiag"), cached + ".tmp")
     os.replace(cached + ".tmp", cached)
     return cached
 

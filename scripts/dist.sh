@@ -84,9 +84,10 @@ check_floor() {
 }
 
 # --- the binary and the tarball -----------------------------------------------------------------------------
-step "cargo zigbuild --release --locked --target $triple.$glibc_floor"
-cargo zigbuild --release --locked --target "$triple.$glibc_floor"
-bin="$target_dir/$triple/release/cudadiag"
+# The `dist` profile (Cargo.toml): one code-generation unit with whole-program optimisation.
+step "cargo zigbuild --profile dist --locked --target $triple.$glibc_floor"
+cargo zigbuild --profile dist --locked --target "$triple.$glibc_floor"
+bin="$target_dir/$triple/dist/cudadiag"
 check_floor "$bin" "the binary"
 
 name="cudadiag-$version-$triple"
@@ -119,7 +120,8 @@ if [ "$wheel" = 1 ]; then
   step "maturin build --zig --compatibility manylinux_2_17 --target $triple"
   wheels="$target_dir/dist-wheel"
   rm -rf "$wheels"
-  maturin build --release --locked --zig --target "$triple" --compatibility manylinux_2_17 \
+  # The profile is pyproject.toml's (`dist`), as for a build from the source distribution.
+  maturin build --locked --zig --target "$triple" --compatibility manylinux_2_17 \
     --target-dir "$target_dir/dist-maturin" --out "$wheels"
   built=$(ls "$wheels"/cudadiag-"$version"-*.whl)
   # The canonical file name lists the PEP 600 tag first (as PyPI and auditwheel write it); the tags inside
