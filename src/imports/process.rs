@@ -162,6 +162,11 @@ impl crate::python::frameworks::Process for PyProcess<'_, '_, '_> {
         self.open(0, &path.to_string_lossy(), reason, how)
     }
 
+    fn expect_paths(&mut self, paths: &[std::path::PathBuf]) {
+        let paths: Vec<String> = paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        self.img.read_ahead(&paths);
+    }
+
     fn load_extension(&mut self, by: &str, module: &str, path: &Path) -> Result<usize, LoadError> {
         let how = LoadedHow::Extension {
             module: module.to_string(),

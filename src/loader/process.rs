@@ -41,6 +41,12 @@ impl Image<'_, '_> {
         self.st.libraries()
     }
 
+    /// Starts reading, on other threads, the files at the machine paths `paths`, about to be opened by path
+    /// (a framework's preloads): see [`Files::read_ahead`]. What the opens find is the same without it.
+    pub fn read_ahead(&mut self, paths: &[String]) {
+        self.st.read_ahead_paths(paths);
+    }
+
     /// `dlopen(name)` by object `caller` (`name` with a `/` is a path, expanded and opened as given), with its
     /// DT_NEEDED tree. The object's index, or ld.so's error, with every object this call added taken out.
     pub fn dlopen(&mut self, caller: usize, name: &str, reason: String) -> Result<usize, Failed> {

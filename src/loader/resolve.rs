@@ -274,6 +274,13 @@ impl State<'_> {
         self.views.push(Some(cand));
     }
 
+    /// Starts reading the files at the machine paths `paths` on other threads ([`Files::read_ahead`]): the
+    /// libraries a framework is about to load by path. The opens are unchanged; they only find them parsed.
+    pub fn read_ahead_paths(&mut self, paths: &[String]) {
+        self.files
+            .read_ahead(self.ctx.root, paths.iter().map(|p| vec![p.clone()]));
+    }
+
     /// Starts reading the files object `i`'s needed libraries are most likely found in (its own RUNPATH, or
     /// RPATH, and `ld.so.cache`), on other threads, while the breadth-first walk goes on: see
     /// [`Files::read_ahead`]. The search itself is unchanged; it only finds them parsed.

@@ -123,6 +123,19 @@ impl Venv {
         env: &Env,
         gpus: &[Gpu],
     ) -> (Step, Vec<(String, LoadedHow)>) {
+        self.run_on(fw, models, version, env, gpus, cudadiag::loader::Files::default())
+    }
+
+    /// [`Venv::run_with`] reading files with `files` (its number of worker threads).
+    fn run_on(
+        &self,
+        fw: &dyn Framework,
+        models: &[Range],
+        version: &str,
+        env: &Env,
+        gpus: &[Gpu],
+        mut files: cudadiag::loader::Files,
+    ) -> (Step, Vec<(String, LoadedHow)>) {
         let root = Root::at(&self.root);
         let python = self.python();
         let matrix = cudadiag::matrix::Matrix::bundled().unwrap();
@@ -136,7 +149,6 @@ impl Venv {
             provides: &|_| false,
         };
         let m = select(fw.module(), version, models).unwrap();
-        let mut files = cudadiag::loader::Files::default();
         let program = self.host("/usr/bin/python3.12");
         let out = cudadiag::loader::process::process(&root, env, &program, &mut files, |img| {
             let mut p = PyProcess::new(img);
@@ -302,6 +314,23 @@ fn jax_first_use_opens_cudnns_ops_not_its_legacy_api_libraries_or_nvrtc() {
     for name in ["libcudnn_adv.so.9", "libcudnn_cnn.so.9", "libnvrtc.so"] {
         assert!(!has(name), "{name} predicted: {loaded:#?}");
     }
+}
+
+/// With cores to spare, the files of JAX's preloads are read on other threads before their loads
+/// (`Process::expect_paths`); with one worker, each when it is loaded: the same step and the same loads, in
+/// the same order, either way.
+#[test]
+fn jax_preloads_read_ahead_or_each_at_its_load_give_the_same_process() {
+    let v = jax_venv(true);
+    let models = cudadiag::python::frameworks::jax::MODELS;
+    let run = |threads| {
+        let files = cudadiag::loader::Files::with_threads(threads);
+        let (first, loaded) = v.run_on(&Jax, models, "0.10.2", &Env::empty(), &[h200()], files);
+        format!("{first:?}\n{loaded:#?}")
+    };
+    let (ahead, each) = (run(4), run(1));
+    assert_eq!(ahead, each);
+    assert!(ahead.contains("libcudnn.so.9"), "{ahead}");
 }
 
 #[test]

@@ -284,8 +284,8 @@ fn inspect_of_a_venv_with_two_frameworks_judges_each_alone_and_both_in_one_proce
 }
 
 /// The runs alone go side by side when the workers are three or more, each on a copy of what the run together
-/// read, else one after the other: the same frameworks, verdicts, runs and findings either way (CI's 2 cores
-/// take the second path on the command line).
+/// read, and torch's preloads are read ahead; else one after the other, each file read at its load: the same
+/// frameworks, verdicts, runs and findings either way (CI's 2 cores take the second path on the command line).
 #[test]
 fn runs_alone_side_by_side_or_one_after_the_other_say_the_same() {
     use cudadiag::diagnose::{System, Target, frameworks};

@@ -559,6 +559,9 @@ fn no_plugin(ctx: &Ctx) -> Outcome {
 
 /// `_load_nvidia_libraries()`: each library by path from its `nvidia.<x>` package, failures ignored.
 fn preload(ctx: &Ctx, model: usize, p: &mut dyn Process, notes: &mut Vec<String>) {
+    // Every file first (finding them reads only directories), so that they can be read ahead while the loads
+    // go one after the other in JAX's order.
+    let mut files: Vec<(String, &str, PathBuf)> = Vec::new();
     for (sub, libs, major) in PRELOAD {
         if model < 2 && *major == 13 {
             continue;
@@ -568,23 +571,27 @@ fn preload(ctx: &Ctx, model: usize, p: &mut dyn Process, notes: &mut Vec<String>
         };
         for lib in *libs {
             let path = dir.join("lib").join(lib);
-            if !ctx.root.exists(&path) {
-                continue;
+            if ctx.root.exists(&path) {
+                let search = format!("import nvidia.{sub} → {}/lib/{lib}", dir.display());
+                files.push((search, lib, path));
             }
-            let search = format!("import nvidia.{sub} → {}/lib/{lib}", dir.display());
-            match p.load_path("jax", &path, &search, false) {
-                // cuDNN opens its graph library as it loads (observed: `libcudnn_graph.so.9` right after
-                // `libcudnn.so.9`, on this machine and on the H200).
-                Ok(i) if *lib == "libcudnn.so.9" => {
-                    let _ = p.dlopen("jax", i, "libcudnn_graph.so.9", When::FirstUse);
-                }
-                Ok(_) => {}
-                Err(e) => notes.push(format!(
-                    "the CUDA plugin's preload of {} fails and is ignored: {}",
-                    path.display(),
-                    e.message
-                )),
+        }
+    }
+    let paths: Vec<PathBuf> = files.iter().map(|(_, _, path)| path.clone()).collect();
+    p.expect_paths(&paths);
+    for (search, lib, path) in files {
+        match p.load_path("jax", &path, &search, false) {
+            // cuDNN opens its graph library as it loads (observed: `libcudnn_graph.so.9` right after
+            // `libcudnn.so.9`, on this machine and on the H200).
+            Ok(i) if lib == "libcudnn.so.9" => {
+                let _ = p.dlopen("jax", i, "libcudnn_graph.so.9", When::FirstUse);
             }
+            Ok(_) => {}
+            Err(e) => notes.push(format!(
+                "the CUDA plugin's preload of {} fails and is ignored: {}",
+                path.display(),
+                e.message
+            )),
         }
     }
 }

@@ -369,6 +369,11 @@ pub trait Process {
     fn maps_contain(&self, needle: &str) -> bool {
         self.loaded().iter().any(|l| l.realpath.contains(needle))
     }
+
+    /// Says that the files at `paths` are about to be loaded by path ([`Process::load_path`]), in that
+    /// order: a process with cores to spare starts reading them on other threads, so that each load finds its
+    /// file parsed. A hint only: what any load does, and its answer, is the same without it.
+    fn expect_paths(&mut self, _paths: &[PathBuf]) {}
 }
 
 /// What an import (or a first use) ends in, as the user sees it.

@@ -278,8 +278,16 @@ impl Torch {
         required: bool,
         p: &mut dyn Process,
     ) -> Result<(), PreloadError> {
-        for (folder, glob) in libs {
-            search::preload_one(ctx, l.layouts, cuda_major, folder, glob, required, p)?;
+        // Every search first (they read only directories), so that the files can be read ahead while the
+        // loads go one after the other as torch makes them.
+        let found: Vec<Option<search::Found>> = libs
+            .iter()
+            .map(|(folder, glob)| search::find(ctx, l.layouts, cuda_major, folder, glob))
+            .collect();
+        let files: Vec<PathBuf> = found.iter().flatten().map(|f| f.first().to_path_buf()).collect();
+        p.expect_paths(&files);
+        for ((folder, glob), found) in libs.iter().zip(&found) {
+            search::preload_found(ctx, found.as_ref(), folder, glob, required, p)?;
         }
         Ok(())
     }

@@ -95,37 +95,68 @@ fn syspath_repr(ctx: &Ctx) -> String {
     format!("[{}]", items.join(", "))
 }
 
-/// Preloads one library as torch does: the first `sys.path` entry with a candidate, its first candidate,
-/// `ctypes.CDLL` of it (`RTLD_LOCAL`). Found nowhere: the `ValueError` when `required`, else nothing.
-pub fn preload_one(
+/// Where torch's search for one library ends ([`find`]): the first `sys.path` entry with a candidate, and
+/// that entry's candidates in torch's order.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The entry's index in `sys.path`.
+    pub index: usize,
+    /// The entry.
+    pub dir: PathBuf,
+    /// Its candidates (at least one): the first is loaded.
+    pub files: Vec<PathBuf>,
+}
+
+impl Found {
+    /// The file torch loads.
+    pub fn first(&self) -> &Path {
+        &self.files[0]
+    }
+}
+
+/// torch's search for one library (`folder`'s `glob`) in `sys.path`, without loading it: reads only
+/// directories, so the searches of a list can be made before any of its loads.
+pub fn find(ctx: &Ctx, layouts: Layouts, major: Option<&str>, folder: &str, glob: &str) -> Option<Found> {
+    ctx.python
+        .syspath
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, entry)| entry.path.is_absolute())
+        .find_map(|(index, entry)| {
+            let files = candidates(ctx, layouts, major, &entry.path, folder, glob);
+            (!files.is_empty()).then(|| Found {
+                index,
+                dir: entry.path.clone(),
+                files,
+            })
+        })
+}
+
+/// Preloads one library as torch does, once [`find`] has searched: `ctypes.CDLL` of the first candidate of
+/// the first `sys.path` entry with one (`RTLD_LOCAL`). Found nowhere: the `ValueError` when `required`, else
+/// nothing.
+pub fn preload_found(
     ctx: &Ctx,
-    layouts: Layouts,
-    major: Option<&str>,
+    found: Option<&Found>,
     folder: &str,
     glob: &str,
     required: bool,
     p: &mut dyn Process,
 ) -> Result<(), PreloadError> {
-    for (i, entry) in ctx.python.syspath.entries.iter().enumerate() {
-        let dir = &entry.path;
-        if !dir.is_absolute() {
-            continue;
-        }
-        let found = candidates(ctx, layouts, major, dir, folder, glob);
-        let Some(first) = found.first() else {
-            continue;
-        };
+    if let Some(found) = found {
         let mut search = format!(
-            "sys.path[{i}] {}: first match of {folder}'s {glob}",
-            dir.display()
+            "sys.path[{}] {}: first match of {folder}'s {glob}",
+            found.index,
+            found.dir.display()
         );
-        if found.len() > 1 {
+        if found.files.len() > 1 {
             search.push_str(&format!(
                 " ({} files match; Python's glob takes them in directory order)",
-                found.len()
+                found.files.len()
             ));
         }
-        return match p.load_path("torch", first, &search, false) {
+        return match p.load_path("torch", found.first(), &search, false) {
             Ok(_) => Ok(()),
             Err(e) => Err(PreloadError {
                 message: format!("OSError: {}", e.message),
