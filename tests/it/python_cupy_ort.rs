@@ -118,6 +118,16 @@ struct Run {
 }
 
 fn run(m: &Machine, vars: &[(&str, &str)], frameworks: &[&dyn Framework]) -> Run {
+    run_on(m, vars, frameworks, cudadiag::loader::Files::default())
+}
+
+/// [`run`] reading files with `files` (its number of worker threads).
+fn run_on(
+    m: &Machine,
+    vars: &[(&str, &str)],
+    frameworks: &[&dyn Framework],
+    mut files: cudadiag::loader::Files,
+) -> Run {
     let root = Root::at(&m.root);
     let mut e = Env::empty();
     for (k, v) in vars {
@@ -137,7 +147,6 @@ fn run(m: &Machine, vars: &[(&str, &str)], frameworks: &[&dyn Framework]) -> Run
         matrix: &matrix,
         provides: &|_| false,
     };
-    let mut files = cudadiag::loader::Files::default();
     // The loader reads the program by its path on this machine: the interpreter the venv's link names.
     let program = m.root.join("usr/bin/python3.12");
     let out = cudadiag::loader::process::process(&root, &e, &program, &mut files, |img| {
@@ -263,6 +272,30 @@ fn cupy_14_with_its_ctk_wheels_maps_cublaslt_at_import_and_nvrtc_and_cublas_at_f
     assert!(ends(&r.at_import, "usr/lib64/libcuda.so.1"), "{:#?}", r.at_import);
     assert!(!ends(&r.at_import, "nvidia/cuda_nvrtc/lib/libnvrtc.so.12"));
     assert_eq!(r.selected[0].nearest, None);
+}
+
+/// With cores to spare, CuPy's extension modules are read on other threads before their imports
+/// (`Process::expect_paths`); with one worker, each at its import: the same steps, the same objects in the same
+/// order, either way (CuPy 13 and 14).
+#[test]
+fn cupy_modules_read_ahead_or_each_at_its_import_give_the_same_process() {
+    for version in ["13.6.0", "14.2.0"] {
+        let m = Machine::new(true);
+        cupy(&m, version);
+        ctk12(&m, true);
+        let said = |threads| {
+            let r = run_on(&m, &[], &[&Cupy], cudadiag::loader::Files::with_threads(threads));
+            let steps: Vec<(String, String)> =
+                r.steps.iter().map(|(i, f)| (message(i), message(f))).collect();
+            (steps, r.loaded, r.at_import, r.fixes)
+        };
+        let (ahead, each) = (said(4), said(1));
+        assert_eq!(ahead, each, "{version}");
+        assert!(
+            ends(&ahead.1, "cupy/_core/core.cpython-312-x86_64-linux-gnu.so"),
+            "{version}: {ahead:#?}"
+        );
+    }
 }
 
 #[test]
