@@ -274,11 +274,11 @@ fn cupy_14_with_its_ctk_wheels_maps_cublaslt_at_import_and_nvrtc_and_cublas_at_f
     assert_eq!(r.selected[0].nearest, None);
 }
 
-/// With cores to spare, CuPy's extension modules are read on other threads before their imports
-/// (`Process::expect_paths`); with one worker, each at its import: the same steps, the same objects in the same
-/// order, either way (CuPy 13 and 14).
+/// With cores to spare, the libraries each CuPy module needs are read on other threads while the process
+/// loads (the loader's read-ahead); with one worker, each when it is searched: the same steps, the same
+/// objects in the same order, either way (CuPy 13 and 14).
 #[test]
-fn cupy_modules_read_ahead_or_each_at_its_import_give_the_same_process() {
+fn cupy_read_ahead_or_each_file_at_its_load_give_the_same_process() {
     for version in ["13.6.0", "14.2.0"] {
         let m = Machine::new(true);
         cupy(&m, version);

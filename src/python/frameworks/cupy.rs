@@ -182,12 +182,8 @@ impl Framework for Cupy {
                 i.dist.name, i.dist.version
             ));
         }
-        // `from cupy import _core` and what it imports: no CUDA library among their DT_NEEDED. Dozens of
-        // extension modules, read ahead while they are imported one after the other.
-        let modules = import_modules(&i, m.index == V13);
-        let paths: Vec<PathBuf> = modules.iter().map(|(_, path)| path.clone()).collect();
-        p.expect_paths(&paths);
-        for (module, path) in modules {
+        // `from cupy import _core` and what it imports: no CUDA library among their DT_NEEDED.
+        for (module, path) in import_modules(&i, m.index == V13) {
             if let Err(e) = p.load_extension("cupy", &python_name(&module), &path) {
                 let message = format!(
                     "ImportError: \n{}\n\nOriginal error:\n  ImportError: {}",

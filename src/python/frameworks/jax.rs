@@ -395,21 +395,18 @@ impl Framework for Jax {
         let cudart = format!("libcudart.so.{}", plugin.major);
         let mut first = None;
         let mut solver = None;
-        let present: Vec<(&str, PathBuf)> = EXTENSIONS
-            .iter()
-            .map(|name| (*name, plugin.package.join(format!("{name}.so"))))
-            .filter(|(_, path)| ctx.root.exists(path))
-            .collect();
-        let paths: Vec<PathBuf> = present.iter().map(|(_, path)| path.clone()).collect();
-        p.expect_paths(&paths);
-        for (name, path) in present {
+        for name in EXTENSIONS {
+            let path = plugin.package.join(format!("{name}.so"));
+            if !ctx.root.exists(&path) {
+                continue;
+            }
             let module = format!("jax_cuda{}_plugin.{name}", plugin.major);
             match p.load_extension("jax", &module, &path) {
                 Ok(i) => {
                     first.get_or_insert(i);
                     // `_solver` opens the CUDA runtime through its DT_RPATH as it initialises; a failure is
                     // not raised here, `_versions` reports it at the first use.
-                    if name == "_solver" {
+                    if *name == "_solver" {
                         solver = Some(i);
                         let _ = p.dlopen("jax", i, &cudart, When::Import);
                     }
