@@ -111,23 +111,13 @@ impl Venv {
 
     /// `import MODULE` then its first use, in one process started from the venv's interpreter.
     fn run(&self, fw: &dyn Framework, models: &[Range], version: &str) -> (Step, Vec<(String, LoadedHow)>) {
-        self.run_with(fw, models, version, &Env::empty(), &[h200()])
+        let files = cudadiag::loader::Files::default();
+        self.run_with(fw, models, version, &Env::empty(), &[h200()], files)
     }
 
-    /// [`Venv::run`] with the process's environment and the GPUs it sees.
+    /// [`Venv::run`] with the process's environment, the GPUs it sees and the `files` it reads with (their
+    /// number of worker threads).
     fn run_with(
-        &self,
-        fw: &dyn Framework,
-        models: &[Range],
-        version: &str,
-        env: &Env,
-        gpus: &[Gpu],
-    ) -> (Step, Vec<(String, LoadedHow)>) {
-        self.run_on(fw, models, version, env, gpus, cudadiag::loader::Files::default())
-    }
-
-    /// [`Venv::run_with`] reading files with `files` (its number of worker threads).
-    fn run_on(
         &self,
         fw: &dyn Framework,
         models: &[Range],
@@ -325,7 +315,7 @@ fn jax_preloads_read_ahead_or_each_at_its_load_give_the_same_process() {
     let models = cudadiag::python::frameworks::jax::MODELS;
     let run = |threads| {
         let files = cudadiag::loader::Files::with_threads(threads);
-        let (first, loaded) = v.run_on(&Jax, models, "0.10.2", &Env::empty(), &[h200()], files);
+        let (first, loaded) = v.run_with(&Jax, models, "0.10.2", &Env::empty(), &[h200()], files);
         format!("{first:?}\n{loaded:#?}")
     };
     let (ahead, each) = (run(4), run(1));
@@ -370,6 +360,7 @@ fn jax_platforms_cuda_raises_and_without_a_gpu_it_is_an_assertion_error() {
             "0.10.2",
             &env,
             &gpus,
+            cudadiag::loader::Files::default(),
         );
         match first.outcome {
             Outcome::Fails { message, load: None } => {
