@@ -447,7 +447,7 @@ fn alone(
     let Some((last, others)) = frameworks.split_last() else {
         return Vec::new();
     };
-    if files.pool().threads() < 3 {
+    if !files.has_spare_workers() {
         return frameworks.iter().map(|fw| run(q, py, &[*fw], files)).collect();
     }
     std::thread::scope(|s| {

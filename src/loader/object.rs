@@ -154,10 +154,12 @@ impl Files {
         &mut self.pool
     }
 
-    /// Are files read ahead ([`Files::read_ahead`])? Speculative work pays only with cores to spare: on two,
-    /// the workers are busy with `.rodata` (measured: 2 ms slower on a 2-core box, 1-3 ms faster on 16 cores
-    /// for PyTorch's tree).
-    pub fn reads_ahead(&self) -> bool {
+    /// Has this `Files` workers to spare (three or more) for work beside the resolution: files read ahead
+    /// ([`Files::read_ahead`]), and `doctor`'s processes of one environment modelled side by side on clones.
+    /// Speculative or parallel work pays only then: on two cores the workers are busy with `.rodata`
+    /// (measured: the read-ahead 2 ms slower on a 2-core box, 1-3 ms faster on 16 cores for PyTorch's tree;
+    /// the clones of the runs side by side 1.3 ms of CPU on 2 cores for no time saved).
+    pub fn has_spare_workers(&self) -> bool {
         self.pool.threads() >= 3
     }
 
@@ -168,7 +170,7 @@ impl Files {
     /// function of the file: a file read ahead and not chosen costs only the work. Files already read and
     /// paths already queued are skipped.
     pub fn read_ahead(&mut self, root: &Root, names: impl IntoIterator<Item = Vec<String>>) {
-        if !self.reads_ahead() {
+        if !self.has_spare_workers() {
             return;
         }
         for paths in names {

@@ -285,7 +285,7 @@ impl State<'_> {
     /// RPATH, and `ld.so.cache`), on other threads, while the breadth-first walk goes on: see
     /// [`Files::read_ahead`]. The search itself is unchanged; it only finds them parsed.
     fn read_ahead(&mut self, i: usize) {
-        if !self.files.reads_ahead() {
+        if !self.files.has_spare_workers() {
             return;
         }
         let own = self.own_dirs(i);

@@ -119,7 +119,7 @@ fn collect_with(
     early: Option<&Path>,
 ) -> Result<PyEnv, SysPathError> {
     let budget = Arc::new(AtomicU64::new(record_bytes));
-    let (syspath, early) = std::thread::scope(|s| {
+    let (syspath, mut early) = std::thread::scope(|s| {
         let early = early.map(|site| {
             let budget = &budget;
             let read = s.spawn(move || {
@@ -146,7 +146,6 @@ fn collect_with(
     let mut infos: Vec<(PathBuf, PathBuf)> = Vec::new();
     // Each directory's distributions, in sys.path order: so many of `infos`, or (`None`) the early ones.
     let mut order: Vec<Option<usize>> = Vec::new();
-    let mut early = early;
     for dir in dirs {
         // One directory listed twice on sys.path (a `.pth` naming its own site) holds the same distributions.
         let real = root.resolve(&dir).unwrap_or_else(|_| dir.clone());
