@@ -59,7 +59,7 @@ pub fn host_platform(root: &Root) -> Platform {
     let own = own_machine().unwrap_or(EM_X86_64);
     let machine = [own, EM_X86_64, EM_AARCH64, EM_PPC64]
         .into_iter()
-        .find(|&m| root.metadata(Path::new(default_interpreter(m, true))).is_ok())
+        .find(|&m| root.exists(Path::new(default_interpreter(m, true))))
         .unwrap_or(own);
     Platform::detect(root, machine, true, None)
 }

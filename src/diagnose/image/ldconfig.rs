@@ -170,7 +170,7 @@ fn scan(
 /// A shared library's SONAME and whether it is 64-bit, when `path` (links followed) is an ELF shared object.
 fn library(root: &Root, path: &Path) -> Option<(Option<String>, bool)> {
     let real = root.resolve(path).ok()?;
-    if !root.metadata(&real).ok()?.is_file() {
+    if !root.is_file(&real) {
         return None;
     }
     let mut head = [0u8; 18];

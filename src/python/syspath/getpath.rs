@@ -164,8 +164,7 @@ pub(super) fn configure(root: &Root, env: &Env, vars: &Vars, req: &Request) -> R
             let prefix = search_up(&real_dir, |d| root.exists(&d.join(&stdlib_sub).join("os.py")))
                 .unwrap_or_else(|| real_dir.parent().unwrap_or(&real_dir).to_path_buf());
             let exec_prefix = search_up(&real_dir, |d| {
-                root.metadata(&d.join(&stdlib_sub).join("lib-dynload"))
-                    .is_ok_and(|m| m.is_dir())
+                root.is_dir(&d.join(&stdlib_sub).join("lib-dynload"))
             })
             .unwrap_or_else(|| prefix.clone());
             (prefix, exec_prefix)
