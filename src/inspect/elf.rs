@@ -381,7 +381,9 @@ fn registers_fatbins(elf: &Elf<'_>, input: &Input<'_>) -> bool {
     if let Some((start, end)) = dynstr {
         let finder = memchr::memmem::Finder::new(NAME);
         if input
-            .chunks(start, end, 1 << 20, NAME.len(), |_, c| finder.find(c).map(|_| ()))
+            .chunks(start, end, super::input::CHUNK, NAME.len(), |_, c| {
+                finder.find(c).map(|_| ())
+            })
             .is_none()
         {
             return false;
@@ -526,11 +528,11 @@ fn version_from_accessor_pattern(elf: &Elf<'_>, input: &Input<'_>) -> Option<(u3
         let (start, end) = file_range(sh, input.len())?;
         if aarch64 {
             // Instructions are 4-byte aligned in the section: chunks overlapping by 64 bytes stay aligned.
-            return input.chunks(start, end, 1 << 20, 64, |at, text| {
+            return input.chunks(start, end, super::input::CHUNK, 64, |at, text| {
                 super::a64::accessor_in(text).map(|(v, i)| (v, at + i))
             });
         }
-        input.chunks(start, end, 1 << 20, 16, |at, text| {
+        input.chunks(start, end, super::input::CHUNK, 16, |at, text| {
             memchr::memmem::find_iter(text, &[0x48, 0x85, 0xFF, 0x74]).find_map(|i| {
                 let w = text.get(i + 5..i + 16)?;
                 let v = u32::from_le_bytes([w[2], w[3], w[4], w[5]]);
@@ -555,7 +557,7 @@ fn rodata_contains(elf: &Elf<'_>, input: &Input<'_>, needle: &[u8]) -> bool {
         };
         section_name(elf, sh).starts_with(".rodata")
             && input
-                .chunks(start, end, 1 << 20, needle.len(), |_, c| {
+                .chunks(start, end, super::input::CHUNK, needle.len(), |_, c| {
                     finder.find(c).map(|_| ())
                 })
                 .is_some()

@@ -333,15 +333,21 @@ pub fn symtab_lookup(elf: &Elf<'_>, input: &Input<'_>, name: &str) -> Option<(u6
     let str_end = str_start.checked_add(str_len)?;
     let name_offsets: Vec<u64> = {
         let mut v = Vec::new();
-        input.chunks(str_start, str_end, 1 << 20, needle.len(), |at, chunk| {
-            for i in finder.find_iter(chunk) {
-                let off = (at + i + 1 - str_start) as u64;
-                if !v.contains(&off) {
-                    v.push(off);
+        input.chunks(
+            str_start,
+            str_end,
+            super::input::CHUNK,
+            needle.len(),
+            |at, chunk| {
+                for i in finder.find_iter(chunk) {
+                    let off = (at + i + 1 - str_start) as u64;
+                    if !v.contains(&off) {
+                        v.push(off);
+                    }
                 }
-            }
-            None::<()>
-        });
+                None::<()>
+            },
+        );
         v
     };
     if name_offsets.is_empty() {
@@ -355,7 +361,7 @@ pub fn symtab_lookup(elf: &Elf<'_>, input: &Input<'_>, name: &str) -> Option<(u6
     input.chunks(
         sym_start,
         sym_end,
-        (1 << 20) / entsize * entsize,
+        super::input::CHUNK / entsize * entsize,
         0,
         |_, chunk| {
             chunk.chunks_exact(entsize).find_map(|s| {

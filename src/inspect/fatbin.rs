@@ -77,8 +77,8 @@ fn scan_from(data: &Input<'_>, start: usize, end: usize, max: usize) -> Vec<usiz
     let magic = CONTAINER_MAGIC.to_le_bytes();
     let start = start.next_multiple_of(8);
     let mut found = Vec::new();
-    data.chunks(start, end, 1 << 20, 0, |at, chunk| {
-        // `at` stays 8-aligned: chunks are 1 MiB and start aligned.
+    data.chunks(start, end, super::input::CHUNK, 0, |at, chunk| {
+        // `at` stays 8-aligned: chunks are `CHUNK` bytes (a multiple of 8) and start aligned.
         for i in memchr::memmem::find_iter(chunk, &magic) {
             let off = at + i;
             if off % 8 == 0 && off + CONTAINER_HEADER <= end && container_at(data, off) {

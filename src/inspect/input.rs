@@ -22,6 +22,12 @@ use std::sync::Mutex;
 /// 9.5 ms (median of 25) on the GPU machine.
 pub const WINDOW: usize = 1024;
 
+/// Bytes a large scan ([`Input::chunks`]) reads at a time. Each thread reads into one buffer of this size kept
+/// for the run: the 1 MiB buffers allocated per scan before cost a fresh map, 256 zeroed pages and a `munmap`
+/// for each `.dynstr` searched (`libtorch_cpu.so`'s 5 MB for `__cudaRegisterFatBinary` at every `inspect`),
+/// and 1 MiB of peak memory per thread scanning.
+pub const CHUNK: usize = 64 << 10;
+
 /// The last window read of a file: `bytes` from file offset `at`. Shared by the inputs of one file (an
 /// archive's members too: offsets are the file's).
 #[derive(Debug, Default)]
@@ -175,17 +181,36 @@ impl<'a> Input<'a> {
         mut f: impl FnMut(usize, &[u8]) -> Option<T>,
     ) -> Option<T> {
         let end = end.min(self.bytes.len());
-        // One buffer for every chunk: a fresh 1 MiB allocation per chunk is an `mmap`, 256 zeroed pages and a
-        // `munmap` each time.
-        let mut buf = Vec::new();
+        // One buffer per thread for every scan ([`CHUNK`]); a scan started from inside another one's callback
+        // (none does today) gets a buffer of its own.
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        BUF.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut buf) => self.chunks_with(&mut buf, start, end, chunk, overlap, &mut f),
+            Err(_) => self.chunks_with(&mut Vec::new(), start, end, chunk, overlap, &mut f),
+        })
+    }
+
+    fn chunks_with<T>(
+        &self,
+        buf: &mut Vec<u8>,
+        start: usize,
+        end: usize,
+        chunk: usize,
+        overlap: usize,
+        f: &mut impl FnMut(usize, &[u8]) -> Option<T>,
+    ) -> Option<T> {
         let mut off = start;
         while off < end {
             let len = chunk.min(end - off);
             let data = match self.file {
                 Some((file, base)) if len > WINDOW / 2 => {
-                    buf.resize(len, 0);
-                    match file.read_exact_at(&mut buf, base + off as u64) {
-                        Ok(()) => Cow::Borrowed(&buf[..]),
+                    if buf.len() < len {
+                        buf.resize(len, 0);
+                    }
+                    match file.read_exact_at(&mut buf[..len], base + off as u64) {
+                        Ok(()) => Cow::Borrowed(&buf[..len]),
                         // The file changed under us: the map's view, as for any read.
                         Err(_) => Cow::Borrowed(&self.bytes[off..off + len]),
                     }
@@ -263,6 +288,37 @@ mod tests {
             map[WINDOW + 5..WINDOW + 105]
         );
         assert_eq!(member.read(1, 100), None);
+    }
+
+    /// A scan of a file-backed input in [`CHUNK`]s: every chunk holds the file's bytes at its offset, a pattern
+    /// across each boundary is seen through the overlap, and a scan started inside another's callback (which
+    /// cannot share the thread's buffer) reads the same bytes.
+    #[test]
+    fn chunks_of_a_file_are_its_bytes_with_their_overlap() {
+        let f = file_of(3 * CHUNK + 777);
+        let map = super::super::source::map_open(&f).unwrap();
+        let window = Window::new();
+        let input = Input::file(&map, &f, 0, &window);
+        let (start, end) = (5, input.len() - 3);
+        let mut seen = Vec::new();
+        let mut nested_ok = true;
+        input.chunks(start, end, CHUNK, 16, |at, chunk| {
+            assert_eq!(chunk, &map[at..at + chunk.len()]);
+            seen.push((at, chunk.len()));
+            let inner = input.chunks(at, (at + 2 * CHUNK).min(end), CHUNK, 0, |i, c| {
+                (c != &map[i..i + c.len()]).then_some(())
+            });
+            nested_ok &= inner.is_none();
+            None::<()>
+        });
+        assert!(nested_ok);
+        assert_eq!(seen.first(), Some(&(start, CHUNK)));
+        for w in seen.windows(2) {
+            // Each chunk starts 16 bytes before the previous one ends.
+            assert_eq!(w[1].0, w[0].0 + w[0].1 - 16);
+        }
+        let (last, len) = *seen.last().unwrap();
+        assert_eq!(last + len, end);
     }
 
     /// A file that shrinks after a window was read: a read past its new end comes from the guarded map (zeros,
