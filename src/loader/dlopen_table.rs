@@ -1,17 +1,25 @@
-//! The `dlopen` names in the `.rodata` of NVIDIA's own libraries, known in advance: a bundled table
-//! (`data/dlopen_names.jsonl`, written by `scripts/gen-dlopen-table` from the libraries of NVIDIA's wheels),
-//! so that the loader does not search hundreds of megabytes of read-only data (cuBLASLt alone holds 49 MB of
-//! it) for the few strings the search would find.
+//! The `dlopen` names in the `.rodata` of NVIDIA's and PyTorch's libraries, known in advance: a bundled table
+//! (`data/dlopen_names.jsonl`, written by `scripts/gen-dlopen-table` from the libraries of NVIDIA's wheels and
+//! of PyTorch's `torch/lib`), so that the loader does not search hundreds of megabytes of read-only data
+//! (cuBLASLt alone holds 49 MB of it; PyTorch's `libtorch_cpu.so` and `libtorch_cuda.so` 28 MB, searched at
+//! every `inspect`, `import torch` and `doctor` of a PyTorch environment) for the few strings the search would
+//! find.
 //!
 //! An entry is keyed by the GNU build ID of the file (`NT_GNU_BUILD_ID`, the hash the linker computes over
 //! the linked output: a different build has a different ID), and holds its SONAME and `.rodata` ranges, which
 //! must match too, and what [`crate::inspect::rodata_strings`] finds there, with the offsets. A library with no
-//! build ID, or one not in the table (another release, a rebuild, any non-NVIDIA library), is searched as
-//! before; so is every library when the table was written for other needles than [`DLOPEN_NEEDLES`]. The
-//! answer is therefore the search's own, byte for byte: a test compares the table with the search on every
-//! listed library found on the machine.
+//! build ID, or one not in the table (another release, a rebuild, a PyTorch built elsewhere than PyPI, any
+//! other library), is searched as before; so is every library when the table was written for other needles
+//! than [`DLOPEN_NEEDLES`]. The answer is therefore the search's own, byte for byte: a test compares the table
+//! with the search on every listed library found on the machine.
+//!
+//! PyTorch's libraries are the same in the wheels of every Python version of a release (`libtorch_cpu.so` of
+//! `torch-2.15.0-cp311` and `-cp312` have one build ID); `libtorch_python.so` is not, and is listed for the
+//! wheels the table was made from.
 
 use crate::inspect::LoaderView;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Strings searched in `.rodata` for `dlopen` names (see [`super::dlopen`]); the table says which it was made with.
 pub const DLOPEN_NEEDLES: &[&[u8]] = &[
@@ -55,11 +63,40 @@ pub(super) fn needles_line() -> String {
 pub fn known(view: &LoaderView) -> Option<Vec<(String, u64)>> {
     let soname = view.elf.as_ref()?.soname.as_deref()?;
     let id = build_id(&view.data)?;
-    let entry = lookup(TABLE, &id)?;
+    let line = index()?.get(id.as_str())?;
+    let entry: Entry = serde_json::from_str(line).ok()?;
     (entry.soname == soname && entry.rodata == view.rodata).then_some(entry.strings)
 }
 
-/// The entry of `table` for the build ID `id` (lowercase hex), if the table was made for today's needles.
+/// The bundled table's lines by build ID, made at the first question (`None`: the table is for other
+/// needles). A run asks for every object it searches, a few hundred in a PyTorch tree: one pass over the table
+/// instead of one search of it per question.
+fn index() -> Option<&'static HashMap<&'static str, &'static str>> {
+    static INDEX: OnceLock<Option<HashMap<&'static str, &'static str>>> = OnceLock::new();
+    INDEX
+        .get_or_init(|| {
+            let needles = needles_line();
+            if !TABLE.lines().any(|l| l == needles) {
+                return None;
+            }
+            let mut index = HashMap::new();
+            for line in TABLE.lines() {
+                if let Some(id) = line
+                    .strip_prefix("{\"build_id\":\"")
+                    .and_then(|rest| rest.split('"').next())
+                {
+                    // The first line of an ID, as [`lookup`] finds it.
+                    index.entry(id).or_insert(line);
+                }
+            }
+            Some(index)
+        })
+        .as_ref()
+}
+
+/// The entry of `table` for the build ID `id` (lowercase hex), if the table was made for today's needles: the
+/// plain search [`index`] answers as.
+#[cfg(test)]
 pub(super) fn lookup(table: &str, id: &str) -> Option<Entry> {
     let needles = needles_line();
     if !table.lines().any(|l| l == needles) {

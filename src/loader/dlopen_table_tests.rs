@@ -92,10 +92,17 @@ fn the_bundled_table_is_for_todays_needles() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert!(!entries.is_empty());
+    let index = index().expect("the table is for today's needles");
+    assert_eq!(index.len(), entries.len(), "one entry per build ID");
     for e in &entries {
         let found = lookup(TABLE, &e.build_id).unwrap();
         assert_eq!(
             (found.soname, found.strings),
+            (e.soname.clone(), e.strings.clone())
+        );
+        let indexed: Entry = serde_json::from_str(index[e.build_id.as_str()]).unwrap();
+        assert_eq!(
+            (indexed.soname, indexed.strings),
             (e.soname.clone(), e.strings.clone())
         );
     }
@@ -109,15 +116,18 @@ fn a_table_for_other_needles_is_not_used() {
     assert!(lookup(&format!("{}\n{line}\n", needles_line()), "abc").is_none());
 }
 
-/// Every shared library under `dirs` (links not followed; with `nvidia`, only those of NVIDIA's wheels: under
-/// a `nvidia/` directory), with its view and build ID.
-fn libraries(dirs: &[PathBuf], nvidia: bool) -> Vec<(PathBuf, LoaderView, String)> {
+/// Every shared library under `dirs` (links not followed; with `wheels`, only those of the wheels the table
+/// covers: NVIDIA's, under a `nvidia/` directory, and PyTorch's, in `torch/lib/`), with its view and build ID.
+fn libraries(dirs: &[PathBuf], wheels: bool) -> Vec<(PathBuf, LoaderView, String)> {
     let mut out = Vec::new();
     for dir in dirs {
         for e in walkdir::WalkDir::new(dir).into_iter().filter_map(Result::ok) {
             let name = e.file_name().to_string_lossy();
-            let under_nvidia = || e.path().components().any(|c| c.as_os_str() == "nvidia");
-            if !e.file_type().is_file() || !name.contains(".so") || (nvidia && !under_nvidia()) {
+            let covered = || {
+                e.path().components().any(|c| c.as_os_str() == "nvidia")
+                    || e.path().parent().is_some_and(|d| d.ends_with("torch/lib"))
+            };
+            if !e.file_type().is_file() || !name.contains(".so") || (wheels && !covered()) {
                 continue;
             }
             let Ok(view) = crate::inspect::loader_view(e.path(), crate::inspect::RodataScan::Always) else {
@@ -129,6 +139,41 @@ fn libraries(dirs: &[PathBuf], nvidia: bool) -> Vec<(PathBuf, LoaderView, String
         }
     }
     out
+}
+
+/// The libraries the table is made from: NVIDIA's (under `nvidia/`) and PyTorch's (in `torch/lib/`), and with
+/// `wheels` false every library with a build ID (what the check against the search walks).
+#[test]
+fn the_table_covers_nvidia_and_pytorch_libraries() {
+    let Some(lib) = crate::inspect::sample_libraries(1).into_iter().find(|p| {
+        crate::inspect::loader_view(p, crate::inspect::RodataScan::Always)
+            .is_ok_and(|v| build_id(&v.data).is_some())
+    }) else {
+        eprintln!("skipped: no library with a build ID on this machine");
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let site = t.path().join("site-packages");
+    let at = |rel: &str| {
+        let p = site.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::copy(&lib, &p).unwrap();
+        p
+    };
+    let nvidia = at("nvidia/cublas/lib/libx.so.13");
+    let torch = at("torch/lib/libtorch_x.so");
+    at("torch/libnot_in_lib.so");
+    at("jaxlib/libother.so");
+    let names = |wheels| {
+        let mut v: Vec<PathBuf> = libraries(std::slice::from_ref(&site), wheels)
+            .into_iter()
+            .map(|(p, _, _)| p)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(true), vec![nvidia, torch]);
+    assert_eq!(names(false).len(), 4);
 }
 
 fn dirs_from(var: &str) -> Vec<PathBuf> {
@@ -239,7 +284,7 @@ fn generate() {
         entries.insert((soname, id), entry);
     }
     let mut text = String::from(
-        "# The dlopen names in the .rodata of NVIDIA's libraries, by GNU build ID (src/loader/dlopen_table.rs).\n\
+        "# The dlopen names in the .rodata of NVIDIA's and PyTorch's libraries, by GNU build ID (src/loader/dlopen_table.rs).\n\
          # Written by scripts/gen-dlopen-table from the wheels' libraries; do not edit.\n",
     );
     text.push_str(&needles_line());
