@@ -149,8 +149,8 @@ fn the_table_covers_nvidia_and_pytorch_libraries() {
         crate::inspect::loader_view(p, crate::inspect::RodataScan::Always)
             .is_ok_and(|v| build_id(&v.data).is_some())
     }) else {
-        eprintln!("skipped: no library with a build ID on this machine");
-        return;
+        // Every distribution CI runs on links its libraries with build IDs.
+        panic!("no library with a build ID on this machine");
     };
     let t = tempfile::tempdir().unwrap();
     let site = t.path().join("site-packages");
