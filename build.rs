@@ -15,6 +15,8 @@
 //!   row names is checked against the catalogue by the test that compares these tables with a run-time parse.)
 //! - `CUDADIAG_MATRIX_VERSION`, `CUDADIAG_MATRIX_DATE`: `version` and `date` of its `[meta]` table, so that
 //!   `--version` is a constant.
+//! - The link of a release build for Linux takes `build/hot-text.ld`: the functions the everyday commands run,
+//!   first in the executable's code (`scripts/gen-hot-text`).
 
 // Cargo reads a build script's instructions from its standard output: printing is the protocol here.
 #![allow(clippy::disallowed_macros)]
@@ -51,6 +53,24 @@ fn main() {
     let meta = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=CUDADIAG_MATRIX_VERSION={}", meta(&m.version));
     println!("cargo:rustc-env=CUDADIAG_MATRIX_DATE={}", meta(&m.date));
+
+    hot_text(&manifest);
+}
+
+/// Release builds (`dist` too) of the executable for Linux place the functions the everyday commands run first
+/// in its code: `build/hot-text.ld`, a linker-script fragment (`INSERT BEFORE .text`) that LLD, GNU ld and zig's
+/// linker all take. The kernel maps a whole page-cache folio around each page of code a run touches, so code
+/// run together costs less memory together (`scripts/gen-hot-text` says how the file is made). A debug build
+/// is left as the linker lays it out.
+fn hot_text(manifest: &Path) {
+    let script = manifest.join("build/hot-text.ld");
+    let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
+    let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
+    if release && linux && script.is_file() {
+        // `-Xlinker` passes the path as one argument: `-Wl,` would split one with a comma in it.
+        println!("cargo:rustc-link-arg-bins=-Xlinker");
+        println!("cargo:rustc-link-arg-bins=--script={}", script.display());
+    }
 }
 
 /// Parses and validates `data/compat.toml` and writes it as Rust to `$OUT_DIR/compat.rs`; a matrix that cannot be

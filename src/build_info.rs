@@ -105,4 +105,39 @@ mod tests {
         }
         assert!(TARGET.contains("linux"), "{TARGET}");
     }
+
+    /// `build/hot-text.ld` (build.rs hands it to the linker of release builds) stays a fragment every linker
+    /// takes: one output section of input-section patterns, each a function's section by name, inserted before
+    /// `.text`; nothing a linker script's tokenizer would split a name on.
+    #[test]
+    fn the_hot_text_script_is_a_linker_script_fragment() {
+        let text = include_str!("../build/hot-text.ld");
+        let body = text
+            .split_once(".text.hot : {")
+            .and_then(|(_, rest)| rest.split_once("}"))
+            .map(|(body, _)| body)
+            .expect("one .text.hot output section");
+        assert!(text.trim_end().ends_with("INSERT BEFORE .text;"));
+        let mut patterns = 0;
+        for line in body.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let inner = line
+                .strip_prefix("*(")
+                .and_then(|l| l.strip_suffix(')'))
+                .unwrap_or_else(|| panic!("not an input-section description: {line}"));
+            for pattern in inner.split(' ') {
+                let name = pattern
+                    .strip_prefix(".text.")
+                    .unwrap_or_else(|| panic!("not a code section: {line}"));
+                assert!(
+                    !name.is_empty()
+                        && name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "_.$*".contains(c)),
+                    "{line}"
+                );
+            }
+            patterns += 1;
+        }
+        assert!(patterns > 100, "{patterns} patterns");
+    }
 }
