@@ -85,7 +85,7 @@ fn index() -> Option<&'static HashMap<&'static str, &'static str>> {
                     .strip_prefix("{\"build_id\":\"")
                     .and_then(|rest| rest.split('"').next())
                 {
-                    // The first line of an ID, as [`lookup`] finds it.
+                    // The first line of an ID, as a search of the text finds it (`lookup`, in the tests).
                     index.entry(id).or_insert(line);
                 }
             }
