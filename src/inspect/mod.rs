@@ -573,7 +573,8 @@ pub fn rodata_parts(start: u64, size: u64, piece: u64) -> Vec<RodataPart> {
 /// Bytes [`rodata_strings`] reads at a time: small enough that the copy stays in the core's cache for the
 /// search that follows, and that the buffer every thread of the pool keeps for the run costs little (128 KB
 /// buffers were 2 MB of the peak memory on 16 cores; with 32 KB, the default `inspect` of `libtorch_cuda.so`
-/// peaked 0.7 MiB lower and `doctor` 1.1 MiB lower on the H100, in the same time).
+/// peaked 0.7 MiB lower and `doctor` 1.1 MiB lower on the H100, in the same time). The buffer is the thread's
+/// one for every positioned-read scan ([`input::with_scan_buffer`]), at most [`input::CHUNK`] long.
 pub const RODATA_CHUNK: usize = 32 << 10;
 
 /// The NUL-terminated strings in `part` of `file` that contain one of `needles` (library names passed to
@@ -589,16 +590,16 @@ pub fn rodata_strings(file: &std::fs::File, part: RodataPart, needles: &[&[u8]])
     // Every library name holds ".so", a pair of bytes rare enough in read-only data for a vectorised search;
     // the string around each hit is then checked for the needles.
     let finder = memchr::memmem::Finder::new(b".so");
-    // One buffer per thread for all its parts: no allocation, and no zeroed pages, per part.
-    thread_local! {
-        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    BUF.with_borrow_mut(|buf| {
-        buf.resize(RODATA_CHUNK + 2 * MAX, 0);
+    // The thread's scan buffer, for all its parts: no allocation, and no zeroed pages, per part.
+    input::with_scan_buffer(|buf| {
+        let size = RODATA_CHUNK + 2 * MAX;
+        if buf.len() < size {
+            buf.resize(size, 0);
+        }
         let (start, end) = (part.start, part.end);
         let mut off = start;
         while off < end {
-            let len = (buf.len() as u64).min(end - off) as usize;
+            let len = (size as u64).min(end - off) as usize;
             let Ok(()) = std::os::unix::fs::FileExt::read_exact_at(file, &mut buf[..len], off) else {
                 break;
             };
