@@ -28,19 +28,7 @@ pub const WINDOW: usize = 1024;
 /// and 1 MiB of peak memory per thread scanning.
 pub const CHUNK: usize = 64 << 10;
 
-/// Runs `f` with this thread's buffer for positioned-read scans ([`Input::chunks`], the `.rodata` search of
-/// [`super::rodata_strings`]): one per thread for the run, so that a scan costs no allocation and no zeroed
-/// pages. It keeps its length between uses; a user that needs more grows it. A scan started while the buffer is
-/// lent (from inside another scan's callback: none does today) gets a buffer of its own.
-pub fn with_scan_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-    thread_local! {
-        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    BUF.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut buf) => f(&mut buf),
-        Err(_) => f(&mut Vec::new()),
-    })
-}
+pub use crate::system::read::with_scan_buffer;
 
 /// The last window read of a file: `bytes` from file offset `at`. Shared by the inputs of one file (an
 /// archive's members too: offsets are the file's).

@@ -39,7 +39,11 @@ struct Memo {
     links: RwLock<HashMap<PathBuf, Seen>>,
     texts: Mutex<(u64, HashMap<PathBuf, Arc<String>>)>,
     listings: RwLock<(usize, Listings)>,
+    derived: Mutex<(u64, Derived)>,
 }
+
+/// What callers made of files ([`Root::remember`]), by real machine path and the type made.
+type Derived = HashMap<(PathBuf, std::any::TypeId), Arc<dyn std::any::Any + Send + Sync>>;
 
 /// Directories' sorted entries, by real machine path.
 type Listings = HashMap<PathBuf, Arc<[OsString]>>;
@@ -259,6 +263,74 @@ impl Root {
             texts.1.insert(real, text.clone());
         }
         Ok(text)
+    }
+
+    /// Reads the regular text file `path` a piece at a time ([`read::lines_in`]: runs of whole lines, through
+    /// this thread's scan buffer), links followed inside the root as [`Root::read_to_string`] follows them: for
+    /// a large file of which the caller keeps little. Returns the bytes read.
+    pub fn read_lines(
+        &self,
+        path: &Path,
+        limit: Limit,
+        mut each: impl FnMut(&[u8]),
+    ) -> Result<u64, ReadError> {
+        let unlinked = match self.real_unless_link(path)? {
+            Some(real) => match read::open_regular_unlinked(&self.host_path(&real)) {
+                Err(e) if is_link(&e) => None,
+                opened => Some(opened?),
+            },
+            None => None,
+        };
+        let (file, meta) = match unlinked {
+            Some(opened) => opened,
+            None => read::open_regular(&self.host_path(&self.resolve(path)?))?,
+        };
+        read::with_scan_buffer(|buf| {
+            if buf.len() < read::LINES_CHUNK {
+                buf.resize(read::LINES_CHUNK, 0);
+            }
+            read::lines_in(file, &meta, limit, buf, &mut each)
+        })
+    }
+
+    /// What `make` makes of the file at `path`, made once per run by a remembering root and shared by every
+    /// part of the run that asks (what pip's `RECORD` of torch lists of libraries: the owner of the inspected
+    /// file, the owners of what it loads and the search for copies each ask), up to [`MEMO_TEXT_BYTES`] in
+    /// all, by the bytes `make` says its answer holds. Remembered by the file's real path (its directory
+    /// resolved) and the type made; a root that does not remember makes it each time.
+    pub fn remember<T: Send + Sync + 'static>(&self, path: &Path, make: impl FnOnce() -> (T, u64)) -> Arc<T> {
+        let key = match (&self.memo, self.real_unless_link(path)) {
+            (Some(_), Ok(Some(real))) => Some((real, std::any::TypeId::of::<T>())),
+            _ => None,
+        };
+        let (Some(memo), Some(key)) = (&self.memo, key) else {
+            return Arc::new(make().0);
+        };
+        let known = memo
+            .derived
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .1
+            .get(&key)
+            .cloned();
+        if let Some(known) = known.and_then(|k| k.downcast::<T>().ok()) {
+            return known;
+        }
+        let (made, size) = make();
+        let made = Arc::new(made);
+        let mut derived = memo
+            .derived
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Another thread may have made it meanwhile: its answer is the one shared, counted once.
+        if let Some(known) = derived.1.get(&key).cloned().and_then(|k| k.downcast::<T>().ok()) {
+            return known;
+        }
+        if derived.0.saturating_add(size) <= MEMO_TEXT_BYTES {
+            derived.0 += size;
+            derived.1.insert(key, made.clone());
+        }
+        made
     }
 
     /// Metadata of the file `path` names, links followed inside the root.
