@@ -224,15 +224,11 @@ fn in_dirs(root: &Root, dirs: &BTreeSet<&str>, matches: &dyn Fn(&str) -> bool) -
         if !seen.insert(real.clone()) {
             continue;
         }
-        let Ok(entries) = std::fs::read_dir(root.host_path(&real)) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            if matches(&name) {
-                found.insert(format!("{}/{name}", d.trim_end_matches('/')));
-            }
+        // Through the root: a remembering root lists a directory once for the run (the loader's search and
+        // torch's list the same `lib` directories).
+        let keep = |n: &std::ffi::OsStr| matches(&n.to_string_lossy());
+        for name in root.read_dir_names(&real, keep).unwrap_or_default() {
+            found.insert(format!("{}/{}", d.trim_end_matches('/'), name.to_string_lossy()));
         }
     }
     found

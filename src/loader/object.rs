@@ -396,28 +396,13 @@ impl Files {
                 *listing = Listing::Unlisted;
                 return true;
             }
-            *listing = match std::fs::read_dir(host) {
-                Ok(entries) => {
-                    let mut names = foldhash::HashSet::default();
-                    let mut complete = true;
-                    for e in entries {
-                        match e {
-                            Ok(e) if names.len() < MAX_ENTRIES => {
-                                names.insert(e.file_name());
-                            }
-                            _ => {
-                                complete = false;
-                                break;
-                            }
-                        }
-                    }
-                    if complete {
-                        Listing::Names(Arc::new(names))
-                    } else {
-                        Listing::Unlisted
-                    }
+            // Through the root: a remembering root lists a directory once for the run (torch's search of its
+            // wheels and the search for copies list the same `lib` directories).
+            *listing = match root.read_dir_names_within(dir, MAX_ENTRIES + 1, |_| true) {
+                Ok(names) if names.len() <= MAX_ENTRIES => {
+                    Listing::Names(Arc::new(names.into_iter().collect()))
                 }
-                Err(_) => Listing::Unlisted,
+                _ => Listing::Unlisted,
             };
         }
         match listing {
