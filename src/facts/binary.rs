@@ -156,7 +156,7 @@ pub struct ElfFacts {
     /// Undefined dynamic symbols (what this object needs from others).
     pub undefined_count: usize,
     /// The undefined dynamic symbols that carry a version (the ones ld.so checks by version).
-    pub versioned_undefined: Vec<DynSymbol>,
+    pub versioned_undefined: std::sync::Arc<[DynSymbol]>,
     /// The object has a `.symtab` (it is not stripped).
     pub has_symtab: bool,
 }
@@ -177,7 +177,7 @@ pub struct DynSymbol {
     pub name: String,
     /// The version name bound to it through `DT_VERSYM` (`GLIBC_2.2.5`, `libnvJitLink.so.12`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
+    pub version: Option<std::sync::Arc<str>>,
     /// The version is hidden (`name@VER` rather than `name@@VER`): not the default for unversioned references.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hidden: bool,

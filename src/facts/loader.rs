@@ -417,7 +417,7 @@ pub struct LoadedObject {
     /// DT_VERDEF names.
     pub version_defs: Vec<String>,
     /// Undefined dynamic symbols that carry a version.
-    pub needs: Vec<DynSymbol>,
+    pub needs: std::sync::Arc<[DynSymbol]>,
     /// Of [`LoadedObject::needs`], the strong references to a version some object of the process defines, but
     /// that no object defines in that version: ld.so's `undefined symbol: NAME, version V`. (A version no
     /// object defines is the `version 'V' not found` error instead, read from the version tables.)

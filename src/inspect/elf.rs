@@ -15,6 +15,7 @@ use goblin::elf::section_header::{SHT_NOBITS, SHT_PROGBITS};
 use goblin::elf::sym::{
     STB_GLOBAL, STB_WEAK, STT_COMMON, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT, STT_TLS,
 };
+use std::sync::Arc;
 
 /// `DF_1_NODEFLIB`.
 pub const DF_1_NODEFLIB: u64 = 0x800;
@@ -27,7 +28,7 @@ pub fn facts(elf: &Elf<'_>, bytes: &[u8]) -> ElfFacts {
     let s = symbol_facts(elf, bytes);
     f.defined_count = s.defined_count;
     f.undefined_count = s.undefined_count;
-    f.versioned_undefined = s.versioned_undefined;
+    f.versioned_undefined = s.versioned_undefined.into();
     f
 }
 
@@ -82,7 +83,7 @@ pub fn loader_facts(elf: &Elf<'_>) -> ElfFacts {
         version_defs,
         defined_count: 0,
         undefined_count: 0,
-        versioned_undefined: Vec::new(),
+        versioned_undefined: Default::default(),
         has_symtab: super::elfparse::has_symtab(elf),
     }
 }
@@ -99,15 +100,15 @@ pub struct SymbolFacts {
 }
 
 /// Version names by `.gnu.version` index (indexes are small: one per version needed or defined).
-fn version_names<'a>(elf: &Elf<'a>) -> Vec<Option<&'a str>> {
-    fn name_version<'a>(names: &mut Vec<Option<&'a str>>, ndx: u16, name: &'a str) {
+fn version_names(elf: &Elf<'_>) -> Vec<Option<Arc<str>>> {
+    fn name_version(names: &mut Vec<Option<Arc<str>>>, ndx: u16, name: &str) {
         let i = usize::from(ndx & 0x7fff);
         if names.len() <= i {
             names.resize(i + 1, None);
         }
-        names[i] = Some(name);
+        names[i] = Some(name.into());
     }
-    let mut version_names: Vec<Option<&str>> = Vec::new();
+    let mut version_names: Vec<Option<Arc<str>>> = Vec::new();
     if let Some(verneed) = &elf.verneed {
         for need in verneed.iter() {
             for aux in need.iter() {
@@ -156,18 +157,15 @@ pub fn versioned_undefined(elf: &Elf<'_>, bytes: &[u8]) -> Vec<DynSymbol> {
 fn import(
     elf: &Elf<'_>,
     bytes: &[u8],
-    version_names: &[Option<&str>],
+    version_names: &[Option<Arc<str>>],
     sym: super::elfparse::RawSym,
     v: u16,
 ) -> Option<DynSymbol> {
     let name = super::elfparse::dynstr_at(elf, bytes, sym.name as usize)?;
     Some(DynSymbol {
         name: name.to_string(),
-        version: version_names
-            .get(usize::from(v & 0x7fff))
-            .copied()
-            .flatten()
-            .map(str::to_string),
+        // Each version's name is made once and shared by its symbols (glibc's few names, thousands of imports).
+        version: version_names.get(usize::from(v & 0x7fff)).cloned().flatten(),
         hidden: v & 0x8000 != 0,
         weak: sym.bind() == STB_WEAK,
     })

@@ -82,7 +82,8 @@ pub struct Background {
 #[derive(Debug, Clone, Default)]
 pub struct Symbols {
     /// Its versioned imports, when asked for (`None`: not asked, or unreadable).
-    pub imports: Option<Vec<DynSymbol>>,
+    /// Shared: each resolution that loads the object takes them, as they were read.
+    pub imports: Option<Arc<[DynSymbol]>>,
     /// Its exports, for an object that defines versions (`None`: it defines none, or is unreadable).
     pub exports: Option<Arc<Exports>>,
 }

@@ -352,7 +352,7 @@ pub fn resolve_with(
 #[derive(Debug, Clone, Default)]
 pub struct MainSymbols {
     /// Its versioned imports, for the symbol checks.
-    pub versioned_undefined: Vec<crate::facts::DynSymbol>,
+    pub versioned_undefined: std::sync::Arc<[crate::facts::DynSymbol]>,
     /// It links the static CUDA runtime, which loads the driver with `dlopen("libcuda.so.1")`.
     pub cudart_static: bool,
 }
@@ -804,7 +804,7 @@ fn bind_versioned(
 
 /// The symbol checks of [`bind_versioned`], running: per consumer, its needs (moved out of the object while
 /// they are checked) and the indexes of the unbound ones.
-type Checked = (usize, Vec<crate::facts::DynSymbol>, Vec<usize>);
+type Checked = (usize, std::sync::Arc<[crate::facts::DynSymbol]>, Vec<usize>);
 
 /// [`bind_versioned`]'s jobs, on the pool.
 struct Binding {

@@ -446,7 +446,7 @@ pub fn glibc_floor(b: &BinaryFacts, policy: &Policy) -> Option<Finding> {
     let symbols: Vec<String> = b
         .elf
         .iter()
-        .flat_map(|e| &e.versioned_undefined)
+        .flat_map(|e| e.versioned_undefined.iter())
         .filter_map(|s| {
             let v = crate::glibc::release_of(s.version.as_deref()?)?;
             (crate::glibc::compare(v, &target.value) == std::cmp::Ordering::Greater)
