@@ -21,7 +21,7 @@ pub fn loader_object(data: &[u8]) {
     for &(start, size) in &view.rodata {
         let _ = inspect::rodata_parts(start, size, 1 << 20);
     }
-    let imports = inspect::versioned_imports(data).unwrap_or_default();
+    let imports = inspect::versioned_imports(&map).unwrap_or_default();
     if let Some(exports) = Exports::of(map) {
         for s in imports.iter().take(4096) {
             if let Some(v) = &s.version {

@@ -135,11 +135,12 @@ fn binds(sym: super::elfparse::RawSym) -> bool {
 }
 
 /// Only [`SymbolFacts::versioned_undefined`]: the version table is read first, so the symbols without a
-/// version (most of a C++ library's) are never decoded.
-pub fn versioned_undefined(elf: &Elf<'_>, bytes: &[u8]) -> Vec<DynSymbol> {
+/// version (most of a C++ library's) are never decoded. `file`, the open file `bytes` maps, has the names of a
+/// large `.dynstr` read by positioned reads rather than through the map ([`super::elfparse::strings_read_at`]).
+pub fn versioned_undefined(elf: &Elf<'_>, bytes: &[u8], file: Option<&std::fs::File>) -> Vec<DynSymbol> {
     let version_names = version_names(elf);
     let syms = super::elfparse::RawDynsyms::new(elf, bytes);
-    let mut out = Vec::new();
+    let mut wanted = Vec::new();
     for i in 0..syms.len() {
         let Some(v) = syms.version(i).filter(|v| v & 0x7fff > 1) else {
             continue;
@@ -148,10 +149,29 @@ pub fn versioned_undefined(elf: &Elf<'_>, bytes: &[u8]) -> Vec<DynSymbol> {
         if sym.name == 0 || sym.shndx != 0 || !binds(sym) {
             continue;
         }
-        out.extend(import(elf, bytes, &version_names, sym, v));
+        wanted.push((sym, v));
     }
-    out
+    if let Some(file) = file
+        && let Some(table) = super::elfparse::dynstr_table(elf, bytes).filter(|t| t.len() >= READ_NAMES_FROM)
+    {
+        let offsets: Vec<u32> = wanted.iter().map(|(sym, _)| sym.name).collect();
+        if let Some(names) = super::elfparse::strings_read_at(file, bytes, table, &offsets) {
+            return wanted
+                .into_iter()
+                .zip(names)
+                .filter_map(|((sym, v), name)| Some(named(name?, &version_names, sym, v)))
+                .collect();
+        }
+    }
+    wanted
+        .into_iter()
+        .filter_map(|(sym, v)| import(elf, bytes, &version_names, sym, v))
+        .collect()
 }
+
+/// A `.dynstr` this large has its imports' names read by positioned reads when the file is at hand: about the
+/// size past which the pages touched through the map (whole page-cache folios) outweigh the copies.
+const READ_NAMES_FROM: usize = 1 << 20;
 
 /// The undefined symbol `sym` with its `.gnu.version` value `v`, named (`None`: its name is unreadable).
 fn import(
@@ -162,13 +182,23 @@ fn import(
     v: u16,
 ) -> Option<DynSymbol> {
     let name = super::elfparse::dynstr_at(elf, bytes, sym.name as usize)?;
-    Some(DynSymbol {
-        name: name.to_string(),
+    Some(named(name.to_string(), version_names, sym, v))
+}
+
+/// The undefined symbol `sym` named `name`, with its `.gnu.version` value `v`.
+fn named(
+    name: String,
+    version_names: &[Option<Arc<str>>],
+    sym: super::elfparse::RawSym,
+    v: u16,
+) -> DynSymbol {
+    DynSymbol {
+        name,
         // Each version's name is made once and shared by its symbols (glibc's few names, thousands of imports).
         version: version_names.get(usize::from(v & 0x7fff)).cloned().flatten(),
         hidden: v & 0x8000 != 0,
         weak: sym.bind() == STB_WEAK,
-    })
+    }
 }
 
 /// Counts the dynamic symbols and names the undefined ones that carry a version. Every symbol is counted; only
@@ -710,7 +740,12 @@ mod tests {
                 continue;
             };
             let full = symbol_facts(&elf, &bytes).versioned_undefined;
-            assert_eq!(versioned_undefined(&elf, &bytes), full, "{}", path.display());
+            assert_eq!(
+                versioned_undefined(&elf, &bytes, None),
+                full,
+                "{}",
+                path.display()
+            );
             checked += full.len();
         }
         if std::path::Path::new("/lib/x86_64-linux-gnu").exists() {

@@ -138,7 +138,7 @@ pub fn dynstr<'a>(elf: &Elf<'a>, offset: usize) -> Option<&'a str> {
 }
 
 /// `.dynstr` as bytes where they lie (no string split out, no UTF-8 check).
-fn dynstr_table<'a>(elf: &Elf<'_>, data: &'a [u8]) -> Option<&'a [u8]> {
+pub fn dynstr_table<'a>(elf: &Elf<'_>, data: &'a [u8]) -> Option<&'a [u8]> {
     let info = &elf.dynamic.as_ref()?.info;
     data.get(info.strtab..info.strtab.checked_add(info.strsz)?)
 }
@@ -152,6 +152,78 @@ fn dynstr_from<'a>(elf: &Elf<'_>, data: &'a [u8], offset: usize) -> Option<&'a [
 pub fn dynstr_at<'a>(elf: &Elf<'_>, data: &'a [u8], offset: usize) -> Option<&'a str> {
     std::str::from_utf8(string_at(dynstr_table(elf, data)?, offset)?).ok()
 }
+
+/// The strings at `offsets` of the string table `table`, a part of `data`, which maps `file` from its start:
+/// each as [`string_at`] and UTF-8 ([`dynstr_at`]) give it (`None`: past the table, not ended in it, or not
+/// UTF-8), read by positioned reads through the thread's scan buffer rather than through the map: in order of
+/// offset, one read for all the strings within a buffer's length. `None` when the file cannot give them (it
+/// shrank): the caller reads the map, which says so.
+pub fn strings_read_at(
+    file: &std::fs::File,
+    data: &[u8],
+    table: &[u8],
+    offsets: &[u32],
+) -> Option<Vec<Option<String>>> {
+    use std::os::unix::fs::FileExt;
+    let base = (table.as_ptr() as usize).checked_sub(data.as_ptr() as usize)? as u64;
+    let len = table.len();
+    let mut order: Vec<usize> = (0..offsets.len()).collect();
+    order.sort_unstable_by_key(|&i| offsets[i]);
+    let mut out = vec![None; offsets.len()];
+    crate::system::read::with_scan_buffer(|buf| {
+        if buf.len() < crate::system::read::LINES_CHUNK {
+            buf.resize(crate::system::read::LINES_CHUNK, 0);
+        }
+        // `buf[..filled]` holds `table[start..start + filled]`.
+        let (mut start, mut filled) = (0usize, 0usize);
+        for (k, &i) in order.iter().enumerate() {
+            let off = offsets[i] as usize;
+            if off >= len {
+                continue;
+            }
+            loop {
+                if off >= start && off < start + filled {
+                    let rel = off - start;
+                    if let Some(end) = memchr::memchr(0, &buf[rel..filled]) {
+                        out[i] = std::str::from_utf8(&buf[rel..rel + end]).ok().map(str::to_string);
+                        break;
+                    }
+                    if start + filled == len {
+                        break;
+                    }
+                    if rel == 0 {
+                        // One string longer than the buffer: a longer buffer (the table bounds it).
+                        let longer = buf.len().saturating_mul(2);
+                        buf.resize(longer, 0);
+                    }
+                }
+                // A window from this string to the last of the next ones within the buffer's length, and
+                // [`NAME_TAIL`] for that one: the names of a large table lie far apart, and each byte read is
+                // copied.
+                let most = buf.len().min(len - off);
+                let reach = order[k..]
+                    .iter()
+                    .map(|&j| offsets[j] as usize)
+                    .take_while(|&o| o < off + most)
+                    .last()
+                    .unwrap_or(off);
+                let wanted = if start == off {
+                    most
+                } else {
+                    reach - off + NAME_TAIL
+                };
+                start = off;
+                filled = wanted.min(most);
+                file.read_exact_at(&mut buf[..filled], base + off as u64).ok()?;
+            }
+        }
+        Some(out)
+    })
+}
+
+/// Bytes [`strings_read_at`] reads past the last string a window starts: most C++ names are shorter (a longer
+/// one is read again, from its start).
+const NAME_TAIL: usize = 512;
 
 /// The NUL-terminated string at `offset` of a string table (without the NUL); `None` outside the table or
 /// when it does not end.
@@ -531,6 +603,46 @@ impl<'a> RawDynsyms<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Read through a file in windows, the strings are those the table gives in place: across windows, longer
+    /// than the buffer, unended at the table's end, past it, not UTF-8, asked twice and out of order.
+    #[test]
+    fn strings_read_at_are_the_tables_own() {
+        let mut table = Vec::new();
+        let mut offsets = Vec::new();
+        for i in 0..9000u32 {
+            offsets.push(table.len() as u32);
+            table.extend_from_slice(format!("_ZN5torch{i}name{}", "x".repeat((i % 37) as usize)).as_bytes());
+            table.push(0);
+        }
+        offsets.push(table.len() as u32);
+        table.extend(std::iter::repeat_n(b'L', 150_000));
+        table.push(0);
+        offsets.push(table.len() as u32);
+        table.extend_from_slice(b"bad\xff\0");
+        offsets.extend([3, 70_000, 65_530, 0, table.len() as u32, u32::MAX]);
+        offsets.push(table.len() as u32);
+        table.extend_from_slice(b"unended");
+        offsets.push(table.len() as u32 - 2);
+        offsets.reverse();
+        let mut data = b"header".to_vec();
+        data.extend_from_slice(&table);
+        data.extend_from_slice(b"\0after");
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("lib.so");
+        std::fs::write(&path, &data).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let table = &data[6..6 + table.len()];
+        let got = strings_read_at(&file, &data, table, &offsets).unwrap();
+        for (off, got) in offsets.iter().zip(&got) {
+            let want = string_at(table, *off).and_then(|s| std::str::from_utf8(s).ok());
+            assert_eq!(got.as_deref(), want, "at {off}");
+        }
+        assert!(got.iter().filter(|g| g.is_some()).count() > 9000);
+        // A file shorter than its map said: no answer, the map is read instead.
+        std::fs::write(&path, b"short").unwrap();
+        assert!(strings_read_at(&file, &data, table, &offsets).is_none());
+    }
 
     /// The in-place reader agrees with goblin's parse on every symbol and version word of the shared
     /// libraries in this machine's library directories (x86-64 CI: libc, libstdc++, libm, …).

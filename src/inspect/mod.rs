@@ -486,9 +486,9 @@ pub fn loader_view_of(map: std::sync::Arc<source::Source>, scan: RodataScan) -> 
 /// The undefined dynamic symbols of the ELF file `data` that carry a version (what ld.so checks by version
 /// when it binds them; [`exports::Exports`] answers for the providers), read apart from [`loader_view`]: the
 /// loader's walk does not wait for them. `None` when the bytes cannot be read as ELF.
-pub fn versioned_imports(data: &[u8]) -> Option<std::sync::Arc<[crate::facts::DynSymbol]>> {
+pub fn versioned_imports(data: &source::Source) -> Option<std::sync::Arc<[crate::facts::DynSymbol]>> {
     let (elf, _) = elfparse::parse(data).ok()?;
-    Some(elf::versioned_undefined(&elf, data).into())
+    Some(elf::versioned_undefined(&elf, data, data.file()).into())
 }
 
 /// [`libc_release`] of the file at `path` (a host path), mapped rather than read: only its headers, version

@@ -18,6 +18,46 @@ use std::path::Path;
 pub struct Mapped {
     guard: Registration,
     map: memmap2::Mmap,
+    /// The open file, kept for a large one ([`Source::file`]).
+    file: Option<Kept>,
+}
+
+/// Files at least this large keep their descriptor beside their map ([`Source::file`]): PyTorch's and NVIDIA's
+/// libraries, whose string tables are megabytes (`libtorch_cpu.so`'s `.dynstr` is 5 MB).
+const KEEP_FILE_FROM: u64 = 16 << 20;
+
+/// Descriptors kept at most at once, whatever the number of large files a run maps (a tree of thousands of
+/// them must not run the process out of descriptors): past it, a map keeps none and is read through.
+const MAX_KEPT: usize = 64;
+
+/// Descriptors kept now.
+static KEPT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A kept descriptor, counted in [`KEPT`] while it lives.
+struct Kept(File);
+
+impl Kept {
+    /// A duplicate of `file`'s descriptor, if fewer than [`MAX_KEPT`] are kept.
+    fn of(file: &File) -> Option<Kept> {
+        use std::sync::atomic::Ordering;
+        KEPT.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < MAX_KEPT).then_some(n + 1)
+        })
+        .ok()?;
+        match file.try_clone() {
+            Ok(f) => Some(Kept(f)),
+            Err(_) => {
+                KEPT.fetch_sub(1, Ordering::AcqRel);
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        KEPT.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 /// The bytes of an input: mapped, or read into memory when mapping is not possible (empty files).
@@ -56,6 +96,17 @@ impl Source {
             Source::Owned(_) => false,
         }
     }
+
+    /// The mapped file, open, for positioned reads of what is read once and sparsely from a large file (its
+    /// versioned imports' names): each page touched through the map stays resident for the run, and Linux maps
+    /// the page cache's large folios whole (64 KiB and more per touch), so 831 names read from `libtorch_cpu.so`'s
+    /// 5 MB `.dynstr` kept 2.7 MB resident. `None` for a small file, or past [`MAX_KEPT`] at once.
+    pub fn file(&self) -> Option<&File> {
+        match self {
+            Source::Mapped(m) => m.file.as_ref().map(|k| &k.0),
+            Source::Owned(_) => None,
+        }
+    }
 }
 
 /// Opens the regular file `path` read-only and maps it; the open file comes back too, for positioned reads.
@@ -90,5 +141,6 @@ pub fn map_open(file: &File) -> std::io::Result<Source> {
     };
     // Pages are touched sparsely (headers here and there): no read-ahead.
     let _ = map.advise(memmap2::Advice::Random);
-    Ok(Source::Mapped(Mapped { guard, map }))
+    let file = (meta.len() >= KEEP_FILE_FROM).then(|| Kept::of(file)).flatten();
+    Ok(Source::Mapped(Mapped { guard, map, file }))
 }
