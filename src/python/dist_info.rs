@@ -17,7 +17,8 @@
 
 use crate::inspect::pep508::normalise;
 use crate::system::{Root, read};
-use std::collections::{HashMap, HashSet};
+use foldhash::HashMap;
+use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! safe and faithful.
 
 use super::read::{self, Limit, ReadError};
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};

@@ -44,10 +44,10 @@ fn matches(name: &str, glob: &str) -> bool {
 /// decides: with several matches the report says so).
 fn glob_in(ctx: &Ctx, dir: &Path, glob: &str) -> Vec<PathBuf> {
     ctx.root
-        .read_dir(dir)
+        .read_dir_names(dir, |n| matches(&n.to_string_lossy(), glob))
         .unwrap_or_default()
         .into_iter()
-        .filter(|p| p.file_name().is_some_and(|n| matches(&n.to_string_lossy(), glob)))
+        .map(|n| dir.join(n))
         .collect()
 }
 
