@@ -40,6 +40,7 @@ fn main() {
         println!("cargo:rerun-if-changed={p}");
     }
     println!("cargo:rerun-if-env-changed=CUDADIAG_BUILD_COMMIT");
+    println!("cargo:rerun-if-env-changed=CUDADIAG_HOT_TEXT");
 
     let commit = match std::env::var("CUDADIAG_BUILD_COMMIT") {
         Ok(c) if !c.trim().is_empty() => c.trim().to_string(),
@@ -61,12 +62,14 @@ fn main() {
 /// in its code: `build/hot-text.ld`, a linker-script fragment (`INSERT BEFORE .text`) that LLD, GNU ld and zig's
 /// linker all take. The kernel maps a whole page-cache folio around each page of code a run touches, so code
 /// run together costs less memory together (`scripts/gen-hot-text` says how the file is made). A debug build
-/// is left as the linker lays it out.
+/// is left as the linker lays it out, and so is a build with `CUDADIAG_HOT_TEXT=0`: the one `scripts/gen-hot-text`
+/// records (valgrind names only the functions of `.text`, so a build with `.text.hot` cannot be recorded).
 fn hot_text(manifest: &Path) {
     let script = manifest.join("build/hot-text.ld");
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
-    if release && linux && script.is_file() {
+    let wanted = std::env::var("CUDADIAG_HOT_TEXT").map_or(true, |v| v != "0");
+    if release && linux && wanted && script.is_file() {
         // `-Xlinker` passes the path as one argument: `-Wl,` would split one with a comma in it.
         println!("cargo:rustc-link-arg-bins=-Xlinker");
         println!("cargo:rustc-link-arg-bins=--script={}", script.display());
