@@ -548,25 +548,36 @@ impl Root {
         rest: &Path,
         link_of: &mut dyn FnMut(&Path) -> io::Result<Option<PathBuf>>,
     ) -> io::Result<PathBuf> {
-        let mut pending: Vec<OsString> = Vec::new();
-        push_components(rest, &mut pending);
-        pending.reverse();
+        // What is left to resolve: `rest` from byte `pos` on, until a link is met; then the link's target followed
+        // by what was left, held here. Each component is a slice of it: no allocation per component.
+        let mut owned: Option<OsString> = None;
+        let mut pos = 0usize;
         let mut out = base;
         // `host` is always `self.host_path(&out)`: a name pushed onto `out` is pushed onto it too, and it is
         // computed again only when `out` shrinks (`..`, a link), so each step costs one push, not a rebuild.
         let mut host = self.host_path(&out);
         let mut links = 0usize;
-        while let Some(part) = pending.pop() {
+        loop {
+            let left = owned.as_deref().unwrap_or(rest.as_os_str()).as_bytes();
+            while left.get(pos) == Some(&b'/') {
+                pos += 1;
+            }
+            if pos >= left.len() {
+                break;
+            }
+            let end = memchr::memchr(b'/', &left[pos..]).map_or(left.len(), |i| pos + i);
+            let part = OsStr::from_bytes(&left[pos..end]);
+            pos = end;
             if part == ".." {
                 out.pop();
                 host = self.host_path(&out);
                 continue;
             }
-            if part == "." || part.is_empty() {
+            if part == "." {
                 continue;
             }
-            out.push(&part);
-            host.push(&part);
+            out.push(part);
+            host.push(part);
             if let Some(target) = link_of(&host)? {
                 links += 1;
                 if links > MAX_LINKS {
@@ -580,10 +591,11 @@ impl Root {
                     out = PathBuf::from("/");
                 }
                 host = self.host_path(&out);
-                let mut more = Vec::new();
-                push_components(&target, &mut more);
-                more.reverse();
-                pending.extend(more);
+                let mut next = target.into_os_string();
+                next.push("/");
+                next.push(OsStr::from_bytes(&left[pos..]));
+                owned = Some(next);
+                pos = 0;
             }
         }
         Ok(out)
@@ -602,16 +614,6 @@ fn sorted(mut names: Vec<OsString>) -> Vec<OsString> {
     names
 }
 
-fn push_components(path: &Path, out: &mut Vec<OsString>) {
-    for c in path.components() {
-        match c {
-            Component::Normal(n) => out.push(n.to_os_string()),
-            Component::ParentDir => out.push("..".into()),
-            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
-        }
-    }
-}
-
 /// For unit tests that build a machine tree: writes `bytes` at the machine path `path` under the directory
 /// `dir`, creating the directories on the way.
 #[cfg(test)]
@@ -624,6 +626,40 @@ pub fn put(dir: &Path, path: &str, bytes: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Relative links through `.`, `..`, doubled slashes and chains resolve as the kernel resolves them
+    /// (`canonicalize`), component by component of each spelling.
+    #[test]
+    fn spellings_resolve_as_the_kernel_resolves_them() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(top.join("a/b/c")).unwrap();
+        std::fs::create_dir_all(top.join("x/y")).unwrap();
+        std::fs::write(top.join("a/b/c/f.so.1"), b"").unwrap();
+        let link = |target: &str, at: &str| std::os::unix::fs::symlink(target, top.join(at)).unwrap();
+        link("../../a/b", "x/y/up");
+        link("up/c/", "x/y/down");
+        link("./down//f.so.1", "x/y/file");
+        link("c/../c/f.so.1", "a/b/g.so");
+        let root = Root::at(&top).remembering();
+        for spelling in [
+            "/x/y/up/c/f.so.1",
+            "/x/y/down/f.so.1",
+            "//x/./y//file",
+            "/x/y/down/../c/./f.so.1",
+            "/a/b/g.so",
+            "/x/y/up/g.so",
+            "/x/y/up/..//b/c",
+            "/x/../x/y/down/",
+        ] {
+            let kernel = top
+                .join(spelling.trim_start_matches('/'))
+                .canonicalize()
+                .expect(spelling);
+            let ours = root.resolve(Path::new(spelling)).unwrap();
+            assert_eq!(root.host_path(&ours), kernel, "{spelling}");
+        }
+    }
 
     #[test]
     fn links_resolve_inside_the_root() {
