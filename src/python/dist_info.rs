@@ -229,7 +229,7 @@ fn library_paths(block: &[u8], out: &mut Vec<Box<str>>) -> bool {
 
 /// The lower-case words of a path inside an install directory, for matching distribution names:
 /// `nvidia/cu13/lib/libcublasLt.so.13` → nvidia, cu13, lib, cublaslt.
-fn words_of(rel: &str) -> Vec<String> {
+pub fn words_of(rel: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for part in rel.split('/') {
         let stem = part.split(".so").next().unwrap_or(part);
@@ -261,6 +261,11 @@ pub fn name_score(name: &str, rel: &str) -> (usize, usize) {
 }
 
 fn score_name(name: &str, words: &[String]) -> (usize, usize) {
+    words_score(name, words)
+}
+
+/// [`name_score`] of a path already taken apart ([`words_of`]), for a caller that scores many names against one.
+pub fn words_score(name: &str, words: &[String]) -> (usize, usize) {
     let dist = normalise(name);
     let mut longest = 0;
     let mut shared = 0;

@@ -84,8 +84,11 @@ pub struct RecordFiles {
 }
 
 impl RecordFiles {
-    /// A list known already (tests, an environment read without its files).
-    pub fn known(files: Vec<String>) -> RecordFiles {
+    /// A list known already (tests, an environment read without its files), sorted as a `RECORD`'s list is
+    /// ([`crate::python::dist_info::record_paths_sorted`]: looked up by binary search).
+    pub fn known(mut files: Vec<String>) -> RecordFiles {
+        files.sort_unstable();
+        files.dedup();
         RecordFiles {
             source: None,
             files: Arc::new(OnceLock::from(files)),
@@ -175,6 +178,8 @@ impl PyEnv {
     /// hundred distributions would otherwise have every list before the owner's read to find one.
     pub fn owner(&self, paths: &[&Path]) -> Option<&Dist> {
         // Each distribution under whose `site` a path lies, with those paths relative to it, scored by the first.
+        // The words of a path are taken apart once per site, not once per distribution (most share one site).
+        let mut words: Vec<(&Path, Vec<String>)> = Vec::new();
         let mut asked: Vec<(&Dist, Vec<String>, (usize, usize))> = self
             .dists
             .iter()
@@ -184,14 +189,26 @@ impl PyEnv {
                     .filter_map(|p| p.strip_prefix(&d.site).ok())
                     .map(|rel| rel.to_string_lossy().into_owned())
                     .collect();
-                let score = crate::python::dist_info::name_score(&d.name, rels.first()?);
+                let first = rels.first()?;
+                let at = match words.iter().position(|(site, _)| *site == d.site.as_path()) {
+                    Some(at) => at,
+                    None => {
+                        words.push((d.site.as_path(), crate::python::dist_info::words_of(first)));
+                        words.len() - 1
+                    }
+                };
+                let score = crate::python::dist_info::words_score(&d.name, &words[at].1);
                 Some((d, rels, score))
             })
             .collect();
         asked.sort_by_key(|&(_, _, score)| std::cmp::Reverse(score));
+        // A distribution's files are sorted (`record_paths_sorted`): each path is looked up, not compared with all.
         asked
             .into_iter()
-            .find(|(d, rels, _)| d.files().iter().any(|f| rels.contains(f)))
+            .find(|(d, rels, _)| {
+                let files = d.files();
+                rels.iter().any(|r| files.binary_search(r).is_ok())
+            })
             .map(|(d, _, _)| d)
     }
 
