@@ -128,11 +128,12 @@ pub fn completions(
         let (Some(dir), false) = (&step.dir, step.how == How::LdSoCache) else {
             continue;
         };
+        // A directory's shared objects only, for every stem asked of it (a site-packages holds hundreds of names).
         let names = listings.entry(dir.clone()).or_insert_with(|| {
-            root.read_dir(Path::new(dir))
+            root.read_dir_names(Path::new(dir), |n| is_soname(&n.to_string_lossy()))
                 .unwrap_or_default()
                 .iter()
-                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .map(|n| n.to_string_lossy().into_owned())
                 .collect()
         });
         for n in names.iter() {
