@@ -16,34 +16,76 @@ use goblin::strtab::Strtab;
 
 /// Parses the parts of a host ELF that cudadiag uses; returns the ELF and the damage met on the way.
 pub fn parse(bytes: &[u8]) -> goblin::error::Result<(Elf<'_>, Vec<String>)> {
-    let header = Elf::parse_header(bytes)?;
+    parse_with(bytes, &[])
+}
+
+/// Bytes of a file copied out of it by a positioned read: `bytes` lie at file offset `at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    at: usize,
+    bytes: Vec<u8>,
+}
+
+/// The slice that holds the `len` bytes at file offset `off`, and their offset in it: the first of `pieces`
+/// that holds them all, else `bytes` (the whole file; whether they fit there is the parser's to check).
+fn locate<'a>(bytes: &'a [u8], pieces: &'a [Piece], off: usize, len: usize) -> (&'a [u8], usize) {
+    pieces
+        .iter()
+        .find_map(|p| {
+            let rel = off.checked_sub(p.at)?;
+            (rel.checked_add(len)? <= p.bytes.len()).then_some((p.bytes.as_slice(), rel))
+        })
+        .unwrap_or((bytes, off))
+}
+
+/// [`parse`], reading the ELF header, the program and section headers, the section names and the dynamic
+/// section from `pieces` where they hold them ([`read_pieces`]) rather than from `bytes`, the file's map. The
+/// result is the same: what a piece holds is what the map would give.
+pub fn parse_with<'a>(bytes: &'a [u8], pieces: &'a [Piece]) -> goblin::error::Result<(Elf<'a>, Vec<String>)> {
+    let (head, rel) = locate(bytes, pieces, 0, EHDR64);
+    let header = Elf::parse_header(&head[rel..])?;
     let mut elf = Elf::lazy_parse(header)?;
     let mut damage = Vec::new();
     let ctx = Ctx::new(header.container()?, header.endianness()?);
-    match ProgramHeader::parse(bytes, header.e_phoff as usize, header.e_phnum as usize, ctx) {
+    let phnum = header.e_phnum as usize;
+    let (at, rel) = locate(
+        bytes,
+        pieces,
+        header.e_phoff as usize,
+        phnum.saturating_mul(ProgramHeader::size(ctx)),
+    );
+    match ProgramHeader::parse(at, rel, phnum, ctx) {
         Ok(ph) => elf.program_headers = ph,
         Err(e) => damage.push(format!("program headers: {e}")),
     }
     for ph in &elf.program_headers {
         if ph.p_type == program_header::PT_INTERP && ph.p_filesz != 0 {
-            let start = ph.p_offset as usize;
+            let (at, start) = locate(bytes, pieces, ph.p_offset as usize, ph.p_filesz as usize);
             let end = start.saturating_add(ph.p_filesz as usize - 1);
-            elf.interpreter = bytes.get(start..end).and_then(|b| std::str::from_utf8(b).ok());
+            elf.interpreter = at.get(start..end).and_then(|b| std::str::from_utf8(b).ok());
         }
     }
     if header.e_shnum > 0 {
-        match SectionHeader::parse(bytes, header.e_shoff as usize, header.e_shnum as usize, ctx) {
+        let shnum = header.e_shnum as usize;
+        let (at, rel) = locate(
+            bytes,
+            pieces,
+            header.e_shoff as usize,
+            shnum.saturating_mul(SectionHeader::size(ctx)),
+        );
+        match SectionHeader::parse(at, rel, shnum, ctx) {
             Ok(sh) => elf.section_headers = sh,
             Err(e) => damage.push(format!("section headers: {e}")),
         }
     }
     if let Some(sh) = elf.section_headers.get(header.e_shstrndx as usize) {
-        match Strtab::parse(bytes, sh.sh_offset as usize, sh.sh_size as usize, 0) {
+        let (at, rel) = locate(bytes, pieces, sh.sh_offset as usize, sh.sh_size as usize);
+        match Strtab::parse(at, rel, sh.sh_size as usize, 0) {
             Ok(t) => elf.shdr_strtab = t,
             Err(e) => damage.push(format!("section name table: {e}")),
         }
     }
-    let dynamic = match Dynamic::parse(bytes, &elf.program_headers, ctx) {
+    let dynamic = match dynamic_with(bytes, pieces, &elf.program_headers, ctx) {
         Ok(d) => d,
         Err(e) => {
             damage.push(format!("dynamic section: {e}"));
@@ -127,6 +169,119 @@ pub fn parse(bytes: &[u8]) -> goblin::error::Result<(Elf<'_>, Vec<String>)> {
         Err(e) => damage.push(format!("version needs: {e}")),
     }
     Ok((elf, damage))
+}
+
+/// goblin's `Dynamic::parse`, reading the first `PT_DYNAMIC`'s bytes from a piece that holds them.
+fn dynamic_with(
+    bytes: &[u8],
+    pieces: &[Piece],
+    phdrs: &[ProgramHeader],
+    ctx: Ctx,
+) -> goblin::error::Result<Option<Dynamic>> {
+    let Some(i) = phdrs
+        .iter()
+        .position(|ph| ph.p_type == program_header::PT_DYNAMIC)
+    else {
+        return Ok(None);
+    };
+    let (at, rel) = locate(
+        bytes,
+        pieces,
+        phdrs[i].p_offset as usize,
+        phdrs[i].p_filesz as usize,
+    );
+    if std::ptr::eq(at, bytes) {
+        return Dynamic::parse(bytes, phdrs, ctx);
+    }
+    // The same headers, the dynamic segment's offset made the piece's; the others place the dynamic entries'
+    // addresses in the file, as before.
+    let mut moved = phdrs.to_vec();
+    moved[i].p_offset = rel as u64;
+    Dynamic::parse(at, &moved, ctx)
+}
+
+/// The size of an ELF64 header (an ELF32 header, 52 bytes, fits in it).
+const EHDR64: usize = goblin::elf::header::header64::SIZEOF_EHDR;
+
+/// Does one of `pieces` hold the `len` bytes at `off`?
+fn held(pieces: &[Piece], off: usize, len: usize) -> bool {
+    !locate(&[], pieces, off, len).0.is_empty()
+}
+
+/// The most a header piece may hold ([`read_pieces`]): more is left to the map (a hostile count, or a file of
+/// thousands of sections).
+const MOST_PIECE: usize = 256 << 10;
+
+/// The bytes [`parse_with`] reads of a file of `len` bytes (the ELF header, the program headers, the section
+/// headers with the section names, the dynamic section), copied out by positioned reads, three or four of
+/// them. Read through a map, each of these touches would keep a whole page-cache folio resident (the section
+/// headers at the end of a 500 MB library, behind 70 MB of `.strtab`, kept 2 MB): a piece keeps only its bytes.
+/// What cannot be read (a short file, a count past [`MOST_PIECE`]) is not copied, and is read from the map.
+pub fn read_pieces(file: &std::fs::File, len: usize) -> Vec<Piece> {
+    let read = |at: usize, n: usize| -> Option<Piece> {
+        use std::os::unix::fs::FileExt;
+        if n == 0 || n > MOST_PIECE || at.checked_add(n)? > len {
+            return None;
+        }
+        let mut bytes = vec![0u8; n];
+        file.read_exact_at(&mut bytes, at as u64).ok()?;
+        Some(Piece { at, bytes })
+    };
+    let mut pieces = Vec::new();
+    // The ELF header and, in every linker's layout, the program headers behind it.
+    let Some(head) = read(0, len.min(4096)) else {
+        return pieces;
+    };
+    let Ok(header) = Elf::parse_header(&head.bytes) else {
+        return pieces;
+    };
+    pieces.push(head);
+    let Ok(ctx) = header
+        .container()
+        .and_then(|c| Ok(Ctx::new(c, header.endianness()?)))
+    else {
+        return pieces;
+    };
+    let ph_at = header.e_phoff as usize;
+    let ph_len = (header.e_phnum as usize).saturating_mul(ProgramHeader::size(ctx));
+    if !held(&pieces, ph_at, ph_len)
+        && let Some(p) = read(ph_at, ph_len)
+    {
+        pieces.push(p);
+    }
+    // The section headers, and the 4 KiB before them: the section names lie there in GNU ld's layout, and
+    // are read again below where they do not.
+    let sh_at = header.e_shoff as usize;
+    let sh_len = (header.e_shnum as usize).saturating_mul(SectionHeader::size(ctx));
+    if sh_len > 0 {
+        let before = sh_at.min(4096);
+        if let Some(p) = read(sh_at - before, sh_len + before) {
+            pieces.push(p);
+        }
+    }
+    let (at, rel) = locate(&[], &pieces, sh_at, sh_len);
+    if let Ok(shdrs) = SectionHeader::parse(at, rel, header.e_shnum as usize, ctx)
+        && let Some(names) = shdrs.get(header.e_shstrndx as usize)
+    {
+        let (n_at, n_len) = (names.sh_offset as usize, names.sh_size as usize);
+        if !held(&pieces, n_at, n_len)
+            && let Some(p) = read(n_at, n_len)
+        {
+            pieces.push(p);
+        }
+    }
+    let (at, rel) = locate(&[], &pieces, ph_at, ph_len);
+    if let Ok(phdrs) = ProgramHeader::parse(at, rel, header.e_phnum as usize, ctx)
+        && let Some(dynamic) = phdrs.iter().find(|ph| ph.p_type == program_header::PT_DYNAMIC)
+    {
+        let (d_at, d_len) = (dynamic.p_offset as usize, dynamic.p_filesz as usize);
+        if !held(&pieces, d_at, d_len)
+            && let Some(p) = read(d_at, d_len)
+        {
+            pieces.push(p);
+        }
+    }
+    pieces
 }
 
 /// The string at `offset` of `.dynstr` (`None`: out of the table, or not UTF-8).
@@ -642,6 +797,145 @@ mod tests {
         // A file shorter than its map said: no answer, the map is read instead.
         std::fs::write(&path, b"short").unwrap();
         assert!(strings_read_at(&file, &data, table, &offsets).is_none());
+    }
+
+    /// What [`parse_with`] reads of an ELF, printed: the same from the pieces as from the map.
+    fn parsed(result: goblin::error::Result<(Elf<'_>, Vec<String>)>) -> String {
+        let Ok((elf, damage)) = result else {
+            return format!(
+                "error: {}",
+                result.err().map(|e| e.to_string()).unwrap_or_default()
+            );
+        };
+        let names: Vec<_> = elf
+            .section_headers
+            .iter()
+            .map(|sh| elf.shdr_strtab.get_at(sh.sh_name))
+            .collect();
+        format!(
+            "{:?}\n{:?}\n{:?}\n{names:?}\n{:?}\n{:?} {:?} {:?} {:?} {:?}\n{} {} {} {}\n{damage:?}",
+            elf.header,
+            elf.program_headers,
+            elf.section_headers,
+            elf.dynamic,
+            elf.interpreter,
+            elf.soname,
+            elf.libraries,
+            elf.rpaths,
+            elf.runpaths,
+            elf.dynsyms.len(),
+            elf.versym.is_some(),
+            elf.verdef.is_some(),
+            elf.verneed.is_some(),
+        )
+    }
+
+    /// The pieces a file's headers are read from hold the ELF header, the program headers, the section
+    /// headers, the section names and the dynamic section of every library sampled (each read apart from the
+    /// map, or the map is touched as before), and the parse from them is the parse from the map.
+    #[test]
+    fn parse_with_pieces_is_the_maps_parse() {
+        let mut checked = 0;
+        for path in &crate::inspect::sample_libraries(40) {
+            let Ok(bytes) = std::fs::read(path) else { continue };
+            let Ok(file) = std::fs::File::open(path) else {
+                continue;
+            };
+            let pieces = read_pieces(&file, bytes.len());
+            assert_eq!(
+                parsed(parse_with(&bytes, &pieces)),
+                parsed(parse(&bytes)),
+                "{}",
+                path.display()
+            );
+            let Ok((elf, _)) = parse(&bytes) else { continue };
+            let h = &elf.header;
+            let dynamic = elf
+                .program_headers
+                .iter()
+                .find(|p| p.p_type == program_header::PT_DYNAMIC);
+            let names = elf.section_headers.get(usize::from(h.e_shstrndx));
+            for (what, at, len) in [
+                ("ELF header", 0, usize::from(h.e_ehsize)),
+                (
+                    "program headers",
+                    h.e_phoff,
+                    usize::from(h.e_phnum) * usize::from(h.e_phentsize),
+                ),
+                (
+                    "section headers",
+                    h.e_shoff,
+                    usize::from(h.e_shnum) * usize::from(h.e_shentsize),
+                ),
+                (
+                    "section names",
+                    names.map_or(0, |n| n.sh_offset),
+                    names.map_or(0, |n| n.sh_size as usize),
+                ),
+                (
+                    "dynamic section",
+                    dynamic.map_or(0, |d| d.p_offset),
+                    dynamic.map_or(0, |d| d.p_filesz as usize),
+                ),
+            ] {
+                assert!(
+                    len == 0 || held(&pieces, at as usize, len),
+                    "{what} of {}",
+                    path.display()
+                );
+            }
+            checked += 1;
+        }
+        if std::path::Path::new("/lib/x86_64-linux-gnu").exists() {
+            assert!(checked > 20, "only {checked} libraries read");
+        }
+    }
+
+    /// Headers that claim too much, or a file shorter than its map: no piece past [`MOST_PIECE`] or the file's
+    /// end, and the parse (its damage too) is the map's.
+    #[test]
+    fn hostile_headers_are_parsed_as_from_the_map() {
+        let path = crate::inspect::sample_libraries(1)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| std::env::current_exe().unwrap());
+        let original = std::fs::read(&path).unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let lib = t.path().join("lib.so");
+        let patches: [(usize, &[u8]); 6] = [
+            (0x3c, &[0xff, 0xff]),                         // e_shnum: 65,535 section headers
+            (0x28, &[0xf0, 0xff, 0xff, 0xff, 0, 0, 0, 0]), // e_shoff past the end
+            (0x38, &[0xff, 0xff]),                         // e_phnum: 65,535 program headers
+            (0x20, &[0x10, 0, 0, 0, 0, 0, 0, 0]),          // e_phoff inside the header
+            (0x3e, &[0xfe, 0xff]),                         // e_shstrndx out of range
+            (0x04, &[1]),                                  // ELFCLASS32 of a 64-bit file
+        ];
+        for (at, patch) in patches {
+            let mut bytes = original.clone();
+            bytes[at..at + patch.len()].copy_from_slice(patch);
+            std::fs::write(&lib, &bytes).unwrap();
+            let file = std::fs::File::open(&lib).unwrap();
+            let pieces = read_pieces(&file, bytes.len());
+            assert!(
+                pieces.iter().all(|p| p.bytes.len() <= MOST_PIECE.max(4096)),
+                "at 0x{at:x}"
+            );
+            assert!(
+                pieces.iter().all(|p| p.at + p.bytes.len() <= bytes.len()),
+                "at 0x{at:x}"
+            );
+            assert_eq!(
+                parsed(parse_with(&bytes, &pieces)),
+                parsed(parse(&bytes)),
+                "at 0x{at:x}"
+            );
+        }
+        // The file shrank after it was mapped: what it no longer holds is not a piece.
+        std::fs::write(&lib, &original[..original.len() / 2]).unwrap();
+        let file = std::fs::File::open(&lib).unwrap();
+        let pieces = read_pieces(&file, original.len());
+        assert!(pieces.iter().all(|p| p.at + p.bytes.len() <= original.len() / 2));
+        assert_eq!(parsed(parse_with(&original, &pieces)), parsed(parse(&original)));
     }
 
     /// The in-place reader agrees with goblin's parse on every symbol and version word of the shared

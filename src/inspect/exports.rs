@@ -43,7 +43,7 @@ impl Exports {
     /// [`Exports::of`]; with `hash` false, the GNU hash table is ignored as if the file had none.
     fn build(data: Arc<Source>, hash: bool) -> Option<Exports> {
         let bytes: &[u8] = &data;
-        let (elf, _) = elfparse::parse(bytes).ok()?;
+        let (elf, _) = data.parse_elf().ok()?;
         let mut versions: Vec<Option<String>> = Vec::new();
         for (ndx, name) in elfparse::verdef_names(&elf) {
             let ndx = usize::from(ndx & 0x7fff);

@@ -10,6 +10,7 @@
 //! [`WINDOW`] bytes serves them all, about one system call per entry instead of four. In-memory inputs
 //! (archive members, tests) are read from the slice.
 
+use super::elfparse::Piece;
 use std::borrow::Cow;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -74,6 +75,8 @@ pub struct Input<'a> {
     bytes: &'a [u8],
     file: Option<(&'a File, u64)>,
     window: Option<&'a Window>,
+    /// The whole file's ELF headers, read apart from the map ([`super::source::Source::elf_pieces`]).
+    pieces: &'a [Piece],
 }
 
 impl<'a> Input<'a> {
@@ -83,6 +86,7 @@ impl<'a> Input<'a> {
             bytes,
             file: None,
             window: None,
+            pieces: &[],
         }
     }
 
@@ -93,7 +97,19 @@ impl<'a> Input<'a> {
             bytes,
             file: Some((file, base)),
             window: Some(window),
+            pieces: &[],
         }
+    }
+
+    /// The same input, its ELF headers parsed from `pieces` where they hold them (a whole file's, from
+    /// [`super::source::Source::elf_pieces`]).
+    pub fn with_pieces(self, pieces: &'a [Piece]) -> Input<'a> {
+        Input { pieces, ..self }
+    }
+
+    /// [`super::elfparse::parse_with`] of the input and its pieces.
+    pub fn parse_elf(&self) -> goblin::error::Result<(goblin::elf::Elf<'a>, Vec<String>)> {
+        super::elfparse::parse_with(self.bytes, self.pieces)
     }
 
     /// The same input restricted to `start..start+len` (an archive member).
@@ -103,6 +119,8 @@ impl<'a> Input<'a> {
             bytes,
             file: self.file.map(|(f, base)| (f, base + start as u64)),
             window: self.window,
+            // The pieces are the whole file's, placed by its offsets.
+            pieces: if start == 0 { self.pieces } else { &[] },
         })
     }
 

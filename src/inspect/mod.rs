@@ -82,7 +82,7 @@ fn may_hold_device_code(input: &Input<'_>) -> bool {
     if !host_elf {
         return true;
     }
-    match elfparse::parse(data) {
+    match input.parse_elf() {
         Ok((elf, _)) => !elf::fatbin_regions(&elf, input).0.is_empty(),
         Err(_) => true,
     }
@@ -99,7 +99,7 @@ fn inspect_source(
 ) -> Result<Option<Vec<BinaryFacts>>, InspectError> {
     let window = input::Window::new();
     let input = match file {
-        Some(f) => Input::file(map, f, 0, &window),
+        Some(f) => Input::file(map, f, 0, &window).with_pieces(map.elf_pieces()),
         None => Input::bytes(map),
     };
     let facts = wanted(&input).then(|| inspect_input(&display, &input, opts));
@@ -227,7 +227,7 @@ fn single(name: &str, input: &Input<'_>, opts: &InspectOptions) -> BinaryFacts {
 fn host_elf(input: &Input<'_>, facts: &mut BinaryFacts, opts: &InspectOptions) {
     let data = input.as_slice();
     facts.format = Some(Format::Elf);
-    let elf = match elfparse::parse(data) {
+    let elf = match input.parse_elf() {
         Ok((elf, damage)) => {
             for d in damage {
                 facts.problems.push(Problem {
@@ -441,7 +441,7 @@ pub fn loader_view(path: &Path, scan: RodataScan) -> std::io::Result<LoaderView>
 /// [`loader_view`] of a file already read.
 pub fn loader_view_of(map: std::sync::Arc<source::Source>, scan: RodataScan) -> LoaderView {
     let data: &[u8] = &map;
-    let Some((elf, _damage)) = elfparse::parse(data).ok() else {
+    let Some((elf, _damage)) = map.parse_elf().ok() else {
         return LoaderView {
             elf: None,
             rodata: Vec::new(),
@@ -487,7 +487,7 @@ pub fn loader_view_of(map: std::sync::Arc<source::Source>, scan: RodataScan) -> 
 /// when it binds them; [`exports::Exports`] answers for the providers), read apart from [`loader_view`]: the
 /// loader's walk does not wait for them. `None` when the bytes cannot be read as ELF.
 pub fn versioned_imports(data: &source::Source) -> Option<std::sync::Arc<[crate::facts::DynSymbol]>> {
-    let (elf, _) = elfparse::parse(data).ok()?;
+    let (elf, _) = data.parse_elf().ok()?;
     Some(elf::versioned_undefined(&elf, data, data.file()).into())
 }
 

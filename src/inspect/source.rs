@@ -7,6 +7,7 @@
 //! ([`super::guard`]): a file truncated while it is read gives zeros and a flag ([`Source::truncated`]), not a
 //! SIGBUS.
 
+use super::elfparse::{self, Piece};
 use super::guard::{self, Registration};
 use crate::system::read::{self, ReadError};
 use std::fs::File;
@@ -20,6 +21,8 @@ pub struct Mapped {
     map: memmap2::Mmap,
     /// The open file, kept for a large one ([`Source::file`]).
     file: Option<Kept>,
+    /// Its ELF headers, read apart from the map on first use ([`Source::elf_pieces`]).
+    pieces: std::sync::OnceLock<Vec<Piece>>,
 }
 
 /// Files at least this large keep their descriptor beside their map ([`Source::file`]): PyTorch's and NVIDIA's
@@ -107,6 +110,27 @@ impl Source {
             Source::Owned(_) => None,
         }
     }
+
+    /// The ELF headers of a large file (one whose descriptor is kept: [`Source::file`]) read by positioned
+    /// reads, once, for [`elfparse::parse_with`]: through the map, the section headers at the end of a 500 MB
+    /// library and its dynamic section each kept a page-cache folio resident, up to 2 MB apiece, as many times
+    /// as the library is parsed (the loader's view, its imports, its exports). Empty for another source.
+    pub fn elf_pieces(&self) -> &[Piece] {
+        match self {
+            Source::Mapped(Mapped {
+                map,
+                file: Some(kept),
+                pieces,
+                ..
+            }) => pieces.get_or_init(|| elfparse::read_pieces(&kept.0, map.len())),
+            _ => &[],
+        }
+    }
+
+    /// [`elfparse::parse_with`] of this source and its [`Source::elf_pieces`].
+    pub fn parse_elf(&self) -> goblin::error::Result<(goblin::elf::Elf<'_>, Vec<String>)> {
+        elfparse::parse_with(self, self.elf_pieces())
+    }
 }
 
 /// Opens the regular file `path` read-only and maps it; the open file comes back too, for positioned reads.
@@ -142,5 +166,10 @@ pub fn map_open(file: &File) -> std::io::Result<Source> {
     // Pages are touched sparsely (headers here and there): no read-ahead.
     let _ = map.advise(memmap2::Advice::Random);
     let file = (meta.len() >= KEEP_FILE_FROM).then(|| Kept::of(file)).flatten();
-    Ok(Source::Mapped(Mapped { guard, map, file }))
+    Ok(Source::Mapped(Mapped {
+        guard,
+        map,
+        file,
+        pieces: std::sync::OnceLock::new(),
+    }))
 }
