@@ -10,7 +10,7 @@
 use super::input::Input;
 use goblin::container::Ctx;
 use goblin::elf::dynamic::{DT_NEEDED, DT_RPATH, DT_RUNPATH, Dynamic};
-use goblin::elf::section_header::{SHT_DYNSYM, SHT_SYMTAB, SectionHeader};
+use goblin::elf::section_header::{SHT_DYNSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_SYMTAB, SectionHeader};
 use goblin::elf::{Elf, ProgramHeader, Symtab, program_header, symver};
 use goblin::strtab::Strtab;
 
@@ -160,11 +160,13 @@ pub fn parse_with<'a>(bytes: &'a [u8], pieces: &'a [Piece]) -> goblin::error::Re
         Ok(v) => elf.versym = v,
         Err(e) => damage.push(format!("symbol versions: {e}")),
     }
-    match symver::VerdefSection::parse(bytes, &elf.section_headers, ctx) {
+    let (at, shdrs) = section_with(bytes, pieces, &elf.section_headers, SHT_GNU_VERDEF);
+    match symver::VerdefSection::parse(at, &shdrs, ctx) {
         Ok(v) => elf.verdef = v,
         Err(e) => damage.push(format!("version definitions: {e}")),
     }
-    match symver::VerneedSection::parse(bytes, &elf.section_headers, ctx) {
+    let (at, shdrs) = section_with(bytes, pieces, &elf.section_headers, SHT_GNU_VERNEED);
+    match symver::VerneedSection::parse(at, &shdrs, ctx) {
         Ok(v) => elf.verneed = v,
         Err(e) => damage.push(format!("version needs: {e}")),
     }
@@ -200,6 +202,31 @@ fn dynamic_with(
     Dynamic::parse(at, &moved, ctx)
 }
 
+/// Where goblin's parser of the first section of type `sh_type` finds it: the bytes and section headers to
+/// give it, the section's offset made a piece's where one holds the section.
+fn section_with<'a, 'h>(
+    bytes: &'a [u8],
+    pieces: &'a [Piece],
+    shdrs: &'h [SectionHeader],
+    sh_type: u32,
+) -> (&'a [u8], std::borrow::Cow<'h, [SectionHeader]>) {
+    let Some(i) = shdrs.iter().position(|sh| sh.sh_type == sh_type) else {
+        return (bytes, shdrs.into());
+    };
+    let (at, rel) = locate(
+        bytes,
+        pieces,
+        shdrs[i].sh_offset as usize,
+        shdrs[i].sh_size as usize,
+    );
+    if std::ptr::eq(at, bytes) {
+        return (bytes, shdrs.into());
+    }
+    let mut moved = shdrs.to_vec();
+    moved[i].sh_offset = rel as u64;
+    (at, moved.into())
+}
+
 /// The size of an ELF64 header (an ELF32 header, 52 bytes, fits in it).
 const EHDR64: usize = goblin::elf::header::header64::SIZEOF_EHDR;
 
@@ -213,8 +240,8 @@ fn held(pieces: &[Piece], off: usize, len: usize) -> bool {
 const MOST_PIECE: usize = 256 << 10;
 
 /// The bytes [`parse_with`] reads of a file of `len` bytes (the ELF header, the program headers, the section
-/// headers with the section names, the dynamic section), copied out by positioned reads, three or four of
-/// them. Read through a map, each of these touches would keep a whole page-cache folio resident (the section
+/// headers with the section names, the dynamic section, the version definitions and needs), copied out by
+/// positioned reads, three to six of them. Read through a map, each of these touches would keep a whole page-cache folio resident (the section
 /// headers at the end of a 500 MB library, behind 70 MB of `.strtab`, kept 2 MB): a piece keeps only its bytes.
 /// What cannot be read (a short file, a count past [`MOST_PIECE`]) is not copied, and is read from the map.
 pub fn read_pieces(file: &std::fs::File, len: usize) -> Vec<Piece> {
@@ -260,7 +287,8 @@ pub fn read_pieces(file: &std::fs::File, len: usize) -> Vec<Piece> {
         }
     }
     let (at, rel) = locate(&[], &pieces, sh_at, sh_len);
-    if let Ok(shdrs) = SectionHeader::parse(at, rel, header.e_shnum as usize, ctx)
+    let shdrs = SectionHeader::parse(at, rel, header.e_shnum as usize, ctx);
+    if let Ok(shdrs) = &shdrs
         && let Some(names) = shdrs.get(header.e_shstrndx as usize)
     {
         let (n_at, n_len) = (names.sh_offset as usize, names.sh_size as usize);
@@ -268,6 +296,18 @@ pub fn read_pieces(file: &std::fs::File, len: usize) -> Vec<Piece> {
             && let Some(p) = read(n_at, n_len)
         {
             pieces.push(p);
+        }
+    }
+    if let Ok(shdrs) = &shdrs {
+        // The version tables, a few hundred bytes each, lie amid the symbols or the relocations.
+        for sh_type in [SHT_GNU_VERDEF, SHT_GNU_VERNEED] {
+            if let Some(sh) = shdrs.iter().find(|sh| sh.sh_type == sh_type)
+                && sh.sh_size <= 64 << 10
+                && !held(&pieces, sh.sh_offset as usize, sh.sh_size as usize)
+                && let Some(p) = read(sh.sh_offset as usize, sh.sh_size as usize)
+            {
+                pieces.push(p);
+            }
         }
     }
     let (at, rel) = locate(&[], &pieces, ph_at, ph_len);
@@ -813,7 +853,7 @@ mod tests {
             .map(|sh| elf.shdr_strtab.get_at(sh.sh_name))
             .collect();
         format!(
-            "{:?}\n{:?}\n{:?}\n{names:?}\n{:?}\n{:?} {:?} {:?} {:?} {:?}\n{} {} {} {}\n{damage:?}",
+            "{:?}\n{:?}\n{:?}\n{names:?}\n{:?}\n{:?} {:?} {:?} {:?} {:?}\n{} {}\n{:?}\n{:?}\n{damage:?}",
             elf.header,
             elf.program_headers,
             elf.section_headers,
@@ -825,13 +865,23 @@ mod tests {
             elf.runpaths,
             elf.dynsyms.len(),
             elf.versym.is_some(),
-            elf.verdef.is_some(),
-            elf.verneed.is_some(),
+            verdef_names(&elf),
+            elf.verneed
+                .iter()
+                .flat_map(|n| n.iter())
+                .map(|n| {
+                    let aux: Vec<_> = n
+                        .iter()
+                        .map(|a| (a.vna_hash, a.vna_other, dynstr(&elf, a.vna_name)))
+                        .collect();
+                    (dynstr(&elf, n.vn_file), aux)
+                })
+                .collect::<Vec<_>>(),
         )
     }
 
     /// The pieces a file's headers are read from hold the ELF header, the program headers, the section
-    /// headers, the section names and the dynamic section of every library sampled (each read apart from the
+    /// headers, the section names, the dynamic section and the version tables of every library sampled (each read apart from the
     /// map, or the map is touched as before), and the parse from them is the parse from the map.
     #[test]
     fn parse_with_pieces_is_the_maps_parse() {
@@ -855,6 +905,8 @@ mod tests {
                 .iter()
                 .find(|p| p.p_type == program_header::PT_DYNAMIC);
             let names = elf.section_headers.get(usize::from(h.e_shstrndx));
+            let section = |t| elf.section_headers.iter().find(|sh| sh.sh_type == t);
+            let (verdef, verneed) = (section(SHT_GNU_VERDEF), section(SHT_GNU_VERNEED));
             for (what, at, len) in [
                 ("ELF header", 0, usize::from(h.e_ehsize)),
                 (
@@ -876,6 +928,16 @@ mod tests {
                     "dynamic section",
                     dynamic.map_or(0, |d| d.p_offset),
                     dynamic.map_or(0, |d| d.p_filesz as usize),
+                ),
+                (
+                    "version definitions",
+                    verdef.map_or(0, |v| v.sh_offset),
+                    verdef.map_or(0, |v| v.sh_size as usize),
+                ),
+                (
+                    "version needs",
+                    verneed.map_or(0, |v| v.sh_offset),
+                    verneed.map_or(0, |v| v.sh_size as usize),
                 ),
             ] {
                 assert!(
