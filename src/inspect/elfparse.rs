@@ -96,25 +96,34 @@ pub fn parse_with<'a>(bytes: &'a [u8], pieces: &'a [Piece]) -> goblin::error::Re
         let info = &dynamic.info;
         // Unparsed: strings are read where they are asked for ([`dynstr`]). Splitting the whole table up
         // front (goblin's `Strtab::parse`) costs megabytes of work for a C++ library's mangled names.
-        match info
+        let whole = info
             .strtab
             .checked_add(info.strsz)
-            .and_then(|end| bytes.get(info.strtab..end))
-        {
+            .and_then(|end| bytes.get(info.strtab..end));
+        match whole {
             Some(table) => elf.dynstrtab = Strtab::new(table, 0),
             None => damage.push(format!(
                 "dynamic string table: {} bytes at 0x{:x} do not fit in the file",
                 info.strsz, info.strtab
             )),
         }
+        // The names the dynamic section gives, from a piece where one holds them.
+        let table = Strtab::new(whole.unwrap_or_default(), 0);
+        #[allow(deprecated)] // As [`dynstr`] reads.
+        let name = |off: usize| {
+            // Only from a table that fits in the file, as the map's.
+            whole
+                .and_then(|_| piece_string(pieces, info.strtab, info.strsz, off))
+                .unwrap_or_else(|| table.get(off)?.ok())
+        };
         if info.soname != 0 {
-            elf.soname = dynstr(&elf, info.soname);
+            elf.soname = name(info.soname);
         }
         for d in &dynamic.dyns {
             if !matches!(d.d_tag, DT_NEEDED | DT_RPATH | DT_RUNPATH) {
                 continue;
             }
-            let Some(s) = dynstr(&elf, d.d_val as usize) else {
+            let Some(s) = name(d.d_val as usize) else {
                 continue;
             };
             match d.d_tag {
@@ -230,6 +239,36 @@ fn section_with<'a, 'h>(
 /// The size of an ELF64 header (an ELF32 header, 52 bytes, fits in it).
 const EHDR64: usize = goblin::elf::header::header64::SIZEOF_EHDR;
 
+/// The first `n` bytes of the file (all of a shorter one), from the pieces where they hold them: for the
+/// checks of a file's magic and header, which would otherwise touch its first folio through the map.
+pub fn prefix<'a>(bytes: &'a [u8], pieces: &'a [Piece], n: usize) -> &'a [u8] {
+    bytes_at(&[], pieces, 0, n).unwrap_or(&bytes[..n.min(bytes.len())])
+}
+
+/// The `len` bytes at file offset `off`, from the pieces where one holds them, else from `bytes`; `None`
+/// past the file's end.
+pub fn bytes_at<'a>(bytes: &'a [u8], pieces: &'a [Piece], off: usize, len: usize) -> Option<&'a [u8]> {
+    let (at, rel) = locate(bytes, pieces, off, len);
+    at.get(rel..rel.checked_add(len)?)
+}
+
+/// The string at `off` of the string table of `size` bytes at file offset `table`, as [`dynstr`] reads it,
+/// from a piece that holds it and its NUL; `None` when none does (the map is read instead).
+fn piece_string(pieces: &[Piece], table: usize, size: usize, off: usize) -> Option<Option<&str>> {
+    if off >= size {
+        return None;
+    }
+    let at = table.checked_add(off)?;
+    pieces.iter().find_map(|p| {
+        let rel = at.checked_sub(p.at)?;
+        let rest = p.bytes.get(rel..)?;
+        // Within the table: past its end, goblin's reading would not stop at a NUL the piece holds.
+        let rest = &rest[..rest.len().min(size - off)];
+        let end = memchr::memchr(0, rest)?;
+        Some(std::str::from_utf8(&rest[..end]).ok())
+    })
+}
+
 /// Does one of `pieces` hold the `len` bytes at `off`?
 fn held(pieces: &[Piece], off: usize, len: usize) -> bool {
     !locate(&[], pieces, off, len).0.is_empty()
@@ -239,17 +278,23 @@ fn held(pieces: &[Piece], off: usize, len: usize) -> bool {
 /// thousands of sections).
 const MOST_PIECE: usize = 256 << 10;
 
+/// The most all the pieces of a file may hold.
+const MOST_PIECES: usize = 1 << 20;
+
 /// The bytes [`parse_with`] reads of a file of `len` bytes (the ELF header, the program headers, the section
-/// headers with the section names, the dynamic section, the version definitions and needs), copied out by
-/// positioned reads, three to six of them. Read through a map, each of these touches would keep a whole page-cache folio resident (the section
+/// headers with the section names, the dynamic section and the names it gives, the version definitions and
+/// needs) and the notes (the build ID), copied out by positioned reads, four to eight of them. Read through a map, each of these touches would keep a whole page-cache folio resident (the section
 /// headers at the end of a 500 MB library, behind 70 MB of `.strtab`, kept 2 MB): a piece keeps only its bytes.
 /// What cannot be read (a short file, a count past [`MOST_PIECE`]) is not copied, and is read from the map.
 pub fn read_pieces(file: &std::fs::File, len: usize) -> Vec<Piece> {
+    // A hostile file's hundreds of notes are not all read.
+    let left = std::cell::Cell::new(MOST_PIECES);
     let read = |at: usize, n: usize| -> Option<Piece> {
         use std::os::unix::fs::FileExt;
-        if n == 0 || n > MOST_PIECE || at.checked_add(n)? > len {
+        if n == 0 || n > MOST_PIECE || n > left.get() || at.checked_add(n)? > len {
             return None;
         }
+        left.set(left.get() - n);
         let mut bytes = vec![0u8; n];
         file.read_exact_at(&mut bytes, at as u64).ok()?;
         Some(Piece { at, bytes })
@@ -311,14 +356,45 @@ pub fn read_pieces(file: &std::fs::File, len: usize) -> Vec<Piece> {
         }
     }
     let (at, rel) = locate(&[], &pieces, ph_at, ph_len);
-    if let Ok(phdrs) = ProgramHeader::parse(at, rel, header.e_phnum as usize, ctx)
-        && let Some(dynamic) = phdrs.iter().find(|ph| ph.p_type == program_header::PT_DYNAMIC)
-    {
-        let (d_at, d_len) = (dynamic.p_offset as usize, dynamic.p_filesz as usize);
-        if !held(&pieces, d_at, d_len)
-            && let Some(p) = read(d_at, d_len)
-        {
-            pieces.push(p);
+    if let Ok(phdrs) = ProgramHeader::parse(at, rel, header.e_phnum as usize, ctx) {
+        // The dynamic section (the first, as goblin reads), and the notes (the build ID) where they are small.
+        let dynamic = phdrs
+            .iter()
+            .position(|ph| ph.p_type == program_header::PT_DYNAMIC);
+        for (i, ph) in phdrs.iter().enumerate() {
+            let (p_at, p_len) = (ph.p_offset as usize, ph.p_filesz as usize);
+            let wanted = match ph.p_type {
+                program_header::PT_DYNAMIC => Some(i) == dynamic,
+                program_header::PT_NOTE => p_len <= 4096,
+                _ => false,
+            };
+            if wanted
+                && !held(&pieces, p_at, p_len)
+                && let Some(p) = read(p_at, p_len)
+            {
+                pieces.push(p);
+            }
+        }
+        // The names the dynamic section gives (needed libraries, SONAME, search paths): one read from the
+        // first to the last, when they lie within 64 KiB of each other, with room for the last.
+        if let Ok(Some(dynamic)) = dynamic_with(&[], &pieces, &phdrs, ctx) {
+            let info = &dynamic.info;
+            let offsets = dynamic
+                .dyns
+                .iter()
+                .filter(|d| matches!(d.d_tag, DT_NEEDED | DT_RPATH | DT_RUNPATH))
+                .map(|d| d.d_val as usize)
+                .chain((info.soname != 0).then_some(info.soname))
+                .filter(|&o| o < info.strsz);
+            if let (Some(first), Some(last)) = (offsets.clone().min(), offsets.max())
+                && last - first <= 64 << 10
+                && let Some(at) = info.strtab.checked_add(first)
+            {
+                let n = (last - first + 4096).min(info.strsz - first);
+                if let Some(p) = read(at, n) {
+                    pieces.push(p);
+                }
+            }
         }
     }
     pieces
@@ -946,6 +1022,24 @@ mod tests {
                     path.display()
                 );
             }
+            // The names the dynamic section gives, and the build ID, from the pieces too.
+            if let Some(d) = &elf.dynamic {
+                for off in d
+                    .dyns
+                    .iter()
+                    .filter(|d| d.d_tag == DT_NEEDED)
+                    .map(|d| d.d_val as usize)
+                {
+                    let got = piece_string(&pieces, d.info.strtab, d.info.strsz, off);
+                    assert_eq!(got, Some(dynstr(&elf, off)), "needed name in {}", path.display());
+                }
+            }
+            assert_eq!(
+                crate::loader::dlopen_table::build_id_in(&[], &pieces),
+                crate::loader::dlopen_table::build_id(&bytes),
+                "build ID of {}",
+                path.display()
+            );
             checked += 1;
         }
         if std::path::Path::new("/lib/x86_64-linux-gnu").exists() {

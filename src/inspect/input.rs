@@ -107,6 +107,11 @@ impl<'a> Input<'a> {
         Input { pieces, ..self }
     }
 
+    /// The first `n` bytes (all of a shorter input), from the pieces where they hold them.
+    pub fn prefix(&self, n: usize) -> &'a [u8] {
+        super::elfparse::prefix(self.bytes, self.pieces, n)
+    }
+
     /// [`super::elfparse::parse_with`] of the input and its pieces.
     pub fn parse_elf(&self) -> goblin::error::Result<(goblin::elf::Elf<'a>, Vec<String>)> {
         super::elfparse::parse_with(self.bytes, self.pieces)

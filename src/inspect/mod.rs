@@ -77,8 +77,8 @@ fn path_if(
 
 /// False only for a readable host ELF file in which [`elf::fatbin_regions`] finds no fatbin.
 fn may_hold_device_code(input: &Input<'_>) -> bool {
-    let data = input.as_slice();
-    let host_elf = data.starts_with(b"\x7fELF") && elf_machine(data).is_some_and(|m| m != cubin::EM_CUDA);
+    let head = input.prefix(64);
+    let host_elf = head.starts_with(b"\x7fELF") && elf_machine(head).is_some_and(|m| m != cubin::EM_CUDA);
     if !host_elf {
         return true;
     }
@@ -193,8 +193,9 @@ fn single(name: &str, input: &Input<'_>, opts: &InspectOptions) -> BinaryFacts {
         size: data.len() as u64,
         ..BinaryFacts::default()
     };
-    if data.starts_with(b"\x7fELF") {
-        if elf_machine(data) == Some(cubin::EM_CUDA) {
+    let head = input.prefix(64);
+    if head.starts_with(b"\x7fELF") {
+        if elf_machine(head) == Some(cubin::EM_CUDA) {
             raw_cubin(data, &mut facts);
         } else {
             host_elf(input, &mut facts, opts);

@@ -127,6 +127,11 @@ impl Source {
         }
     }
 
+    /// The first `n` bytes ([`elfparse::prefix`]), from the [`Source::elf_pieces`] of a large file.
+    pub fn prefix(&self, n: usize) -> &[u8] {
+        elfparse::prefix(self, self.elf_pieces(), n)
+    }
+
     /// [`elfparse::parse_with`] of this source and its [`Source::elf_pieces`].
     pub fn parse_elf(&self) -> goblin::error::Result<(goblin::elf::Elf<'_>, Vec<String>)> {
         elfparse::parse_with(self, self.elf_pieces())

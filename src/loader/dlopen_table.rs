@@ -62,7 +62,7 @@ pub(super) fn needles_line() -> String {
 /// file (its build ID, SONAME and `.rodata` ranges all match an entry).
 pub fn known(view: &LoaderView) -> Option<Vec<(String, u64)>> {
     let soname = view.elf.as_ref()?.soname.as_deref()?;
-    let id = build_id(&view.data)?;
+    let id = build_id_in(&view.data, view.data.elf_pieces())?;
     let line = index()?.get(id.as_str())?;
     let entry: Entry = serde_json::from_str(line).ok()?;
     (entry.soname == soname && entry.rodata == view.rodata).then_some(entry.strings)
@@ -111,6 +111,13 @@ pub(super) fn lookup(table: &str, id: &str) -> Option<Entry> {
 /// The GNU build ID of the ELF file `data` (lowercase hex), from its `PT_NOTE` segments; `None` when it has
 /// none or the headers do not hold together.
 pub fn build_id(data: &[u8]) -> Option<String> {
+    build_id_in(data, &[])
+}
+
+/// [`build_id`], the header, program headers and notes read from `pieces` where they hold them
+/// ([`crate::inspect::elfparse::read_pieces`]).
+pub fn build_id_in(whole: &[u8], pieces: &[crate::inspect::elfparse::Piece]) -> Option<String> {
+    let data = crate::inspect::elfparse::prefix(whole, pieces, 64);
     let is_64 = match data.get(4)? {
         1 => false,
         2 => true,
@@ -127,7 +134,7 @@ pub fn build_id(data: &[u8]) -> Option<String> {
     }
     for i in 0..phnum {
         let at = phoff.checked_add(i.checked_mul(phentsize)?)?;
-        let ph = data.get(at..at.checked_add(phentsize)?)?;
+        let ph = crate::inspect::elfparse::bytes_at(whole, pieces, at, phentsize)?;
         // PT_NOTE.
         if u32_at(ph, 0)? != 4 {
             continue;
@@ -138,7 +145,7 @@ pub fn build_id(data: &[u8]) -> Option<String> {
             (u64::from(u32_at(ph, 4)?), u64::from(u32_at(ph, 16)?))
         };
         let start = usize::try_from(off).ok()?;
-        let notes = data.get(start..start.checked_add(usize::try_from(size).ok()?)?)?;
+        let notes = crate::inspect::elfparse::bytes_at(whole, pieces, start, usize::try_from(size).ok()?)?;
         if let Some(id) = gnu_build_id(notes) {
             return Some(id);
         }

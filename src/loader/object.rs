@@ -437,8 +437,7 @@ impl Files {
         if let Some(c) = self.seen.get(&real_s) {
             // Read before, perhaps for a loader of another class or machine (`doctor` resolves 32-bit and
             // 64-bit programs with one `Files`).
-            let data = &c.view.data;
-            return check_header(&data[..data.len().min(64)], p).unwrap_or_else(|| Verdict::Ok(c.clone()));
+            return check_header(c.view.data.prefix(64), p).unwrap_or_else(|| Verdict::Ok(c.clone()));
         }
         let host = root.host_path(&real);
         // One open and one map per file for the whole run: the header check, the loader facts and, later, the
@@ -473,7 +472,7 @@ impl Files {
                 Err(e) => return Verdict::Unreadable(e.to_string()),
             },
         };
-        if let Some(v) = check_header(&data[..data.len().min(64)], p) {
+        if let Some(v) = check_header(data.prefix(64), p) {
             return v;
         }
         let view = match ahead {
