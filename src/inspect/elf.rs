@@ -22,10 +22,11 @@ pub const DF_1_NODEFLIB: u64 = 0x800;
 /// The fallback magic scan reads at most this many bytes of a file.
 pub const SCAN_LIMIT: usize = 1 << 30;
 
-/// Copies the loader-relevant facts out of a parsed ELF: [`loader_facts`] and [`symbol_facts`].
-pub fn facts(elf: &Elf<'_>, bytes: &[u8]) -> ElfFacts {
+/// Copies the loader-relevant facts out of a parsed ELF: [`loader_facts`] and [`symbol_facts`] (`file`: the
+/// file `bytes` map from its start, for [`symbol_facts`]).
+pub fn facts(elf: &Elf<'_>, bytes: &[u8], file: Option<&std::fs::File>) -> ElfFacts {
     let mut f = loader_facts(elf);
-    let s = symbol_facts(elf, bytes);
+    let s = symbol_facts(elf, bytes, file);
     f.defined_count = s.defined_count;
     f.undefined_count = s.undefined_count;
     f.versioned_undefined = s.versioned_undefined.into();
@@ -138,7 +139,6 @@ fn binds(sym: super::elfparse::RawSym) -> bool {
 /// version (most of a C++ library's) are never decoded. `file`, the open file `bytes` maps, has the names of a
 /// large `.dynstr` read by positioned reads rather than through the map ([`super::elfparse::strings_read_at`]).
 pub fn versioned_undefined(elf: &Elf<'_>, bytes: &[u8], file: Option<&std::fs::File>) -> Vec<DynSymbol> {
-    let version_names = version_names(elf);
     let syms = super::elfparse::RawDynsyms::new(elf, bytes);
     let mut wanted = Vec::new();
     for i in 0..syms.len() {
@@ -151,6 +151,19 @@ pub fn versioned_undefined(elf: &Elf<'_>, bytes: &[u8], file: Option<&std::fs::F
         }
         wanted.push((sym, v));
     }
+    named_imports(elf, bytes, file, wanted)
+}
+
+/// The imports `wanted` (each with its `.gnu.version` value), named; their names read by positioned reads
+/// ([`super::elfparse::strings_read_at`]) from a large `.dynstr` when the file is at hand (`file` maps as
+/// `bytes`, from its start), else through the map.
+fn named_imports(
+    elf: &Elf<'_>,
+    bytes: &[u8],
+    file: Option<&std::fs::File>,
+    wanted: Vec<(super::elfparse::RawSym, u16)>,
+) -> Vec<DynSymbol> {
+    let version_names = version_names(elf);
     if let Some(file) = file
         && let Some(table) = super::elfparse::dynstr_table(elf, bytes).filter(|t| t.len() >= READ_NAMES_FROM)
     {
@@ -204,9 +217,9 @@ fn named(
 /// Counts the dynamic symbols and names the undefined ones that carry a version. Every symbol is counted; only
 /// the versioned undefined ones are named (the version is read first, from `.gnu.version`, so a C++ library's
 /// hundred thousand unversioned imports cost no string reads).
-pub fn symbol_facts(elf: &Elf<'_>, bytes: &[u8]) -> SymbolFacts {
-    let version_names = version_names(elf);
+pub fn symbol_facts(elf: &Elf<'_>, bytes: &[u8], file: Option<&std::fs::File>) -> SymbolFacts {
     let mut out = SymbolFacts::default();
+    let mut wanted = Vec::new();
     let syms = super::elfparse::RawDynsyms::new(elf, bytes);
     for (i, sym) in syms.iter().enumerate() {
         if sym.name == 0 {
@@ -225,9 +238,9 @@ pub fn symbol_facts(elf: &Elf<'_>, bytes: &[u8]) -> SymbolFacts {
         let Some(v) = syms.version(i).filter(|v| v & 0x7fff > 1) else {
             continue;
         };
-        out.versioned_undefined
-            .extend(import(elf, bytes, &version_names, sym, v));
+        wanted.push((sym, v));
     }
+    out.versioned_undefined = named_imports(elf, bytes, file, wanted);
     out
 }
 
@@ -739,9 +752,23 @@ mod tests {
             let Ok((elf, _)) = super::super::elfparse::parse(&bytes) else {
                 continue;
             };
-            let full = symbol_facts(&elf, &bytes).versioned_undefined;
+            let full = symbol_facts(&elf, &bytes, None).versioned_undefined;
             assert_eq!(
                 versioned_undefined(&elf, &bytes, None),
+                full,
+                "{}",
+                path.display()
+            );
+            // With the file at hand (a large `.dynstr`'s names read by positioned reads), the same.
+            let file = std::fs::File::open(path).unwrap();
+            assert_eq!(
+                symbol_facts(&elf, &bytes, Some(&file)).versioned_undefined,
+                full,
+                "{}",
+                path.display()
+            );
+            assert_eq!(
+                versioned_undefined(&elf, &bytes, Some(&file)),
                 full,
                 "{}",
                 path.display()

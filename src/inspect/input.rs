@@ -107,6 +107,11 @@ impl<'a> Input<'a> {
         Input { pieces, ..self }
     }
 
+    /// The file whose bytes these are from its start (`None` for an input in memory or an archive member).
+    pub fn whole_file(&self) -> Option<&'a File> {
+        self.file.filter(|&(_, base)| base == 0).map(|(f, _)| f)
+    }
+
     /// The first `n` bytes (all of a shorter input), from the pieces where they hold them.
     pub fn prefix(&self, n: usize) -> &'a [u8] {
         super::elfparse::prefix(self.bytes, self.pieces, n)

@@ -248,7 +248,7 @@ fn host_elf(input: &Input<'_>, facts: &mut BinaryFacts, opts: &InspectOptions) {
             return;
         }
     };
-    let elf_facts = elf::facts(&elf, data);
+    let elf_facts = elf::facts(&elf, data, input.whole_file());
     if opts.depth == Depth::NoDeviceCode {
         facts.device_code_skipped = true;
         facts.cudart = elf::cudart(&elf, &elf_facts, input, false);
