@@ -47,14 +47,7 @@ pub fn parse_with<'a>(bytes: &'a [u8], pieces: &'a [Piece]) -> goblin::error::Re
     let mut elf = Elf::lazy_parse(header)?;
     let mut damage = Vec::new();
     let ctx = Ctx::new(header.container()?, header.endianness()?);
-    let phnum = header.e_phnum as usize;
-    let (at, rel) = locate(
-        bytes,
-        pieces,
-        header.e_phoff as usize,
-        phnum.saturating_mul(ProgramHeader::size(ctx)),
-    );
-    match ProgramHeader::parse(at, rel, phnum, ctx) {
+    match program_headers(bytes, pieces, &header, ctx) {
         Ok(ph) => elf.program_headers = ph,
         Err(e) => damage.push(format!("program headers: {e}")),
     }
@@ -66,14 +59,7 @@ pub fn parse_with<'a>(bytes: &'a [u8], pieces: &'a [Piece]) -> goblin::error::Re
         }
     }
     if header.e_shnum > 0 {
-        let shnum = header.e_shnum as usize;
-        let (at, rel) = locate(
-            bytes,
-            pieces,
-            header.e_shoff as usize,
-            shnum.saturating_mul(SectionHeader::size(ctx)),
-        );
-        match SectionHeader::parse(at, rel, shnum, ctx) {
+        match section_headers(bytes, pieces, &header, ctx) {
             Ok(sh) => elf.section_headers = sh,
             Err(e) => damage.push(format!("section headers: {e}")),
         }
@@ -180,6 +166,53 @@ pub fn parse_with<'a>(bytes: &'a [u8], pieces: &'a [Piece]) -> goblin::error::Re
         Err(e) => damage.push(format!("version needs: {e}")),
     }
     Ok((elf, damage))
+}
+
+/// The program headers `header` places, parsed from a piece that holds them, else from `bytes`.
+fn program_headers(
+    bytes: &[u8],
+    pieces: &[Piece],
+    header: &goblin::elf::Header,
+    ctx: Ctx,
+) -> goblin::error::Result<Vec<ProgramHeader>> {
+    let (at, n) = (header.e_phoff, header.e_phnum);
+    headers(
+        bytes,
+        pieces,
+        (at, n, ProgramHeader::size(ctx)),
+        ProgramHeader::parse,
+        ctx,
+    )
+}
+
+/// The section headers `header` places, as [`program_headers`].
+fn section_headers(
+    bytes: &[u8],
+    pieces: &[Piece],
+    header: &goblin::elf::Header,
+    ctx: Ctx,
+) -> goblin::error::Result<Vec<SectionHeader>> {
+    let (at, n) = (header.e_shoff, header.e_shnum);
+    headers(
+        bytes,
+        pieces,
+        (at, n, SectionHeader::size(ctx)),
+        SectionHeader::parse,
+        ctx,
+    )
+}
+
+/// A table of `n` headers of `size` bytes at file offset `at`, parsed by goblin's `parse`.
+fn headers<T>(
+    bytes: &[u8],
+    pieces: &[Piece],
+    (at, n, size): (u64, u16, usize),
+    parse: fn(&[u8], usize, usize, Ctx) -> goblin::error::Result<Vec<T>>,
+    ctx: Ctx,
+) -> goblin::error::Result<Vec<T>> {
+    let n = usize::from(n);
+    let (bytes, rel) = locate(bytes, pieces, at as usize, n.saturating_mul(size));
+    parse(bytes, rel, n, ctx)
 }
 
 /// goblin's `Dynamic::parse`, reading the first `PT_DYNAMIC`'s bytes from a piece that holds them.
@@ -331,8 +364,7 @@ pub fn read_pieces(file: &std::fs::File, len: usize) -> Vec<Piece> {
             pieces.push(p);
         }
     }
-    let (at, rel) = locate(&[], &pieces, sh_at, sh_len);
-    let shdrs = SectionHeader::parse(at, rel, header.e_shnum as usize, ctx);
+    let shdrs = section_headers(&[], &pieces, &header, ctx);
     if let Ok(shdrs) = &shdrs
         && let Some(names) = shdrs.get(header.e_shstrndx as usize)
     {
@@ -355,8 +387,7 @@ pub fn read_pieces(file: &std::fs::File, len: usize) -> Vec<Piece> {
             }
         }
     }
-    let (at, rel) = locate(&[], &pieces, ph_at, ph_len);
-    if let Ok(phdrs) = ProgramHeader::parse(at, rel, header.e_phnum as usize, ctx) {
+    if let Ok(phdrs) = program_headers(&[], &pieces, &header, ctx) {
         // The dynamic section (the first, as goblin reads), and the notes (the build ID) where they are small.
         let dynamic = phdrs
             .iter()
