@@ -8,6 +8,7 @@
 //! Damage to an optional part is recorded and the rest still read (goblin's "permissive" spirit).
 
 use super::input::Input;
+use super::pieces::{Piece, held, locate};
 use goblin::container::Ctx;
 use goblin::elf::dynamic::{DT_NEEDED, DT_RPATH, DT_RUNPATH, Dynamic};
 use goblin::elf::section_header::{SHT_DYNSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_SYMTAB, SectionHeader};
@@ -17,25 +18,6 @@ use goblin::strtab::Strtab;
 /// Parses the parts of a host ELF that cudadiag uses; returns the ELF and the damage met on the way.
 pub fn parse(bytes: &[u8]) -> goblin::error::Result<(Elf<'_>, Vec<String>)> {
     parse_with(bytes, &[])
-}
-
-/// Bytes of a file copied out of it by a positioned read: `bytes` lie at file offset `at`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Piece {
-    at: usize,
-    bytes: Vec<u8>,
-}
-
-/// The slice that holds the `len` bytes at file offset `off`, and their offset in it: the first of `pieces`
-/// that holds them all, else `bytes` (the whole file; whether they fit there is the parser's to check).
-fn locate<'a>(bytes: &'a [u8], pieces: &'a [Piece], off: usize, len: usize) -> (&'a [u8], usize) {
-    pieces
-        .iter()
-        .find_map(|p| {
-            let rel = off.checked_sub(p.at)?;
-            (rel.checked_add(len)? <= p.bytes.len()).then_some((p.bytes.as_slice(), rel))
-        })
-        .unwrap_or((bytes, off))
 }
 
 /// [`parse`], reading the ELF header, the program and section headers, the section names and the dynamic
@@ -202,12 +184,15 @@ fn section_headers(
     )
 }
 
+/// goblin's parser of a table of headers: (bytes, offset, count, context).
+type ParseTable<T> = fn(&[u8], usize, usize, Ctx) -> goblin::error::Result<Vec<T>>;
+
 /// A table of `n` headers of `size` bytes at file offset `at`, parsed by goblin's `parse`.
 fn headers<T>(
     bytes: &[u8],
     pieces: &[Piece],
     (at, n, size): (u64, u16, usize),
-    parse: fn(&[u8], usize, usize, Ctx) -> goblin::error::Result<Vec<T>>,
+    parse: ParseTable<T>,
     ctx: Ctx,
 ) -> goblin::error::Result<Vec<T>> {
     let n = usize::from(n);
@@ -272,19 +257,6 @@ fn section_with<'a, 'h>(
 /// The size of an ELF64 header (an ELF32 header, 52 bytes, fits in it).
 const EHDR64: usize = goblin::elf::header::header64::SIZEOF_EHDR;
 
-/// The first `n` bytes of the file (all of a shorter one), from the pieces where they hold them: for the
-/// checks of a file's magic and header, which would otherwise touch its first folio through the map.
-pub fn prefix<'a>(bytes: &'a [u8], pieces: &'a [Piece], n: usize) -> &'a [u8] {
-    bytes_at(&[], pieces, 0, n).unwrap_or(&bytes[..n.min(bytes.len())])
-}
-
-/// The `len` bytes at file offset `off`, from the pieces where one holds them, else from `bytes`; `None`
-/// past the file's end.
-pub fn bytes_at<'a>(bytes: &'a [u8], pieces: &'a [Piece], off: usize, len: usize) -> Option<&'a [u8]> {
-    let (at, rel) = locate(bytes, pieces, off, len);
-    at.get(rel..rel.checked_add(len)?)
-}
-
 /// The string at `off` of the string table of `size` bytes at file offset `table`, as [`dynstr`] reads it,
 /// from a piece that holds it and its NUL; `None` when none does (the map is read instead).
 fn piece_string(pieces: &[Piece], table: usize, size: usize, off: usize) -> Option<Option<&str>> {
@@ -300,11 +272,6 @@ fn piece_string(pieces: &[Piece], table: usize, size: usize, off: usize) -> Opti
         let end = memchr::memchr(0, rest)?;
         Some(std::str::from_utf8(&rest[..end]).ok())
     })
-}
-
-/// Does one of `pieces` hold the `len` bytes at `off`?
-fn held(pieces: &[Piece], off: usize, len: usize) -> bool {
-    !locate(&[], pieces, off, len).0.is_empty()
 }
 
 /// The most a header piece may hold ([`read_pieces`]): more is left to the map (a hostile count, or a file of

@@ -10,7 +10,7 @@
 //! [`WINDOW`] bytes serves them all, about one system call per entry instead of four. In-memory inputs
 //! (archive members, tests) are read from the slice.
 
-use super::elfparse::Piece;
+use super::pieces::Piece;
 use std::borrow::Cow;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -114,12 +114,12 @@ impl<'a> Input<'a> {
 
     /// The first `n` bytes (all of a shorter input), from the pieces where they hold them.
     pub fn prefix(&self, n: usize) -> &'a [u8] {
-        super::elfparse::prefix(self.bytes, self.pieces, n)
+        super::pieces::prefix(self.bytes, self.pieces, n)
     }
 
-    /// [`super::elfparse::parse_with`] of the input and its pieces.
-    pub fn parse_elf(&self) -> goblin::error::Result<(goblin::elf::Elf<'a>, Vec<String>)> {
-        super::elfparse::parse_with(self.bytes, self.pieces)
+    /// The whole file's headers read apart from its map (none for an input in memory or an archive member).
+    pub fn pieces(&self) -> &'a [Piece] {
+        self.pieces
     }
 
     /// The same input restricted to `start..start+len` (an archive member).

@@ -18,6 +18,7 @@ pub mod input;
 pub mod nccl;
 mod options;
 pub mod pep508;
+pub mod pieces;
 pub mod ptx;
 pub mod ptxas;
 pub(crate) mod source;
@@ -82,7 +83,7 @@ fn may_hold_device_code(input: &Input<'_>) -> bool {
     if !host_elf {
         return true;
     }
-    match input.parse_elf() {
+    match elfparse::parse_with(input.as_slice(), input.pieces()) {
         Ok((elf, _)) => !elf::fatbin_regions(&elf, input).0.is_empty(),
         Err(_) => true,
     }
@@ -228,7 +229,7 @@ fn single(name: &str, input: &Input<'_>, opts: &InspectOptions) -> BinaryFacts {
 fn host_elf(input: &Input<'_>, facts: &mut BinaryFacts, opts: &InspectOptions) {
     let data = input.as_slice();
     facts.format = Some(Format::Elf);
-    let elf = match input.parse_elf() {
+    let elf = match elfparse::parse_with(input.as_slice(), input.pieces()) {
         Ok((elf, damage)) => {
             for d in damage {
                 facts.problems.push(Problem {

@@ -7,8 +7,9 @@
 //! ([`super::guard`]): a file truncated while it is read gives zeros and a flag ([`Source::truncated`]), not a
 //! SIGBUS.
 
-use super::elfparse::{self, Piece};
+use super::elfparse;
 use super::guard::{self, Registration};
+use super::pieces::{self, Piece};
 use crate::system::read::{self, ReadError};
 use std::fs::File;
 use std::ops::Deref;
@@ -127,9 +128,9 @@ impl Source {
         }
     }
 
-    /// The first `n` bytes ([`elfparse::prefix`]), from the [`Source::elf_pieces`] of a large file.
+    /// The first `n` bytes ([`pieces::prefix`]), from the [`Source::elf_pieces`] of a large file.
     pub fn prefix(&self, n: usize) -> &[u8] {
-        elfparse::prefix(self, self.elf_pieces(), n)
+        pieces::prefix(self, self.elf_pieces(), n)
     }
 
     /// [`elfparse::parse_with`] of this source and its [`Source::elf_pieces`].

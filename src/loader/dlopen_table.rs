@@ -116,8 +116,8 @@ pub fn build_id(data: &[u8]) -> Option<String> {
 
 /// [`build_id`], the header, program headers and notes read from `pieces` where they hold them
 /// ([`crate::inspect::elfparse::read_pieces`]).
-pub fn build_id_in(whole: &[u8], pieces: &[crate::inspect::elfparse::Piece]) -> Option<String> {
-    let data = crate::inspect::elfparse::prefix(whole, pieces, 64);
+pub fn build_id_in(whole: &[u8], pieces: &[crate::inspect::pieces::Piece]) -> Option<String> {
+    let data = crate::inspect::pieces::prefix(whole, pieces, 64);
     let is_64 = match data.get(4)? {
         1 => false,
         2 => true,
@@ -134,7 +134,7 @@ pub fn build_id_in(whole: &[u8], pieces: &[crate::inspect::elfparse::Piece]) -> 
     }
     for i in 0..phnum {
         let at = phoff.checked_add(i.checked_mul(phentsize)?)?;
-        let ph = crate::inspect::elfparse::bytes_at(whole, pieces, at, phentsize)?;
+        let ph = crate::inspect::pieces::bytes_at(whole, pieces, at, phentsize)?;
         // PT_NOTE.
         if u32_at(ph, 0)? != 4 {
             continue;
@@ -145,7 +145,7 @@ pub fn build_id_in(whole: &[u8], pieces: &[crate::inspect::elfparse::Piece]) -> 
             (u64::from(u32_at(ph, 4)?), u64::from(u32_at(ph, 16)?))
         };
         let start = usize::try_from(off).ok()?;
-        let notes = crate::inspect::elfparse::bytes_at(whole, pieces, start, usize::try_from(size).ok()?)?;
+        let notes = crate::inspect::pieces::bytes_at(whole, pieces, start, usize::try_from(size).ok()?)?;
         if let Some(id) = gnu_build_id(notes) {
             return Some(id);
         }
