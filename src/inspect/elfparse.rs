@@ -281,20 +281,25 @@ const MOST_PIECE: usize = 256 << 10;
 /// The most all the pieces of a file may hold.
 const MOST_PIECES: usize = 1 << 20;
 
+/// The most pieces a file is read in (an ordinary library needs four to eight).
+const MOST_READS: usize = 16;
+
 /// The bytes [`parse_with`] reads of a file of `len` bytes (the ELF header, the program headers, the section
 /// headers with the section names, the dynamic section and the names it gives, the version definitions and
 /// needs) and the notes (the build ID), copied out by positioned reads, four to eight of them. Read through a map, each of these touches would keep a whole page-cache folio resident (the section
 /// headers at the end of a 500 MB library, behind 70 MB of `.strtab`, kept 2 MB): a piece keeps only its bytes.
 /// What cannot be read (a short file, a count past [`MOST_PIECE`]) is not copied, and is read from the map.
 pub fn read_pieces(file: &std::fs::File, len: usize) -> Vec<Piece> {
-    // A hostile file's hundreds of notes are not all read.
-    let left = std::cell::Cell::new(MOST_PIECES);
+    // A hostile file's thousands of notes are not all read.
+    let (left, reads) = (std::cell::Cell::new(MOST_PIECES), std::cell::Cell::new(0));
     let read = |at: usize, n: usize| -> Option<Piece> {
         use std::os::unix::fs::FileExt;
-        if n == 0 || n > MOST_PIECE || n > left.get() || at.checked_add(n)? > len {
+        if n == 0 || n > MOST_PIECE || n > left.get() || reads.get() == MOST_READS || at.checked_add(n)? > len
+        {
             return None;
         }
         left.set(left.get() - n);
+        reads.set(reads.get() + 1);
         let mut bytes = vec![0u8; n];
         file.read_exact_at(&mut bytes, at as u64).ok()?;
         Some(Piece { at, bytes })
@@ -1074,6 +1079,7 @@ mod tests {
                 pieces.iter().all(|p| p.bytes.len() <= MOST_PIECE.max(4096)),
                 "at 0x{at:x}"
             );
+            assert!(pieces.len() <= MOST_READS, "at 0x{at:x}");
             assert!(
                 pieces.iter().all(|p| p.at + p.bytes.len() <= bytes.len()),
                 "at 0x{at:x}"
@@ -1090,6 +1096,36 @@ mod tests {
         let pieces = read_pieces(&file, original.len());
         assert!(pieces.iter().all(|p| p.at + p.bytes.len() <= original.len() / 2));
         assert_eq!(parsed(parse_with(&original, &pieces)), parsed(parse(&original)));
+    }
+
+    /// Thousands of notes: a few are read, the rest are left to the map, and the parse is the map's.
+    #[test]
+    fn thousands_of_notes_are_not_all_read() {
+        // Within one piece's reach, the table is read whole; each note lies apart.
+        let (phnum, phentsize) = (4000u16, 56u16);
+        let notes = 64 + u64::from(phnum) * 56;
+        let mut bytes = vec![0u8; 64];
+        bytes[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
+        bytes[16] = 3; // ET_DYN
+        bytes[18] = 62; // EM_X86_64
+        bytes[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+        bytes[0x34..0x36].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
+        bytes[0x36..0x38].copy_from_slice(&phentsize.to_le_bytes());
+        bytes[0x38..0x3a].copy_from_slice(&phnum.to_le_bytes());
+        for i in 0..u64::from(phnum) {
+            let mut ph = [0u8; 56];
+            ph[..4].copy_from_slice(&4u32.to_le_bytes()); // PT_NOTE
+            ph[8..16].copy_from_slice(&(notes + i * 16).to_le_bytes()); // p_offset
+            ph[32..40].copy_from_slice(&8u64.to_le_bytes()); // p_filesz
+            bytes.extend_from_slice(&ph);
+        }
+        bytes.resize(bytes.len() + usize::from(phnum) * 16, 0);
+        let t = tempfile::tempdir().unwrap();
+        let lib = t.path().join("notes.so");
+        std::fs::write(&lib, &bytes).unwrap();
+        let pieces = read_pieces(&std::fs::File::open(&lib).unwrap(), bytes.len());
+        assert_eq!(pieces.len(), MOST_READS);
+        assert_eq!(parsed(parse_with(&bytes, &pieces)), parsed(parse(&bytes)));
     }
 
     /// The in-place reader agrees with goblin's parse on every symbol and version word of the shared
