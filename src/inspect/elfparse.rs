@@ -444,10 +444,7 @@ pub fn strings_read_at(
     let mut order: Vec<usize> = (0..offsets.len()).collect();
     order.sort_unstable_by_key(|&i| offsets[i]);
     let mut out = vec![None; offsets.len()];
-    crate::system::read::with_scan_buffer(|buf| {
-        if buf.len() < crate::system::read::LINES_CHUNK {
-            buf.resize(crate::system::read::LINES_CHUNK, 0);
-        }
+    crate::system::read::with_scan_buffer(crate::system::read::LINES_CHUNK, |buf| {
         // `buf[..filled]` holds `table[start..start + filled]`.
         let (mut start, mut filled) = (0usize, 0usize);
         for (k, &i) in order.iter().enumerate() {

@@ -211,7 +211,8 @@ impl<'a> Input<'a> {
         mut f: impl FnMut(usize, &[u8]) -> Option<T>,
     ) -> Option<T> {
         let end = end.min(self.bytes.len());
-        with_scan_buffer(|buf| self.chunks_with(buf, start, end, chunk, overlap, &mut f))
+        // Grown to a chunk only when a read needs it: an input in memory reads none.
+        with_scan_buffer(0, |buf| self.chunks_with(buf, start, end, chunk, overlap, &mut f))
     }
 
     fn chunks_with<T>(

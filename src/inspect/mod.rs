@@ -229,7 +229,7 @@ fn single(name: &str, input: &Input<'_>, opts: &InspectOptions) -> BinaryFacts {
 fn host_elf(input: &Input<'_>, facts: &mut BinaryFacts, opts: &InspectOptions) {
     let data = input.as_slice();
     facts.format = Some(Format::Elf);
-    let elf = match elfparse::parse_with(input.as_slice(), input.pieces()) {
+    let elf = match elfparse::parse_with(data, input.pieces()) {
         Ok((elf, damage)) => {
             for d in damage {
                 facts.problems.push(Problem {
@@ -593,11 +593,8 @@ pub fn rodata_strings(file: &std::fs::File, part: RodataPart, needles: &[&[u8]])
     // the string around each hit is then checked for the needles.
     let finder = memchr::memmem::Finder::new(b".so");
     // The thread's scan buffer, for all its parts: no allocation, and no zeroed pages, per part.
-    input::with_scan_buffer(|buf| {
-        let size = RODATA_CHUNK + 2 * MAX;
-        if buf.len() < size {
-            buf.resize(size, 0);
-        }
+    let size = RODATA_CHUNK + 2 * MAX;
+    input::with_scan_buffer(size, |buf| {
         let (start, end) = (part.start, part.end);
         let mut off = start;
         while off < end {

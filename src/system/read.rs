@@ -369,16 +369,22 @@ fn text(bytes: Vec<u8>) -> Result<String, ReadError> {
 }
 
 /// Runs `f` with this thread's buffer for reading a large file a piece at a time ([`lines_in`], the inspector's
-/// positioned-read scans): one per thread for the run, so that a scan costs no allocation and no zeroed pages.
-/// It keeps its length between uses; a user that needs more grows it. A scan started while the buffer is lent
-/// (from inside another scan's callback: none does today) gets a buffer of its own.
-pub fn with_scan_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+/// positioned-read scans), at least `at_least` bytes long: one per thread for the run, so that a scan costs no
+/// allocation and no zeroed pages. It keeps its length between uses; a user that needs more grows it. A scan
+/// started while the buffer is lent (from inside another scan's callback: none does today) gets a buffer of its
+/// own.
+pub fn with_scan_buffer<R>(at_least: usize, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     thread_local! {
         static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     BUF.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut buf) => f(&mut buf),
-        Err(_) => f(&mut Vec::new()),
+        Ok(mut buf) => {
+            if buf.len() < at_least {
+                buf.resize(at_least, 0);
+            }
+            f(&mut buf)
+        }
+        Err(_) => f(&mut vec![0; at_least]),
     })
 }
 

@@ -285,10 +285,7 @@ impl Root {
             Some(opened) => opened,
             None => read::open_regular(&self.host_path(&self.resolve(path)?))?,
         };
-        read::with_scan_buffer(|buf| {
-            if buf.len() < read::LINES_CHUNK {
-                buf.resize(read::LINES_CHUNK, 0);
-            }
+        read::with_scan_buffer(read::LINES_CHUNK, |buf| {
             read::lines_in(file, &meta, limit, buf, &mut each)
         })
     }
@@ -306,24 +303,20 @@ impl Root {
         let (Some(memo), Some(key)) = (&self.memo, key) else {
             return Arc::new(make().0);
         };
-        let known = memo
-            .derived
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .1
-            .get(&key)
-            .cloned();
-        if let Some(known) = known.and_then(|k| k.downcast::<T>().ok()) {
+        let lock = || {
+            memo.derived
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let known = |derived: &Derived| derived.get(&key).cloned().and_then(|k| k.downcast::<T>().ok());
+        if let Some(known) = known(&lock().1) {
             return known;
         }
         let (made, size) = make();
         let made = Arc::new(made);
-        let mut derived = memo
-            .derived
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut derived = lock();
         // Another thread may have made it meanwhile: its answer is the one shared, counted once.
-        if let Some(known) = derived.1.get(&key).cloned().and_then(|k| k.downcast::<T>().ok()) {
+        if let Some(known) = known(&derived.1) {
             return known;
         }
         if derived.0.saturating_add(size) <= MEMO_TEXT_BYTES {
