@@ -173,7 +173,7 @@ impl Libraries {
             let read = root.read_lines(record, read::PACKAGE_METADATA, |block| {
                 text = text && library_paths(block, &mut paths);
             });
-            let libraries = match read {
+            let (paths, bytes, held) = match read {
                 Ok(bytes) if text => {
                     paths.sort_unstable();
                     paths.dedup();
@@ -183,7 +183,6 @@ impl Libraries {
                 Ok(bytes) => (None, bytes, 0),
                 Err(_) => (None, 0, 0),
             };
-            let (paths, bytes, held) = libraries;
             (Libraries { paths, bytes }, held)
         })
     }
@@ -251,17 +250,13 @@ fn score(info: &Path, words: &[String]) -> (usize, usize) {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    score_name(name.split('-').next().unwrap_or_default(), words)
+    words_score(name.split('-').next().unwrap_or_default(), words)
 }
 
 /// How well the distribution name `name` matches the words of a path relative to its install directory:
 /// [`score`], for a distribution known by name. Higher is likelier to be the path's owner.
 pub fn name_score(name: &str, rel: &str) -> (usize, usize) {
-    score_name(name, &words_of(rel))
-}
-
-fn score_name(name: &str, words: &[String]) -> (usize, usize) {
-    words_score(name, words)
+    words_score(name, &words_of(rel))
 }
 
 /// [`name_score`] of a path already taken apart ([`words_of`]), for a caller that scores many names against one.
