@@ -177,37 +177,42 @@ impl PyEnv {
     /// ([`crate::python::dist_info::name_score`]): each asked reads its `RECORD`, and an environment of two
     /// hundred distributions would otherwise have every list before the owner's read to find one.
     pub fn owner(&self, paths: &[&Path]) -> Option<&Dist> {
-        // Each distribution under whose `site` a path lies, with those paths relative to it, scored by the first.
-        // The words of a path are taken apart once per site, not once per distribution (most share one site).
-        let mut words: Vec<(&Path, Vec<String>)> = Vec::new();
-        let mut asked: Vec<(&Dist, Vec<String>, (usize, usize))> = self
-            .dists
-            .iter()
-            .filter_map(|d| {
-                let rels: Vec<String> = paths
-                    .iter()
-                    .filter_map(|p| p.strip_prefix(&d.site).ok())
-                    .map(|rel| rel.to_string_lossy().into_owned())
-                    .collect();
-                let first = rels.first()?;
-                let at = match words.iter().position(|(site, _)| *site == d.site.as_path()) {
-                    Some(at) => at,
-                    None => {
-                        words.push((d.site.as_path(), crate::python::dist_info::words_of(first)));
-                        words.len() - 1
-                    }
-                };
-                let score = crate::python::dist_info::words_score(&d.name, &words[at].1);
-                Some((d, rels, score))
-            })
-            .collect();
+        // Per site (most distributions share one), taken apart once: the paths under it, relative to it, and
+        // the words of the first. Per distribution, they were most of a warm `doctor` run's time in here.
+        let mut sites: Vec<(&Path, Vec<String>, Vec<String>)> = Vec::new();
+        let mut asked: Vec<(&Dist, usize, (usize, usize))> = Vec::new();
+        for d in &self.dists {
+            let at = match sites
+                .iter()
+                .position(|(site, ..)| site.as_os_str() == d.site.as_os_str())
+            {
+                Some(at) => at,
+                None => {
+                    let rels: Vec<String> = paths
+                        .iter()
+                        .filter_map(|p| p.strip_prefix(&d.site).ok())
+                        .map(|rel| rel.to_string_lossy().into_owned())
+                        .collect();
+                    let words = rels
+                        .first()
+                        .map(|first| crate::python::dist_info::words_of(first))
+                        .unwrap_or_default();
+                    sites.push((d.site.as_path(), rels, words));
+                    sites.len() - 1
+                }
+            };
+            let (_, rels, words) = &sites[at];
+            if !rels.is_empty() {
+                asked.push((d, at, crate::python::dist_info::words_score(&d.name, words)));
+            }
+        }
         asked.sort_by_key(|&(_, _, score)| std::cmp::Reverse(score));
         // A distribution's files are sorted (`record_paths_sorted`): each path is looked up, not compared with all.
         asked
             .into_iter()
-            .find(|(d, rels, _)| {
+            .find(|&(d, at, _)| {
                 let files = d.files();
-                rels.iter().any(|r| files.binary_search(r).is_ok())
+                sites[at].1.iter().any(|r| files.binary_search(r).is_ok())
             })
             .map(|(d, _, _)| d)
     }
