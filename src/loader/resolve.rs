@@ -65,8 +65,6 @@ pub(super) struct State<'a> {
     /// Per object, its own RUNPATH or RPATH directories, once asked for ([`State::own_dirs`]).
     own: Vec<Option<Option<Arc<OwnDirs>>>>,
     missing: HashMap<String, usize>,
-    /// Directory listings for the completion of `dlopen` stems ([`super::dlopen::completions`]).
-    listings: super::dlopen::Listings,
 }
 
 /// How a request came about.
@@ -245,7 +243,7 @@ impl State<'_> {
             self.ctx.cache,
             self.ctx.platform,
             &l.soname,
-            &mut self.listings,
+            &mut self.files.so_names,
         );
         if let Some(l) = self.res.libraries.last_mut() {
             l.completions = names;
@@ -522,7 +520,6 @@ fn session_after<R>(
         loads_only,
         own: Vec::new(),
         missing: HashMap::default(),
-        listings: Default::default(),
     };
     if let Some(s) = &e.soname {
         st.name(0, s);
