@@ -369,20 +369,12 @@ pub fn judge_read_on(
     let mut findings: Vec<Finding> = Vec::new();
     let place = format!("{} ({})", out.python.path.display(), out.python.because);
     // Each framework alone and all of them together are separate processes of one environment, modelled on
-    // one `Files`, so that a library is read and parsed once for all of them. (Every run with reads of its own
-    // cost a fifth more CPU time on 2 cores, and on 16 cores five pools of workers.) Where the runs alone go
-    // side by side, they go first, each on a copy whose reads it hands back, and the run of all together then
-    // finds every library read: the time is the longest run alone and a warm run of all, where a cold run of
-    // all (about the sum of the runs alone) came first before. One after the other, all together goes first:
-    // each run alone then finds its libraries read.
-    let (together, alone) = if files.has_spare_workers() {
-        let alone = alone(q, &py, &frameworks, &mut files);
-        let together = (frameworks.len() > 1).then(|| run(q, &py, &frameworks, &mut files));
-        (together, alone)
-    } else {
-        let together = (frameworks.len() > 1).then(|| run(q, &py, &frameworks, &mut files));
-        (together, alone(q, &py, &frameworks, &mut files))
-    };
+    // one `Files`: all together first, so that each run alone finds every library it loads read and parsed
+    // already. (Every run with reads of its own cost a fifth more CPU time on 2 cores, and on 16 cores five
+    // pools of workers. The runs alone first, side by side on copies whose reads the run together then found,
+    // took doctor on the GPU machine from 20.2 to 29.7 ms: each copy read the libraries the others read too.)
+    let together = (frameworks.len() > 1).then(|| run(q, &py, &frameworks, &mut files));
+    let alone = alone(q, &py, &frameworks, &mut files);
     crate::parallel::discard(files);
     for (fw, m) in frameworks.iter().zip(alone) {
         let m = m?;
@@ -443,10 +435,10 @@ fn run(
         .map_err(|e: ImportError| ToolError(e.to_string()))
 }
 
-/// Each of `frameworks` in a process of its own, on `files`: side by side where there are cores to spare, each
-/// on a copy of `files` and all on its workers, the copies' reads handed back to `files` (on 16 cores, the four
-/// runs alone of `doctor` on the GPU machine took 4 ms instead of 9), else one after the other (on 2 cores the
-/// copies cost CPU time and save none).
+/// Each of `frameworks` in a process of its own, on `files` (filled by the run of all of them together): side
+/// by side where there are cores to spare, each on a copy of `files` and all on its workers (on 16 cores, the
+/// four runs alone of `doctor` on the GPU machine took 4 ms instead of 9), else one after the other (on 2 cores
+/// the copies cost CPU time and save none).
 fn alone(
     q: &Question,
     py: &PyEnv,
@@ -466,21 +458,16 @@ fn alone(
                 let mut mine = files.clone();
                 s.spawn(move || {
                     let m = run(q, py, &[*fw], &mut mine);
-                    (m, mine)
+                    crate::parallel::discard(mine);
+                    m
                 })
             })
             .collect();
         let last = run(q, py, &[*last], files);
-        let mut out: Vec<_> = runs
-            .into_iter()
-            .map(|h| {
-                let (m, mine) = crate::parallel::join(h);
-                files.absorb(mine);
-                m
-            })
-            .collect();
-        out.push(last);
-        out
+        runs.into_iter()
+            .map(crate::parallel::join)
+            .chain([last])
+            .collect()
     })
 }
 

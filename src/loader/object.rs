@@ -154,59 +154,6 @@ impl Files {
         }
     }
 
-    /// Takes in what `other`, a clone of this `Files` that modelled another process, has read: a file read by
-    /// either is then read for both. Every answer kept is a function of the files and the platform alone, so
-    /// an answer already here is kept and the other's dropped. The numbered search lists and the answers
-    /// keyed by their numbers ([`Files::list_id`]) stay this one's: each `Files` numbers its own.
-    pub fn absorb(&mut self, other: Files) {
-        fn union<K: std::hash::Hash + Eq, V, S: std::hash::BuildHasher, T>(
-            into: &mut std::collections::HashMap<K, V, S>,
-            from: std::collections::HashMap<K, V, T>,
-        ) {
-            for (k, v) in from {
-                into.entry(k).or_insert(v);
-            }
-        }
-        let Files {
-            seen,
-            platforms,
-            ld_cache,
-            dirs,
-            links,
-            intended: _,
-            lists: _,
-            pool: _,
-            ahead,
-            listings,
-            verdicts,
-            loaded,
-            so_names,
-        } = other;
-        union(&mut self.seen, seen);
-        union(&mut self.platforms, platforms);
-        if self.ld_cache.is_none() {
-            self.ld_cache = ld_cache;
-        }
-        union(&mut self.dirs, dirs);
-        union(&mut self.links, links);
-        for (real, done) in ahead {
-            if !self.seen.contains_key(&real) {
-                self.ahead.entry(real).or_insert(done);
-            }
-        }
-        for (dir, theirs) in listings {
-            let ours = self.listings.entry(dir).or_insert(Listing::Asked(0));
-            if matches!(ours, Listing::Asked(_)) && !matches!(theirs, Listing::Asked(_)) {
-                *ours = theirs;
-            }
-        }
-        for (platform, answers) in verdicts {
-            union(self.verdicts.entry(platform).or_default(), answers);
-        }
-        union(&mut self.loaded, loaded);
-        union(&mut self.so_names, so_names);
-    }
-
     /// The worker threads of this run's background reads.
     pub fn pool(&mut self) -> &mut Pool {
         &mut self.pool

@@ -283,10 +283,9 @@ fn inspect_of_a_venv_with_two_frameworks_judges_each_alone_and_both_in_one_proce
     );
 }
 
-/// The runs alone go side by side when the workers are three or more, first, each on a copy that hands its
-/// reads back before the run together, and torch's preloads are read ahead; else the run together first and the
-/// runs alone one after the other on what it read: the same frameworks, verdicts, runs and findings either way
-/// (CI's 2 cores take the second path on the command line).
+/// The runs alone go side by side when the workers are three or more, each on a copy of what the run together
+/// read, and torch's preloads are read ahead; else one after the other, each file read at its load: the same
+/// frameworks, verdicts, runs and findings either way (CI's 2 cores take the second path on the command line).
 #[test]
 fn runs_alone_side_by_side_or_one_after_the_other_say_the_same() {
     use cudadiag::diagnose::{System, Target, frameworks};
