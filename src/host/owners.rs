@@ -35,34 +35,25 @@ pub fn pip(root: &Root, site: &Path) -> OwnerMap {
         let Some((name, version)) = dist_info_name(&dir_name) else {
             continue;
         };
-        // Read apart from the root's memo (kept for the run, all of a venv's CUDA `RECORD`s were 3 MiB more
-        // of `doctor`'s peak memory for 1 ms less CPU time), and a run of whole lines at a time through the
-        // thread's scan buffer: torch's `RECORD` is 1.3 MB, of which fourteen lines name a library.
-        let mut files: Vec<String> = Vec::new();
-        let mut text = true;
-        let read = root.read_lines(&site.join(&d).join("RECORD"), read::PACKAGE_METADATA, |block| {
-            match std::str::from_utf8(block) {
-                Ok(block) if text => files.extend(library_lines(block).into_iter().map(str::to_string)),
-                _ => text = false,
-            }
-        });
-        if read.is_err() || !text {
+        // Read apart from the root's memo: kept for the run, all of a venv's CUDA `RECORD`s were 3 MiB more
+        // of `doctor`'s peak memory for 1 ms less CPU time.
+        let Ok(record) = root.read_to_string(&site.join(&d).join("RECORD"), read::PACKAGE_METADATA) else {
             continue;
-        }
+        };
         let owner = Owner {
             kind: "pip".into(),
             name: name.replace('_', "-").to_ascii_lowercase(),
             version: Some(version.to_string()),
         };
-        for file in files {
+        for file in library_lines(&record) {
             map.insert(site.join(file), owner.clone());
         }
     }
     map
 }
 
-/// The first comma-separated field of each line of `record` (a `RECORD`'s path, as `str::lines` splits them;
-/// `record` is the whole file or a run of its whole lines) that holds `.so`, in order. Found from the occurrences of `.so` rather than line by line: torch's `RECORD`
+/// The first comma-separated field of each line of `record` (a `RECORD`'s path, as `str::lines` splits them)
+/// that holds `.so`, in order. Found from the occurrences of `.so` rather than line by line: torch's `RECORD`
 /// has twelve thousand lines, fourteen of them libraries.
 fn library_lines(record: &str) -> Vec<&str> {
     let bytes = record.as_bytes();
