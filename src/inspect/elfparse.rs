@@ -14,6 +14,7 @@ use goblin::elf::dynamic::{DT_NEEDED, DT_RPATH, DT_RUNPATH, Dynamic};
 use goblin::elf::section_header::{SHT_DYNSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_SYMTAB, SectionHeader};
 use goblin::elf::{Elf, ProgramHeader, Symtab, program_header, symver};
 use goblin::strtab::Strtab;
+use std::borrow::Cow;
 
 /// Parses the parts of a host ELF that cudadiag uses; returns the ELF and the damage met on the way.
 pub fn parse(bytes: &[u8]) -> goblin::error::Result<(Elf<'_>, Vec<String>)> {
@@ -213,20 +214,9 @@ fn dynamic_with(
     else {
         return Ok(None);
     };
-    let (at, rel) = locate(
-        bytes,
-        pieces,
-        phdrs[i].p_offset as usize,
-        phdrs[i].p_filesz as usize,
-    );
-    if std::ptr::eq(at, bytes) {
-        return Dynamic::parse(bytes, phdrs, ctx);
-    }
-    // The same headers, the dynamic segment's offset made the piece's; the others place the dynamic entries'
-    // addresses in the file, as before.
-    let mut moved = phdrs.to_vec();
-    moved[i].p_offset = rel as u64;
-    Dynamic::parse(at, &moved, ctx)
+    // The other headers place the dynamic entries' addresses in the file, as before.
+    let (at, phdrs) = relocated(bytes, pieces, phdrs, i, |ph| (&mut ph.p_offset, ph.p_filesz));
+    Dynamic::parse(at, &phdrs, ctx)
 }
 
 /// Where goblin's parser of the first section of type `sh_type` finds it: the bytes and section headers to
@@ -236,21 +226,32 @@ fn section_with<'a, 'h>(
     pieces: &'a [Piece],
     shdrs: &'h [SectionHeader],
     sh_type: u32,
-) -> (&'a [u8], std::borrow::Cow<'h, [SectionHeader]>) {
-    let Some(i) = shdrs.iter().position(|sh| sh.sh_type == sh_type) else {
-        return (bytes, shdrs.into());
-    };
-    let (at, rel) = locate(
-        bytes,
-        pieces,
-        shdrs[i].sh_offset as usize,
-        shdrs[i].sh_size as usize,
-    );
-    if std::ptr::eq(at, bytes) {
-        return (bytes, shdrs.into());
+) -> (&'a [u8], Cow<'h, [SectionHeader]>) {
+    match shdrs.iter().position(|sh| sh.sh_type == sh_type) {
+        Some(i) => relocated(bytes, pieces, shdrs, i, |sh| (&mut sh.sh_offset, sh.sh_size)),
+        None => (bytes, shdrs.into()),
     }
-    let mut moved = shdrs.to_vec();
-    moved[i].sh_offset = rel as u64;
+}
+
+/// The bytes and headers to give a goblin parser that reads header `i`'s part of the file (`place`: that
+/// header's file offset, to move, and its size): `bytes` and `headers` as they are, or the piece that holds
+/// the part and a copy of `headers` whose `i`th offset is made the piece's.
+fn relocated<'a, 'h, H: Clone>(
+    bytes: &'a [u8],
+    pieces: &'a [Piece],
+    headers: &'h [H],
+    i: usize,
+    place: impl Fn(&mut H) -> (&mut u64, u64),
+) -> (&'a [u8], Cow<'h, [H]>) {
+    let mut header = headers[i].clone();
+    let (offset, size) = place(&mut header);
+    let (at, rel) = locate(bytes, pieces, *offset as usize, size as usize);
+    if std::ptr::eq(at, bytes) {
+        return (bytes, headers.into());
+    }
+    *offset = rel as u64;
+    let mut moved = headers.to_vec();
+    moved[i] = header;
     (at, moved.into())
 }
 
@@ -286,8 +287,9 @@ const MOST_READS: usize = 16;
 
 /// The bytes [`parse_with`] reads of a file of `len` bytes (the ELF header, the program headers, the section
 /// headers with the section names, the dynamic section and the names it gives, the version definitions and
-/// needs) and the notes (the build ID), copied out by positioned reads, four to eight of them. Read through a map, each of these touches would keep a whole page-cache folio resident (the section
-/// headers at the end of a 500 MB library, behind 70 MB of `.strtab`, kept 2 MB): a piece keeps only its bytes.
+/// needs) and the notes (the build ID), copied out by positioned reads, four to eight of them. Read through a
+/// map, each of these touches would keep a whole page-cache folio resident (the section headers at the end of a
+/// 500 MB library, behind 70 MB of `.strtab`, kept 2 MB): a piece keeps only its bytes.
 /// What cannot be read (a short file, a count past [`MOST_PIECE`]) is not copied, and is read from the map.
 pub fn read_pieces(file: &std::fs::File, len: usize) -> Vec<Piece> {
     // A hostile file's thousands of notes are not all read.
