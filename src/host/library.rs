@@ -17,12 +17,13 @@ use std::path::{Path, PathBuf};
 
 /// Owners and versions for every found file.
 pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
-    // dpkg's records (a listing of thousands of `*.list` files) only once a library needs them.
-    let mut dpkg: Option<OwnerMap> = None;
-    let mut pip: HashMap<PathBuf, OwnerMap> = HashMap::new();
-    let mut conda: HashMap<PathBuf, OwnerMap> = HashMap::new();
-    let mut toolkits: HashMap<PathBuf, Option<owners::ToolkitVersions>> = HashMap::new();
-    let mut runtime: HashMap<PathBuf, Option<String>> = HashMap::new();
+    let Sources {
+        mut dpkg,
+        pip,
+        conda,
+        toolkits,
+        runtime,
+    } = Sources::read(root, &found);
     let mut out = Vec::new();
     for f in found {
         let lib_kind = crate::facts::host::LibKind::of(&f.path, &f.real);
@@ -45,21 +46,13 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
         };
         let lookup = |m: &OwnerMap| m.get(&f.path).or_else(|| m.get(&f.real)).cloned();
         let pkg_owner = match &f.place {
-            Place::Site(site) => lookup(pip.entry(site.clone()).or_insert_with(|| owners::pip(root, site))),
-            Place::Conda(prefix) => lookup(
-                conda
-                    .entry(prefix.clone())
-                    .or_insert_with(|| owners::conda(root, prefix)),
-            ),
+            Place::Site(site) => pip.get(site).and_then(lookup),
+            Place::Conda(prefix) => conda.get(prefix).and_then(lookup),
             _ => None,
         }
         .or_else(|| lookup(dpkg.get_or_insert_with(|| owners::dpkg(root))));
         let tk = match &f.place {
-            Place::Toolkit(t) => toolkits
-                .entry(t.clone())
-                .or_insert_with(|| owners::toolkit(root, t))
-                .clone()
-                .map(|v| (t.clone(), v)),
+            Place::Toolkit(t) => toolkits.get(t).cloned().flatten().map(|v| (t.clone(), v)),
             _ => None,
         };
         let real_name = f
@@ -96,10 +89,7 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
             version = Some((v.clone(), format!("file name {real_name}")));
         }
         let runtime_version = if name_kind == "cudart" {
-            runtime
-                .entry(f.real.clone())
-                .or_insert_with(|| runtime_constant(root, &f.real))
-                .clone()
+            runtime.get(&f.real).cloned().flatten()
         } else {
             None
         };
@@ -140,6 +130,86 @@ pub(super) fn describe(root: &Root, found: Vec<Found>) -> Vec<LibraryEntry> {
     out
 }
 
+/// What [`describe`] looks up once per place rather than per library: the owners recorded by each
+/// site-packages, conda environment and dpkg, each toolkit's `version.json`, each libcudart's run-time
+/// constant. They are independent reads (dpkg's `*.list` files, a venv's `RECORD`s, a whole libcudart), done
+/// side by side: one after another they were most of `doctor`'s catalogue on a machine with CUDA packages.
+#[derive(Default)]
+struct Sources {
+    /// `None` until a library needs it: dpkg's records are read only for a file outside every
+    /// site-packages and conda environment, or one their records do not list.
+    dpkg: Option<OwnerMap>,
+    pip: HashMap<PathBuf, OwnerMap>,
+    conda: HashMap<PathBuf, OwnerMap>,
+    toolkits: HashMap<PathBuf, Option<owners::ToolkitVersions>>,
+    runtime: HashMap<PathBuf, Option<String>>,
+}
+
+/// One read of [`Sources`].
+enum Source {
+    Dpkg,
+    Pip(PathBuf),
+    Conda(PathBuf),
+    Toolkit(PathBuf),
+    Runtime(PathBuf),
+}
+
+/// What a [`Source`] gave, with the place it was read for.
+enum Answer {
+    Dpkg(OwnerMap),
+    Pip(PathBuf, OwnerMap),
+    Conda(PathBuf, OwnerMap),
+    Toolkit(PathBuf, Option<owners::ToolkitVersions>),
+    Runtime(PathBuf, Option<String>),
+}
+
+impl Sources {
+    /// Every source some file of `found` asks, read on up to eight threads. dpkg is read here only when a
+    /// file lies outside the site-packages and conda environments (the rest of the time it is needed only
+    /// for a file their records miss, and [`describe`] reads it then).
+    fn read(root: &Root, found: &[Found]) -> Sources {
+        let mut jobs = Vec::new();
+        let mut asked = std::collections::HashSet::new();
+        let mut add = |job: Source, key: (u8, &Path)| {
+            if asked.insert((key.0, key.1.to_path_buf())) {
+                jobs.push(job);
+            }
+        };
+        for f in found {
+            match &f.place {
+                Place::Site(s) => add(Source::Pip(s.clone()), (1, s)),
+                Place::Conda(p) => add(Source::Conda(p.clone()), (2, p)),
+                Place::Toolkit(t) => {
+                    add(Source::Toolkit(t.clone()), (3, t));
+                    add(Source::Dpkg, (0, Path::new("")));
+                }
+                Place::Loader => add(Source::Dpkg, (0, Path::new(""))),
+            }
+            if kind_of_name(&f.base) == "cudart" {
+                add(Source::Runtime(f.real.clone()), (4, &f.real));
+            }
+        }
+        let answers = crate::parallel::map(&jobs, 8, |job| match job {
+            Source::Dpkg => Answer::Dpkg(owners::dpkg(root)),
+            Source::Pip(site) => Answer::Pip(site.clone(), owners::pip(root, site)),
+            Source::Conda(prefix) => Answer::Conda(prefix.clone(), owners::conda(root, prefix)),
+            Source::Toolkit(t) => Answer::Toolkit(t.clone(), owners::toolkit(root, t)),
+            Source::Runtime(real) => Answer::Runtime(real.clone(), runtime_constant(root, real)),
+        });
+        let mut s = Sources::default();
+        for answer in answers {
+            match answer {
+                Answer::Dpkg(m) => s.dpkg = Some(m),
+                Answer::Pip(site, m) => _ = s.pip.insert(site, m),
+                Answer::Conda(prefix, m) => _ = s.conda.insert(prefix, m),
+                Answer::Toolkit(t, v) => _ = s.toolkits.insert(t, v),
+                Answer::Runtime(real, v) => _ = s.runtime.insert(real, v),
+            }
+        }
+        s
+    }
+}
+
 /// The upstream part of a package version: Debian's `[epoch:]upstream[-revision]` (deb-version(7)) gives
 /// `12.4.127` for `12.4.127-1`; pip and conda versions are upstream already.
 fn upstream(kind: &str, v: &str) -> String {
@@ -166,7 +236,7 @@ fn runtime_constant(root: &Root, real: &Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::upstream;
+    use super::*;
 
     #[test]
     fn debian_versions() {
@@ -174,5 +244,72 @@ mod tests {
         assert_eq!(upstream("deb", "1:550.90.07-0ubuntu1"), "550.90.07");
         assert_eq!(upstream("deb", "9.1.0.70-1+cuda12.4"), "9.1.0.70");
         assert_eq!(upstream("pip", "12.8.90"), "12.8.90");
+    }
+
+    fn write(root: &Path, path: &str, text: &str) {
+        let p = root.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn found(path: &str, base: &str, suffix: &str, place: Place) -> Found {
+        Found {
+            path: path.into(),
+            real: path.into(),
+            base: base.into(),
+            suffix: suffix.into(),
+            place,
+            scan_root: Path::new(path).parent().unwrap().into(),
+        }
+    }
+
+    /// dpkg is read ahead only for files outside the Python environments; a site-packages file its pip
+    /// records do not list (Debian's `python3-*` packages put wheels' files under `dist-packages`) still gets
+    /// its dpkg owner, read when that file asks.
+    #[test]
+    fn a_file_no_pip_record_lists_gets_its_dpkg_owner() {
+        let t = tempfile::tempdir().unwrap();
+        let site = "/usr/lib/python3/dist-packages";
+        let lib = format!("{site}/nvidia/cudnn/lib/libcudnn.so.9");
+        write(t.path(), &lib, "");
+        write(
+            t.path(),
+            "/var/lib/dpkg/info/libcudnn9-cuda-12.list",
+            &format!("/usr\n{lib}\n"),
+        );
+        write(
+            t.path(),
+            "/var/lib/dpkg/status",
+            "Package: bash\nVersion: 5.2\n\nPackage: libcudnn9-cuda-12\nStatus: install ok installed\nVersion: 9.1.0.70-1\n",
+        );
+        // A pip-owned file beside it: its owner comes from the RECORD, read side by side with the rest.
+        let owned = format!("{site}/nvidia/cublas/lib/libcublas.so.12");
+        write(t.path(), &owned, "");
+        write(
+            t.path(),
+            &format!("{site}/nvidia_cublas_cu12-12.4.5.8.dist-info/RECORD"),
+            "nvidia/cublas/lib/libcublas.so.12,sha256=x,1\n",
+        );
+        let root = Root::at(t.path());
+        let place = Place::Site(site.into());
+        let out = describe(
+            &root,
+            vec![
+                found(&lib, "libcudnn", ".9", place.clone()),
+                found(&owned, "libcublas", ".12", place),
+            ],
+        );
+        let owner = out[0].owner.as_ref().expect("dpkg owns it");
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str()),
+            ("deb", "libcudnn9-cuda-12")
+        );
+        assert_eq!(out[0].version.as_deref(), Some("9.1.0.70"));
+        let owner = out[1].owner.as_ref().expect("pip owns it");
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str()),
+            ("pip", "nvidia-cublas-cu12")
+        );
+        assert_eq!(out[1].version.as_deref(), Some("12.4.5.8"));
     }
 }
