@@ -546,6 +546,30 @@ fn onnxruntime_with_preload_dlls_uses_its_wheels_and_the_gpu() {
     }
 }
 
+/// ONNX Runtime's module, provider bridge and CUDA provider are read ahead with cores to spare: the same
+/// process as with each file read at its load, whether the provider loads (`preload_dlls`) or fails to.
+#[test]
+fn onnxruntime_read_ahead_or_each_file_at_its_load_give_the_same_process() {
+    for fw in [WITH, WITHOUT] {
+        let m = Machine::new(true);
+        ort(&m);
+        cuda13(&m, &[]);
+        let said = |threads| {
+            let r = run_on(&m, &[], &[&fw], cudadiag::loader::Files::with_threads(threads));
+            let steps: Vec<(String, String)> =
+                r.steps.iter().map(|(i, f)| (message(i), message(f))).collect();
+            (steps, r.loaded, r.at_import, r.fixes)
+        };
+        let (ahead, each) = (said(4), said(1));
+        assert_eq!(ahead, each, "preload_dlls: {}", fw.preload);
+        assert_eq!(
+            ends(&ahead.1, "onnxruntime/capi/libonnxruntime_providers_cuda.so"),
+            fw.preload,
+            "{ahead:#?}"
+        );
+    }
+}
+
 #[test]
 fn onnxruntime_without_preload_dlls_falls_back_to_the_cpu_though_its_wheels_are_installed() {
     let m = Machine::new(true);

@@ -182,8 +182,11 @@ impl Framework for Cupy {
                 i.dist.name, i.dist.version
             ));
         }
-        // `from cupy import _core` and what it imports: no CUDA library among their DT_NEEDED.
-        for (module, path) in import_modules(&i, m.index == V13) {
+        // `from cupy import _core` and what it imports: no CUDA library among their DT_NEEDED. Sixty-odd
+        // extension modules (CuPy 14), read ahead while they are loaded one after the other.
+        let modules = import_modules(&i, m.index == V13);
+        p.expect_paths(&modules.iter().map(|(_, path)| path.clone()).collect::<Vec<_>>());
+        for (module, path) in modules {
             if let Err(e) = p.load_extension("cupy", &python_name(&module), &path) {
                 let message = format!(
                     "ImportError: \n{}\n\nOriginal error:\n  ImportError: {}",

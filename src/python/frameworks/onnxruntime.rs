@@ -185,6 +185,13 @@ impl Framework for OnnxRuntime {
             .files()
             .iter()
             .find(|f| f.starts_with("onnxruntime/capi/onnxruntime_pybind11_state") && f.ends_with(".so"));
+        // The module, the provider bridge and the CUDA provider (loaded at first use): read ahead.
+        let module = pybind.map(|f| i.dist.site.join(f));
+        let ahead: Vec<PathBuf> = module
+            .into_iter()
+            .chain([i.file(SHARED), i.file(PROVIDER)])
+            .collect();
+        p.expect_paths(&ahead);
         if let Some(f) = pybind
             && let Err(e) = p.load_extension(
                 "onnxruntime",
