@@ -274,6 +274,21 @@ fn cupy_14_with_its_ctk_wheels_maps_cublaslt_at_import_and_nvrtc_and_cublas_at_f
     assert_eq!(r.selected[0].nearest, None);
 }
 
+/// What `fw`'s process on `m` said and loaded, its files read by `threads` workers: the steps' messages,
+/// the objects loaded, those loaded at import, the fixes.
+fn said(m: &Machine, fw: &dyn Framework, threads: usize) -> Said {
+    let r = run_on(m, &[], &[fw], cudadiag::loader::Files::with_threads(threads));
+    let steps = r.steps.iter().map(|(i, f)| (message(i), message(f))).collect();
+    (steps, r.loaded, r.at_import, r.fixes)
+}
+
+type Said = (
+    Vec<(String, String)>,
+    Vec<String>,
+    Vec<String>,
+    Vec<Option<String>>,
+);
+
 /// With cores to spare, the libraries each CuPy module needs are read on other threads while the process
 /// loads (the loader's read-ahead); with one worker, each when it is searched: the same steps, the same
 /// objects in the same order, either way (CuPy 13 and 14).
@@ -283,13 +298,7 @@ fn cupy_read_ahead_or_each_file_at_its_load_give_the_same_process() {
         let m = Machine::new(true);
         cupy(&m, version);
         ctk12(&m, true);
-        let said = |threads| {
-            let r = run_on(&m, &[], &[&Cupy], cudadiag::loader::Files::with_threads(threads));
-            let steps: Vec<(String, String)> =
-                r.steps.iter().map(|(i, f)| (message(i), message(f))).collect();
-            (steps, r.loaded, r.at_import, r.fixes)
-        };
-        let (ahead, each) = (said(4), said(1));
+        let (ahead, each) = (said(&m, &Cupy, 4), said(&m, &Cupy, 1));
         assert_eq!(ahead, each, "{version}");
         assert!(
             ends(&ahead.1, "cupy/_core/core.cpython-312-x86_64-linux-gnu.so"),
@@ -554,13 +563,7 @@ fn onnxruntime_read_ahead_or_each_file_at_its_load_give_the_same_process() {
         let m = Machine::new(true);
         ort(&m);
         cuda13(&m, &[]);
-        let said = |threads| {
-            let r = run_on(&m, &[], &[&fw], cudadiag::loader::Files::with_threads(threads));
-            let steps: Vec<(String, String)> =
-                r.steps.iter().map(|(i, f)| (message(i), message(f))).collect();
-            (steps, r.loaded, r.at_import, r.fixes)
-        };
-        let (ahead, each) = (said(4), said(1));
+        let (ahead, each) = (said(&m, &fw, 4), said(&m, &fw, 1));
         assert_eq!(ahead, each, "preload_dlls: {}", fw.preload);
         assert_eq!(
             ends(&ahead.1, "onnxruntime/capi/libonnxruntime_providers_cuda.so"),
