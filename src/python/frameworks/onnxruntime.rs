@@ -180,29 +180,30 @@ impl Framework for OnnxRuntime {
                 None,
             );
         };
-        let pybind = i
+        let module = i
             .dist
             .files()
             .iter()
-            .find(|f| f.starts_with("onnxruntime/capi/onnxruntime_pybind11_state") && f.ends_with(".so"));
+            .find(|f| f.starts_with("onnxruntime/capi/onnxruntime_pybind11_state") && f.ends_with(".so"))
+            .map(|f| i.dist.site.join(f));
+        let shared = i.file(SHARED);
         // The module, the provider bridge and the CUDA provider (loaded at first use): read ahead.
-        let module = pybind.map(|f| i.dist.site.join(f));
         let ahead: Vec<PathBuf> = module
-            .into_iter()
-            .chain([i.file(SHARED), i.file(PROVIDER)])
+            .iter()
+            .cloned()
+            .chain([shared.clone(), i.file(PROVIDER)])
             .collect();
         p.expect_paths(&ahead);
-        if let Some(f) = pybind
+        if let Some(module) = &module
             && let Err(e) = p.load_extension(
                 "onnxruntime",
                 "onnxruntime.capi.onnxruntime_pybind11_state",
-                &i.dist.site.join(f),
+                module,
             )
         {
             return fails(format!("ImportError: {}", e.message), Some(e));
         }
         // The provider bridge, loaded by path at import (observed in /proc/self/maps after `import onnxruntime`).
-        let shared = i.file(SHARED);
         if ctx.root.exists(&shared) {
             let _ = p.load_path("onnxruntime", &shared, "onnxruntime: the provider bridge", false);
         }
