@@ -646,9 +646,9 @@ fn apply(index: usize, decoded: Decoded, out: &mut BinaryFacts) {
                 entry.toolkit = Some(v);
                 entry.toolkit_source = Some(source.to_string());
             }
-            entry.cubin = Some(c);
+            entry.cubin = Some(Box::new(c));
         }
-        Decoded::Ptx(p) => entry.ptx = Some(p),
+        Decoded::Ptx(p) => entry.ptx = Some(Box::new(p)),
         Decoded::Nothing => {}
         Decoded::Unread(why) => entry.unread = Some(why),
         Decoded::Damaged(e) => trouble = Some(format!("{} entry at 0x{at:x}: {e}", entry.arch)),

@@ -301,7 +301,7 @@ fn raw_cubin(data: &[u8], facts: &mut BinaryFacts) {
                 relocatable: c.elf_type == "rel",
                 container: 0,
                 offset: 0,
-                cubin: Some(c),
+                cubin: Some(Box::new(c)),
                 ptx: None,
             });
         }
@@ -371,7 +371,7 @@ fn raw_ptx(data: &[u8], facts: &mut BinaryFacts) {
         container: 0,
         offset: 0,
         cubin: None,
-        ptx: Some(p),
+        ptx: Some(Box::new(p)),
     });
 }
 

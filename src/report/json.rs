@@ -308,8 +308,8 @@ fn entry(e: &DeviceCode) -> Entry<'_> {
         options: e.options.as_deref(),
         container: e.container,
         offset: e.offset,
-        cubin: e.cubin.as_ref(),
-        ptx: e.ptx.as_ref(),
+        cubin: e.cubin.as_deref(),
+        ptx: e.ptx.as_deref(),
     }
 }
 
