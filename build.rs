@@ -61,7 +61,8 @@ fn main() {
 /// Release builds (`dist` too) of the executable for Linux place the functions the everyday commands run first
 /// in its code: `build/hot-text.ld`, a linker-script fragment (`INSERT BEFORE .text`) that LLD, GNU ld and zig's
 /// linker all take. The kernel maps a whole page-cache folio around each page of code a run touches, so code
-/// run together costs less memory together (`scripts/gen-hot-text` says how the file is made). A debug build
+/// run together costs less memory together (`scripts/gen-hot-text` says how the file is made). Its patterns name
+/// the crate's functions in the v0 mangling, which `.cargo/config.toml` asks for. A debug build
 /// is left as the linker lays it out, and so is a build with `CUDADIAG_HOT_TEXT=0`: the one `scripts/gen-hot-text`
 /// records (valgrind names only the functions of `.text`, so a build with `.text.hot` cannot be recorded).
 fn hot_text(manifest: &Path) {

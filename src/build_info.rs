@@ -140,4 +140,23 @@ mod tests {
         }
         assert!(patterns > 100, "{patterns} patterns");
     }
+
+    /// The hot text's patterns name the crate's functions in the v0 mangling, which spells out a generic's type
+    /// arguments (the legacy mangling's names differ only by the hash that a pattern leaves out): the file is
+    /// recorded from such a build, and `.cargo/config.toml` builds the crate so.
+    #[test]
+    fn the_hot_text_names_the_crate_in_the_v0_mangling() {
+        let text = include_str!("../build/hot-text.ld");
+        assert!(
+            !text.contains("_ZN8cudadiag"),
+            "legacy names in build/hot-text.ld"
+        );
+        let own = text.lines().filter(|l| l.contains("8cudadiag")).count();
+        assert!(own > 100, "{own} of the crate's functions");
+        let config = include_str!("../.cargo/config.toml");
+        assert!(
+            config.contains(r#"["-C", "symbol-mangling-version=v0"]"#),
+            "{config}"
+        );
+    }
 }
