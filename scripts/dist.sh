@@ -82,6 +82,30 @@ check_floor() {
   fi
   step "$2 needs GLIBC_$need at most (floor $glibc_floor)"
 }
+# The functions of build/hot-text.ld (build.rs passes it to the linker) placed first: a `.text.hot` section of
+# about the code the recorded commands ran (3.3 MB). Its patterns name the crate's functions in the v0 mangling
+# (.cargo/config.toml); a RUSTFLAGS in the environment replaces that, and the binary, laid out with only
+# std's and the C libraries' functions first, would peak higher (1 MiB in `inspect`: BENCHMARKS.md, stop 52).
+hot_text_bytes() {
+  local hex
+  if command -v readelf >/dev/null; then
+    hex=$(readelf -SW "$1" | sed -n 's/^.*\] *\.text\.hot  *[A-Z]*  *[0-9a-f]*  *[0-9a-f]*  *\([0-9a-f]*\) .*/\1/p')
+  else
+    hex=$(objdump -h "$1" | awk '$2 == ".text.hot" { print $3 }')
+  fi
+  echo $((16#${hex:-0}))
+}
+check_hot_text() {
+  [ -f build/hot-text.ld ] || return 0
+  local bytes
+  bytes=$(hot_text_bytes "$1")
+  if [ "$bytes" -lt 1000000 ]; then
+    echo "dist.sh: $1 has $bytes bytes of hot text (build/hot-text.ld), not the ~3 MB its patterns name: was the" \
+      "crate built without -C symbol-mangling-version=v0 (a RUSTFLAGS that replaced .cargo/config.toml's)?" >&2
+    exit 1
+  fi
+  step "$2 links $bytes bytes of hot text first (build/hot-text.ld)"
+}
 
 # --- the binary and the tarball -----------------------------------------------------------------------------
 # The `dist` profile (Cargo.toml): one code-generation unit with whole-program optimisation.
@@ -89,6 +113,7 @@ step "cargo zigbuild --profile dist --locked --target $triple.$glibc_floor"
 cargo zigbuild --profile dist --locked --target "$triple.$glibc_floor"
 bin="$target_dir/$triple/dist/cudadiag"
 check_floor "$bin" "the binary"
+check_hot_text "$bin" "the binary"
 
 name="cudadiag-$version-$triple"
 stage="$target_dir/dist-stage/$name"
@@ -134,6 +159,7 @@ z = zipfile.ZipFile(sys.argv[1])
 [n] = [n for n in z.namelist() if n.endswith(".data/scripts/cudadiag")]
 open(sys.argv[2], "wb").write(z.read(n))' "$out/$whl" "$wheels/cudadiag"
   check_floor "$wheels/cudadiag" "the wheel's binary"
+  check_hot_text "$wheels/cudadiag" "the wheel's binary"
   step "wrote $out/$whl ($(stat -c %s "$out/$whl") bytes)"
 fi
 step "done in $(( $(date +%s) - start ))s"
