@@ -52,6 +52,8 @@ impl<W: Write> Write for QuietPipe<W> {
 fn main() -> ExitCode {
     // One command, then exit: what the run built up is left to the exit (`parallel::discard`).
     cudadiag::parallel::exit_soon();
+    // Before the first thread: glibc's arenas, one per core (never fewer than eight).
+    cudadiag::parallel::cap_arenas();
     let cli = Cli::parse();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(QuietPipe {

@@ -21,10 +21,7 @@ pub fn map_with<T: Sync, S, R: Send>(
     init: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, &T) -> R + Sync,
 ) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(max_threads)
-        .min(jobs.len());
+    let threads = cores().min(max_threads).min(jobs.len());
     if threads <= 1 {
         let mut state = init();
         return jobs.iter().map(|j| f(&mut state, j)).collect();
@@ -67,15 +64,21 @@ fn spawn_chain<'scope>(
     }
 }
 
+/// The cores this process may use (`available_parallelism`, 1 when unknown), asked once: std asks the kernel each
+/// time (the affinity mask, then the cgroup's CPU quota: three files read), and a run of `inspect` asked it 31
+/// times, once per batch of jobs and per pool.
+pub(crate) fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Set by [`exit_soon`]: [`discard`] leaves what it is given to the exit.
 static EXIT_SOON: AtomicBool = AtomicBool::new(false);
 
 /// Declares that the process exits as soon as its command is done (the `cudadiag` binary does, a library
 /// caller need not): from then on [`discard`] does not free what it is given.
-/// Also caps glibc's malloc arenas (see [`cap_arenas`]): call it before the process starts a thread.
 pub fn exit_soon() {
     EXIT_SOON.store(true, Ordering::Relaxed);
-    cap_arenas();
 }
 
 /// glibc's malloc gives a thread that finds the arenas in use an arena of its own, up to eight per core, and
@@ -83,21 +86,22 @@ pub fn exit_soon() {
 /// 16 cores ran 26 threads and kept 26 arenas, 4.4-4.6 MiB of its 17-18 MiB peak (BENCHMARKS.md, stop 51).
 /// One arena per core, never fewer than eight: threads then share arenas only where there are more of them
 /// than cores, and on a machine of up to eight cores nothing changes (two arenas on 2 cores slowed the
-/// loader tree by 7% there; sixteen on 16 cores took 0.4 MiB off at the same speed).
+/// loader tree by 7% there; sixteen on 16 cores took 0.4 MiB off at the same speed). For the `cudadiag`
+/// binary, before its first thread: a library caller keeps its own allocator's settings.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
-fn cap_arenas() {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let arenas = libc::c_int::try_from(cores.max(8)).unwrap_or(libc::c_int::MAX);
-    // SAFETY: mallopt sets a parameter of glibc's allocator and takes plain integers; the caller runs before
-    // any other thread of the process exists, so no allocation races with the change.
+pub fn cap_arenas() {
+    let arenas = libc::c_int::try_from(cores().max(8)).unwrap_or(libc::c_int::MAX);
+    // SAFETY: mallopt sets a parameter of glibc's allocator and takes plain integers; the binary calls this
+    // before any other thread of the process exists, so no allocation races with the change.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, arenas);
     }
 }
 
+/// Nothing to cap outside glibc.
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn cap_arenas() {}
+pub fn cap_arenas() {}
 
 /// What [`discard`] may be given: a value whose drop does nothing the world outside the process's memory
 /// would miss, because in a process about to exit it is never dropped. Memory and read-only maps of files
@@ -202,8 +206,7 @@ impl std::fmt::Debug for Pool {
 impl Default for Pool {
     /// One worker per core but one: the submitting thread has its own work, and helps when it waits.
     fn default() -> Pool {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Pool::new(cores.saturating_sub(1).max(1))
+        Pool::new(cores().saturating_sub(1).max(1))
     }
 }
 
