@@ -510,14 +510,12 @@ mod tests {
 
     #[test]
     fn read_range_refuses_short_files() {
-        let dir = std::env::temp_dir().join(format!("cudadiag-probe-rr-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        let f = dir.join("x.bin");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = dir.path().join("x.bin");
         assert!(std::fs::write(&f, b"0123456789").is_ok());
         let name = f.to_string_lossy().to_string();
         assert_eq!(read_range(&name, 2, 3).ok(), Some(b"234".to_vec()));
         assert!(read_range(&name, 8, 5).is_err());
         assert!(read_range("/nonexistent/cudadiag", 0, 1).is_err());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -8,11 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// A directory with the fake `libcuda.so.1`, `libcudart.so.12` and `libnvidia-ml.so.1`, built once per test run.
+/// A directory with the fake `libcuda.so.1`, `libcudart.so.12` and `libnvidia-ml.so.1`, built once per test run,
+/// under Cargo's directory for test data (`target/tmp`, gone with `cargo clean`), not the machine's `/tmp`.
+/// One per test process, so that two runs at once do not read each other's half-written libraries.
 fn fakes() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("cudadiag-probe-fakes-{}", std::process::id()));
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("probe-fakes-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("mkdir");
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/probe");
         for (c, so) in [

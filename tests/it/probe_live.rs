@@ -63,7 +63,7 @@ fn module_codes(r: &Value) -> Vec<i64> {
 
 /// A temporary directory holding `libcuda.so.1` as a link to `target`.
 fn libcuda_dir(name: &str, target: &Path) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cudadiag-live-{name}-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("live-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::os::unix::fs::symlink(target, dir.join("libcuda.so.1")).expect("symlink");
@@ -172,7 +172,7 @@ fn live_ptx_newer_than_the_driver_gives_222() {
     if !live() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("cudadiag-live-ptx-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("live-ptx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let ptx = dir.join("too_new.ptx");
     let text = ".version 9.9\n.target sm_90\n.address_size 64\n\n.visible .entry k()\n{\n\tret;\n}\n";
