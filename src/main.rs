@@ -52,8 +52,10 @@ impl<W: Write> Write for QuietPipe<W> {
 fn main() -> ExitCode {
     // One command, then exit: what the run built up is left to the exit (`parallel::discard`).
     cudadiag::parallel::exit_soon();
-    // Before the first thread: glibc's arenas, one per core (never fewer than eight).
+    // Before the first thread: glibc's arenas, one per core (never fewer than eight), and a descriptor table
+    // large enough that opening files never waits for the kernel to retire a smaller one.
     cudadiag::parallel::cap_arenas();
+    cudadiag::parallel::reserve_descriptors();
     let cli = Cli::parse();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(QuietPipe {

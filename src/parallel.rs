@@ -103,6 +103,60 @@ pub fn cap_arenas() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn cap_arenas() {}
 
+/// File descriptors the kernel's table is made ready for, at most (the soft `RLIMIT_NOFILE`, when lower, bounds
+/// it): a run holds up to a few hundred open at once (a `doctor` of a venv with PyTorch, JAX and CuPy: 73 here,
+/// more on a larger venv), and the table then holds 1,024 slots, 8 KiB of kernel memory.
+pub const DESCRIPTORS: u64 = 1024;
+
+/// Grows the kernel's table of file descriptors to [`DESCRIPTORS`] slots while the process has one thread,
+/// and returns the slots it now has (`None` where nothing was done).
+///
+/// A process starts with 64 slots. Opening a 65th file makes the kernel copy the table into a larger one, and
+/// when the table is shared by threads it waits for an RCU grace period before the old one can go
+/// (`expand_fdtable` in the kernel's `fs/file.c`: `synchronize_rcu()` when `files->count > 1`). A grace
+/// period is short on an idle desktop but took 15 to 35 ms on the 16-core GPU virtual machine: there, threads
+/// of `doctor` and `import cupy` were seen blocked in `openat` and `fcntl` with `synchronize_rcu` as their
+/// wait channel, and `doctor` took 42-46 ms of wall time against 15 once the table was large from the start
+/// (BENCHMARKS.md, stop 53). With one thread nothing waits: the descriptor one above the last slot is taken
+/// and given back at once, and the table, which never shrinks, keeps its size. For the `cudadiag` binary,
+/// before its first thread.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+pub fn reserve_descriptors() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the limit into the struct it is given, which lives on this stack.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    #[allow(clippy::unnecessary_cast)] // `rlim_t` is 32 bits wide on 32-bit targets.
+    let slots = DESCRIPTORS.min(limit.rlim_cur as u64);
+    let last = libc::c_int::try_from(slots.checked_sub(1)?).ok()?;
+    if last < 64 {
+        return None;
+    }
+    // Any open descriptor can be copied; the standard three usually are open. None open: nothing is done.
+    for fd in 0..3 {
+        // SAFETY: F_DUPFD_CLOEXEC on a descriptor number only copies it to the lowest free number from `last`
+        // on (or fails with EBADF when `fd` is not open); the copy is closed at once and never used.
+        let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, last) };
+        if copy >= 0 {
+            // SAFETY: `copy` is the descriptor this function just made; nothing else knows of it.
+            unsafe { libc::close(copy) };
+            return Some(slots);
+        }
+    }
+    None
+}
+
+/// Nothing to prepare outside Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn reserve_descriptors() -> Option<u64> {
+    None
+}
+
 /// What [`discard`] may be given: a value whose drop does nothing the world outside the process's memory
 /// would miss, because in a process about to exit it is never dropped. Memory and read-only maps of files
 /// qualify (the kernel takes them back at exit); a temporary directory or file that its drop removes, a
@@ -402,6 +456,45 @@ impl<T> Parts<T> {
 
 #[cfg(test)]
 mod tests {
+    /// `FDSize` of `/proc/self/status`: the slots of this process's descriptor table.
+    #[cfg(target_os = "linux")]
+    fn fd_slots() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").expect("status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("FDSize:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("FDSize")
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_descriptor_table_is_grown_to_the_reserved_slots() {
+        match super::reserve_descriptors() {
+            // The table holds at least what was reserved, and the descriptor taken for it is closed again.
+            Some(slots) => {
+                assert!(slots >= 64);
+                assert!(fd_slots() >= slots, "{} < {slots}", fd_slots());
+                assert!(std::fs::read_link(format!("/proc/self/fd/{}", slots - 1)).is_err());
+            }
+            // Only where the soft limit leaves no room above the first 64 slots.
+            None => {
+                let mut limit = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                #[allow(unsafe_code)]
+                // SAFETY: getrlimit writes into the struct on this stack.
+                let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+                assert!(
+                    got != 0 || limit.rlim_cur <= 64,
+                    "nothing reserved under a limit of {}",
+                    limit.rlim_cur
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_library_callers_discarded_values_are_dropped_on_another_thread() {
         // The test process never calls `exit_soon`: a discarded value is still dropped, on another thread.
