@@ -104,8 +104,8 @@ pub fn cap_arenas() {
 pub fn cap_arenas() {}
 
 /// File descriptors the kernel's table is made ready for, at most (the soft `RLIMIT_NOFILE`, when lower, bounds
-/// it): a run holds up to a few hundred open at once (a `doctor` of a venv with PyTorch, JAX and CuPy: 73 here,
-/// more on a larger venv), and the table then holds 1,024 slots, 8 KiB of kernel memory.
+/// it): a run keeps dozens of files open at once (`doctor` of a venv with PyTorch, JAX and CuPy reaches
+/// descriptor 73 here, a larger venv more), and 1,024 slots cost 8 KiB of kernel memory.
 pub const DESCRIPTORS: u64 = 1024;
 
 /// Grows the kernel's table of file descriptors to [`DESCRIPTORS`] slots while the process has one thread,
@@ -114,12 +114,12 @@ pub const DESCRIPTORS: u64 = 1024;
 /// A process starts with 64 slots. Opening a 65th file makes the kernel copy the table into a larger one, and
 /// when the table is shared by threads it waits for an RCU grace period before the old one can go
 /// (`expand_fdtable` in the kernel's `fs/file.c`: `synchronize_rcu()` when `files->count > 1`). A grace
-/// period is short on an idle desktop but took 15 to 35 ms on the 16-core GPU virtual machine: there, threads
-/// of `doctor` and `import cupy` were seen blocked in `openat` and `fcntl` with `synchronize_rcu` as their
-/// wait channel, and `doctor` took 42-46 ms of wall time against 15 once the table was large from the start
-/// (BENCHMARKS.md, stop 53). With one thread nothing waits: the descriptor one above the last slot is taken
-/// and given back at once, and the table, which never shrinks, keeps its size. For the `cudadiag` binary,
-/// before its first thread.
+/// period is short on a 2-core box but took tens of milliseconds on the 16-core GPU virtual machine: there,
+/// threads of `doctor` and `import cupy` were seen blocked in `openat` and `fcntl` with `synchronize_rcu` as
+/// their wait channel, and `doctor` took 42-46 ms of wall time against 15 once the table was large from the
+/// start (BENCHMARKS.md, stop 53). With one thread nothing waits: the last slot's descriptor is taken and
+/// given back at once, and the table, which never shrinks, keeps its size. For the `cudadiag` binary, before
+/// its first thread.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 pub fn reserve_descriptors() -> Option<u64> {
