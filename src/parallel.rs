@@ -123,16 +123,7 @@ pub const DESCRIPTORS: u64 = 1024;
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 pub fn reserve_descriptors() -> Option<u64> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the limit into the struct it is given, which lives on this stack.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return None;
-    }
-    #[allow(clippy::unnecessary_cast)] // `rlim_t` is 32 bits wide on 32-bit targets.
-    let slots = DESCRIPTORS.min(limit.rlim_cur as u64);
+    let slots = DESCRIPTORS.min(descriptor_limit()?);
     let last = libc::c_int::try_from(slots.checked_sub(1)?).ok()?;
     if last < 64 {
         return None;
@@ -149,6 +140,22 @@ pub fn reserve_descriptors() -> Option<u64> {
         }
     }
     None
+}
+
+/// The soft `RLIMIT_NOFILE`: one more than the highest descriptor the process may open.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn descriptor_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the limit into the struct it is given, which lives on this stack.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    #[allow(clippy::unnecessary_cast)] // `rlim_t` is 32 bits wide on 32-bit targets.
+    Some(limit.rlim_cur as u64)
 }
 
 /// Nothing to prepare outside Linux.
@@ -479,17 +486,10 @@ mod tests {
             }
             // Only where the soft limit leaves no room above the first 64 slots.
             None => {
-                let mut limit = libc::rlimit {
-                    rlim_cur: 0,
-                    rlim_max: 0,
-                };
-                #[allow(unsafe_code)]
-                // SAFETY: getrlimit writes into the struct on this stack.
-                let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+                let limit = super::descriptor_limit();
                 assert!(
-                    got != 0 || limit.rlim_cur <= 64,
-                    "nothing reserved under a limit of {}",
-                    limit.rlim_cur
+                    limit.is_none_or(|l| l <= 64),
+                    "nothing reserved under a limit of {limit:?}"
                 );
             }
         }
