@@ -80,7 +80,8 @@ pub fn loading(
 }
 
 /// The framework's import, then its first GPU use when the import works and has not loaded the file (real
-/// path `real`) yet, in one process of the environment's interpreter: every object loaded, in order, and the
+/// path `real`) yet, in one process of the environment's interpreter (an import may stop once it has loaded the
+/// file, [`crate::python::frameworks::Process::settled`]): every object loaded, in order, and the
 /// framework's own advice when the model does not reach the GPU for a reason of its own (ONNX Runtime's CUDA
 /// provider not loading). The GPU and the driver are
 /// left undeclared, the driver's libraries taken as provided: the question is what the framework loads, not
@@ -110,6 +111,7 @@ fn framework_process(
     let exe = root.host_path(&py.syspath.executable);
     crate::loader::process::process(root, env, &exe, files, |img| {
         let mut p = PyProcess::new(img);
+        p.until(real);
         p.begin(fw.module(), When::Import);
         let mut outcome = fw.import(&ctx, model, &mut p).outcome;
         // What comes after the file is not asked for: the first use only matters to a file it loads.

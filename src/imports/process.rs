@@ -17,6 +17,8 @@ pub struct PyProcess<'i, 's, 'a> {
     when: When,
     /// Objects before this index have made their run-time loads already.
     scanned: usize,
+    /// The real path of the file the process is modelled for ([`PyProcess::until`]).
+    until: Option<String>,
 }
 
 impl<'i, 's, 'a> PyProcess<'i, 's, 'a> {
@@ -28,9 +30,16 @@ impl<'i, 's, 'a> PyProcess<'i, 's, 'a> {
             import: "python".into(),
             when: When::Import,
             scanned: 0,
+            until: None,
         };
         p.sync(None);
         p
+    }
+
+    /// The process is modelled for the file at real path `real`: it is [`Process::settled`] once that file is
+    /// loaded.
+    pub fn until(&mut self, real: &str) {
+        self.until = Some(real.to_string());
     }
 
     /// What follows belongs to `import` (`torch`), at import or at first use.
@@ -141,6 +150,12 @@ impl PyProcess<'_, '_, '_> {
 impl crate::python::frameworks::Process for PyProcess<'_, '_, '_> {
     fn loaded(&self) -> &[Loaded] {
         &self.loaded
+    }
+
+    fn settled(&self) -> bool {
+        self.until
+            .as_deref()
+            .is_some_and(|real| self.loaded.iter().any(|l| l.realpath == real))
     }
 
     fn runtime_loads(&mut self, by: &str) {

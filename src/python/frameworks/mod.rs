@@ -396,6 +396,15 @@ pub trait Process {
     /// order: a process with cores to spare starts reading them on other threads, so that each load finds its
     /// file parsed. A hint only: what any load does, and its answer, is the same without it.
     fn expect_paths(&mut self, _paths: &[PathBuf]) {}
+
+    /// Has the process loaded the file its caller models it for? `cudadiag inspect` of a framework's own file
+    /// (`torch/lib/libtorch_cuda.so`) wants only what the process holds up to that file and whether the import
+    /// ends on the GPU ([`crate::imports::file`]): once the file is loaded, an import may skip its later steps
+    /// that can neither fail it nor turn it away from the GPU. Always `false` for `cudadiag import`, which
+    /// models the whole import.
+    fn settled(&self) -> bool {
+        false
+    }
 }
 
 /// What an import (or a first use) ends in, as the user sees it.

@@ -24,6 +24,8 @@ pub struct FakeProcess {
     pub needed: HashMap<String, Vec<PathBuf>>,
     /// The version a file's real name would give (`libcudnn.so.9.1.0`), by path.
     pub versions: HashMap<PathBuf, String>,
+    /// The file the process is modelled for: [`Process::settled`] once it is loaded.
+    pub until: Option<PathBuf>,
     loaded: Vec<Loaded>,
 }
 
@@ -37,6 +39,7 @@ impl FakeProcess {
             cache: vec![],
             needed: HashMap::new(),
             versions: HashMap::new(),
+            until: None,
             loaded: vec![],
         }
     }
@@ -73,6 +76,13 @@ impl FakeProcess {
 impl Process for FakeProcess {
     fn loaded(&self) -> &[Loaded] {
         &self.loaded
+    }
+
+    fn settled(&self) -> bool {
+        self.until.as_ref().is_some_and(|u| {
+            let real = lexical(u).display().to_string();
+            self.loaded.iter().any(|l| l.realpath == real)
+        })
     }
 
     fn load_path(&mut self, by: &str, path: &Path, search: &str, global: bool) -> Result<usize, LoadError> {

@@ -398,6 +398,14 @@ impl Framework for Torch {
         if let Err(e) = p.load_extension("torch", "torch._C", &c) {
             return fails(format!("ImportError: {}", e.message), Some(e), notes);
         }
+        // What comes next adds notes only (NumPy's failure is a warning, the bindings' an `ImportError` torch
+        // catches): a process modelled for a file `_C`'s tree has loaded is done.
+        if p.settled() {
+            return Step {
+                outcome: Outcome::Gpu,
+                notes,
+            };
+        }
         // `torch._C`'s module init imports NumPy (`torch/csrc/utils/tensor_numpy.cpp`); a failure is a warning.
         let then =
             "torch._C, whose init imports it, warns \"Failed to initialize NumPy\" and goes on without it";
@@ -423,5 +431,75 @@ fn fails(message: String, load: Option<LoadError>, notes: Vec<String>) -> Step {
     Step {
         outcome: Outcome::Fails { message, load },
         notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::python::frameworks::testproc::{FakeProcess, TestEnv};
+
+    /// torch 2.15 with its `_C` extension (whose tree holds `torch/lib/libtorch_cuda.so`) and NumPy 2.1.
+    fn torch_and_numpy() -> TestEnv {
+        let mut t = TestEnv::new();
+        let site = t.site();
+        let torch = [
+            "torch/__init__.py",
+            "torch/lib/libtorch_global_deps.so",
+            "torch/lib/libtorch_cuda.so",
+            "torch/_C.so",
+        ];
+        t.install(&site, "torch", "2.15.0", &torch, &[]);
+        std::fs::write(site.join("torch/version.py"), "cuda: Optional[str] = '13.0'\n").unwrap();
+        let numpy = [
+            "numpy/__init__.py",
+            "numpy/_core/__init__.py",
+            "numpy/_core/_multiarray_umath.so",
+            "numpy/linalg/_umath_linalg.so",
+        ];
+        t.install(&site, "numpy", "2.1.0", &numpy, &[]);
+        t
+    }
+
+    /// `import torch` in a fake process, modelled for `until` when given: the outcome and the files loaded.
+    fn import(t: &TestEnv, until: Option<&str>) -> (Outcome, Vec<String>) {
+        t.with_ctx(|ctx, root| {
+            let mut p = FakeProcess::new(root);
+            p.needed
+                .insert("_C.so".into(), vec![t.site().join("torch/lib/libtorch_cuda.so")]);
+            p.until = until.map(|rel| t.site().join(rel));
+            let m = super::super::select("torch", "2.15.0", RANGES).expect("a model");
+            let outcome = Torch.import(ctx, &m, &mut p).outcome;
+            let site = t.site().display().to_string();
+            let rel = |s: String| {
+                s.strip_prefix(&format!("{site}/"))
+                    .map_or(s.clone(), str::to_string)
+            };
+            (outcome, p.paths().into_iter().map(rel).collect())
+        })
+    }
+
+    #[test]
+    fn a_process_modelled_for_a_file_of_c_stops_once_it_is_loaded() {
+        let t = torch_and_numpy();
+        let (whole, all) = import(&t, None);
+        assert_eq!(whole, Outcome::Gpu);
+        let c = [
+            "torch/lib/libtorch_global_deps.so",
+            "torch/_C.so",
+            "torch/lib/libtorch_cuda.so",
+        ];
+        let numpy = [
+            "numpy/_core/_multiarray_umath.so",
+            "numpy/linalg/_umath_linalg.so",
+        ];
+        assert_eq!(all, [&c[..], &numpy[..]].concat());
+        // `inspect` of libtorch_cuda.so: the same outcome and the same objects up to the file, NumPy not modelled.
+        let (settled, up_to) = import(&t, Some("torch/lib/libtorch_cuda.so"));
+        assert_eq!(settled, Outcome::Gpu);
+        assert_eq!(up_to, c);
+        // A file the import loads later, or never: the whole import.
+        assert_eq!(import(&t, Some("numpy/linalg/_umath_linalg.so")).1, all);
+        assert_eq!(import(&t, Some("torch/lib/libtorch_cpu.so")).1, all);
     }
 }
