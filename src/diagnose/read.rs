@@ -102,7 +102,7 @@ where
         });
         let host = host_root
             .as_ref()
-            .map(|root| s.spawn(|| machine::collect(root, &env, true, &super::Quiet)));
+            .map(|root| s.spawn(|| machine::collect_for_binaries(root, &env)));
         // `--deep` on a framework library inflates thousands of payloads: say so on a terminal.
         let facts = super::shown(
             progress,
@@ -123,7 +123,7 @@ where
     } else if let Some(mut host) = host {
         // "Will it run here?": the machine's driver, GPUs, device nodes and environment, read through the root.
         // A machine with no trace of NVIDIA (a build box, a laptop) is not judged: the binaries are, alone.
-        if nvidia_present(&host) {
+        if machine::nvidia_present(&host) {
             crate::host::enrich::with_matrix(&mut host, matrix.borrow());
             facts.host = Some(host);
             facts.loader_on_host = true;
@@ -246,22 +246,6 @@ fn machine_path(root: &crate::system::Root, path: &std::path::Path) -> Option<Pa
             .to_path_buf(),
     };
     Some(std::path::Path::new("/").join(rel))
-}
-
-/// Does the machine show any NVIDIA GPU or driver (a GPU on the bus, the kernel module, `/proc/driver/nvidia`,
-/// device nodes, a WSL or Jetson platform)? A stub or compat `libcuda` alone (a build container with a
-/// toolkit) does not count.
-pub fn nvidia_present(h: &crate::facts::HostFacts) -> bool {
-    crate::rules::host::wsl(h)
-        || crate::rules::host::jetson(h)
-        || h.driver.is_some()
-        || !h.gpus.is_empty()
-        || !h.device_nodes.is_empty()
-        || h.kernel.nvrm_line.is_some()
-        || h.kernel
-            .modules
-            .iter()
-            .any(|m| m.starts_with("nvidia") || m == "nouveau")
 }
 
 /// Is a loaded library's device code evidence of the GPUs it supports? Not for NVIDIA's own CUDA libraries

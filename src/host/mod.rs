@@ -97,6 +97,19 @@ pub fn early(root: &Root, env: &Env) -> Early {
 }
 
 impl Early {
+    /// The facts that tell whether the machine shows NVIDIA at all: the driver, the kernel's, the GPUs and the
+    /// platform read so far, and the device nodes, each as [`collect_from`] reads it; every other field empty.
+    pub fn presence(&self, root: &Root) -> HostFacts {
+        HostFacts {
+            driver: self.driver.clone(),
+            kernel: self.kernel.clone(),
+            gpus: self.gpus.clone(),
+            platform: self.platform.clone(),
+            device_nodes: devnodes::nodes(root, &mut Vec::new()),
+            ..HostFacts::default()
+        }
+    }
+
     /// The facts read so far, every other field empty: the same driver, GPUs and platform that
     /// [`collect_from`] puts into the whole machine's facts.
     pub fn facts(&self) -> HostFacts {
@@ -107,6 +120,14 @@ impl Early {
             ..HostFacts::default()
         }
     }
+}
+
+/// `facts` with the machine's glibc read, as [`collect_from`] reads it (through `ld.so.cache`), and nothing
+/// else added.
+pub fn with_glibc(root: &Root, env: &Env, mut facts: HostFacts) -> HostFacts {
+    let (_, cache) = libcuda::read_cache(root);
+    facts.glibc = glibc::collect(root, env, &libcuda::host_platform(root), cache.as_ref());
+    facts
 }
 
 /// [`collect`] with the [`Early`] facts already read.

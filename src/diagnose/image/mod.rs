@@ -16,7 +16,8 @@ pub mod python;
 pub mod tree;
 
 use super::ToolError;
-use super::read::{Reading, nvidia_present};
+use super::machine::nvidia_present;
+use super::read::Reading;
 use crate::container::Run;
 use crate::facts::{Facts, HostFacts};
 use crate::image::Image;
