@@ -16,6 +16,9 @@
 //!    Cython extension modules, each opened by path; a failure is an `ImportError` torch catches.
 //! 6. First GPU use: the CUDA runtime `dlopen`s the driver, NVML, NVRTC and cuDNN's sub-libraries are opened by
 //!    the names the libraries keep.
+//!
+//! Steps 4 and 5 add notes only: a process modelled for a file that step 3 loads (`inspect` of
+//! `torch/lib/libtorch_cuda.so`, [`Process::settled`]) ends after step 3.
 
 mod bindings;
 mod checks;
