@@ -36,8 +36,8 @@ impl<'i, 's, 'a> PyProcess<'i, 's, 'a> {
         p
     }
 
-    /// The process is modelled for the file at real path `real`: it is [`Process::settled`] once that file is
-    /// loaded.
+    /// The process is modelled for the file at real path `real`: it is
+    /// [`crate::python::frameworks::Process::settled`] once that file is loaded.
     pub fn until(&mut self, real: &str) {
         self.until = Some(real.to_string());
     }
