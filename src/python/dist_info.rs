@@ -50,8 +50,8 @@ pub struct Owned {
 /// The `.dist-info` directories met and the `RECORD`s read, for one run of questions.
 #[derive(Debug, Default)]
 pub struct Records {
-    /// Directory → its `.dist-info` entries (empty for most directories).
-    infos: HashMap<PathBuf, Vec<PathBuf>>,
+    /// Directory → its `.dist-info` entries (empty for most directories), each with its distribution's name.
+    infos: HashMap<PathBuf, Arc<[Info]>>,
     /// `.dist-info` → what was read of its `RECORD`.
     records: HashMap<PathBuf, Record>,
     /// Bytes of `RECORD`s read so far.
@@ -87,22 +87,28 @@ impl Records {
         for _ in 0..MAX_LEVELS {
             let d = dir?;
             let rel = path.strip_prefix(d).ok()?.to_string_lossy().into_owned();
-            let mut infos = self.infos_of(root, d).to_vec();
+            let infos = self.infos_of(root, d);
             if !infos.is_empty() {
                 let words = words_of(&rel);
-                // Most matching first; a distribution sharing no word with the path comes last.
-                // Each name scored once (a comparison sort scores a name at each of its comparisons).
-                infos.sort_by_cached_key(|i| std::cmp::Reverse(score(i, &words)));
-                for info in infos {
-                    if !self.records.contains_key(&info)
+                // Most matching first; a distribution sharing no word with the path comes last, ties in
+                // directory order. Each name scored once, from its name normalised when the directory was listed.
+                let mut order: Vec<_> = infos
+                    .iter()
+                    .enumerate()
+                    .map(|(k, i)| (std::cmp::Reverse(normalised_score(&i.name, &words)), k))
+                    .collect();
+                order.sort_unstable();
+                for (_, k) in order {
+                    let info = &infos[k].path;
+                    if !self.records.contains_key(info)
                         && (self.records.len() >= MAX_RECORDS || self.bytes >= MAX_RECORD_BYTES)
                     {
                         break;
                     }
-                    if self.lists(root, &info, &rel) {
+                    if self.lists(root, info, &rel) {
                         return Some(Owned {
                             dir: d.to_path_buf(),
-                            info,
+                            info: info.clone(),
                         });
                     }
                 }
@@ -112,11 +118,20 @@ impl Records {
         None
     }
 
-    /// The `.dist-info` directories in `dir`, listed once.
-    fn infos_of(&mut self, root: &Root, dir: &Path) -> &[PathBuf] {
+    /// The `.dist-info` directories in `dir`, listed once, each with its distribution's name normalised.
+    fn infos_of(&mut self, root: &Root, dir: &Path) -> Arc<[Info]> {
         self.infos
             .entry(dir.to_path_buf())
-            .or_insert_with(|| dist_infos(root, dir))
+            .or_insert_with(|| {
+                dist_infos(root, dir)
+                    .into_iter()
+                    .map(|path| Info {
+                        name: normalise(&dist_name(&path)),
+                        path,
+                    })
+                    .collect()
+            })
+            .clone()
     }
 
     fn lists(&mut self, root: &Root, info: &Path, rel: &str) -> bool {
@@ -142,6 +157,20 @@ impl Records {
             .as_deref()
             .is_some_and(|text| record_lists(text, rel))
     }
+}
+
+/// A `.dist-info` directory and its distribution's name from the directory's name, normalised
+/// (`nvidia_cublas-13.1.0.3.dist-info` → `nvidia-cublas`): what [`Records`] scores against a file's path.
+#[derive(Debug)]
+struct Info {
+    path: PathBuf,
+    name: String,
+}
+
+/// The distribution's name in a `.dist-info` directory's name, as written (the text before the first `-`).
+fn dist_name(info: &Path) -> String {
+    let name = info.file_name().unwrap_or_default().to_string_lossy();
+    name.split('-').next().unwrap_or_default().to_string()
 }
 
 /// What one [`Records`] read of a `RECORD`: what it lists of shared objects (the question asked of it nearly
@@ -245,12 +274,9 @@ const GENERIC: &[&str] = &["nvidia", "cu11", "cu12", "cu13", "lib", "libs", "py3
 /// the name that begins a word of the path (`nvidia_cuda_runtime` for `libcudart.so.13`: cuda, 4;
 /// `nvidia_cublas` for `libcublasLt.so.13`: cublas, 6; `nvidia_cudnn_cu13` for `nvidia/cudnn/lib/libcudnn.so.9`:
 /// cudnn, 5), then how many of its words the path has.
+#[cfg(test)]
 fn score(info: &Path, words: &[String]) -> (usize, usize) {
-    let name = info
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    words_score(name.split('-').next().unwrap_or_default(), words)
+    words_score(&dist_name(info), words)
 }
 
 /// How well the distribution name `name` matches the words of a path relative to its install directory:
@@ -261,7 +287,11 @@ pub fn name_score(name: &str, rel: &str) -> (usize, usize) {
 
 /// [`name_score`] of a path already taken apart ([`words_of`]), for a caller that scores many names against one.
 pub fn words_score(name: &str, words: &[String]) -> (usize, usize) {
-    let dist = normalise(name);
+    normalised_score(&normalise(name), words)
+}
+
+/// [`words_score`] of a name already normalised ([`normalise`]).
+fn normalised_score(dist: &str, words: &[String]) -> (usize, usize) {
     let mut longest = 0;
     let mut shared = 0;
     for w in dist.split('-') {
