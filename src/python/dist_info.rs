@@ -270,17 +270,8 @@ pub fn words_of(rel: &str) -> Vec<String> {
 /// Words that name no particular distribution (`nvidia_cublas`, `nvidia_cudnn_cu13`, `nvidia/cu13/lib`).
 const GENERIC: &[&str] = &["nvidia", "cu11", "cu12", "cu13", "lib", "libs", "py3", "python"];
 
-/// How well a `.dist-info`'s distribution name matches the path's words: first the longest particular word of
-/// the name that begins a word of the path (`nvidia_cuda_runtime` for `libcudart.so.13`: cuda, 4;
-/// `nvidia_cublas` for `libcublasLt.so.13`: cublas, 6; `nvidia_cudnn_cu13` for `nvidia/cudnn/lib/libcudnn.so.9`:
-/// cudnn, 5), then how many of its words the path has.
-#[cfg(test)]
-fn score(info: &Path, words: &[String]) -> (usize, usize) {
-    words_score(&dist_name(info), words)
-}
-
 /// How well the distribution name `name` matches the words of a path relative to its install directory:
-/// [`score`], for a distribution known by name. Higher is likelier to be the path's owner.
+/// [`normalised_score`], for a distribution known by name. Higher is likelier to be the path's owner.
 pub fn name_score(name: &str, rel: &str) -> (usize, usize) {
     words_score(name, &words_of(rel))
 }
@@ -290,7 +281,10 @@ pub fn words_score(name: &str, words: &[String]) -> (usize, usize) {
     normalised_score(&normalise(name), words)
 }
 
-/// [`words_score`] of a name already normalised ([`normalise`]).
+/// How well a distribution's name, normalised ([`normalise`]), matches a path's words ([`words_of`]): first the
+/// longest particular word of the name that begins a word of the path (`nvidia_cuda_runtime` for
+/// `libcudart.so.13`: cuda, 4; `nvidia_cublas` for `libcublasLt.so.13`: cublas, 6; `nvidia_cudnn_cu13` for
+/// `nvidia/cudnn/lib/libcudnn.so.9`: cudnn, 5), then how many of its words the path has.
 fn normalised_score(dist: &str, words: &[String]) -> (usize, usize) {
     let mut longest = 0;
     let mut shared = 0;
@@ -560,7 +554,7 @@ mod tests {
         let rank = |rel: &str, dists: &[&str]| {
             let w = words_of(rel);
             let mut d: Vec<PathBuf> = dists.iter().map(|n| Path::new("/s").join(n)).collect();
-            d.sort_by_key(|i| std::cmp::Reverse(score(i, &w)));
+            d.sort_by_key(|i| std::cmp::Reverse(words_score(&dist_name(i), &w)));
             d[0].file_name().unwrap().to_string_lossy().into_owned()
         };
         let site = [
