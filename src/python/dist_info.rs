@@ -271,7 +271,8 @@ pub fn words_of(rel: &str) -> Vec<String> {
 const GENERIC: &[&str] = &["nvidia", "cu11", "cu12", "cu13", "lib", "libs", "py3", "python"];
 
 /// How well the distribution name `name` matches the words of a path relative to its install directory:
-/// [`normalised_score`], for a distribution known by name. Higher is likelier to be the path's owner.
+/// the longest particular word of the name that begins a word of the path, then the words shared. Higher is
+/// likelier to be the path's owner.
 pub fn name_score(name: &str, rel: &str) -> (usize, usize) {
     words_score(name, &words_of(rel))
 }
