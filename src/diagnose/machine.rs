@@ -32,7 +32,7 @@ pub fn collect(root: &Root, env: &Env, skip_catalog: bool, progress: &dyn Progre
 /// the JIT cache, the container toolkit) would be read only to be set aside: 1.1–1.3 ms of CPU time of the
 /// loader tree of `libtorch_cuda.so` on 2 cores without a GPU (BENCHMARKS.md, stop 54).
 pub fn collect_for_binaries(root: &Root, env: &Env) -> HostFacts {
-    let early = host::early(root, env);
+    let mut early = host::early(root, env);
     let presence = early.presence(root);
     if nvidia_present(&presence) {
         return collect_from(root, env, early, true, &super::Quiet);

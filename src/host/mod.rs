@@ -62,6 +62,8 @@ pub struct Early {
     gpus: Vec<crate::facts::GpuFacts>,
     pci_bus: crate::facts::host::PciBus,
     platform: crate::facts::host::PlatformFacts,
+    /// The device nodes, once [`Early::presence`] has read them (else [`collect_from`] reads them).
+    device_nodes: Option<Vec<crate::facts::host::DeviceNode>>,
     problems: Vec<String>,
 }
 
@@ -92,21 +94,24 @@ pub fn early(root: &Root, env: &Env) -> Early {
         gpus,
         pci_bus,
         platform,
+        device_nodes: None,
         problems,
     }
 }
 
 impl Early {
-    /// The facts that tell whether the machine shows NVIDIA at all: the driver, the kernel's, the GPUs and the
-    /// platform read so far, and the device nodes, each as [`collect_from`] reads it; every other field empty.
-    pub fn presence(&self, root: &Root) -> HostFacts {
+    /// The facts that tell whether the machine shows NVIDIA at all: [`Early::facts`], the kernel's and the
+    /// device nodes, each as [`collect_from`] reads it; every other field empty. The device nodes are kept (with
+    /// what went wrong reading them) for [`collect_from`], which then does not read them again.
+    pub fn presence(&mut self, root: &Root) -> HostFacts {
+        let problems = &mut self.problems;
+        let nodes = self
+            .device_nodes
+            .get_or_insert_with(|| devnodes::nodes(root, problems));
         HostFacts {
-            driver: self.driver.clone(),
             kernel: self.kernel.clone(),
-            gpus: self.gpus.clone(),
-            platform: self.platform.clone(),
-            device_nodes: devnodes::nodes(root, &mut Vec::new()),
-            ..HostFacts::default()
+            device_nodes: nodes.clone(),
+            ..self.facts()
         }
     }
 
@@ -169,9 +174,10 @@ fn all_but_catalog(
         gpus,
         pci_bus,
         platform: platform_facts,
+        device_nodes,
         mut problems,
     } = early;
-    let device_nodes = devnodes::nodes(root, &mut problems);
+    let device_nodes = device_nodes.unwrap_or_else(|| devnodes::nodes(root, &mut problems));
     let platform = libcuda::host_platform(root);
     let mut facts = HostFacts {
         hostname: hostname::collect(root),
