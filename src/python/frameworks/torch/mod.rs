@@ -403,17 +403,12 @@ impl Framework for Torch {
         }
         // What comes next adds notes only (NumPy's failure is a warning, the bindings' an `ImportError` torch
         // catches): a process modelled for a file `_C`'s tree has loaded is done.
-        if p.settled() {
-            return Step {
-                outcome: Outcome::Gpu,
-                notes,
-            };
+        if !p.settled() {
+            // `torch._C`'s module init imports NumPy (`torch/csrc/utils/tensor_numpy.cpp`); a failure is a warning.
+            let then = "torch._C, whose init imports it, warns \"Failed to initialize NumPy\" and goes on without it";
+            notes.extend(numpy::import(ctx, "torch", then, p));
+            notes.extend(bindings::import(ctx, &m.version, p));
         }
-        // `torch._C`'s module init imports NumPy (`torch/csrc/utils/tensor_numpy.cpp`); a failure is a warning.
-        let then =
-            "torch._C, whose init imports it, warns \"Failed to initialize NumPy\" and goes on without it";
-        notes.extend(numpy::import(ctx, "torch", then, p));
-        notes.extend(bindings::import(ctx, &m.version, p));
         Step {
             outcome: Outcome::Gpu,
             notes,
