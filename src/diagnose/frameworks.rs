@@ -240,7 +240,8 @@ pub struct Frameworks {
     /// Why the environment could not be read (no interpreter there), for a quiet line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
-    /// How many distributions its `sys.path` holds.
+    /// How many `*.dist-info` directories its `sys.path` holds (read or not: `METADATA` is read only for the
+    /// distributions a model asks for).
     pub distributions: usize,
     /// Each framework installed, in [`imports::known`]'s order.
     pub frameworks: Vec<Judged>,
@@ -321,7 +322,7 @@ pub fn read_env(root: &Root, env: &Env, chosen: Chosen, kind: Kind, quiet: bool)
         .version
         .as_ref()
         .map(|v| format!("{}.{}", v.major, v.minor));
-    out.distributions = py.dists.len();
+    out.distributions = py.listed();
     if let Some(dir) = site_dir(&out) {
         on_sys_path(root, &py, &dir)?;
     }

@@ -62,14 +62,14 @@ pub fn loading(
         return None;
     }
     let selecting = fw.distributions().iter().find_map(|n| py.dist(n))?;
-    let model = select(fw.module(), &selecting.version, fw.models())?;
+    let model = select(fw.module(), selecting.version(), fw.models())?;
     let real = real.to_string_lossy();
     let (loaded, fix) = framework_process(root, env, &py, fw, &model, &real, files)?;
     let earlier = before(&loaded, &real, file);
     let dist = py.dist(&key)?;
     let load = FrameworkLoad {
         module: fw.module().to_string(),
-        installed: format!("{} {}", dist.name, dist.version),
+        installed: format!("{} {}", dist.name(), dist.version()),
         model: fw.models()[model.index].about.to_string(),
         nearest: model.nearest.clone(),
         site: site.to_string_lossy().into_owned(),

@@ -77,7 +77,7 @@ pub struct Imported {
 }
 
 /// What `cudadiag import` found: the environment, each import, the process's libraries, the findings.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ImportReport {
     /// The interpreter and why that one.
     pub python: Chosen,
@@ -153,11 +153,15 @@ pub fn run(
         &crate::python::frameworks::env::request(env, &chosen),
     )
     .map_err(ImportError::SysPath)?;
+    // The report lists every distribution: their `METADATA` are read beside the model, which asks for a few.
     let Modelled {
         imports,
         loaded,
         findings,
-    } = model(root, env, &py, &frameworks, machine, matrix)?;
+    } = std::thread::scope(|s| {
+        s.spawn(|| py.read_all());
+        model(root, env, &py, &frameworks, machine, matrix)
+    })?;
     Ok(ImportReport {
         python: chosen,
         env: py,
@@ -252,9 +256,9 @@ fn in_process(
     let mut models: Vec<Option<Selected>> = Vec::new();
     for fw in frameworks {
         let dist = fw.distributions().iter().find_map(|n| ctx.python.dist(n));
-        let installed = dist.map(|d| format!("{} {}", d.name, d.version));
+        let installed = dist.map(|d| format!("{} {}", d.name(), d.version()));
         let model =
-            dist.and_then(|d| crate::python::frameworks::select(fw.module(), &d.version, fw.models()));
+            dist.and_then(|d| crate::python::frameworks::select(fw.module(), d.version(), fw.models()));
         let step = match (&model, dist) {
             (Some(m), _) => {
                 p.begin(fw.module(), When::Import);
@@ -271,7 +275,8 @@ fn in_process(
                 outcome: Outcome::Gpu,
                 notes: vec![format!(
                     "{} {}: its version has no release numbers, so no model of its loading applies",
-                    d.name, d.version
+                    d.name(),
+                    d.version()
                 )],
             },
         };
@@ -371,12 +376,13 @@ fn not_installed(ctx: &Ctx, fw: &dyn Framework, message: &str) -> Finding {
         Some(d) => (
             format!(
                 "reinstall it: `{python} -m pip install --force-reinstall {}=={}`",
-                d.name, d.version
+                d.name(),
+                d.version()
             ),
             format!(
                 "{} {} is installed in {}, but its package is not there (a broken or partial install)",
-                d.name,
-                d.version,
+                d.name(),
+                d.version(),
                 d.site.display()
             ),
         ),

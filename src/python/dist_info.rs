@@ -282,6 +282,11 @@ pub fn words_score(name: &str, words: &[String]) -> (usize, usize) {
     normalised_score(&normalise(name), words)
 }
 
+/// [`words_score`] of a name normalised already (a distribution's key).
+pub fn key_score(key: &str, words: &[String]) -> (usize, usize) {
+    normalised_score(key, words)
+}
+
 /// How well a distribution's name, normalised ([`normalise`]), matches a path's words ([`words_of`]): first the
 /// longest particular word of the name that begins a word of the path (`nvidia_cuda_runtime` for
 /// `libcudart.so.13`: cuda, 4; `nvidia_cublas` for `libcublasLt.so.13`: cublas, 6; `nvidia_cudnn_cu13` for

@@ -63,14 +63,13 @@ impl<'a> Wire<'a> {
             not_modelled: &r.env.syspath.not_modelled,
             distributions: r
                 .env
-                .dists
-                .iter()
+                .dists()
                 .map(|d| WireDist {
-                    name: &d.name,
-                    version: &d.version,
+                    name: d.name(),
+                    version: d.version(),
                     site: d.site.to_string_lossy().into_owned(),
                     files: d.files().len(),
-                    requires: &d.requires,
+                    requires: d.requires(),
                 })
                 .collect(),
             imports: &r.imports,
@@ -93,7 +92,7 @@ fn human(r: &ImportReport, p: Paint, detail: Detail, out: &mut dyn Write) -> io:
         p.bold(&sp.executable.to_string_lossy()),
         Sane(&r.python.because),
         sp.entries.len(),
-        r.env.dists.len()
+        r.env.dists().count()
     )?;
     if detail.verbose() {
         for (i, e) in sp.entries.iter().enumerate() {

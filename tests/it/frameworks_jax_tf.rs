@@ -9,8 +9,8 @@ use cudadiag::imports::process::PyProcess;
 use cudadiag::python::frameworks::jax::Jax;
 use cudadiag::python::frameworks::tensorflow::TensorFlow;
 use cudadiag::python::frameworks::{
-    Ctx, Dist, Framework, Gpu, LoadedHow, Outcome, Process, PyEnv, Range, RecordFiles, Step, normalise,
-    select,
+    Ctx, Dist, Framework, Gpu, LoadedHow, Meta, Metadata, Outcome, Process, PyEnv, Range, RecordFiles, Step,
+    normalise, select,
 };
 use cudadiag::python::syspath::{Entry, SysPath, UserSite, Why};
 use cudadiag::system::{Env, Root};
@@ -71,21 +71,22 @@ impl Venv {
                 d.files = RecordFiles::known(files);
             }
             None => self.dists.push(Dist {
-                name: dist.0.into(),
                 key,
-                version: dist.1.into(),
-                release: cudadiag::facts::loader::release(dist.1),
                 site: PathBuf::from(SITE),
                 info: PathBuf::from(SITE).join(format!("{}-{}.dist-info", dist.0, dist.1)),
                 files: RecordFiles::known(vec![rel.to_string()]),
-                requires: requires.iter().map(|s| s.to_string()).collect(),
+                metadata: Metadata::known(Meta::new(
+                    dist.0,
+                    dist.1,
+                    requires.iter().map(|s| s.to_string()).collect(),
+                )),
             }),
         }
     }
 
     fn python(&self) -> PyEnv {
-        PyEnv {
-            syspath: SysPath {
+        PyEnv::new(
+            SysPath {
                 executable: PathBuf::from("/venv/bin/python"),
                 version: None,
                 prefix: PathBuf::from("/venv"),
@@ -105,8 +106,8 @@ impl Venv {
                 }],
                 not_modelled: vec![],
             },
-            dists: self.dists.clone(),
-        }
+            self.dists.clone(),
+        )
     }
 
     /// `import MODULE` then its first use, in one process started from the venv's interpreter.

@@ -164,7 +164,7 @@ fn run_on(
                 .iter()
                 .find_map(|n| py.dist(n))
                 .expect("installed");
-            let sel = select(fw.module(), &d.version, fw.models()).expect("a model");
+            let sel = select(fw.module(), d.version(), fw.models()).expect("a model");
             p.begin(fw.module(), When::Import);
             let import = fw.import(&ctx, &sel, &mut p);
             p.begin(fw.module(), When::FirstUse);

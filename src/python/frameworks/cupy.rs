@@ -179,7 +179,8 @@ impl Framework for Cupy {
         if i.major.is_none() {
             notes.push(format!(
                 "{} {}: the CUDA major it was built for is not in its name or cupy/.data/_wheel.json",
-                i.dist.name, i.dist.version
+                i.dist.name(),
+                i.dist.version()
             ));
         }
         // `from cupy import _core` and what it imports: no CUDA library among their DT_NEEDED. Sixty-odd
@@ -270,9 +271,9 @@ impl Framework for Cupy {
                  CuPy build of CUDA {newer}: `pip uninstall {} && pip install 'cupy-cuda{newer}x[ctk]'`, or keep \
                  the CUDA {newer} wheels out of this environment",
                 dir.display(),
-                i.dist.name,
-                i.dist.version,
-                i.dist.name
+                i.dist.name(),
+                i.dist.version(),
+                i.dist.name()
             ));
         }
         fix(ctx, m)
@@ -294,7 +295,7 @@ fn preload_cutensor_wheel(ctx: &Ctx, i: &Install, p: &mut dyn Process) {
     };
     let path = d.site.join("cutensor/lib/libcutensor.so.2");
     if ctx.root.exists(&path) {
-        let search = format!("cupy._environment._preload_library: {} {}", d.name, d.version);
+        let search = format!("cupy._environment._preload_library: {} {}", d.name(), d.version());
         let _ = p.load_path("cupy", &path, &search, false);
     }
 }
@@ -350,7 +351,7 @@ fn first_use_13(ctx: &Ctx, i: &Install, p: &mut dyn Process, notes: &mut Vec<Str
     let Some(module) = nvrtc_module(p, i) else {
         notes.push(format!(
             "{NVRTC_MODULE} is not among the files of {}",
-            i.dist.name
+            i.dist.name()
         ));
         return Ok(());
     };
@@ -389,8 +390,8 @@ fn first_use_14(ctx: &Ctx, i: &Install, p: &mut dyn Process, notes: &mut Vec<Str
             "cuda-pathfinder gives NVRTC {got} ({}) to {} {}, built for CUDA {built}: it prefers CUDA 13's \
              directory in every site-packages; whether its kernels compile is not modelled",
             via_path(p, nvrtc.index),
-            i.dist.name,
-            i.dist.version
+            i.dist.name(),
+            i.dist.version()
         ));
     }
     p.runtime_loads("cupy");
@@ -479,8 +480,8 @@ pub fn fix(ctx: &Ctx, m: &Selected) -> Option<String> {
     } else {
         format!(
             "Install the CUDA wheels {} {} needs: `pip install {}`",
-            i.dist.name,
-            i.dist.version,
+            i.dist.name(),
+            i.dist.version(),
             i.with_ctk()
         )
     })

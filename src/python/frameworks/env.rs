@@ -1,10 +1,10 @@
 //! The Python environment as facts: which interpreter, its `sys.path` (`python::syspath`), and every
-//! distribution installed on that path with its version, its `RECORD` and its `Requires-Dist`. Read through
-//! the root, never run.
+//! distribution installed on that path with its version, its `RECORD` and its `Requires-Dist`, each file read
+//! when a model first asks for it. Read through the root, never run.
 
-use super::{Dist, PyEnv, RecordFiles};
+use super::{Dist, Metadata, PyEnv, RecordFiles};
 use crate::python::syspath::{self, Flags, Main, Request, SysPathError, Target};
-use crate::system::{Env, Root, read};
+use crate::system::{Env, Root};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,10 +67,10 @@ pub fn collect(root: &Root, env: &Env, req: &Request) -> Result<PyEnv, SysPathEr
     collect_within(root, env, req, MAX_RECORD_BYTES)
 }
 
-/// [`collect`], the distributions of `site` read while `sys.path` is computed: a caller that knows the
+/// [`collect`], the distributions of `site` listed while `sys.path` is computed: a caller that knows the
 /// environment's `site-packages` (the directory of the file it judges) does not wait for one and then the
-/// other (on the GPU machine's venv, 2 ms for `sys.path` and as much for 197 `METADATA`). They are used only
-/// if `sys.path` holds `site` spelled so.
+/// other (a data-science venv's holds a thousand entries). They are used only if `sys.path` holds `site`
+/// spelled so.
 pub fn collect_expecting(root: &Root, env: &Env, req: &Request, site: &Path) -> Result<PyEnv, SysPathError> {
     collect_with(root, env, req, MAX_RECORD_BYTES, Some(site))
 }
@@ -110,7 +110,7 @@ fn site_of(root: &Root, env: &Env, req: &Request) -> Option<PathBuf> {
     sites.next().is_none().then_some(site)
 }
 
-/// [`collect_within`], the distributions of `early` read beside `sys.path` ([`collect_expecting`]).
+/// [`collect_within`], the distributions of `early` listed beside `sys.path` ([`collect_expecting`]).
 fn collect_with(
     root: &Root,
     env: &Env,
@@ -137,10 +137,7 @@ fn collect_with(
             early.map(|(site, read)| (site, crate::parallel::join(read))),
         )
     });
-    let mut py = PyEnv {
-        syspath: syspath?,
-        dists: Vec::new(),
-    };
+    let mut py = PyEnv::new(syspath?, Vec::new());
     let dirs: Vec<PathBuf> = py.dirs().map(Path::to_path_buf).collect();
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut infos: Vec<(PathBuf, PathBuf)> = Vec::new();
@@ -166,48 +163,39 @@ fn collect_with(
     let mut read = dists(root, &infos, &budget).into_iter();
     for part in order {
         match part {
-            Some(n) => py.dists.extend(read.by_ref().take(n).flatten()),
-            None => py
-                .dists
-                .extend(early.take().into_iter().flat_map(|(_, d)| d).flatten()),
+            Some(n) => py.listed.extend(read.by_ref().take(n)),
+            None => py.listed.extend(early.take().into_iter().flat_map(|(_, d)| d)),
         }
     }
     Ok(py)
 }
 
-/// The distributions of `infos` (each `.dist-info` with the directory it is in), in order: a `METADATA`
-/// each, to open, read and parse; a data-science venv has two hundred, read side by side (on the GPU
-/// machine's venv of 197 distributions, one after the other took 6 ms). `None` for an unreadable one.
-fn dists(root: &Root, infos: &[(PathBuf, PathBuf)], budget: &Arc<AtomicU64>) -> Vec<Option<Dist>> {
-    crate::parallel::map(infos, METADATA_THREADS, |(dir, info)| {
-        dist(root, dir, info, budget)
-    })
+/// The distributions of `infos` (each `.dist-info` with the directory it is in), in order, their `METADATA`
+/// and `RECORD` read when a model asks.
+fn dists(root: &Root, infos: &[(PathBuf, PathBuf)], budget: &Arc<AtomicU64>) -> Vec<Dist> {
+    infos
+        .iter()
+        .map(|(site, info)| dist(root, site, info, budget))
+        .collect()
 }
 
-/// Threads that read the distributions' `METADATA` at most.
-const METADATA_THREADS: usize = 8;
-
-/// One `.dist-info`: `None` when its `METADATA` is unreadable or has no name or version.
-fn dist(root: &Root, site: &Path, info: &Path, budget: &Arc<AtomicU64>) -> Option<Dist> {
-    let meta = info.join("METADATA");
-    let text = root.read_to_string(&meta, read::PACKAGE_METADATA).ok()?;
-    let m = crate::python::metadata::headers(&text)?;
+/// One `.dist-info`, named by its directory (`nvidia_cudnn_cu13-9.19.0.56.dist-info`: `nvidia-cudnn-cu13`).
+fn dist(root: &Root, site: &Path, info: &Path, budget: &Arc<AtomicU64>) -> Dist {
+    let dir = info.file_name().unwrap_or_default().to_string_lossy();
+    let stem = dir.strip_suffix(".dist-info").unwrap_or(&dir);
     // `doctor`, which asks for no files, reads no `RECORD`; others read one when a model asks for it.
     let files = if budget.load(Ordering::Relaxed) == 0 {
         RecordFiles::known(Vec::new())
     } else {
         RecordFiles::lazy(root.clone(), info.join("RECORD"), budget.clone())
     };
-    Some(Dist {
-        key: super::normalise(&m.name),
-        release: crate::facts::loader::release(m.version.split('+').next().unwrap_or(&m.version)),
-        name: m.name,
-        version: m.version,
+    Dist {
+        key: super::normalise(stem.split('-').next().unwrap_or(stem)),
         site: site.to_path_buf(),
         info: info.to_path_buf(),
         files,
-        requires: m.requires.into_iter().map(|(_, text)| text).collect(),
-    })
+        metadata: Metadata::lazy(root.clone(), info.join("METADATA")),
+    }
 }
 
 #[cfg(test)]
@@ -250,9 +238,8 @@ mod tests {
         let req = request(&env, &choose(&env, None, None));
         let listed = |py: Result<PyEnv, SysPathError>| {
             py.unwrap()
-                .dists
-                .iter()
-                .map(|d| format!("{} {} {}", d.name, d.site.display(), d.requires.join(",")))
+                .dists()
+                .map(|d| format!("{} {} {}", d.name(), d.site.display(), d.requires().join(",")))
                 .collect::<Vec<_>>()
         };
         let read = |early: Option<&str>| {
@@ -286,6 +273,69 @@ mod tests {
             site_of(&root, &env, &request(&env, &choose(&env, None, None))),
             None
         );
+    }
+
+    /// A distribution's `METADATA` is read when it is asked for: by name, only that one's. A `.dist-info`
+    /// without readable `METADATA`, or whose headers lack a version, is no distribution, but is still counted
+    /// among the directories listed. The key is the directory's name, as `importlib.metadata` finds it.
+    #[test]
+    fn only_the_metadata_of_the_distributions_asked_for_is_read() {
+        use crate::system::put;
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        put(dir, "/usr/bin/python3.11", b"");
+        put(dir, "/usr/lib/python3.11/os.py", b"");
+        put(dir, "/venv/pyvenv.cfg", b"home = /usr/bin\nversion = 3.11.7\n");
+        std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
+        std::os::unix::fs::symlink("/usr/bin/python3.11", dir.join("venv/bin/python3")).unwrap();
+        let site = "/venv/lib/python3.11/site-packages";
+        for (info, metadata) in [
+            (
+                "Nvidia_CUDNN_cu13-9.19.0.56",
+                "Name: nvidia-cudnn-cu13\nVersion: 9.19.0.56\n",
+            ),
+            ("numpy-2.1.0", "Name: numpy\nVersion: 2.1.0\n"),
+            (
+                "torch-2.11.0",
+                "Name: torch\nVersion: 2.11.0+cu130\nRequires-Dist: filelock\n",
+            ),
+            ("broken-1.0", "Name: broken\n"),
+        ] {
+            put(
+                dir,
+                &format!("{site}/{info}.dist-info/METADATA"),
+                metadata.as_bytes(),
+            );
+        }
+        std::fs::create_dir_all(dir.join("venv/lib/python3.11/site-packages/unread-1.0.dist-info")).unwrap();
+        let root = Root::at(dir);
+        let mut env = Env::empty();
+        env.set("VIRTUAL_ENV", "/venv");
+        let py = collect(&root, &env, &request(&env, &choose(&env, None, None))).unwrap();
+        let read = |py: &PyEnv| -> Vec<String> {
+            py.listed
+                .iter()
+                .filter(|d| d.metadata.read.get().is_some())
+                .map(|d| d.key.clone())
+                .collect()
+        };
+        assert_eq!(read(&py), Vec::<String>::new(), "nothing read while listing");
+        let torch = py.dist("Torch").unwrap();
+        assert_eq!(
+            (torch.name(), torch.version(), torch.release(), torch.requires()),
+            (
+                "torch",
+                "2.11.0+cu130",
+                Some([2, 11, 0].as_slice()),
+                ["filelock".to_string()].as_slice()
+            )
+        );
+        assert_eq!(py.dist("nvidia_cudnn.cu13").unwrap().version(), "9.19.0.56");
+        assert_eq!(read(&py), ["nvidia-cudnn-cu13", "torch"]);
+        assert!(py.dist("broken").is_none() && py.dist("unread").is_none() && py.dist("jax").is_none());
+        assert_eq!(py.listed(), 5);
+        let all: Vec<&str> = py.dists().map(Dist::name).collect();
+        assert_eq!(all, ["nvidia-cudnn-cu13", "numpy", "torch"]);
     }
 
     #[test]

@@ -105,7 +105,7 @@ pub fn plugin(ctx: &Ctx) -> Option<Plugin> {
             major,
             package,
             pjrt,
-            requires: dist.requires.clone(),
+            requires: dist.requires().to_vec(),
         });
     }
     None
@@ -532,7 +532,7 @@ impl Framework for Jax {
         let pinned = ctx
             .python
             .dist("jax")
-            .map_or_else(String::new, |d| format!("=={}", d.version));
+            .map_or_else(String::new, |d| format!("=={}", d.version()));
         Some(format!(
             "the CUDA plugin's initialisation fails (the first lines of JAX's message say why) and JAX_PLATFORMS \
              asks for CUDA, so it raises instead of running on the CPU: reinstall JAX with its CUDA wheels, \

@@ -234,8 +234,7 @@ fn without_the_cudnn_wheel_jax_falls_back_to_the_cpu_with_its_own_message() {
 fn a_cusparse_older_than_the_floor_gives_jaxs_outdated_message_with_its_numbers() {
     let mut t = cuda12_env();
     for d in t.dists.iter_mut().filter(|d| d.key == "nvidia-cusparse-cu12") {
-        d.version = "12.0.2.55".into();
-        d.release = Some(vec![12, 0, 2, 55]);
+        super::super::testproc::set_version(d, "12.0.2.55");
     }
     let (_, first, _, _) = run(&t);
     let msg = fallback_message(&first);
@@ -258,8 +257,7 @@ fn a_cusparse_older_than_the_floor_gives_jaxs_outdated_message_with_its_numbers(
 fn near_miss_a_cusparse_at_the_floor_passes() {
     let mut t = cuda12_env();
     for d in t.dists.iter_mut().filter(|d| d.key == "nvidia-cusparse-cu12") {
-        d.version = "12.1.0.106".into();
-        d.release = Some(vec![12, 1, 0, 106]);
+        super::super::testproc::set_version(d, "12.1.0.106");
     }
     let (_, first, _, _) = run(&t);
     assert_eq!(first.outcome, Outcome::Gpu);
@@ -269,7 +267,7 @@ fn near_miss_a_cusparse_at_the_floor_passes() {
 fn jax_skip_cuda_constraints_check_skips_the_floors() {
     let mut t = cuda12_env();
     for d in t.dists.iter_mut().filter(|d| d.key == "nvidia-cusparse-cu12") {
-        d.release = Some(vec![12, 0, 2, 55]);
+        super::super::testproc::set_version(d, "12.0.2.55");
     }
     t.env.set("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1");
     let (_, first, _, _) = run(&t);
@@ -337,8 +335,7 @@ fn cudnn_on_another_sys_path_entry_is_hidden_by_a_regular_nvidia_package() {
 fn xla_rejects_a_cudnn_minor_older_than_the_plugin_needs_at_the_first_convolution() {
     let mut t = cuda12_env();
     for d in t.dists.iter_mut().filter(|d| d.key == "nvidia-cudnn-cu12") {
-        d.version = "9.1.0.70".into();
-        d.release = Some(vec![9, 1, 0, 70]);
+        super::super::testproc::set_version(d, "9.1.0.70");
     }
     let (_, first, _, checks) = run(&t);
     // The Python floor (build // 100) lets any loadable cuDNN 9 through ...

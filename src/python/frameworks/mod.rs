@@ -42,18 +42,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// One installed distribution: a `*.dist-info` directory in a `sys.path` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One installed distribution: a `*.dist-info` directory in a `sys.path` entry. Its `METADATA` is read when
+/// first asked for ([`Dist::meta`]): a run asks about a few of an environment's two hundred distributions, and
+/// reading every one took 3–4.6 ms of `doctor`'s 16 on the GPU machine's venv of 197.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dist {
-    /// Its name as `METADATA` spells it (`nvidia-cudnn-cu12`).
-    pub name: String,
     /// Its name normalised as PEP 503 does (lower case, runs of `-`, `_`, `.` as one `-`): what
-    /// [`PyEnv::dist`] compares.
+    /// [`PyEnv::dist`] compares. Taken from the directory's name (`nvidia_cudnn_cu12-9.1.0.70.dist-info`), as
+    /// `importlib.metadata` finds a distribution by name.
     pub key: String,
-    /// Its version as written (`2.11.0+cu130`).
-    pub version: String,
-    /// The release numbers of the version (`[2, 11, 0]`), when it has plain ones.
-    pub release: Option<Vec<u64>>,
     /// The `sys.path` entry that holds the `.dist-info` (a machine path).
     pub site: PathBuf,
     /// The `.dist-info` directory.
@@ -61,8 +58,8 @@ pub struct Dist {
     /// The files its `RECORD` lists, as written there (relative to [`Dist::site`], or absolute), sorted:
     /// read when first asked for ([`Dist::files`]).
     pub files: RecordFiles,
-    /// Its `Requires-Dist` values, in order (`nvidia-cudnn-cu13==9.19.0.56; platform_system == "Linux"`).
-    pub requires: Vec<String>,
+    /// Its `METADATA`'s headers, read when first asked for.
+    pub metadata: Metadata,
 }
 
 impl Dist {
@@ -70,7 +67,122 @@ impl Dist {
     pub fn files(&self) -> &[String] {
         self.files.get()
     }
+
+    /// Its `METADATA`'s headers, read on the first call; `None` when the file is unreadable or names no name
+    /// or version (such a distribution is not one of [`PyEnv::dists`]).
+    pub fn meta(&self) -> Option<&Meta> {
+        self.metadata.get()
+    }
+
+    /// Its name as `METADATA` spells it (`nvidia-cudnn-cu12`); empty when unreadable.
+    pub fn name(&self) -> &str {
+        self.meta().map_or("", |m| m.name.as_str())
+    }
+
+    /// Its version as written (`2.11.0+cu130`); empty when unreadable.
+    pub fn version(&self) -> &str {
+        self.meta().map_or("", |m| m.version.as_str())
+    }
+
+    /// The release numbers of its version (`[2, 11, 0]`), when it has plain ones.
+    pub fn release(&self) -> Option<&[u64]> {
+        self.meta().and_then(|m| m.release.as_deref())
+    }
+
+    /// Its `Requires-Dist` values, in order (`nvidia-cudnn-cu13==9.19.0.56; platform_system == "Linux"`).
+    pub fn requires(&self) -> &[String] {
+        self.meta().map_or(&[], |m| m.requires.as_slice())
+    }
 }
+
+/// The headers of a distribution's `METADATA` that the models read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Meta {
+    /// `Name:`, as written (`nvidia-cudnn-cu12`).
+    pub name: String,
+    /// `Version:`, as written (`2.11.0+cu130`).
+    pub version: String,
+    /// The release numbers of the version (`[2, 11, 0]`), when it has plain ones (a local version's part after
+    /// `+` aside).
+    pub release: Option<Vec<u64>>,
+    /// Each `Requires-Dist` value, in order.
+    pub requires: Vec<String>,
+}
+
+impl Meta {
+    /// The headers given.
+    pub fn new(name: &str, version: &str, requires: Vec<String>) -> Meta {
+        Meta {
+            name: name.to_string(),
+            version: version.to_string(),
+            release: crate::facts::loader::release(version.split('+').next().unwrap_or(version)),
+            requires,
+        }
+    }
+}
+
+/// A distribution's `METADATA` headers, read when first asked for, within the root's cap for package
+/// metadata. Clones share the headers once read.
+#[derive(Clone)]
+pub struct Metadata {
+    /// The machine and the `METADATA`'s path; `None`: the headers are given.
+    source: Option<(Root, PathBuf)>,
+    read: Arc<OnceLock<Option<Meta>>>,
+}
+
+impl Metadata {
+    /// Headers known already (tests, a model's synthetic distribution).
+    pub fn known(meta: Meta) -> Metadata {
+        Metadata {
+            source: None,
+            read: Arc::new(OnceLock::from(Some(meta))),
+        }
+    }
+
+    /// The headers of the `METADATA` at `path`, read on first use.
+    pub fn lazy(root: Root, path: PathBuf) -> Metadata {
+        Metadata {
+            source: Some((root, path)),
+            read: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The headers, read now if not yet.
+    pub fn get(&self) -> Option<&Meta> {
+        self.read
+            .get_or_init(|| {
+                let (root, path) = self.source.as_ref()?;
+                let text = root
+                    .read_to_string(path, crate::system::read::PACKAGE_METADATA)
+                    .ok()?;
+                let h = crate::python::metadata::headers(&text)?;
+                Some(Meta::new(
+                    &h.name,
+                    &h.version,
+                    h.requires.into_iter().map(|(_, text)| text).collect(),
+                ))
+            })
+            .as_ref()
+    }
+}
+
+impl std::fmt::Debug for Metadata {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.read.get() {
+            Some(Some(m)) => write!(f, "{} {}", m.name, m.version),
+            Some(None) => f.write_str("unreadable"),
+            None => f.write_str("not read yet"),
+        }
+    }
+}
+
+impl PartialEq for Metadata {
+    fn eq(&self, other: &Metadata) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for Metadata {}
 
 /// A distribution's `RECORD` file list, read when first asked for: a run asks about two or three of an
 /// environment's sixty distributions, and torch's `RECORD` alone lists twelve thousand files (parsing and
@@ -155,21 +267,56 @@ pub const INSTALL_DRIVER: &str = "install the NVIDIA driver (in a container, run
 /// The normalised form of a distribution name (PEP 503): `Nvidia_CUDNN.cu12` → `nvidia-cudnn-cu12`.
 pub use crate::inspect::pep508::normalise;
 
+/// Threads that read the distributions' `METADATA` at most, where all are asked for ([`PyEnv::read_all`]).
+const METADATA_THREADS: usize = 8;
+
 /// A Python environment as facts: its `sys.path` and the distributions installed on it. Nothing is run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct PyEnv {
     /// `sys.path` of the interpreter, computed by `python::syspath::compute`.
     pub syspath: SysPath,
-    /// Every distribution found in a `sys.path` entry, in `sys.path` order (within an entry, by name).
-    pub dists: Vec<Dist>,
+    /// Every `.dist-info` found in a `sys.path` entry, in `sys.path` order (within an entry, by name), its
+    /// `METADATA` read or not yet.
+    listed: Vec<Dist>,
 }
 
 impl PyEnv {
+    /// The environment of `syspath` with the distributions `listed` there, in `sys.path` order.
+    pub fn new(syspath: SysPath, listed: Vec<Dist>) -> PyEnv {
+        PyEnv { syspath, listed }
+    }
+
+    /// Every distribution installed on `sys.path`, in order: the `.dist-info` directories whose `METADATA`
+    /// names a name and a version (each read as the iteration reaches it).
+    pub fn dists(&self) -> impl Iterator<Item = &Dist> {
+        self.listed.iter().filter(|d| d.meta().is_some())
+    }
+
+    /// The `.dist-info` directories on `sys.path`, their `METADATA` read or not.
+    pub fn listed(&self) -> usize {
+        self.listed.len()
+    }
+
+    /// Reads every distribution's `METADATA` now, side by side, for a caller that will ask for all of them.
+    pub fn read_all(&self) {
+        crate::parallel::map(&self.listed, METADATA_THREADS, |d| {
+            d.meta();
+        });
+    }
+
     /// The distribution `importlib.metadata.distribution(name)` returns: the first on `sys.path` whose
     /// normalised name is `name`'s.
     pub fn dist(&self, name: &str) -> Option<&Dist> {
         let key = normalise(name);
-        self.dists.iter().find(|d| d.key == key)
+        self.named(&key).next()
+    }
+
+    /// The distributions whose normalised name is `key`, in `sys.path` order: only theirs of the environment's
+    /// `METADATA` are read.
+    pub fn named<'a, 'k>(&'a self, key: &'k str) -> impl Iterator<Item = &'a Dist> + use<'a, 'k> {
+        self.listed
+            .iter()
+            .filter(move |d| d.key == key && d.meta().is_some())
     }
 
     /// The distribution whose `RECORD` lists one of `paths` (each a machine path, under the distribution's
@@ -181,7 +328,7 @@ impl PyEnv {
         // the words of the first. Per distribution, they were most of a warm `doctor` run's time in here.
         let mut sites: Vec<(&Path, Vec<String>, Vec<String>)> = Vec::new();
         let mut asked: Vec<(&Dist, usize, (usize, usize))> = Vec::new();
-        for d in &self.dists {
+        for d in &self.listed {
             let at = match sites
                 .iter()
                 .position(|(site, ..)| site.as_os_str() == d.site.as_os_str())
@@ -203,7 +350,7 @@ impl PyEnv {
             };
             let (_, rels, words) = &sites[at];
             if !rels.is_empty() {
-                asked.push((d, at, crate::python::dist_info::words_score(&d.name, words)));
+                asked.push((d, at, crate::python::dist_info::key_score(&d.key, words)));
             }
         }
         asked.sort_by_key(|&(_, _, score)| std::cmp::Reverse(score));
@@ -211,6 +358,10 @@ impl PyEnv {
         asked
             .into_iter()
             .find(|&(d, at, _)| {
+                // A `.dist-info` without readable `METADATA` is no distribution: its `RECORD` is not asked.
+                if d.meta().is_none() {
+                    return false;
+                }
                 let files = d.files();
                 sites[at].1.iter().any(|r| files.binary_search(r).is_ok())
             })
@@ -639,14 +790,11 @@ mod tests {
             };
             crate::system::put(t.path(), &record, listed.as_bytes());
             env.dists.push(Dist {
-                name: name.clone(),
                 key: normalise(name),
-                version: "9.19.0.56".into(),
-                release: Some(vec![9, 19, 0, 56]),
                 site: site.into(),
                 info: PathBuf::from(&record).parent().unwrap().into(),
                 files: RecordFiles::lazy(root.clone(), record.into(), budget.clone()),
-                requires: Vec::new(),
+                metadata: Metadata::known(Meta::new(name, "9.19.0.56", Vec::new())),
             });
         }
         let py = env.python();
@@ -656,7 +804,7 @@ mod tests {
             Path::new("/site/nvidia/cudnn/lib/libcudnn_graph.so.9"),
         );
         let d = py.owner(&[opened, real]).expect("an owner");
-        assert_eq!(d.name, "nvidia-cudnn-cu13");
+        assert_eq!(d.name(), "nvidia-cudnn-cu13");
         assert_eq!(
             budget.load(Ordering::Relaxed),
             (1 << 20) - "nvidia/cudnn/lib/libcudnn_graph.so.9,,\n".len() as u64,

@@ -83,12 +83,11 @@ pub fn import(ctx: &Ctx, by: &str, then: &str, p: &mut dyn Process) -> Vec<Strin
     };
     let dist = ctx
         .python
-        .dists
-        .iter()
-        .find(|d| d.key == "numpy" && Some(d.site.as_path()) == pkg.parent());
-    let version = dist.map_or("(no distribution)", |d| d.version.as_str());
+        .named("numpy")
+        .find(|d| Some(d.site.as_path()) == pkg.parent());
+    let version = dist.map_or("(no distribution)", |d| d.version());
     // Without a distribution, the package's layout tells 1.x (`core`) from 2.x (`_core`).
-    let release = match dist.and_then(|d| d.release.clone()) {
+    let release = match dist.and_then(|d| d.release().map(<[u64]>::to_vec)) {
         Some(r) => r,
         None if ctx.root.exists(&pkg.join("_core/__init__.py")) => NEWEST.to_vec(),
         None => OLDEST.to_vec(),

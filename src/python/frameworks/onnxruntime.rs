@@ -114,7 +114,7 @@ fn preload(ctx: &Ctx, i: &Install, major: u32, p: &mut dyn Process) -> Vec<Strin
     if major < 12 {
         printed.push(format!(
             "WARNING: {} is built with CUDA {major}, which is not supported for preloading.",
-            i.dist.name
+            i.dist.name()
         ));
         return printed;
     }
@@ -227,9 +227,10 @@ impl Framework for OnnxRuntime {
                 Some(format!(
                     "Specified provider 'CUDAExecutionProvider' is not in available provider names.Available \
                      providers: 'CPUExecutionProvider' ({} {} is a build without CUDA)",
-                    i.dist.name, i.dist.version
+                    i.dist.name(),
+                    i.dist.version()
                 )),
-                format!("{} {} has no CUDA provider", i.dist.name, i.dist.version),
+                format!("{} {} has no CUDA provider", i.dist.name(), i.dist.version()),
             );
         };
         let mut notes = Vec::new();
@@ -238,7 +239,7 @@ impl Framework for OnnxRuntime {
         } else if self.preload {
             notes.push(format!(
                 "onnxruntime {} has no preload_dlls() (from 1.21): the call raises AttributeError",
-                i.dist.version
+                i.dist.version()
             ));
         }
         let search = "onnxruntime ProviderLibrary::Get: the CUDA provider, by path";
@@ -353,13 +354,13 @@ pub fn fix(ctx: &Ctx, m: &Selected) -> Option<String> {
                 .to_string(),
         );
     };
-    let extras = format!("'onnxruntime-gpu[cuda,cudnn]=={}'", i.dist.version);
+    let extras = format!("'onnxruntime-gpu[cuda,cudnn]=={}'", i.dist.version());
     if m.index != WITH_PRELOAD {
         return Some(format!(
             "onnxruntime {} has no preload_dlls(): upgrade (`pip install -U 'onnxruntime-gpu[cuda,cudnn]'`) and call \
              `onnxruntime.preload_dlls()` before creating the session, or run with the CUDA {major} libraries' \
              directory in LD_LIBRARY_PATH",
-            i.dist.version
+            i.dist.version()
         ));
     }
     let have = preload_files(major)

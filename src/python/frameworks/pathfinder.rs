@@ -430,11 +430,8 @@ fn nvrtc_builtins(r: &Request, p: &mut dyn Process, index: usize, via: &Via) {
         .unwrap_or("")
         .split('.')
         .collect();
-    let new = (r.ctx.python.dist("cuda-pathfinder")).is_none_or(|d| {
-        d.release
-            .as_ref()
-            .is_none_or(|v| v.as_slice() >= [1u64, 9].as_slice())
-    });
+    let new = (r.ctx.python.dist("cuda-pathfinder"))
+        .is_none_or(|d| d.release().is_none_or(|v| v >= [1u64, 9].as_slice()));
     let (dir, minor) = match via {
         Via::Conda | Via::AlreadyLoaded | Via::SystemSearch => return,
         _ if !new => {

@@ -103,14 +103,14 @@ fn installed(ctx: &Ctx) -> Option<(PathBuf, Option<Build>, Vec<String>)> {
         .read_to_string(&package.join("python/platform/build_info.py"), BUILD_INFO)
         .ok()
         .and_then(|t| parse_build_info(&t));
-    Some((package, build, dist.requires.clone()))
+    Some((package, build, dist.requires().to_vec()))
 }
 
 /// A library TensorFlow could not open, and the fix in its terms: the pinned wheel, or, when the wheel is
 /// installed where the framework's RUNPATH does not reach, the `LD_LIBRARY_PATH` entry TensorFlow's own
 /// issue threads give.
 fn fix_for(ctx: &Ctx, soname: &str, requires: &[String]) -> String {
-    let on_disk = ctx.python.dists.iter().find_map(|d| {
+    let on_disk = ctx.python.dists().find_map(|d| {
         d.files()
             .iter()
             .find(|f| f.starts_with("nvidia/") && f.ends_with(&format!("/{soname}")))

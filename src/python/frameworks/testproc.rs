@@ -250,14 +250,15 @@ impl TestEnv {
             self.file(site, f);
         }
         self.dists.push(Dist {
-            name: name.to_string(),
             key: super::normalise(name),
-            version: version.to_string(),
-            release: crate::facts::loader::release(version),
             site: site.to_path_buf(),
             info: site.join(format!("{}-{version}.dist-info", name.replace('-', "_"))),
             files: super::RecordFiles::known(files.iter().map(|s| s.to_string()).collect()),
-            requires: requires.iter().map(|s| s.to_string()).collect(),
+            metadata: super::Metadata::known(super::Meta::new(
+                name,
+                version,
+                requires.iter().map(|s| s.to_string()).collect(),
+            )),
         });
     }
 
@@ -271,8 +272,8 @@ impl TestEnv {
                 why: Why::StdlibZip,
             })
             .collect();
-        PyEnv {
-            syspath: SysPath {
+        PyEnv::new(
+            SysPath {
                 executable: self.dir.path().join("venv/bin/python"),
                 version: None,
                 prefix: self.dir.path().join("venv"),
@@ -289,8 +290,8 @@ impl TestEnv {
                 entries,
                 not_modelled: vec![],
             },
-            dists: self.dists.clone(),
-        }
+            self.dists.clone(),
+        )
     }
 
     /// Runs `f` with a context over this environment (the root is `/`: the test's paths are absolute).
@@ -309,4 +310,10 @@ impl TestEnv {
         };
         f(&ctx, &root)
     }
+}
+
+/// Gives `d` the version `version` (its name and requirements kept), as if another release were installed.
+pub fn set_version(d: &mut Dist, version: &str) {
+    let (name, requires) = (d.name().to_string(), d.requires().to_vec());
+    d.metadata = super::Metadata::known(super::Meta::new(&name, version, requires));
 }

@@ -29,8 +29,8 @@ pub fn loaded_release(ctx: &Ctx, p: &dyn Process, index: usize) -> Option<(Vec<u
     let l = p.loaded().get(index)?;
     let paths = [lexical(Path::new(&l.path)), lexical(Path::new(&l.realpath))];
     if let Some(d) = ctx.python.owner(&[&paths[0], &paths[1]]) {
-        let release = d.release.clone()?;
-        return Some((release, format!("{} {}", d.name, d.version)));
+        let release = d.release()?.to_vec();
+        return Some((release, format!("{} {}", d.name(), d.version())));
     }
     // A soname's major alone (`libcudnn.so.9`) is not a release: only a real file name with more says one.
     let v = l.version.as_deref()?;

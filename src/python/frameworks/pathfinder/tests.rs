@@ -148,10 +148,7 @@ fn run_after(
     };
     let sp = syspath::compute(&root, &env, &req).unwrap();
     let matrix = crate::matrix::Matrix::bundled().unwrap();
-    let python = PyEnv {
-        syspath: sp,
-        dists: Vec::new(),
-    };
+    let python = PyEnv::new(sp, Vec::new());
     let ctx = Ctx {
         root: &root,
         env: &env,
@@ -207,10 +204,7 @@ fn the_site_directories_are_the_venv_the_user_site_then_the_system_not_pythonpat
         uid: None,
     };
     let matrix = crate::matrix::Matrix::bundled().unwrap();
-    let python = PyEnv {
-        syspath: syspath::compute(&root, &env, &req).unwrap(),
-        dists: Vec::new(),
-    };
+    let python = PyEnv::new(syspath::compute(&root, &env, &req).unwrap(), Vec::new());
     let ctx = Ctx {
         root: &root,
         env: &env,

@@ -290,7 +290,7 @@ pub fn checks(ctx: &Ctx, p: &dyn Process) -> Vec<Finding> {
 /// (9, 19, 0)), with the line.
 fn compiled_cudnn(ctx: &Ctx) -> Option<([u64; 3], String)> {
     let torch = ctx.python.dist("torch")?;
-    torch.requires.iter().find_map(|r| {
+    torch.requires().iter().find_map(|r| {
         let f = crate::facts::loader::Floor::of(r)?;
         if !f.name.starts_with("nvidia-cudnn-cu") || f.op != crate::facts::loader::FloorOp::Pinned {
             return None;
@@ -316,12 +316,15 @@ fn runtime_cudnn(ctx: &Ctx, l: &Loaded) -> Option<([u64; 3], String)> {
         .python
         .owner(&[std::path::Path::new(&l.path), std::path::Path::new(&l.realpath)])?;
     let v = from(
-        d.release
+        d.release()
             .as_ref()
             .map(|r| r.iter().map(u64::to_string).collect::<Vec<_>>().join("."))?
             .as_str(),
     )?;
-    Some((v, format!("{} (installed by {} {})", l.path, d.name, d.version)))
+    Some((
+        v,
+        format!("{} (installed by {} {})", l.path, d.name(), d.version()),
+    ))
 }
 
 /// torch's cuDNN rule (`torch/backends/cudnn/__init__.py`, `_init`): another major, or (cuDNN 7 on) an older
