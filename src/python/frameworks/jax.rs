@@ -116,8 +116,10 @@ pub fn plugin(ctx: &Ctx) -> Option<Plugin> {
 /// dropped); without one, `nvidia` is a namespace package of every `nvidia/` directory in order. The
 /// sub-package is looked up the same way inside that `__path__`.
 pub fn nvidia_module(ctx: &Ctx, sub: &str) -> Option<PathBuf> {
-    let parent = package_path(ctx, ctx.python.dirs().map(Path::to_path_buf).collect(), "nvidia")?;
-    package_path(ctx, parent, sub)?.into_iter().next()
+    ctx.python.remembered(&format!("nvidia-module nvidia.{sub}"), || {
+        let parent = package_path(ctx, ctx.python.dirs().map(Path::to_path_buf).collect(), "nvidia")?;
+        package_path(ctx, parent, sub)?.into_iter().next()
+    })
 }
 
 /// The `__path__` of package `name` found in `search`, or `None` when it is not importable.

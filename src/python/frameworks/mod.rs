@@ -38,9 +38,10 @@ use crate::findings::Finding;
 use crate::python::syspath::SysPath;
 use crate::system::{Env, Root};
 use serde::Serialize;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// One installed distribution: a `*.dist-info` directory in a `sys.path` entry. Its `METADATA` is read when
 /// first asked for ([`Dist::meta`]): a run asks about a few of an environment's two hundred distributions, and
@@ -278,12 +279,24 @@ pub struct PyEnv {
     /// Every `.dist-info` found in a `sys.path` entry, in `sys.path` order (within an entry, by name), its
     /// `METADATA` read or not yet.
     listed: Vec<Dist>,
+    /// [`PyEnv::owner`]'s answers (indices into `listed`), by the paths asked; shared by clones.
+    owners: Arc<Mutex<HashMap<Vec<PathBuf>, Option<usize>>>>,
+    /// [`PyEnv::remembered`] answers, by question; shared by clones.
+    answers: Arc<Mutex<HashMap<String, Answer>>>,
 }
+
+/// One answer [`PyEnv::remembered`] keeps, of whatever type its question has.
+type Answer = Arc<dyn std::any::Any + Send + Sync>;
 
 impl PyEnv {
     /// The environment of `syspath` with the distributions `listed` there, in `sys.path` order.
     pub fn new(syspath: SysPath, listed: Vec<Dist>) -> PyEnv {
-        PyEnv { syspath, listed }
+        PyEnv {
+            syspath,
+            listed,
+            owners: Arc::default(),
+            answers: Arc::default(),
+        }
     }
 
     /// Every distribution installed on `sys.path`, in order: the `.dist-info` directories whose `METADATA`
@@ -323,12 +336,37 @@ impl PyEnv {
     /// `site`). The distributions whose names best match the path are asked first
     /// ([`crate::python::dist_info::name_score`]): each asked reads its `RECORD`, and an environment of two
     /// hundred distributions would otherwise have every list before the owner's read to find one.
+    /// The answers are remembered: every modelled process of a run asks about the libraries it loads, and
+    /// `doctor`'s runs of one environment load the same ones.
     pub fn owner(&self, paths: &[&Path]) -> Option<&Dist> {
+        let key: Vec<PathBuf> = paths.iter().map(|p| p.to_path_buf()).collect();
+        let known = self
+            .owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .copied();
+        let found = match known {
+            Some(found) => found,
+            None => {
+                let found = self.find_owner(paths);
+                self.owners
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(key, found);
+                found
+            }
+        };
+        found.map(|i| &self.listed[i])
+    }
+
+    /// [`PyEnv::owner`], asked of the `RECORD`s: the distribution's index in `listed`.
+    fn find_owner(&self, paths: &[&Path]) -> Option<usize> {
         // Per site (most distributions share one), taken apart once: the paths under it, relative to it, and
         // the words of the first. Per distribution, they were most of a warm `doctor` run's time in here.
         let mut sites: Vec<(&Path, Vec<String>, Vec<String>)> = Vec::new();
-        let mut asked: Vec<(&Dist, usize, (usize, usize))> = Vec::new();
-        for d in &self.listed {
+        let mut asked: Vec<(usize, usize, (usize, usize))> = Vec::new();
+        for (i, d) in self.listed.iter().enumerate() {
             let at = match sites
                 .iter()
                 .position(|(site, ..)| site.as_os_str() == d.site.as_os_str())
@@ -350,14 +388,15 @@ impl PyEnv {
             };
             let (_, rels, words) = &sites[at];
             if !rels.is_empty() {
-                asked.push((d, at, crate::python::dist_info::key_score(&d.key, words)));
+                asked.push((i, at, crate::python::dist_info::key_score(&d.key, words)));
             }
         }
         asked.sort_by_key(|&(_, _, score)| std::cmp::Reverse(score));
         // A distribution's files are sorted (`record_paths_sorted`): each path is looked up, not compared with all.
         asked
             .into_iter()
-            .find(|&(d, at, _)| {
+            .find(|&(i, at, _)| {
+                let d = &self.listed[i];
                 // A `.dist-info` without readable `METADATA` is no distribution: its `RECORD` is not asked.
                 if d.meta().is_none() {
                     return false;
@@ -365,7 +404,34 @@ impl PyEnv {
                 let files = d.files();
                 sites[at].1.iter().any(|r| files.binary_search(r).is_ok())
             })
-            .map(|(d, _, _)| d)
+            .map(|(i, _, _)| i)
+    }
+
+    /// The answer to `question`, a search of the environment's directories that every process of it makes
+    /// alike (where `nvidia.cudnn` is, where torch's preload of cuDNN is found): made by `find` the first time
+    /// it is asked, then remembered. `doctor` models each framework's import alone and all together, in the
+    /// same environment. A question is named with its kind (`nvidia-module nvidia.cudnn`), so that two kinds
+    /// of answer never share a name.
+    pub fn remembered<T: Clone + Send + Sync + 'static>(
+        &self,
+        question: &str,
+        find: impl FnOnce() -> T,
+    ) -> T {
+        let known = self
+            .answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(question)
+            .cloned();
+        if let Some(known) = known.and_then(|a| a.downcast::<T>().ok()) {
+            return T::clone(&known);
+        }
+        let found = find();
+        self.answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(question.to_string(), Arc::new(found.clone()));
+        found
     }
 
     /// The `sys.path` entries that are directories of the machine (not `''`, not a zip), in order.
@@ -770,6 +836,27 @@ mod tests {
         assert_eq!(normalise("jax--cuda12__plugin"), "jax-cuda12-plugin");
     }
 
+    /// A question is answered once per environment, whichever clone of it asks; another question, or the same
+    /// words asked for another type, is answered anew.
+    #[test]
+    fn an_environments_answers_are_remembered_by_question() {
+        let py = testproc::TestEnv::new().python();
+        let asked = std::cell::Cell::new(0);
+        let find = |v: u32| {
+            asked.set(asked.get() + 1);
+            Some(PathBuf::from(format!("/site/{v}")))
+        };
+        assert_eq!(py.remembered("q", || find(1)), Some(PathBuf::from("/site/1")));
+        assert_eq!(
+            py.clone().remembered("q", || find(2)),
+            Some(PathBuf::from("/site/1"))
+        );
+        assert_eq!(asked.get(), 1);
+        assert_eq!(py.remembered("other", || find(3)), Some(PathBuf::from("/site/3")));
+        assert_eq!(py.remembered("q", || 7u8), 7);
+        assert_eq!(asked.get(), 2);
+    }
+
     #[test]
     fn the_owner_of_a_file_is_found_reading_the_likely_owners_records_first() {
         let t = tempfile::tempdir().unwrap();
@@ -810,6 +897,12 @@ mod tests {
             (1 << 20) - "nvidia/cudnn/lib/libcudnn_graph.so.9,,\n".len() as u64,
             "only the owner's RECORD was read"
         );
+        // Asked again, the answer is the one remembered.
+        assert_eq!(
+            py.owner(&[opened, real]).map(Dist::name),
+            Some("nvidia-cudnn-cu13")
+        );
+        assert_eq!(py.owners.lock().unwrap().len(), 1);
         // The name it was opened by alone is listed nowhere: the real path made the match.
         assert!(py.owner(&[opened]).is_none());
         assert!(py.owner(&[Path::new("/site/none/libx.so")]).is_none());

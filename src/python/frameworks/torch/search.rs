@@ -116,21 +116,25 @@ impl Found {
 
 /// torch's search for one library (`folder`'s `glob`) in `sys.path`, without loading it: reads only
 /// directories, so the searches of a list can be made before any of its loads.
+/// Remembered for the environment ([`crate::python::frameworks::PyEnv::remembered`]).
 pub fn find(ctx: &Ctx, layouts: Layouts, major: Option<&str>, folder: &str, glob: &str) -> Option<Found> {
-    ctx.python
-        .syspath
-        .entries
-        .iter()
-        .enumerate()
-        .filter(|(_, entry)| entry.path.is_absolute())
-        .find_map(|(index, entry)| {
-            let files = candidates(ctx, layouts, major, &entry.path, folder, glob);
-            (!files.is_empty()).then(|| Found {
-                index,
-                dir: entry.path.clone(),
-                files,
+    let question = format!("torch-preload {layouts:?} {major:?} {folder} {glob}");
+    ctx.python.remembered(&question, || {
+        ctx.python
+            .syspath
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, entry)| entry.path.is_absolute())
+            .find_map(|(index, entry)| {
+                let files = candidates(ctx, layouts, major, &entry.path, folder, glob);
+                (!files.is_empty()).then(|| Found {
+                    index,
+                    dir: entry.path.clone(),
+                    files,
+                })
             })
-        })
+    })
 }
 
 /// Preloads one library as torch does, once [`find`] has searched: `ctypes.CDLL` of the first candidate of
