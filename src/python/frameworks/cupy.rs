@@ -11,6 +11,7 @@ use super::{Ctx, Dist, Framework, LoadError, Outcome, Process, Range, Selected, 
 use crate::findings::Finding;
 use crate::system::read::CONFIG_TEXT;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The model.
 pub struct Cupy;
@@ -67,16 +68,17 @@ struct Install<'a> {
     dist: &'a Dist,
     /// The CUDA major it was built for (`cupy-cuda12x`: 12), from its name or `cupy/.data/_wheel.json`.
     major: Option<u32>,
+    /// Every extension module among its files ([`extensions`]).
+    extensions: Arc<Vec<(String, PathBuf)>>,
 }
 
 impl Install<'_> {
     /// The extension module `module` (`cupy_backends/cuda/libs/cublas`) among the distribution's files.
     fn module(&self, module: &str) -> Option<PathBuf> {
-        self.dist
-            .files()
+        self.extensions
             .iter()
-            .find(|f| module_of(f).as_deref() == Some(module))
-            .map(|f| self.dist.site.join(f))
+            .find(|(m, _)| m == module)
+            .map(|(_, path)| path.clone())
     }
 
     /// What `pip install` names for the fix: `'cupy-cuda12x[ctk]'`.
@@ -116,21 +118,37 @@ fn install<'a>(ctx: &'a Ctx) -> Option<Install<'a>> {
         let text = ctx.root.read_to_string(&json, CONFIG_TEXT).ok()?;
         major_of_wheel_json(&text)
     });
-    Some(Install { dist, major })
+    Some(Install {
+        dist,
+        major,
+        extensions: extensions(ctx, dist),
+    })
+}
+
+/// The extension modules among `dist`'s files (module path and file, in `RECORD` order): CuPy's `RECORD` lists
+/// thousands of files, and every process of the environment asks (remembered: [`super::PyEnv::remembered`]).
+fn extensions(ctx: &Ctx, dist: &Dist) -> Arc<Vec<(String, PathBuf)>> {
+    ctx.python
+        .remembered(&format!("cupy-extensions {}", dist.info.display()), || {
+            Arc::new(
+                dist.files()
+                    .iter()
+                    .filter_map(|f| module_of(f).map(|m| (m, dist.site.join(f))))
+                    .collect(),
+            )
+        })
 }
 
 /// The extension modules `import cupy` maps, in `RECORD` order.
 fn import_modules(i: &Install, v13: bool) -> Vec<(String, PathBuf)> {
-    i.dist
-        .files()
+    i.extensions
         .iter()
-        .filter_map(|f| module_of(f).map(|m| (m, f)))
         // CuPy 13 imports its random generator module at first use (observed with 13.6.0).
         .filter(|(m, _)| !(v13 && m == "cupy/random/_generator_api"))
         .filter(|(m, _)| {
             (m.starts_with("cupy/") || m.starts_with("cupy_backends/")) && !LAZY.contains(&m.as_str())
         })
-        .map(|(m, f)| (m, i.dist.site.join(f)))
+        .cloned()
         .collect()
 }
 
