@@ -23,14 +23,16 @@ pub fn run(args: &DoctorArgs, paint: Paint, out: &mut dyn Write) -> Result<Outco
         Some(path) => (snapshot::load_host(path)?, None),
         None => {
             let root = machine::checked_root(&system)?;
-            // The frameworks' models need of the machine only its driver and GPUs, read first: the rest of the
-            // machine (the library catalogue's walk, most of the time) is read beside the models.
-            let early = crate::host::early(&root, &env);
-            let mut seen = early.facts();
-            crate::host::enrich::with_matrix(&mut seen, &matrix);
             std::thread::scope(|s| {
+                // The environment needs nothing of the machine: it is read while the machine is.
+                let read = s.spawn(|| crate::diagnose::frameworks::read_active(&root, &env));
+                // The frameworks' models need of the machine only its driver and GPUs, read first: the rest of
+                // the machine (the library catalogue's walk, most of the time) is read beside the models.
+                let early = crate::host::early(&root, &env);
+                let mut seen = early.facts();
+                crate::host::enrich::with_matrix(&mut seen, &matrix);
                 let host = s.spawn(|| machine::collect_from(&root, &env, early, args.no_catalog, &Terminal));
-                let read = crate::diagnose::frameworks::read_active(&root, &env);
+                let read = crate::parallel::join(read);
                 let python = crate::diagnose::frameworks::active(&root, &env, read, Some(&seen), &matrix);
                 (crate::parallel::join(host), Some(python))
             })
