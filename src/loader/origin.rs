@@ -112,14 +112,26 @@ pub fn find(root: &Root, plan: Plan) -> Vec<Origin> {
         asks,
         objects,
     } = plan;
-    // Each question reads `RECORD`s (each file once for the run: the root remembers them); a venv's fifteen
-    // NVIDIA wheels are asked about side by side.
-    let pip: Vec<bool> = crate::parallel::map_with(&asks, THREADS, Records::default, |records, &j| {
-        let (path, real) = &objects[j];
-        records.owner_of(root, real, path).is_some()
-    });
+    // Every object that may be wanted is asked at once, side by side (a venv's fifteen NVIDIA wheels and the
+    // objects that load them): whether a copy of a wheel's library is wanted depends on whether a `RECORD`
+    // lists it, which its own question answers. Each question reads `RECORD`s (each file once for the run: the
+    // root remembers them).
+    let mut asked: BTreeSet<usize> = wanted.clone();
+    asked.extend(asks.iter().copied());
+    asked.extend(versioned.iter().map(|&(needed_by, _)| needed_by));
+    let asked: Vec<usize> = asked.into_iter().filter(|&i| i < objects.len()).collect();
+    let answers = crate::parallel::map_with(
+        &asked,
+        THREADS,
+        || (Records::default(), Dists::new()),
+        |(records, dists), &i| {
+            let (path, real) = &objects[i];
+            of(root, path, real, records, dists)
+        },
+    );
+    let answer = |i: usize| asked.binary_search(&i).ok().map(|k| &answers[k]);
     for (needed_by, j) in versioned {
-        if asks.iter().position(|&a| a == j).is_some_and(|k| pip[k]) {
+        if answer(j).is_some_and(|a| a.recorded) {
             wanted.insert(needed_by);
             wanted.insert(j);
         }
@@ -134,19 +146,24 @@ pub fn find(root: &Root, plan: Plan) -> Vec<Origin> {
     } else {
         None
     };
-    let wanted: Vec<usize> = wanted.into_iter().filter(|&i| i < objects.len()).collect();
-    crate::parallel::map_with(
-        &wanted,
-        THREADS,
-        || (Records::default(), Dists::new()),
-        |(records, dists), &i| {
-            let (path, real) = &objects[i];
-            Origin {
-                object: path.clone(),
-                installed: of(root, path, real, records, dists).unwrap_or(Installed::System { manager }),
-            }
-        },
-    )
+    wanted
+        .into_iter()
+        .filter_map(|i| {
+            let a = answer(i)?;
+            Some(Origin {
+                object: objects[i].0.clone(),
+                installed: a.installed.clone().unwrap_or(Installed::System { manager }),
+            })
+        })
+        .collect()
+}
+
+/// What [`of`] found of one object.
+struct Answer {
+    /// How it was installed, when pip or conda did it.
+    installed: Option<Installed>,
+    /// Whether a `RECORD` lists it.
+    recorded: bool,
 }
 
 /// Threads that look for origins at most.
@@ -155,30 +172,46 @@ const THREADS: usize = 8;
 /// Each `.dist-info`'s installer and parsed `METADATA`, read once (many of torch's objects ask).
 type Dists = std::collections::HashMap<std::path::PathBuf, (String, Option<PipDist>)>;
 
-/// How the object opened as `opened`, whose real path is `real`, was installed, when pip or conda did it.
-fn of(root: &Root, opened: &str, real: &str, records: &mut Records, dists: &mut Dists) -> Option<Installed> {
-    let path = Path::new(real);
-    if let Some(owned) = records.owner_of(root, real, opened) {
-        let (installer, dist) = dists.entry(owned.info.clone()).or_insert_with(|| {
-            let metadata = owned.info.join("METADATA");
-            let dist = root
-                .read_to_string(&metadata, read::PACKAGE_METADATA)
-                .ok()
-                .and_then(|text| parse_metadata(&text, &metadata.to_string_lossy()));
-            (dist_info::installer(root, &owned.info), dist)
-        });
-        // conda installs Python packages with a dist-info too, and says so in its INSTALLER file.
-        if installer == "conda"
-            && let Some(prefix) = conda_prefix(root, path)
-        {
-            return Some(Installed::Conda { prefix });
-        }
-        let dist = dist.clone();
-        return Some(Installed::Pip {
-            site: owned.dir.to_string_lossy().into_owned(),
-            dist,
-        });
+/// How the object opened as `opened`, whose real path is `real`, was installed, and whether a `RECORD` lists
+/// it.
+fn of(root: &Root, opened: &str, real: &str, records: &mut Records, dists: &mut Dists) -> Answer {
+    match records.owner_of(root, real, opened) {
+        Some(owned) => Answer {
+            installed: Some(recorded(root, Path::new(real), &owned, dists)),
+            recorded: true,
+        },
+        None => Answer {
+            installed: unrecorded(root, Path::new(real)),
+            recorded: false,
+        },
     }
+}
+
+/// How pip or conda installed an object whose distribution's `RECORD` lists it.
+fn recorded(root: &Root, path: &Path, owned: &dist_info::Owned, dists: &mut Dists) -> Installed {
+    let (installer, dist) = dists.entry(owned.info.clone()).or_insert_with(|| {
+        let metadata = owned.info.join("METADATA");
+        let dist = root
+            .read_to_string(&metadata, read::PACKAGE_METADATA)
+            .ok()
+            .and_then(|text| parse_metadata(&text, &metadata.to_string_lossy()));
+        (dist_info::installer(root, &owned.info), dist)
+    });
+    // conda installs Python packages with a dist-info too, and says so in its INSTALLER file.
+    if installer == "conda"
+        && let Some(prefix) = conda_prefix(root, path)
+    {
+        return Installed::Conda { prefix };
+    }
+    Installed::Pip {
+        site: owned.dir.to_string_lossy().into_owned(),
+        dist: dist.clone(),
+    }
+}
+
+/// How pip or conda installed an object no `RECORD` lists: under a `site-packages`, pip's environment still;
+/// under a conda prefix, conda's.
+fn unrecorded(root: &Root, path: &Path) -> Option<Installed> {
     if let Some((site, _)) = site_packages(path) {
         return Some(Installed::Pip {
             site: site.to_string_lossy().into_owned(),
