@@ -668,14 +668,20 @@ pub fn read_payloads(data: &Input<'_>, pending: &[Pending], out: &mut BinaryFact
     // while the others are idle.
     let mut jobs: Vec<&Pending> = pending.iter().collect();
     jobs.sort_by_key(|j| std::cmp::Reverse(j.len));
-    let mut results = crate::parallel::map(&jobs, threads, |j| {
-        let decoded = match data.read(j.start, j.len) {
-            Some(stored) => decode(&stored, &code[j.index], opts),
-            None => Decoded::Damaged("payload could not be read".into()),
-        };
-        opts.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        (j.index, decoded)
-    });
+    // Each thread frees its buffer as soon as it has no entry left to read ([`decompress::Release`]).
+    let mut results = crate::parallel::map_with(
+        &jobs,
+        threads,
+        || decompress::Release,
+        |_, j| {
+            let decoded = match data.read(j.start, j.len) {
+                Some(stored) => decode(&stored, &code[j.index], opts),
+                None => Decoded::Damaged("payload could not be read".into()),
+            };
+            opts.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            (j.index, decoded)
+        },
+    );
     // In the file's order again: problems are reported in it.
     results.sort_by_key(|&(index, _)| index);
     for (index, decoded) in results {
