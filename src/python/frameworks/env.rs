@@ -202,6 +202,17 @@ fn dist(root: &Root, site: &Path, info: &Path, budget: &Arc<AtomicU64>) -> Dist 
 mod tests {
     use super::*;
 
+    /// A venv at `/venv` under `dir`, of a Python 3.11 at `/usr`.
+    fn venv(dir: &Path) {
+        use crate::system::put;
+        put(dir, "/usr/bin/python3.11", b"");
+        put(dir, "/usr/lib/python3.11/os.py", b"");
+        std::fs::create_dir_all(dir.join("usr/lib/python3.11/lib-dynload")).unwrap();
+        put(dir, "/venv/pyvenv.cfg", b"home = /usr/bin\nversion = 3.11.7\n");
+        std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
+        std::os::unix::fs::symlink("/usr/bin/python3.11", dir.join("venv/bin/python3")).unwrap();
+    }
+
     /// An environment is read with a `site-packages` expected (its distributions read while `sys.path` is
     /// computed: a file's own, an environment's): the same distributions in the same order as without, whether
     /// `sys.path` holds that directory spelled so, under another spelling (a link), or not at all.
@@ -210,12 +221,7 @@ mod tests {
         use crate::system::put;
         let t = tempfile::tempdir().unwrap();
         let dir = t.path();
-        put(dir, "/usr/bin/python3.11", b"");
-        put(dir, "/usr/lib/python3.11/os.py", b"");
-        std::fs::create_dir_all(dir.join("usr/lib/python3.11/lib-dynload")).unwrap();
-        put(dir, "/venv/pyvenv.cfg", b"home = /usr/bin\nversion = 3.11.7\n");
-        std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
-        std::os::unix::fs::symlink("/usr/bin/python3.11", dir.join("venv/bin/python3")).unwrap();
+        venv(dir);
         let site = "/venv/lib/python3.11/site-packages";
         for (at, name) in [
             (site, "torch"),
@@ -283,11 +289,7 @@ mod tests {
         use crate::system::put;
         let t = tempfile::tempdir().unwrap();
         let dir = t.path();
-        put(dir, "/usr/bin/python3.11", b"");
-        put(dir, "/usr/lib/python3.11/os.py", b"");
-        put(dir, "/venv/pyvenv.cfg", b"home = /usr/bin\nversion = 3.11.7\n");
-        std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
-        std::os::unix::fs::symlink("/usr/bin/python3.11", dir.join("venv/bin/python3")).unwrap();
+        venv(dir);
         let site = "/venv/lib/python3.11/site-packages";
         for (info, metadata) in [
             (
