@@ -69,7 +69,7 @@ pub fn collect(root: &Root, env: &Env, req: &Request) -> Result<PyEnv, SysPathEr
 
 /// [`collect`], the distributions of `site` listed while `sys.path` is computed: a caller that knows the
 /// environment's `site-packages` (the directory of the file it judges) does not wait for one and then the
-/// other (a data-science venv's holds a thousand entries). They are used only if `sys.path` holds `site`
+/// other (a data-science venv's lists hundreds of entries). They are used only if `sys.path` holds `site`
 /// spelled so.
 pub fn collect_expecting(root: &Root, env: &Env, req: &Request, site: &Path) -> Result<PyEnv, SysPathError> {
     collect_with(root, env, req, MAX_RECORD_BYTES, Some(site))

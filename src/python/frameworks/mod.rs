@@ -45,7 +45,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// One installed distribution: a `*.dist-info` directory in a `sys.path` entry. Its `METADATA` is read when
 /// first asked for ([`Dist::meta`]): a run asks about a few of an environment's two hundred distributions, and
-/// reading every one took 3–4.6 ms of `doctor`'s 16 on the GPU machine's venv of 197.
+/// reading every one cost `doctor` 5 ms of CPU time in the GPU machine's venv of 197, and 2.6 ms of wall time
+/// on 2 cores in a venv of 189.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dist {
     /// Its name normalised as PEP 503 does (lower case, runs of `-`, `_`, `.` as one `-`): what
