@@ -17,7 +17,9 @@
 //! an NVIDIA library whose loaded copy has a version beyond its major: a toolkit's or the system's copy whose
 //! file name gives it (`libcudnn.so.9.14.0`), or a pip copy (named by its SONAME alone) whose distribution's
 //! `METADATA` gives it (`nvidia-cudnn-cu13` 9.14.0.64); such a pip copy gets its own origin, which carries the
-//! version. Nothing else is read: a binary outside any Python environment costs a few directory listings.
+//! version. Whether a copy named by its SONAME alone is pip's is asked in the same round as the rest, so its
+//! requesters are asked too, and their answers dropped when the copy is not pip's. Nothing else is read: a
+//! binary outside any Python environment costs a few directory listings.
 
 use crate::facts::loader::{How, Installed, Origin, PackageManager, PipDist, Resolution};
 use crate::python::dist_info::{self, Records};
