@@ -213,9 +213,11 @@ fn package_framework(
 
 /// The normalised distribution name of a `.dist-info` directory (`torch-2.15.0.dist-info` → `torch`).
 fn key_of(info: &Path) -> Option<String> {
-    let name = info.file_name()?.to_string_lossy().into_owned();
-    let dist = name.strip_suffix(".dist-info")?.split('-').next()?;
-    (!dist.is_empty()).then(|| normalise(dist))
+    if !info.file_name()?.as_encoded_bytes().ends_with(b".dist-info") {
+        return None;
+    }
+    let key = crate::python::dist_info::key_of(info);
+    (!key.is_empty()).then_some(key)
 }
 
 /// The Python environment whose `sys.path` holds `site`: the environment `site` is the `lib/pythonX.Y/

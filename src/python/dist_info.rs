@@ -126,7 +126,7 @@ impl Records {
                 dist_infos(root, dir)
                     .into_iter()
                     .map(|path| Info {
-                        name: normalise(&dist_name(&path)),
+                        name: key_of(&path),
                         path,
                     })
                     .collect()
@@ -167,10 +167,13 @@ struct Info {
     name: String,
 }
 
-/// The distribution's name in a `.dist-info` directory's name, as written (the text before the first `-`).
-fn dist_name(info: &Path) -> String {
+/// The distribution's name in a `.dist-info` directory's name, normalised (`Nvidia_CUDNN_cu13-9.19.0.56.dist-info`
+/// → `nvidia-cudnn-cu13`): the text before the first `-`, `.dist-info` aside, as `importlib.metadata`'s `Lookup`
+/// takes it. Empty for a directory named `-….dist-info`.
+pub fn key_of(info: &Path) -> String {
     let name = info.file_name().unwrap_or_default().to_string_lossy();
-    name.split('-').next().unwrap_or_default().to_string()
+    let stem = name.strip_suffix(".dist-info").unwrap_or(&name);
+    normalise(stem.split('-').next().unwrap_or_default())
 }
 
 /// What one [`Records`] read of a `RECORD`: what it lists of shared objects (the question asked of it nearly
@@ -282,16 +285,11 @@ pub fn words_score(name: &str, words: &[String]) -> (usize, usize) {
     normalised_score(&normalise(name), words)
 }
 
-/// [`words_score`] of a name normalised already (a distribution's key).
-pub fn key_score(key: &str, words: &[String]) -> (usize, usize) {
-    normalised_score(key, words)
-}
-
 /// How well a distribution's name, normalised ([`normalise`]), matches a path's words ([`words_of`]): first the
 /// longest particular word of the name that begins a word of the path (`nvidia_cuda_runtime` for
 /// `libcudart.so.13`: cuda, 4; `nvidia_cublas` for `libcublasLt.so.13`: cublas, 6; `nvidia_cudnn_cu13` for
 /// `nvidia/cudnn/lib/libcudnn.so.9`: cudnn, 5), then how many of its words the path has.
-fn normalised_score(dist: &str, words: &[String]) -> (usize, usize) {
+pub fn normalised_score(dist: &str, words: &[String]) -> (usize, usize) {
     let mut longest = 0;
     let mut shared = 0;
     for w in dist.split('-') {
@@ -440,6 +438,17 @@ pub fn dist_infos(root: &Root, dir: &Path) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
+    /// A `.dist-info` directory names its distribution as `importlib.metadata` reads it: the text before the
+    /// first `-`, without the suffix, normalised.
+    #[test]
+    fn a_dist_info_directory_names_its_distribution() {
+        let k = |s: &str| key_of(Path::new(s));
+        assert_eq!(k("/s/Nvidia_CUDNN_cu13-9.19.0.56.dist-info"), "nvidia-cudnn-cu13");
+        assert_eq!(k("/s/jax.cuda12.plugin-0.4.35.dist-info"), "jax-cuda12-plugin");
+        assert_eq!(k("/s/torch.dist-info"), "torch");
+        assert_eq!(k("/s/-1.0.dist-info"), "");
+    }
+
     /// The libraries read a piece at a time are [`record_paths`] that hold `.so`, whatever the pieces; a
     /// `RECORD` that is not UTF-8 lists nothing, as when it is read whole.
     #[test]
@@ -560,7 +569,7 @@ mod tests {
         let rank = |rel: &str, dists: &[&str]| {
             let w = words_of(rel);
             let mut d: Vec<PathBuf> = dists.iter().map(|n| Path::new("/s").join(n)).collect();
-            d.sort_by_key(|i| std::cmp::Reverse(words_score(&dist_name(i), &w)));
+            d.sort_by_key(|i| std::cmp::Reverse(normalised_score(&key_of(i), &w)));
             d[0].file_name().unwrap().to_string_lossy().into_owned()
         };
         let site = [

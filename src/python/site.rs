@@ -11,7 +11,6 @@
 
 use crate::facts::loader::Resolution;
 use crate::facts::python::PythonEnvFacts;
-use crate::inspect::pep508::normalise;
 use crate::python::dist_info::dist_infos;
 use crate::python::metadata::parse_metadata;
 use crate::system::{Root, read};
@@ -81,12 +80,7 @@ pub fn environments(root: &Root, resolutions: &[Resolution]) -> Vec<PythonEnvFac
 
 /// Is a `.dist-info` directory (`jax_cuda12_plugin-0.4.35.dist-info`) one of the [`WATCHED`]?
 fn watched(info: &Path) -> bool {
-    let name = info
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let dist = normalise(name.split('-').next().unwrap_or_default());
-    WATCHED.contains(&dist.as_str())
+    WATCHED.contains(&crate::python::dist_info::key_of(info).as_str())
 }
 
 /// The nearest directory above `object` that holds `*.dist-info`, with those entries (sorted).

@@ -181,8 +181,6 @@ fn dists(root: &Root, infos: &[(PathBuf, PathBuf)], budget: &Arc<AtomicU64>) -> 
 
 /// One `.dist-info`, named by its directory (`nvidia_cudnn_cu13-9.19.0.56.dist-info`: `nvidia-cudnn-cu13`).
 fn dist(root: &Root, site: &Path, info: &Path, budget: &Arc<AtomicU64>) -> Dist {
-    let dir = info.file_name().unwrap_or_default().to_string_lossy();
-    let stem = dir.strip_suffix(".dist-info").unwrap_or(&dir);
     // `doctor`, which asks for no files, reads no `RECORD`; others read one when a model asks for it.
     let files = if budget.load(Ordering::Relaxed) == 0 {
         RecordFiles::known(Vec::new())
@@ -190,7 +188,7 @@ fn dist(root: &Root, site: &Path, info: &Path, budget: &Arc<AtomicU64>) -> Dist 
         RecordFiles::lazy(root.clone(), info.join("RECORD"), budget.clone())
     };
     Dist {
-        key: super::normalise(stem.split('-').next().unwrap_or(stem)),
+        key: crate::python::dist_info::key_of(info),
         site: site.to_path_buf(),
         info: info.to_path_buf(),
         files,

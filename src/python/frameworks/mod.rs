@@ -389,7 +389,7 @@ impl PyEnv {
             };
             let (_, rels, words) = &sites[at];
             if !rels.is_empty() {
-                asked.push((i, at, crate::python::dist_info::key_score(&d.key, words)));
+                asked.push((i, at, crate::python::dist_info::normalised_score(&d.key, words)));
             }
         }
         asked.sort_by_key(|&(_, _, score)| std::cmp::Reverse(score));
