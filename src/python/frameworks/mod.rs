@@ -280,8 +280,6 @@ pub struct PyEnv {
     /// Every `.dist-info` found in a `sys.path` entry, in `sys.path` order (within an entry, by name), its
     /// `METADATA` read or not yet.
     listed: Vec<Dist>,
-    /// [`PyEnv::owner`]'s answers (indices into `listed`), by the paths asked; shared by clones.
-    owners: Arc<Mutex<HashMap<Vec<PathBuf>, Option<usize>>>>,
     /// [`PyEnv::remembered`] answers, by question; shared by clones.
     answers: Arc<Mutex<HashMap<String, Answer>>>,
 }
@@ -295,7 +293,6 @@ impl PyEnv {
         PyEnv {
             syspath,
             listed,
-            owners: Arc::default(),
             answers: Arc::default(),
         }
     }
@@ -340,25 +337,9 @@ impl PyEnv {
     /// The answers are remembered: every modelled process of a run asks about the libraries it loads, and
     /// `doctor`'s runs of one environment load the same ones.
     pub fn owner(&self, paths: &[&Path]) -> Option<&Dist> {
-        let key: Vec<PathBuf> = paths.iter().map(|p| p.to_path_buf()).collect();
-        let known = self
-            .owners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-            .copied();
-        let found = match known {
-            Some(found) => found,
-            None => {
-                let found = self.find_owner(paths);
-                self.owners
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(key, found);
-                found
-            }
-        };
-        found.map(|i| &self.listed[i])
+        // `{:?}` of the paths: lossless, and one question per list of paths.
+        self.remembered(&format!("owner {paths:?}"), || self.find_owner(paths))
+            .map(|i| &self.listed[i])
     }
 
     /// [`PyEnv::owner`], asked of the `RECORD`s: the distribution's index in `listed`.
@@ -409,10 +390,10 @@ impl PyEnv {
     }
 
     /// The answer to `question`, a search of the environment's directories that every process of it makes
-    /// alike (where `nvidia.cudnn` is, where torch's preload of cuDNN is found): made by `find` the first time
-    /// it is asked, then remembered. `doctor` models each framework's import alone and all together, in the
-    /// same environment. A question is named with its kind (`nvidia-module nvidia.cudnn`), so that two kinds
-    /// of answer never share a name.
+    /// alike (which distribution owns a loaded library, where `nvidia.cudnn` is, where torch's preload of cuDNN
+    /// is found): made by `find` the first time it is asked, then remembered. `doctor` models each framework's
+    /// import alone and all together, in the same environment. A question is named with its kind
+    /// (`nvidia-module nvidia.cudnn`), so that two kinds of answer never share a name.
     pub fn remembered<T: Clone + Send + Sync + 'static>(
         &self,
         question: &str,
@@ -903,7 +884,7 @@ mod tests {
             py.owner(&[opened, real]).map(Dist::name),
             Some("nvidia-cudnn-cu13")
         );
-        assert_eq!(py.owners.lock().unwrap().len(), 1);
+        assert_eq!(py.answers.lock().unwrap().len(), 1);
         // The name it was opened by alone is listed nowhere: the real path made the match.
         assert!(py.owner(&[opened]).is_none());
         assert!(py.owner(&[Path::new("/site/none/libx.so")]).is_none());
