@@ -596,14 +596,20 @@ pub fn gnu_hash_chain(
         .bytes()
         .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
     let mut walk = || -> Option<()> {
-        let (nbuckets, symoffset, bloom) =
-            (word(off)?, word(off.checked_add(4)?)?, word(off.checked_add(8)?)?);
+        let (nbuckets, symoffset, bloom, shift) = (
+            word(off)?,
+            word(off.checked_add(4)?)?,
+            word(off.checked_add(8)?)?,
+            word(off.checked_add(12)?)?,
+        );
         if nbuckets == 0 {
             return Some(());
         }
-        let buckets = off
-            .checked_add(16)?
-            .checked_add((bloom as usize).checked_mul(if is_64 { 8 } else { 4 })?)?;
+        let bloom_at = off.checked_add(16)?;
+        if !maybe_in_bloom(data, bloom_at, bloom, shift, is_64, h)? {
+            return Some(());
+        }
+        let buckets = bloom_at.checked_add((bloom as usize).checked_mul(if is_64 { 8 } else { 4 })?)?;
         let chains = buckets.checked_add((nbuckets as usize).checked_mul(4)?)?;
         let mut i = word(buckets.checked_add((h % nbuckets) as usize * 4)?)?;
         if i < symoffset {
@@ -623,6 +629,29 @@ pub fn gnu_hash_chain(
         Some(())
     };
     walk().is_some()
+}
+
+/// The `DT_GNU_HASH` Bloom filter's answer for the hash `h`, as `do_lookup_x` asks it before the buckets: two
+/// bits of one word (of `words` at `at`, each the class's width), chosen by `h` and by `h >> shift`; a name
+/// whose two bits are not both set is not in the table. `None` when the word is outside `data`. glibc takes
+/// the word index modulo `words` with a mask, so it requires a power of two (`_dl_setup_hash` asserts it); for
+/// any other count, or a shift as wide as the hash (which C leaves undefined), the filter is not read, and
+/// every name may be there.
+fn maybe_in_bloom(data: &[u8], at: usize, words: u32, shift: u32, is_64: bool, h: u32) -> Option<bool> {
+    if !words.is_power_of_two() || shift >= 32 {
+        return Some(true);
+    }
+    let (bits, width) = if is_64 { (64u32, 8usize) } else { (32, 4) };
+    let index = ((h / bits) & (words - 1)) as usize;
+    let start = at.checked_add(index.checked_mul(width)?)?;
+    let b = data.get(start..start.checked_add(width)?)?;
+    let word = if is_64 {
+        u64::from_le_bytes(b.try_into().ok()?)
+    } else {
+        u64::from(u32::from_le_bytes(b.try_into().ok()?))
+    };
+    let (bit1, bit2) = (h % bits, (h >> shift) % bits);
+    Some((word >> bit1) & (word >> bit2) & 1 != 0)
 }
 
 /// Number of `.dynsym` entries from `DT_GNU_HASH` (the table does not store it: the last chain ends it).
@@ -876,6 +905,49 @@ impl<'a> RawDynsyms<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 64-bit `DT_GNU_HASH` of one bucket whose chain holds `name` at index 1, with `words` Bloom words of
+    /// which the first is `bloom` (shift 6), and the indexes the walk offers for `name`.
+    fn offered(name: &str, words: u32, bloom: u64, truncate: bool) -> (bool, Vec<usize>) {
+        let h = name
+            .bytes()
+            .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
+        let mut t = Vec::new();
+        for w in [1u32, 1, words, 6] {
+            t.extend_from_slice(&w.to_le_bytes());
+        }
+        for i in 0..words {
+            t.extend_from_slice(&(if i == 0 { bloom } else { 0 }).to_le_bytes());
+        }
+        t.extend_from_slice(&1u32.to_le_bytes()); // the bucket: symbol 1
+        t.extend_from_slice(&(h | 1).to_le_bytes()); // its chain, ended
+        if truncate {
+            t.truncate(20);
+        }
+        let mut seen = Vec::new();
+        let readable = gnu_hash_chain(&t, 0, true, 2, name, |i| {
+            seen.push(i);
+            false
+        });
+        (readable, seen)
+    }
+
+    /// The Bloom filter turns a name away before its bucket is read, as glibc's `do_lookup_x` does: with both
+    /// of its bits set the chain is walked, with either clear it is not; a filter glibc would not accept (a
+    /// word count not a power of two) is not read; one cut short makes the table unreadable.
+    #[test]
+    fn gnu_hash_bloom_filter_as_glibc_reads_it() {
+        let name = "cudaMalloc";
+        let h = name
+            .bytes()
+            .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
+        let both = (1u64 << (h % 64)) | (1u64 << ((h >> 6) % 64));
+        assert_eq!(offered(name, 1, both, false), (true, vec![1]));
+        assert_eq!(offered(name, 1, 0, false), (true, vec![]));
+        assert_eq!(offered(name, 1, 1u64 << (h % 64), false).1, Vec::<usize>::new());
+        assert_eq!(offered(name, 3, 0, false), (true, vec![1]));
+        assert!(!offered(name, 1, both, true).0);
+    }
 
     /// Read through a file in windows, the strings are those the table gives in place: across windows, longer
     /// than the buffer, unended at the table's end, past it, not UTF-8, asked twice and out of order.

@@ -725,7 +725,8 @@ impl State<'_> {
 /// symbol lookup (`check_match` in `elf/dl-lookup.c`) accepts a definition of the right name and version from
 /// any object in scope: first in the object its `DT_VERNEED` entry names (`memcpy@GLIBC_2.14` of libc.so.6),
 /// then, if not found there, in the other objects defining that version (glibc 2.34 moved
-/// `pthread_create@GLIBC_2.2.5` from libpthread into libc). A provider that could not be read proves nothing:
+/// `pthread_create@GLIBC_2.2.5` from libpthread into libc). A symbol is bound when any of them defines it;
+/// the order of asking only saves lookups. A provider that could not be read proves nothing:
 /// its symbols count as there. Each consumer is one job on the pool, asking the providers' [`Exports`] (their
 /// hash tables, located once); [`Binding::finish`] fills [`LoadedObject::unbound`].
 fn bind_versioned(
@@ -771,6 +772,10 @@ fn bind_versioned(
                 scope.exports[pi].as_ref().is_none_or(|e| e.defines(name, v))
             };
             let mut unbound = Vec::new();
+            // The provider that defined the last symbol of each version is asked first: a consumer's
+            // `GLIBC_2.2.5` imports are nearly all libc's, though its `DT_VERNEED` may name libm's
+            // `GLIBC_2.2.5` first. Whether a symbol is bound does not depend on the order of the asking.
+            let mut last: HashMap<&str, usize> = HashMap::default();
             for (si, s) in needs.iter().enumerate() {
                 let Some(v) = s.version.as_deref() else { continue };
                 // Only versions the consumer needs from another file; weak references may stay unresolved.
@@ -781,16 +786,23 @@ fn bind_versioned(
                 let Some(providers) = scope.defining.get(v) else {
                     continue;
                 };
-                let named = |pi: usize| scope.sonames[pi].as_deref() == Some(file.as_str());
-                let primary = providers.iter().any(|&pi| named(pi));
-                let bound = if primary {
-                    providers.iter().any(|&pi| named(pi) && defines(pi, &s.name, v))
-                        || providers.iter().any(|&pi| !named(pi) && defines(pi, &s.name, v))
-                } else {
-                    providers.iter().any(|&pi| defines(pi, &s.name, v))
-                };
-                if !bound {
-                    unbound.push(si);
+                let named = |pi: &usize| scope.sonames[*pi].as_deref() == Some(file.as_str());
+                let tried = last.get(v).copied();
+                let untried = |pi: &usize| Some(*pi) != tried;
+                let hit = |pi: &usize| defines(*pi, &s.name, v);
+                let found = tried.filter(hit).or_else(|| {
+                    // Then the file the consumer's `DT_VERNEED` names, then the others.
+                    let mut order = providers
+                        .iter()
+                        .filter(|pi| named(pi))
+                        .chain(providers.iter().filter(|pi| !named(pi)));
+                    order.find(|pi| untried(pi) && hit(pi)).copied()
+                });
+                match found {
+                    Some(pi) => {
+                        last.insert(v, pi);
+                    }
+                    None => unbound.push(si),
                 }
             }
             done.add([(ci, needs, unbound)]);
