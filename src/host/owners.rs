@@ -35,48 +35,20 @@ pub fn pip(root: &Root, site: &Path) -> OwnerMap {
         let Some((name, version)) = dist_info_name(&dir_name) else {
             continue;
         };
-        // Read apart from the root's memo: kept for the run, all of a venv's CUDA `RECORD`s were 3 MiB more
-        // of `doctor`'s peak memory for 1 ms less CPU time.
-        let Ok(record) = root.read_to_string(&site.join(&d).join("RECORD"), read::PACKAGE_METADATA) else {
-            continue;
-        };
         let owner = Owner {
             kind: "pip".into(),
             name: name.replace('_', "-").to_ascii_lowercase(),
             version: Some(version.to_string()),
         };
-        for file in library_lines(&record) {
-            map.insert(site.join(file), owner.clone());
-        }
+        // Only its libraries are kept, read a piece at a time and shared with the import models through the
+        // root's memo (torch's `RECORD` is 1.3 MB, of which fourteen lines name a `.so`).
+        crate::python::dist_info::with_record_libraries(root, &site.join(&d).join("RECORD"), |files| {
+            for file in files {
+                map.insert(site.join(&**file), owner.clone());
+            }
+        });
     }
     map
-}
-
-/// The first comma-separated field of each line of `record` (a `RECORD`'s path, as `str::lines` splits them)
-/// that holds `.so`, in order. Found from the occurrences of `.so` rather than line by line: torch's `RECORD`
-/// has twelve thousand lines, fourteen of them libraries.
-fn library_lines(record: &str) -> Vec<&str> {
-    let bytes = record.as_bytes();
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(hit) = memchr::memmem::find(&bytes[from..], b".so").map(|i| from + i) {
-        let start = memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |i| i + 1);
-        let end = memchr::memchr(b'\n', &bytes[hit..]).map_or(bytes.len(), |i| hit + i);
-        // `str::lines` leaves out the `\r` of a `\r\n` line end.
-        let line = record[start..end]
-            .strip_suffix('\r')
-            .filter(|_| end < bytes.len())
-            .unwrap_or(&record[start..end]);
-        let file = line.split(',').next().unwrap_or_default();
-        if file.contains(".so") {
-            out.push(file);
-        }
-        from = end;
-        if from >= bytes.len() {
-            break;
-        }
-    }
-    out
 }
 
 /// `nvidia_cublas_cu12-12.4.5.8.dist-info` → (`nvidia_cublas_cu12`, `12.4.5.8`).
@@ -213,31 +185,6 @@ pub fn component_of(kind: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `library_lines` answers as reading every line did: CRLF and LF endings, a last line with or without
-    /// one (a lone `\r` kept, as `str::lines` keeps it), `.so` in a later field only, two in one line, empty
-    /// lines.
-    #[test]
-    fn library_lines_are_the_lines_that_name_a_library() {
-        fn every(t: &str) -> Vec<&str> {
-            t.lines()
-                .map(|l| l.split(',').next().unwrap_or_default())
-                .filter(|f| f.contains(".so"))
-                .collect()
-        }
-        for text in [
-            "",
-            ".so",
-            "a/libx.so,sha256=so,1\nb/x.py,sha256=a.so,2\n",
-            "a/libx.so.12,,\r\nb/liby.so\r\n\r\nc/libz.so.1.2.3,sha,3",
-            "x/lib.so.so,,\n\n\nlast/libw.so\r",
-            "plain.py,,\nnested/.sox/file,,\n\"q,uoted/liba.so\",,\n",
-            "libq.so",
-            "\n\nlibq.so\n",
-        ] {
-            assert_eq!(library_lines(text), every(text), "{text:?}");
-        }
-    }
 
     /// Every stanza's `Package:` → `Version:`, as the status was read before it was read only for the
     /// packages asked about.

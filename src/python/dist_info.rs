@@ -197,6 +197,14 @@ struct Libraries {
     bytes: u64,
 }
 
+/// The paths the `RECORD` at `record` lists that hold `.so` (as [`record_paths`] takes them, sorted) given to
+/// `f`; `None` when it cannot be read or is not UTF-8. Read once per run by a remembering root, for every part
+/// that asks: the host's owners of its libraries and the import models' owners of what they load read
+/// torch's 1.3 MB `RECORD` once between them.
+pub fn with_record_libraries<R>(root: &Root, record: &Path, f: impl FnOnce(&[Box<str>]) -> R) -> Option<R> {
+    Libraries::of(root, record).paths.as_deref().map(f)
+}
+
 impl Libraries {
     fn of(root: &Root, record: &Path) -> Arc<Libraries> {
         root.remember(record, || {
