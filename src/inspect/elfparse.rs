@@ -909,6 +909,12 @@ mod tests {
     /// A 64-bit `DT_GNU_HASH` of one bucket whose chain holds `name` at index 1, with `words` Bloom words of
     /// which the first is `bloom` (shift 6), and the indexes the walk offers for `name`.
     fn offered(name: &str, words: u32, bloom: u64, truncate: bool) -> (bool, Vec<usize>) {
+        offered_in(true, name, words, bloom, truncate)
+    }
+
+    /// [`offered`] in a table of the class `is_64`: a 32-bit one has 32-bit Bloom words (the low half of
+    /// `bloom`).
+    fn offered_in(is_64: bool, name: &str, words: u32, bloom: u64, truncate: bool) -> (bool, Vec<usize>) {
         let h = name
             .bytes()
             .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
@@ -917,7 +923,12 @@ mod tests {
             t.extend_from_slice(&w.to_le_bytes());
         }
         for i in 0..words {
-            t.extend_from_slice(&(if i == 0 { bloom } else { 0 }).to_le_bytes());
+            let word = if i == 0 { bloom } else { 0 };
+            if is_64 {
+                t.extend_from_slice(&word.to_le_bytes());
+            } else {
+                t.extend_from_slice(&(word as u32).to_le_bytes());
+            }
         }
         t.extend_from_slice(&1u32.to_le_bytes()); // the bucket: symbol 1
         t.extend_from_slice(&(h | 1).to_le_bytes()); // its chain, ended
@@ -925,7 +936,7 @@ mod tests {
             t.truncate(20);
         }
         let mut seen = Vec::new();
-        let readable = gnu_hash_chain(&t, 0, true, 2, name, |i| {
+        let readable = gnu_hash_chain(&t, 0, is_64, 2, name, |i| {
             seen.push(i);
             false
         });
@@ -947,6 +958,21 @@ mod tests {
         assert_eq!(offered(name, 1, 1u64 << (h % 64), false).1, Vec::<usize>::new());
         assert_eq!(offered(name, 3, 0, false), (true, vec![1]));
         assert!(!offered(name, 1, both, true).0);
+        // A 32-bit table: 32-bit words, bits chosen modulo 32. `cudaFree`'s 64-bit bits (36 and 55) are not
+        // its 32-bit ones (4 and 23).
+        let name = "cudaFree";
+        let h = name
+            .bytes()
+            .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
+        let both32 = (1u64 << (h % 32)) | (1u64 << ((h >> 6) % 32));
+        let both64 = (1u64 << (h % 64)) | (1u64 << ((h >> 6) % 64));
+        assert_eq!(offered_in(false, name, 1, both32, false), (true, vec![1]));
+        assert_eq!(
+            offered_in(false, name, 1, 1u64 << (h % 32), false).1,
+            Vec::<usize>::new()
+        );
+        assert_eq!(offered_in(false, name, 1, both64, false).1, Vec::<usize>::new());
+        assert_eq!(offered_in(true, name, 1, both64, false).1, vec![1]);
     }
 
     /// Read through a file in windows, the strings are those the table gives in place: across windows, longer
