@@ -592,9 +592,7 @@ pub fn gnu_hash_chain(
         let b = data.get(at..at.checked_add(4)?)?;
         Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
-    let h = name
-        .bytes()
-        .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
+    let h = gnu_hash(name);
     let mut walk = || -> Option<()> {
         let (nbuckets, symoffset, bloom, shift) = (
             word(off)?,
@@ -629,6 +627,12 @@ pub fn gnu_hash_chain(
         Some(())
     };
     walk().is_some()
+}
+
+/// glibc's `dl_new_hash` of a symbol name: the hash `DT_GNU_HASH` tables are built with.
+fn gnu_hash(name: &str) -> u32 {
+    name.bytes()
+        .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)))
 }
 
 /// The `DT_GNU_HASH` Bloom filter's answer for the hash `h`, as `do_lookup_x` asks it before the buckets: two
@@ -915,9 +919,7 @@ mod tests {
     /// [`offered`] in a table of the class `is_64`: a 32-bit one has 32-bit Bloom words (the low half of
     /// `bloom`).
     fn offered_in(is_64: bool, name: &str, words: u32, bloom: u64, truncate: bool) -> (bool, Vec<usize>) {
-        let h = name
-            .bytes()
-            .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
+        let h = gnu_hash(name);
         let mut t = Vec::new();
         for w in [1u32, 1, words, 6] {
             t.extend_from_slice(&w.to_le_bytes());
@@ -949,9 +951,7 @@ mod tests {
     #[test]
     fn gnu_hash_bloom_filter_as_glibc_reads_it() {
         let name = "cudaMalloc";
-        let h = name
-            .bytes()
-            .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
+        let h = gnu_hash(name);
         let both = (1u64 << (h % 64)) | (1u64 << ((h >> 6) % 64));
         assert_eq!(offered(name, 1, both, false), (true, vec![1]));
         assert_eq!(offered(name, 1, 0, false), (true, vec![]));
@@ -961,9 +961,7 @@ mod tests {
         // A 32-bit table: 32-bit words, bits chosen modulo 32. `cudaFree`'s 64-bit bits (36 and 55) are not
         // its 32-bit ones (4 and 23).
         let name = "cudaFree";
-        let h = name
-            .bytes()
-            .fold(5381u32, |h, c| h.wrapping_mul(33).wrapping_add(u32::from(c)));
+        let h = gnu_hash(name);
         let both32 = (1u64 << (h % 32)) | (1u64 << ((h >> 6) % 32));
         let both64 = (1u64 << (h % 64)) | (1u64 << ((h >> 6) % 64));
         assert_eq!(offered_in(false, name, 1, both32, false), (true, vec![1]));
