@@ -457,9 +457,9 @@ pub struct Resolution {
     /// Every request, in the order ld.so makes them.
     pub libraries: Vec<Library>,
     /// How objects were installed (pip, conda, the system's packages), read beside them: each object that
-    /// requested a missing library (what the fix names packages from), and for `cuda-library-too-old` each
-    /// object that loads an NVIDIA library whose version is known beyond its major, and each such library
-    /// pip installed (its distribution's version is the library's).
+    /// requested a missing DT_NEEDED library (what the fix names packages from), and for
+    /// `cuda-library-too-old` each object that loads an NVIDIA library whose version is known beyond its major,
+    /// and each such library pip installed (its distribution's version is the library's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub origins: Vec<Origin>,
     /// Set when the machine (or root) cannot load the binary's architecture: its libraries were not looked up.

@@ -13,20 +13,27 @@
 //! - otherwise, the system's package manager: `/var/lib/dpkg/status` (Debian, Ubuntu) or `/var/lib/rpm`
 //!   (RHEL, Fedora, SUSE).
 //!
-//! Read for the requesters of a library no step found, and, for `cuda-library-too-old`, for the requesters of
+//! Read for the requesters of a DT_NEEDED library no step found (the fix of one loaded with `dlopen`, or by
+//! a path, names no package), and, for `cuda-library-too-old`, for the requesters of
 //! an NVIDIA library whose loaded copy has a version beyond its major: a toolkit's or the system's copy whose
 //! file name gives it (`libcudnn.so.9.14.0`), or a pip copy (named by its SONAME alone) whose distribution's
 //! `METADATA` gives it (`nvidia-cudnn-cu13` 9.14.0.64); such a pip copy gets its own origin, which carries the
 //! version. Whether a copy named by its SONAME alone is pip's is asked in the same round as the rest, so its
 //! requesters are asked too, and their answers dropped when the copy is not pip's. Nothing else is read: a
-//! binary outside any Python environment costs a few directory listings.
+//! binary outside any Python environment costs a few directory listings. Each object is asked about as soon as
+//! a request of the walk makes it part of the plan ([`Early`]), on the walk's pool: the answers are in when the
+//! walk ends.
 
-use crate::facts::loader::{How, Installed, Origin, PackageManager, PipDist, Resolution};
+use crate::facts::loader::{
+    How, Installed, Library, LoadedObject, Origin, PackageManager, PipDist, Resolution,
+};
+use crate::parallel::{Parts, Pool};
 use crate::python::dist_info::{self, Records};
 use crate::python::metadata::parse_metadata;
 use crate::system::{Root, read};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 /// The NVIDIA libraries whose pinned version `cuda-library-too-old` compares with the loaded copy's: the
 /// stems (the name before `.so`) of the SONAMEs `data/pip_cuda.toml` lists whose toolkit and system copies
@@ -47,11 +54,12 @@ pub const VERSIONED_STEMS: &[&str] = &[
 
 /// What [`find`] needs of a [`Resolution`], taken from it when its tree is walked: the objects that requested
 /// a library no step found, each NVIDIA library ([`VERSIONED_STEMS`]) loaded with the object that asked for
-/// it, and every object's paths. Owned, so that the origins are looked for while the tree is finished (its
-/// symbols read and checked, the copies of missing libraries searched), none of which they depend on.
+/// it, and every object's paths. Owned, so that the origins are gathered while the tree is finished (its
+/// symbols read and checked, the copies of missing libraries searched), none of which they depend on; most
+/// were asked while it was walked ([`Early`]).
 pub struct Plan {
-    /// Requesters of a library no step found, and of an NVIDIA library whose loaded copy's version is known
-    /// beyond its major.
+    /// Requesters of a DT_NEEDED library no step found, and of an NVIDIA library whose loaded copy's version is
+    /// known beyond its major.
     wanted: BTreeSet<usize>,
     /// (requester, loaded copy) of an NVIDIA library named by its SONAME alone (a wheel's).
     versioned: Vec<(usize, usize)>,
@@ -61,32 +69,64 @@ pub struct Plan {
     objects: Vec<(String, String)>,
 }
 
+/// What one request adds to the plan: the objects whose installation it asks about.
+enum Ask {
+    /// The requester's (a DT_NEEDED library no step found, or an NVIDIA library whose loaded copy's version is
+    /// known beyond its major).
+    Wanted(usize),
+    /// (requester, loaded copy) of an NVIDIA library named by its SONAME alone: both are asked.
+    Versioned(usize, usize),
+}
+
+impl Ask {
+    /// What request `l` of a tree whose objects are `objects` (so far) asks about, if anything.
+    fn of(objects: &[LoadedObject], l: &Library) -> Option<Ask> {
+        if l.how == How::NotFound {
+            // A library loaded with `dlopen`, or by a path, that is missing is told alone
+            // (`library-not-found` names no package for it, and the driver's own libraries are the driver
+            // rules' question): its requesters' installation is no part of the answer. On a machine without
+            // a driver, `libcuda.so.1` and NVML are missing for every NVIDIA library that loads them.
+            return (!l.dlopen && !l.soname.contains('/')).then_some(Ask::Wanted(l.needed_by_index));
+        }
+        // The NVIDIA libraries loaded, each with the object that asked for it; a copy named by its SONAME
+        // alone (a wheel's) is asked who installed it.
+        let stem = l.soname.split(".so").next().unwrap_or(&l.soname);
+        let j = l.object.filter(|_| VERSIONED_STEMS.contains(&stem))?;
+        let o = objects.get(j)?;
+        Some(match o.version.as_deref().is_some_and(|v| v.contains('.')) {
+            true => Ask::Wanted(l.needed_by_index),
+            false => Ask::Versioned(l.needed_by_index, j),
+        })
+    }
+
+    /// The objects asked about.
+    fn objects(&self) -> impl Iterator<Item = usize> {
+        let (a, b) = match *self {
+            Ask::Wanted(i) => (i, None),
+            Ask::Versioned(i, j) => (i, Some(j)),
+        };
+        std::iter::once(a).chain(b)
+    }
+}
+
 impl Plan {
     /// The plan of `res`, a tree walked to its end.
     pub fn of(res: &Resolution) -> Plan {
-        let mut wanted: BTreeSet<usize> = res
-            .libraries
-            .iter()
-            .filter(|l| l.how == How::NotFound)
-            .map(|l| l.needed_by_index)
-            .collect();
-        // The NVIDIA libraries loaded, each with the object that asked for it; a copy named by its SONAME
-        // alone (a wheel's) is asked who installed it.
+        let mut wanted: BTreeSet<usize> = BTreeSet::new();
         let mut versioned: Vec<(usize, usize)> = Vec::new();
         let mut asks: Vec<usize> = Vec::new();
         for l in &res.libraries {
-            let stem = l.soname.split(".so").next().unwrap_or(&l.soname);
-            let Some(j) = l.object.filter(|_| VERSIONED_STEMS.contains(&stem)) else {
-                continue;
-            };
-            let Some(o) = res.objects.get(j) else { continue };
-            if o.version.as_deref().is_some_and(|v| v.contains('.')) {
-                wanted.insert(l.needed_by_index);
-            } else {
-                versioned.push((l.needed_by_index, j));
-                if !asks.contains(&j) {
-                    asks.push(j);
+            match Ask::of(&res.objects, l) {
+                Some(Ask::Wanted(i)) => {
+                    wanted.insert(i);
                 }
+                Some(Ask::Versioned(i, j)) => {
+                    versioned.push((i, j));
+                    if !asks.contains(&j) {
+                        asks.push(j);
+                    }
+                }
+                None => {}
             }
         }
         let objects = res
@@ -103,11 +143,43 @@ impl Plan {
     }
 }
 
+/// The questions of [`find`] asked while the tree is walked: as soon as a request makes an object's
+/// installation part of the plan ([`Plan::of`] would ask it), who installed it is looked for on the walk's
+/// pool, beside the walk. Its answer is then in when the walk ends, instead of being looked for after it (a
+/// few `RECORD`s and `METADATA` for each NVIDIA library; on the GPU machine the finish waited 2–3 ms for them).
+#[derive(Default)]
+pub struct Early {
+    asked: HashMap<usize, Arc<Parts<Answer>>>,
+}
+
+impl Early {
+    /// Asks, on `pool`, about the objects request `l` makes part of the plan (`objects`: the tree's so far,
+    /// `l`'s included), each once.
+    pub fn request(&mut self, root: &Root, pool: &mut Pool, objects: &[LoadedObject], l: &Library) {
+        let Some(ask) = Ask::of(objects, l) else {
+            return;
+        };
+        for i in ask.objects() {
+            let Some(o) = objects.get(i) else { continue };
+            if self.asked.contains_key(&i) {
+                continue;
+            }
+            let done = Arc::new(Parts::new(1));
+            self.asked.insert(i, done.clone());
+            let (root, path, real) = (root.clone(), o.path.clone(), o.realpath.clone());
+            pool.submit(move || {
+                let answer = of(&root, &path, &real, &mut Records::default(), &mut Dists::new());
+                done.add([answer]);
+            });
+        }
+    }
+}
+
 /// The origins of [`Resolution::origins`], from the plan of the resolution: for every object that requested a
-/// library no step found, for every object whose NVIDIA library ([`VERSIONED_STEMS`]) was loaded from a copy
-/// whose version is known beyond its major, and for each such copy that pip installed (its origin carries the
-/// distribution's version).
-pub fn find(root: &Root, plan: Plan) -> Vec<Origin> {
+/// DT_NEEDED library no step found, for every object whose NVIDIA library ([`VERSIONED_STEMS`]) was loaded from
+/// a copy whose version is known beyond its major, and for each such copy that pip installed (its origin
+/// carries the distribution's version).
+pub fn find(root: &Root, plan: Plan, mut early: Early, pool: &Pool) -> Vec<Origin> {
     let Plan {
         mut wanted,
         versioned,
@@ -117,20 +189,38 @@ pub fn find(root: &Root, plan: Plan) -> Vec<Origin> {
     // Every object that may be wanted is asked at once, side by side (a venv's fifteen NVIDIA wheels and the
     // objects that load them): whether a copy of a wheel's library is wanted depends on whether a `RECORD`
     // lists it, which its own question answers. Each question reads `RECORD`s (each file once for the run: the
-    // root remembers them).
+    // root remembers them). Those asked while the tree was walked ([`Early`]) are waited for, not asked again.
     let mut asked: BTreeSet<usize> = wanted.clone();
     asked.extend(asks.iter().copied());
     asked.extend(versioned.iter().map(|&(needed_by, _)| needed_by));
     let asked: Vec<usize> = asked.into_iter().filter(|&i| i < objects.len()).collect();
-    let answers = crate::parallel::map_with(
-        &asked,
+    let late: Vec<usize> = asked
+        .iter()
+        .copied()
+        .filter(|i| !early.asked.contains_key(i))
+        .collect();
+    let mut late_answers = crate::parallel::map_with(
+        &late,
         THREADS,
         || (Records::default(), Dists::new()),
         |(records, dists), &i| {
             let (path, real) = &objects[i];
             of(root, path, real, records, dists)
         },
-    );
+    )
+    .into_iter();
+    // `late` is `asked` in order, less the early ones: its answers come in that order.
+    let ask_now = |i: usize| {
+        let (path, real) = &objects[i];
+        of(root, path, real, &mut Records::default(), &mut Dists::new())
+    };
+    let answers: Vec<Answer> = asked
+        .iter()
+        .map(|&i| match early.asked.remove(&i) {
+            Some(done) => done.wait(pool).pop().unwrap_or_else(|| ask_now(i)),
+            None => late_answers.next().unwrap_or_else(|| ask_now(i)),
+        })
+        .collect();
     let answer = |i: usize| asked.binary_search(&i).ok().map(|k| &answers[k]);
     for (needed_by, j) in versioned {
         if answer(j).is_some_and(|a| a.recorded) {
@@ -161,7 +251,7 @@ pub fn find(root: &Root, plan: Plan) -> Vec<Origin> {
 }
 
 /// What [`of`] found of one object.
-struct Answer {
+pub struct Answer {
     /// How it was installed, when pip or conda did it.
     installed: Option<Installed>,
     /// Whether a `RECORD` lists it.
@@ -253,6 +343,35 @@ fn conda_prefix(root: &Root, path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn asked_for_the_requesters_of_a_missing_dt_needed_library_only() {
+        let object = |p: &str| crate::facts::loader::LoadedObject {
+            path: p.into(),
+            realpath: p.into(),
+            ..Default::default()
+        };
+        let mut driver = crate::facts::loader::Library::unresolved("libcuda.so.1", "/w/libcudart.so.13", 1);
+        driver.dlopen = true;
+        let mut by_path = crate::facts::loader::Library::unresolved("/opt/x/libx.so", "/w/app", 0);
+        by_path.dlopen = true;
+        let res = Resolution {
+            objects: vec![
+                object("/w/app"),
+                object("/w/libcudart.so.13"),
+                object("/w/libcudnn.so.9"),
+            ],
+            libraries: vec![
+                driver,
+                by_path,
+                crate::facts::loader::Library::unresolved("libcudnn_ops.so.9", "/w/libcudnn.so.9", 2),
+            ],
+            ..Default::default()
+        };
+        let plan = Plan::of(&res);
+        assert_eq!(plan.wanted, BTreeSet::from([2]));
+        assert!(plan.asks.is_empty() && plan.versioned.is_empty());
+    }
 
     #[test]
     fn site_packages_ancestor() {

@@ -65,6 +65,8 @@ pub(super) struct State<'a> {
     /// Per object, its own RUNPATH or RPATH directories, once asked for ([`State::own_dirs`]).
     own: Vec<Option<Option<Arc<OwnDirs>>>>,
     missing: HashMap<String, usize>,
+    /// Who installed the objects the requests so far make part of the origins' plan, asked on the pool.
+    early: super::origin::Early,
 }
 
 /// How a request came about.
@@ -91,6 +93,16 @@ impl State<'_> {
         let own = self.ctx.own_dirs(self.files, &self.res.objects[i]).map(Arc::new);
         self.own[i] = Some(own.clone());
         own
+    }
+
+    /// Adds request `lib`, answered, to the resolution; who installed the objects it makes part of the
+    /// origins' plan is asked beside the walk ([`super::origin::Early`]).
+    fn push(&mut self, lib: Library) {
+        if !self.loads_only {
+            let pool = self.files.pool();
+            self.early.request(self.ctx.root, pool, &self.res.objects, &lib);
+        }
+        self.res.libraries.push(lib);
     }
 
     fn request(&mut self, requester: usize, name: &str, kind: Kind, reason: Option<String>) {
@@ -132,7 +144,7 @@ impl State<'_> {
                 result: StepResult::Found,
                 note: Some(format!("already loaded as {}", o.path)),
             });
-            self.res.libraries.push(lib);
+            self.push(lib);
             return;
         }
         if let Some(&first) = self.missing.get(name) {
@@ -140,7 +152,7 @@ impl State<'_> {
             let prev = &self.res.libraries[first];
             lib.trail = prev.trail.clone();
             lib.error = prev.error.clone();
-            self.res.libraries.push(lib);
+            self.push(lib);
             return;
         }
         let out = searched.unwrap_or_else(|| self.ctx.search(self.files, &self.res.objects, requester, name));
@@ -185,7 +197,7 @@ impl State<'_> {
                 }
             }
         }
-        self.res.libraries.push(lib);
+        self.push(lib);
     }
 
     /// The name a library that completes the stem of one of its own sub-libraries (same family: `libcudnn`
@@ -520,6 +532,7 @@ fn session_after<R>(
         loads_only,
         own: Vec::new(),
         missing: HashMap::default(),
+        early: Default::default(),
     };
     if let Some(s) = &e.soname {
         st.name(0, s);
@@ -698,11 +711,13 @@ impl State<'_> {
         if self.loads_only {
             return self.res;
         }
-        // The origins depend only on what was loaded and from where: they are looked for on a thread of their
-        // own while the symbols are read and checked and the copies of missing libraries searched.
+        // The origins depend only on what was loaded and from where: each was asked on the pool as soon as a
+        // request made it part of the plan, and they are gathered on a thread of their own while the symbols
+        // are read and checked and the copies of missing libraries searched.
         let plan = super::origin::Plan::of(&self.res);
+        let (early, pool) = (std::mem::take(&mut self.early), self.files.pool().clone());
         std::thread::scope(|s| {
-            let origins = s.spawn(|| super::origin::find(root, plan));
+            let origins = s.spawn(move || super::origin::find(root, plan, early, &pool));
             let mut exports = Vec::new();
             for (o, reads) in self.res.objects.iter_mut().zip(&self.reads) {
                 let s = self.files.symbols(reads);
