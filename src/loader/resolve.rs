@@ -441,8 +441,16 @@ pub(super) fn session_loads<R>(
     files: &mut Files,
     body: impl FnOnce(&mut State) -> R,
 ) -> Option<Option<R>> {
-    session_after(root, env, path, files, &[], true, body).map(|(_, out)| out)
+    session_after(root, env, path, files, &[], true, body).map(|(res, out)| {
+        // Not kept: freed on the reaper's thread, not on the walk's (a framework's import model, before the
+        // file's own walk).
+        crate::parallel::discard(res);
+        out
+    })
 }
+
+/// A resolution is memory only: nothing in its drop has to happen before the run goes on.
+impl crate::parallel::Forgettable for Resolution {}
 
 /// The process of the program or library at `path`, opened into a process that holds `earlier` first
 /// ([`State::after`]), then `body`'s further loads; unless `loads_only` ([`session_loads`]), finished as a
