@@ -262,7 +262,7 @@ pub struct Answer {
 const THREADS: usize = 8;
 
 /// Each `.dist-info`'s installer and parsed `METADATA`, read once (many of torch's objects ask).
-type Dists = std::collections::HashMap<std::path::PathBuf, (String, Option<PipDist>)>;
+type Dists = std::collections::HashMap<std::path::PathBuf, Arc<(String, Option<PipDist>)>>;
 
 /// How the object opened as `opened`, whose real path is `real`, was installed, and whether a `RECORD` lists
 /// it.
@@ -281,13 +281,16 @@ fn of(root: &Root, opened: &str, real: &str, records: &mut Records, dists: &mut 
 
 /// How pip or conda installed an object whose distribution's `RECORD` lists it.
 fn recorded(root: &Root, path: &Path, owned: &dist_info::Owned, dists: &mut Dists) -> Installed {
-    let (installer, dist) = dists.entry(owned.info.clone()).or_insert_with(|| {
-        let metadata = owned.info.join("METADATA");
-        let dist = root
-            .read_to_string(&metadata, read::PACKAGE_METADATA)
-            .ok()
-            .and_then(|text| parse_metadata(&text, &metadata.to_string_lossy()));
-        (dist_info::installer(root, &owned.info), dist)
+    let (installer, dist) = &**dists.entry(owned.info.clone()).or_insert_with(|| {
+        // Once for the run by a remembering root: torch's objects are asked about one by one, each question
+        // with its own `Dists`, and all of them have torch's `METADATA`.
+        root.remember(&owned.info, || {
+            let metadata = owned.info.join("METADATA");
+            let text = root.read_to_string(&metadata, read::PACKAGE_METADATA).ok();
+            let held = text.as_ref().map_or(0, |t| t.len() as u64);
+            let dist = text.and_then(|text| parse_metadata(&text, &metadata.to_string_lossy()));
+            ((dist_info::installer(root, &owned.info), dist), held)
+        })
     });
     // conda installs Python packages with a dist-info too, and says so in its INSTALLER file.
     if installer == "conda"

@@ -118,18 +118,28 @@ impl Records {
         None
     }
 
-    /// The `.dist-info` directories in `dir`, listed once, each with its distribution's name normalised.
+    /// The `.dist-info` directories in `dir`, listed once, each with its distribution's name normalised: once
+    /// for the run by a remembering root, whose every question of the origins (one per object, each with a
+    /// `Records` of its own) lists the same `site-packages`.
     fn infos_of(&mut self, root: &Root, dir: &Path) -> Arc<[Info]> {
         self.infos
             .entry(dir.to_path_buf())
             .or_insert_with(|| {
-                dist_infos(root, dir)
-                    .into_iter()
-                    .map(|path| Info {
-                        name: key_of(&path),
-                        path,
-                    })
-                    .collect()
+                let listed = root.remember(dir, || {
+                    let infos: Arc<[Info]> = dist_infos(root, dir)
+                        .into_iter()
+                        .map(|path| Info {
+                            name: key_of(&path),
+                            path,
+                        })
+                        .collect();
+                    let held = infos
+                        .iter()
+                        .map(|i| (i.path.as_os_str().len() + i.name.len()) as u64 + 48)
+                        .sum();
+                    (infos, held)
+                });
+                Arc::clone(&listed)
             })
             .clone()
     }
@@ -640,6 +650,41 @@ mod tests {
                 .is_none()
         );
         assert!(r.owner(&root, Path::new("/elsewhere/libx.so")).is_none());
+    }
+
+    /// Each question of the origins has a `Records` of its own: on a remembering root they share one listing
+    /// of a directory's distributions, names normalised, and still answer alike.
+    #[test]
+    fn records_of_one_remembering_root_share_a_directorys_listing() {
+        let t = tempfile::tempdir().unwrap();
+        let put = |p: &str, b: &str| crate::system::put(t.path(), p, b.as_bytes());
+        put("/s/nvidia/cu13/lib/libcublas.so.13", "");
+        put(
+            "/s/nvidia_cublas-13.4.1.3.dist-info/RECORD",
+            "nvidia/cu13/lib/libcublas.so.13,sha256=x,0\n",
+        );
+        put("/s/Torch-2.15.0.dist-info/RECORD", "torch/__init__.py,,\n");
+        let lib = Path::new("/s/nvidia/cu13/lib/libcublas.so.13");
+        let root = Root::at(t.path()).remembering();
+        let (mut a, mut b) = (Records::default(), Records::default());
+        let (la, lb) = (
+            a.infos_of(&root, Path::new("/s")),
+            b.infos_of(&root, Path::new("/s")),
+        );
+        assert!(Arc::ptr_eq(&la, &lb));
+        let names: Vec<&str> = la.iter().map(|i| i.name.as_str()).collect();
+        // In the order of the directory's names (`Torch-…` before `nvidia_…`), normalised.
+        assert_eq!(names, ["torch", "nvidia-cublas"]);
+        let (oa, ob) = (a.owner(&root, lib).unwrap(), b.owner(&root, lib).unwrap());
+        assert_eq!(oa.info, ob.info);
+        assert_eq!(oa.info, Path::new("/s/nvidia_cublas-13.4.1.3.dist-info"));
+        // A root that does not remember lists the directory for each.
+        let plain = Root::at(t.path());
+        let (mut c, mut d) = (Records::default(), Records::default());
+        assert!(!Arc::ptr_eq(
+            &c.infos_of(&plain, Path::new("/s")),
+            &d.infos_of(&plain, Path::new("/s"))
+        ));
     }
 
     /// A directory of many distributions, none of which owns the file: at most [`MAX_RECORDS`] `RECORD`s are
