@@ -146,7 +146,8 @@ impl Plan {
 /// The questions of [`find`] asked while the tree is walked: as soon as a request makes an object's
 /// installation part of the plan ([`Plan::of`] would ask it), who installed it is looked for on the walk's
 /// pool, beside the walk. Its answer is then in when the walk ends, instead of being looked for after it (a
-/// few `RECORD`s and `METADATA` for each NVIDIA library; on the GPU machine the finish waited 2–3 ms for them).
+/// few `RECORD`s and `METADATA` for each NVIDIA library; on the GPU machine the finish waited up to 3 ms for
+/// them).
 #[derive(Default)]
 pub struct Early {
     asked: HashMap<usize, Arc<Parts<Answer>>>,
@@ -186,39 +187,24 @@ pub fn find(root: &Root, plan: Plan, mut early: Early, pool: &Pool) -> Vec<Origi
         asks,
         objects,
     } = plan;
-    // Every object that may be wanted is asked at once, side by side (a venv's fifteen NVIDIA wheels and the
-    // objects that load them): whether a copy of a wheel's library is wanted depends on whether a `RECORD`
-    // lists it, which its own question answers. Each question reads `RECORD`s (each file once for the run: the
-    // root remembers them). Those asked while the tree was walked ([`Early`]) are waited for, not asked again.
+    // Every object that may be wanted is asked about, side by side on the walk's pool ([`Early`]; a venv's
+    // fifteen NVIDIA wheels and the objects that load them): whether a copy of a wheel's library is wanted
+    // depends on whether a `RECORD` lists it, which its own question answers. Each question reads `RECORD`s
+    // (each file once for the run: the root remembers them).
     let mut asked: BTreeSet<usize> = wanted.clone();
     asked.extend(asks.iter().copied());
     asked.extend(versioned.iter().map(|&(needed_by, _)| needed_by));
     let asked: Vec<usize> = asked.into_iter().filter(|&i| i < objects.len()).collect();
-    let late: Vec<usize> = asked
-        .iter()
-        .copied()
-        .filter(|i| !early.asked.contains_key(i))
-        .collect();
-    let mut late_answers = crate::parallel::map_with(
-        &late,
-        THREADS,
-        || (Records::default(), Dists::new()),
-        |(records, dists), &i| {
-            let (path, real) = &objects[i];
-            of(root, path, real, records, dists)
-        },
-    )
-    .into_iter();
-    // `late` is `asked` in order, less the early ones: its answers come in that order.
-    let ask_now = |i: usize| {
-        let (path, real) = &objects[i];
-        of(root, path, real, &mut Records::default(), &mut Dists::new())
-    };
+    // Each was asked while the tree was walked: its answer is waited for. One that was not (no request of
+    // the walk made it part of the plan) is asked here.
     let answers: Vec<Answer> = asked
         .iter()
-        .map(|&i| match early.asked.remove(&i) {
-            Some(done) => done.wait(pool).pop().unwrap_or_else(|| ask_now(i)),
-            None => late_answers.next().unwrap_or_else(|| ask_now(i)),
+        .map(|&i| {
+            let known = early.asked.remove(&i).and_then(|done| done.wait(pool).pop());
+            known.unwrap_or_else(|| {
+                let (path, real) = &objects[i];
+                of(root, path, real, &mut Records::default(), &mut Dists::new())
+            })
         })
         .collect();
     let answer = |i: usize| asked.binary_search(&i).ok().map(|k| &answers[k]);
@@ -251,15 +237,12 @@ pub fn find(root: &Root, plan: Plan, mut early: Early, pool: &Pool) -> Vec<Origi
 }
 
 /// What [`of`] found of one object.
-pub struct Answer {
+struct Answer {
     /// How it was installed, when pip or conda did it.
     installed: Option<Installed>,
     /// Whether a `RECORD` lists it.
     recorded: bool,
 }
-
-/// Threads that look for origins at most.
-const THREADS: usize = 8;
 
 /// Each `.dist-info`'s installer and parsed `METADATA`, read once (many of torch's objects ask).
 type Dists = std::collections::HashMap<std::path::PathBuf, Arc<(String, Option<PipDist>)>>;
@@ -374,6 +357,56 @@ mod tests {
         let plan = Plan::of(&res);
         assert_eq!(plan.wanted, BTreeSet::from([2]));
         assert!(plan.asks.is_empty() && plan.versioned.is_empty());
+    }
+
+    /// The answers asked while the tree was walked are the answers asked at its end.
+    #[test]
+    fn asked_during_the_walk_or_at_its_end_alike() {
+        let t = tempfile::tempdir().unwrap();
+        let put = |p: &str, b: &str| crate::system::put(t.path(), p, b.as_bytes());
+        let site = "/v/lib/python3.12/site-packages";
+        put(&format!("{site}/onnxruntime/capi/libprov.so"), "");
+        put(
+            &format!("{site}/onnxruntime_gpu-1.31.1.dist-info/RECORD"),
+            "onnxruntime/capi/libprov.so,sha256=x,0\n",
+        );
+        put(
+            &format!("{site}/onnxruntime_gpu-1.31.1.dist-info/METADATA"),
+            "Name: onnxruntime-gpu\nVersion: 1.31.1\nRequires-Dist: nvidia-cublas>=13.0\n\n",
+        );
+        let root = Root::at(t.path()).remembering();
+        let prov = format!("{site}/onnxruntime/capi/libprov.so");
+        let res = Resolution {
+            objects: vec![LoadedObject {
+                path: prov.clone(),
+                realpath: prov.clone(),
+                ..Default::default()
+            }],
+            libraries: vec![Library::unresolved("libcublasLt.so.13", &prov, 0)],
+            ..Default::default()
+        };
+        let mut pool = Pool::new(2);
+        let at_the_end = find(&root, Plan::of(&res), Early::default(), &pool);
+        let mut early = Early::default();
+        early.request(&root, &mut pool, &res.objects, &res.libraries[0]);
+        assert_eq!(early.asked.len(), 1);
+        let during = find(&root, Plan::of(&res), early, &pool);
+        assert_eq!(at_the_end, during);
+        let [origin] = &during[..] else {
+            panic!("one origin: {during:?}")
+        };
+        assert_eq!(origin.object, prov);
+        let Installed::Pip {
+            site: s,
+            dist: Some(d),
+        } = &origin.installed
+        else {
+            panic!("pip's: {origin:?}")
+        };
+        assert_eq!(
+            (s.as_str(), d.name.as_str(), d.version.as_str()),
+            (site, "onnxruntime-gpu", "1.31.1")
+        );
     }
 
     #[test]
