@@ -169,7 +169,7 @@ impl Early {
             self.asked.insert(i, done.clone());
             let (root, path, real) = (root.clone(), o.path.clone(), o.realpath.clone());
             pool.submit(move || {
-                let answer = of(&root, &path, &real, &mut Records::default(), &mut Dists::new());
+                let answer = of(&root, &path, &real);
                 done.add([answer]);
             });
         }
@@ -203,7 +203,7 @@ pub fn find(root: &Root, plan: Plan, mut early: Early, pool: &Pool) -> Vec<Origi
             let known = early.asked.remove(&i).and_then(|done| done.wait(pool).pop());
             known.unwrap_or_else(|| {
                 let (path, real) = &objects[i];
-                of(root, path, real, &mut Records::default(), &mut Dists::new())
+                of(root, path, real)
             })
         })
         .collect();
@@ -244,15 +244,13 @@ struct Answer {
     recorded: bool,
 }
 
-/// Each `.dist-info`'s installer and parsed `METADATA`, read once (many of torch's objects ask).
-type Dists = std::collections::HashMap<std::path::PathBuf, Arc<(String, Option<PipDist>)>>;
-
 /// How the object opened as `opened`, whose real path is `real`, was installed, and whether a `RECORD` lists
-/// it.
-fn of(root: &Root, opened: &str, real: &str, records: &mut Records, dists: &mut Dists) -> Answer {
-    match records.owner_of(root, real, opened) {
+/// it. One question: what several questions read alike (a directory's listing, a `RECORD`'s libraries, a
+/// distribution's `METADATA`) the root remembers for the run.
+fn of(root: &Root, opened: &str, real: &str) -> Answer {
+    match Records::default().owner_of(root, real, opened) {
         Some(owned) => Answer {
-            installed: Some(recorded(root, Path::new(real), &owned, dists)),
+            installed: Some(recorded(root, Path::new(real), &owned)),
             recorded: true,
         },
         None => Answer {
@@ -263,18 +261,17 @@ fn of(root: &Root, opened: &str, real: &str, records: &mut Records, dists: &mut 
 }
 
 /// How pip or conda installed an object whose distribution's `RECORD` lists it.
-fn recorded(root: &Root, path: &Path, owned: &dist_info::Owned, dists: &mut Dists) -> Installed {
-    let (installer, dist) = &**dists.entry(owned.info.clone()).or_insert_with(|| {
-        // Once for the run by a remembering root: torch's objects are asked about one by one, each question
-        // with its own `Dists`, and all of them have torch's `METADATA`.
-        root.remember(&owned.info, || {
-            let metadata = owned.info.join("METADATA");
-            let text = root.read_to_string(&metadata, read::PACKAGE_METADATA).ok();
-            let held = text.as_ref().map_or(0, |t| t.len() as u64);
-            let dist = text.and_then(|text| parse_metadata(&text, &metadata.to_string_lossy()));
-            ((dist_info::installer(root, &owned.info), dist), held)
-        })
+fn recorded(root: &Root, path: &Path, owned: &dist_info::Owned) -> Installed {
+    // The installer and `METADATA` of the `.dist-info`, once for the run by a remembering root: torch's
+    // objects are asked about one by one, and all of them have torch's `METADATA`.
+    let read: Arc<(String, Option<PipDist>)> = root.remember(&owned.info, || {
+        let metadata = owned.info.join("METADATA");
+        let text = root.read_to_string(&metadata, read::PACKAGE_METADATA).ok();
+        let held = text.as_ref().map_or(0, |t| t.len() as u64);
+        let dist = text.and_then(|text| parse_metadata(&text, &metadata.to_string_lossy()));
+        ((dist_info::installer(root, &owned.info), dist), held)
     });
+    let (installer, dist) = &*read;
     // conda installs Python packages with a dist-info too, and says so in its INSTALLER file.
     if installer == "conda"
         && let Some(prefix) = conda_prefix(root, path)
