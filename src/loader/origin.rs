@@ -174,6 +174,13 @@ impl Early {
             });
         }
     }
+
+    /// Drops the questions about objects from index `objects` on, as [`super::resolve::State`]'s rollback
+    /// unmaps them: an index a later load takes again is asked about afresh, never answered for the object
+    /// that had it before.
+    pub fn forget_from(&mut self, objects: usize) {
+        self.asked.retain(|&i, _| i < objects);
+    }
 }
 
 /// The origins of [`Resolution::origins`], from the plan of the resolution: for every object that requested a
@@ -387,6 +394,12 @@ mod tests {
         let mut early = Early::default();
         early.request(&root, &mut pool, &res.objects, &res.libraries[0]);
         assert_eq!(early.asked.len(), 1);
+        let mut forgotten = Early::default();
+        forgotten.request(&root, &mut pool, &res.objects, &res.libraries[0]);
+        forgotten.forget_from(1);
+        assert_eq!(forgotten.asked.len(), 1);
+        forgotten.forget_from(0);
+        assert!(forgotten.asked.is_empty());
         let during = find(&root, Plan::of(&res), early, &pool);
         assert_eq!(at_the_end, during);
         let [origin] = &during[..] else {

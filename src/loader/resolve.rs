@@ -653,6 +653,7 @@ impl State<'_> {
         self.own.truncate(objects);
         self.by_name.retain(|_, i| *i < objects);
         self.missing.retain(|_, i| *i < libraries);
+        self.early.forget_from(objects);
     }
 
     /// Objects loaded from now on have their `.rodata` searched for `dlopen` names only when
